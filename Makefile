@@ -1,0 +1,49 @@
+# The two set-up commands of the README: `make synth` (main job) and `make test`.
+# Each installs what is missing on first use; later runs only check two stamp files.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+PY_STAMP := $(VENV)/.installed
+NPM_STAMP := node_modules/.installed
+# pip warns about every index location of the machine's pip.conf that does not exist here
+PIP_NOISE := is ignored: it is neither a file nor a directory
+export PIP_DISABLE_PIP_VERSION_CHECK := 1
+
+.PHONY: synth test lint plan validate deps lock clean
+
+synth: $(PY_STAMP) $(NPM_STAMP)
+	@$(BIN)/sitegen synth
+
+test: $(PY_STAMP) $(NPM_STAMP)
+	@$(BIN)/pytest
+
+lint: $(PY_STAMP)
+	@$(BIN)/ruff check . && $(BIN)/ruff format --check .
+
+plan: $(PY_STAMP) $(NPM_STAMP)
+	@$(BIN)/sitegen plan
+
+deps: $(PY_STAMP) $(NPM_STAMP)
+
+$(PY_STAMP): requirements.lock pyproject.toml
+	@echo "installing Python packages into $(VENV)"
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@set -o pipefail; { $(BIN)/pip install --quiet --require-hashes --no-deps -r requirements.lock && \
+		$(BIN)/pip install --quiet --no-deps --no-build-isolation -e . ; } 2>&1 | { grep -v "$(PIP_NOISE)" || true; }
+	@touch $@
+
+# node_modules carries the cdk8s CLI and a supported Node runtime for jsii (see README).
+$(NPM_STAMP): package-lock.json
+	@echo "installing npm packages into node_modules"
+	@npm ci --silent --no-audit --no-fund
+	@touch $@
+
+# Regenerate requirements.lock after editing pyproject.toml (needs uv; URLs are never written).
+lock: $(PY_STAMP)
+	@$(BIN)/pip install --quiet --disable-pip-version-check uv
+	@$(BIN)/uv pip compile pyproject.toml --extra dev --generate-hashes --no-emit-index-url \
+		--python-version 3.11 -q -o requirements.lock
+
+clean:
+	rm -rf $(VENV) node_modules

@@ -1,0 +1,44 @@
+"""A file the bootstrap runbook places on a host: kubeadm configs, static pods, API server policies.
+
+These are not objects Argo CD syncs; each becomes one multi-document YAML file with a header that
+says where it goes and what must be filled in at bootstrap.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cdk8s import ApiObject, JsonPatch
+from constructs import Construct
+
+# Config-file API groups are decoded strictly by their readers and have no ObjectMeta.
+_METADATA_FREE_GROUPS = ("kubeadm.k8s.io/", "kubelet.config.k8s.io/", "apiserver.config.k8s.io/")
+
+
+class HostFile(Construct):
+    """One output file made of the documents added to it, in order."""
+
+    def __init__(self, scope: Construct, id: str, *, file_name: str, header: str) -> None:
+        super().__init__(scope, id)
+        self.file_name = file_name
+        self.header = header
+
+    def documents(self) -> list[dict[str, Any]]:
+        """Every ApiObject below this file (typed ones included), in the order they were created."""
+        docs = []
+        for obj in self.node.find_all():
+            if not isinstance(obj, ApiObject):
+                continue
+            doc = obj.to_json()
+            if doc["apiVersion"].startswith(_METADATA_FREE_GROUPS):
+                doc.pop("metadata", None)
+            docs.append(doc)
+        return docs
+
+
+def config_document(scope: Construct, api_version: str, kind: str, body: dict[str, Any]) -> ApiObject:
+    """An untyped document (config-file kinds have no generated classes) as `scope`'s primary child."""
+    obj = ApiObject(scope, "Resource", api_version=api_version, kind=kind)
+    for key, value in body.items():
+        obj.add_json_patch(JsonPatch.add(f"/{key}", value))
+    return obj

@@ -1,0 +1,382 @@
+"""kubeadm v1beta4 configuration of one cluster: init, control-plane joins, one worker join per pool.
+
+Nothing secret is rendered. Bootstrap tokens, the certificate key and the CA hash are shell
+variables (`${KUBEADM_TOKEN}` ...) that the runbook fills in with `envsubst` on the host.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from constructs import Construct
+from constructs.host_file import HostFile, config_document
+
+from sitegen.layout import ClusterLayout, PoolLayout
+from sitegen.model import Host
+
+KUBEADM = "kubeadm.k8s.io/v1beta4"
+CRI_SOCKET = "unix:///var/run/containerd/containerd.sock"
+
+# Host paths the API server reads; the runbook creates them before `kubeadm init`.
+AUDIT_POLICY = "/etc/kubernetes/audit/policy.yaml"
+AUDIT_LOG_DIR = "/var/log/kubernetes/audit"
+ADMISSION_CONFIG = "/etc/kubernetes/admission/admission.yaml"
+ENCRYPTION_CONFIG = "/etc/kubernetes/enc/enc.yaml"
+
+TOKEN = "${KUBEADM_TOKEN}"
+CA_CERT_HASH = "${KUBEADM_CA_CERT_HASH}"
+CERTIFICATE_KEY = "${KUBEADM_CERTIFICATE_KEY}"
+
+# CIS Kubernetes Benchmark 1.2.x: strong TLS suites only.
+TLS_CIPHER_SUITES = ",".join(
+    [
+        "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256",
+        "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384",
+        "TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305",
+        "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256",
+        "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384",
+        "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305",
+    ]
+)
+
+_SECRETS_HEADER = (
+    "Secrets are never rendered: export KUBEADM_TOKEN (kubeadm token generate), KUBEADM_CERTIFICATE_KEY\n"
+    "(kubeadm certs certificate-key) and KUBEADM_CA_CERT_HASH (sha256:<hash of the cluster CA public key>)\n"
+    "from the site vault, then: envsubst < {file} > /tmp/kubeadm.yaml"
+)
+
+
+def _args(**flags: str) -> list[dict[str, str]]:
+    """v1beta4 extra args are a list of {name, value}; keyword order is kept."""
+    return [{"name": name.replace("_", "-"), "value": value} for name, value in flags.items()]
+
+
+def _taints(pool: PoolLayout) -> list[dict[str, str]]:
+    return [t.model_dump(exclude_none=True) for t in pool.taints]
+
+
+def _discovery(cluster: ClusterLayout) -> dict[str, Any]:
+    return {
+        "bootstrapToken": {
+            "apiServerEndpoint": cluster.spec.api.endpoint,
+            "token": TOKEN,
+            "caCertHashes": [CA_CERT_HASH],
+        }
+    }
+
+
+def _self_settable(labels: dict[str, str]) -> dict[str, str]:
+    """Labels a kubelet may set at registration: nothing in the kubernetes.io / k8s.io namespaces."""
+    reserved = ("kubernetes.io/", "k8s.io/")
+    return {k: v for k, v in labels.items() if not any(k.startswith(r) or f".{r}" in k for r in reserved)}
+
+
+class ClusterConfiguration(Construct):
+    """Cluster-wide kubeadm settings: stacked etcd, API endpoint on the VIP, CIS-hardened flags."""
+
+    def __init__(self, scope: HostFile, id: str, *, cluster: ClusterLayout, kubernetes_version: str) -> None:
+        super().__init__(scope, id)
+        spec = cluster.spec
+        config_document(
+            self,
+            KUBEADM,
+            "ClusterConfiguration",
+            {
+                "clusterName": cluster.name,
+                "kubernetesVersion": kubernetes_version,
+                "controlPlaneEndpoint": spec.api.endpoint,
+                "networking": {
+                    "podSubnet": str(spec.pod_cidr),
+                    "serviceSubnet": str(spec.service_cidr),
+                    "dnsDomain": spec.dns_domain,
+                },
+                # Cilium replaces kube-proxy (kube-proxy replacement against the API VIP).
+                "proxy": {"disabled": True},
+                "etcd": {
+                    "local": {
+                        "dataDir": "/var/lib/etcd",
+                        "extraArgs": _args(quota_backend_bytes=str(spec.etcd_quota_gib * 2**30)),
+                    }
+                },
+                "apiServer": {
+                    "certSANs": [spec.api.dns_name, str(spec.api.vip)],
+                    "extraArgs": _args(
+                        profiling="false",
+                        audit_log_path=f"{AUDIT_LOG_DIR}/audit.log",
+                        audit_log_maxage="30",
+                        audit_log_maxbackup="10",
+                        audit_log_maxsize="100",
+                        audit_policy_file=AUDIT_POLICY,
+                        encryption_provider_config=ENCRYPTION_CONFIG,
+                        admission_control_config_file=ADMISSION_CONFIG,
+                        enable_admission_plugins="NodeRestriction",
+                        tls_cipher_suites=TLS_CIPHER_SUITES,
+                    ),
+                    "extraVolumes": [
+                        _mount("audit-policy", AUDIT_POLICY.rsplit("/", 1)[0], read_only=True),
+                        _mount("audit-log", AUDIT_LOG_DIR, read_only=False),
+                        _mount("admission", ADMISSION_CONFIG.rsplit("/", 1)[0], read_only=True),
+                        _mount("encryption", ENCRYPTION_CONFIG.rsplit("/", 1)[0], read_only=True),
+                    ],
+                },
+                "controllerManager": {
+                    "extraArgs": _args(profiling="false", terminated_pod_gc_threshold="10")
+                },
+                "scheduler": {"extraArgs": _args(profiling="false")},
+            },
+        )
+
+
+def _mount(name: str, path: str, *, read_only: bool) -> dict[str, Any]:
+    return {
+        "name": name,
+        "hostPath": path,
+        "mountPath": path,
+        "readOnly": read_only,
+        "pathType": "DirectoryOrCreate",
+    }
+
+
+def _registration(host_name: str, node_ip: str, taints: list[dict[str, str]], **extra: str) -> dict[str, Any]:
+    # node-ip is explicit: on hosts with management, 100GbE and IPoIB interfaces the kubelet's guess
+    # (or kube-vip's VIP) must not become the node's InternalIP.
+    return {
+        "name": host_name,
+        "criSocket": CRI_SOCKET,
+        "kubeletExtraArgs": _args(node_ip=node_ip, **extra),
+        "taints": taints,
+    }
+
+
+class InitConfiguration(Construct):
+    """The first control-plane node: `kubeadm init --upload-certs`."""
+
+    def __init__(self, scope: HostFile, id: str, *, cluster: ClusterLayout, host: Host) -> None:
+        super().__init__(scope, id)
+        config_document(
+            self,
+            KUBEADM,
+            "InitConfiguration",
+            {
+                "bootstrapTokens": [
+                    {
+                        "token": TOKEN,
+                        "ttl": "2h0m0s",
+                        "usages": ["signing", "authentication"],
+                        "groups": ["system:bootstrappers:kubeadm:default-node-token"],
+                    }
+                ],
+                "certificateKey": CERTIFICATE_KEY,
+                "localAPIEndpoint": {
+                    "advertiseAddress": str(host.address),
+                    "bindPort": cluster.spec.api.port,
+                },
+                "nodeRegistration": _registration(
+                    host.name, str(host.address), _taints(cluster.control_plane)
+                ),
+            },
+        )
+
+
+class KubeletConfiguration(Construct):
+    """Kubelet defaults kubeadm uploads at init and every joining node downloads."""
+
+    def __init__(self, scope: HostFile, id: str, *, cluster: ClusterLayout) -> None:
+        super().__init__(scope, id)
+        config_document(
+            self,
+            "kubelet.config.k8s.io/v1beta1",
+            "KubeletConfiguration",
+            {
+                "cgroupDriver": "systemd",
+                "authentication": {"anonymous": {"enabled": False}, "webhook": {"enabled": True}},
+                "authorization": {"mode": "Webhook"},
+                "readOnlyPort": 0,
+                "rotateCertificates": True,
+                "clusterDomain": cluster.spec.dns_domain,
+            },
+        )
+
+
+class ControlPlaneJoin(Construct):
+    """A further control-plane node joining the stacked etcd; joined one at a time."""
+
+    def __init__(self, scope: HostFile, id: str, *, cluster: ClusterLayout, host: Host) -> None:
+        super().__init__(scope, id)
+        config_document(
+            self,
+            KUBEADM,
+            "JoinConfiguration",
+            {
+                "discovery": _discovery(cluster),
+                "controlPlane": {
+                    "localAPIEndpoint": {
+                        "advertiseAddress": str(host.address),
+                        "bindPort": cluster.spec.api.port,
+                    },
+                    "certificateKey": CERTIFICATE_KEY,
+                },
+                "nodeRegistration": _registration(
+                    host.name, str(host.address), _taints(cluster.control_plane)
+                ),
+            },
+        )
+
+
+class WorkerJoin(Construct):
+    """The join of every host of one worker pool: the pool's taints are set at registration.
+
+    NodeRestriction lets a kubelet taint itself only when it registers, so this is the one moment
+    a GPU or AIStor node can come up already tainted. Host name and address are per-host variables.
+    """
+
+    def __init__(self, scope: HostFile, id: str, *, cluster: ClusterLayout, pool: PoolLayout) -> None:
+        super().__init__(scope, id)
+        labels = _self_settable(pool.labels)
+        extra = {"node_labels": ",".join(f"{k}={v}" for k, v in labels.items())} if labels else {}
+        config_document(
+            self,
+            KUBEADM,
+            "JoinConfiguration",
+            {
+                "discovery": _discovery(cluster),
+                "nodeRegistration": _registration("${NODE_NAME}", "${NODE_IP}", _taints(pool), **extra),
+            },
+        )
+
+
+def _inventory(pool: PoolLayout) -> str:
+    pairs = [f"{h.name}={h.address}" for h in pool.hosts]
+    lines = [" ".join(pairs[i : i + 6]) for i in range(0, len(pairs), 6)]
+    return "NODE_NAME=NODE_IP:\n" + "\n".join(f"  {line}" for line in lines)
+
+
+class ApiServerPolicies(Construct):
+    """Audit policy and Pod Security admission defaults the API server flags point at."""
+
+    def __init__(self, scope: Construct, id: str, *, kubernetes_minor: str) -> None:
+        super().__init__(scope, id)
+        audit = HostFile(
+            self,
+            "AuditPolicy",
+            file_name="audit-policy.yaml",
+            header=f"Copy to {AUDIT_POLICY} on every control-plane node before kubeadm init or join.",
+        )
+        config_document(
+            audit,
+            "audit.k8s.io/v1",
+            "Policy",
+            {
+                "omitStages": ["RequestReceived"],
+                "rules": [
+                    {"level": "None", "nonResourceURLs": ["/healthz*", "/livez*", "/readyz*", "/version"]},
+                    {"level": "None", "resources": [{"group": "", "resources": ["events"]}]},
+                    {
+                        "level": "None",
+                        "users": ["system:kube-scheduler", "system:kube-controller-manager"],
+                        "verbs": ["get", "list", "watch"],
+                    },
+                    # Secret payloads must never reach the log: metadata only.
+                    {
+                        "level": "Metadata",
+                        "resources": [
+                            {"group": "", "resources": ["secrets", "configmaps", "serviceaccounts/token"]},
+                            {"group": "authentication.k8s.io", "resources": ["tokenreviews"]},
+                        ],
+                    },
+                    {
+                        "level": "RequestResponse",
+                        "resources": [
+                            {"group": "rbac.authorization.k8s.io"},
+                            {"group": "admissionregistration.k8s.io"},
+                        ],
+                    },
+                    {"level": "Metadata"},
+                ],
+            },
+        )
+        admission = HostFile(
+            self,
+            "Admission",
+            file_name="admission-config.yaml",
+            header=f"Copy to {ADMISSION_CONFIG} on every control-plane node before kubeadm init or join.",
+        )
+        version = kubernetes_minor
+        config_document(
+            admission,
+            "apiserver.config.k8s.io/v1",
+            "AdmissionConfiguration",
+            {
+                "plugins": [
+                    {
+                        "name": "PodSecurity",
+                        "configuration": {
+                            "apiVersion": "pod-security.admission.config.k8s.io/v1",
+                            "kind": "PodSecurityConfiguration",
+                            # Unlabelled namespaces get baseline; every namespace we render is labelled.
+                            "defaults": {
+                                "enforce": "baseline",
+                                "enforce-version": version,
+                                "audit": "restricted",
+                                "audit-version": version,
+                                "warn": "restricted",
+                                "warn-version": version,
+                            },
+                            # Static control-plane pods (kube-vip, etcd) live here and need host access.
+                            "exemptions": {
+                                "usernames": [],
+                                "runtimeClasses": [],
+                                "namespaces": ["kube-system"],
+                            },
+                        },
+                    }
+                ]
+            },
+        )
+
+
+class KubeadmConfigs(Construct):
+    """Every kubeadm file of one cluster, named for the host or pool it is used on."""
+
+    def __init__(self, scope: Construct, id: str, *, cluster: ClusterLayout, kubernetes_version: str) -> None:
+        super().__init__(scope, id)
+        first, *others = cluster.control_plane.hosts
+        init = HostFile(
+            self,
+            "Init",
+            file_name=f"init-{first.name}.yaml",
+            header=f"On {first.name} only: kubeadm init --upload-certs --config <this file after envsubst>.\n"
+            + _SECRETS_HEADER.format(file=f"init-{first.name}.yaml"),
+        )
+        InitConfiguration(init, "InitConfiguration", cluster=cluster, host=first)
+        ClusterConfiguration(
+            init, "ClusterConfiguration", cluster=cluster, kubernetes_version=kubernetes_version
+        )
+        KubeletConfiguration(init, "KubeletConfiguration", cluster=cluster)
+
+        for host in others:
+            name = f"join-control-plane-{host.name}.yaml"
+            join = HostFile(
+                self,
+                f"Join-{host.name}",
+                file_name=name,
+                header=f"On {host.name}, after the previous control-plane node is Ready: kubeadm join "
+                "--config <this file after envsubst>.\n" + _SECRETS_HEADER.format(file=name),
+            )
+            ControlPlaneJoin(join, "JoinConfiguration", cluster=cluster, host=host)
+
+        for pool in cluster.worker_pools:
+            name = f"join-{pool.name}.yaml"
+            join = HostFile(
+                self,
+                f"Join-{pool.name}",
+                file_name=name,
+                header=f"On every {pool.name} host: export NODE_NAME and NODE_IP from the list below, then "
+                "kubeadm join --config <this file after envsubst>.\n"
+                + _SECRETS_HEADER.format(file=name)
+                + "\n"
+                + _inventory(pool),
+            )
+            WorkerJoin(join, "JoinConfiguration", cluster=cluster, pool=pool)
+
+        ApiServerPolicies(self, "ApiServerPolicies", kubernetes_minor=kubernetes_version.rsplit(".", 1)[0])

@@ -1,0 +1,89 @@
+"""Command line: `sitegen synth` (the main job), `sitegen plan`."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import click
+
+# `constructs/` at the repo root joins the jsii `constructs` namespace package only when the repo
+# root is importable; the console script runs from anywhere, so put it on the path here.
+_REPO = Path(__file__).resolve().parent.parent
+if str(_REPO) not in sys.path:
+    sys.path.insert(0, str(_REPO))
+
+from sitegen.config import ConfigFault, load_site  # noqa: E402
+from sitegen.model import Site  # noqa: E402
+
+CONFIG_OPTION = click.option(
+    "--config",
+    "config_dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=Path("config"),
+    show_default=True,
+    help="Config directory (site, pools, networks, clusters, variants, storage, versions).",
+)
+
+
+def _load(config_dir: Path) -> Site:
+    try:
+        return load_site(config_dir)
+    except ConfigFault as fault:
+        click.echo(f"error: {fault}", err=True)
+        sys.exit(2)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def cli() -> None:
+    """GitOps generator for one bare-metal AI/HPC site: config/ in, dist/ out."""
+
+
+@cli.command()
+@CONFIG_OPTION
+@click.option(
+    "--variant",
+    "variants",
+    multiple=True,
+    help="Variant to synthesize (repeatable). Default: every variant in variants.yaml.",
+)
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=lambda: os.environ.get("CDK8S_OUTDIR", "dist"),
+    show_default="$CDK8S_OUTDIR or dist",
+    help="Output directory; replaced atomically (only the chosen variants' folders with --variant).",
+)
+def synth(config_dir: Path, variants: tuple[str, ...], out_dir: Path) -> None:
+    """Synthesize manifests, Helm values and kubeadm files into dist/<variant>/."""
+    site = _load(config_dir)
+    for variant in variants:
+        if variant not in site.variants:
+            known = ", ".join(site.variants)
+            click.echo(
+                f"error: {config_dir / 'variants.yaml'}: unknown variant {variant!r} (known: {known})",
+                err=True,
+            )
+            sys.exit(2)
+    from sitegen.dist import write_dist
+    from sitegen.stacks import synthesize
+
+    chosen = list(variants) or list(site.variants)
+    files = synthesize(site, chosen)
+    write_dist(files, out_dir, chosen if variants else None)
+    click.echo(f"synthesized {len(files)} files for {', '.join(chosen)} into {out_dir}")
+
+
+@cli.command()
+@CONFIG_OPTION
+def plan(config_dir: Path) -> None:
+    """Print capacity and fabric figures per pool and for the site."""
+    from sitegen.plan import render_plan
+
+    click.echo(render_plan(_load(config_dir)), nl=False)
+
+
+def main() -> None:
+    cli()

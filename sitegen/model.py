@@ -1,0 +1,593 @@
+"""The site model: the typed form of config/, validated once, with every derived figure computed.
+
+Each top-level field of `Site` is one file of config/ (`pools` is config/pools.yaml, ...). Rules that
+span files raise `ConfigError` with the absolute location, so the loader can name file and field.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from collections import Counter
+from functools import cached_property
+from typing import Annotated, Literal
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    NonNegativeInt,
+    PositiveInt,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+
+Loc = tuple[str | int, ...]
+
+ROLE_PREFIX = "node-role.kubernetes.io/"
+CONTROL_PLANE_ROLE = "control-plane"
+# Components the generator renders today; a missing pin is a config error, not a KeyError at synth.
+REQUIRED_IMAGES = {"kube-vip": "the API VIP static pod"}
+
+
+class ConfigError(Exception):
+    """One impossible or malformed value, located by (file section, field path...)."""
+
+    def __init__(self, loc: Loc, message: str):
+        super().__init__(message)
+        self.loc = loc
+        self.message = message
+
+
+# --- field types -------------------------------------------------------------------------------
+
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_LABEL_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
+_EXACT_VERSION = re.compile(r"^v?\d+(\.\d+){1,3}([-+][0-9A-Za-z.+-]+)?$")
+_IMAGE_TAG = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
+
+
+def _dns_label(value: str) -> str:
+    if not _DNS_LABEL.match(value):
+        raise ValueError(f"{value!r} is not a DNS label (lowercase letters, digits and '-', at most 63)")
+    return value
+
+
+def _dns_name(value: str) -> str:
+    if len(value) > 253 or not _DNS_SUBDOMAIN.match(value):
+        raise ValueError(f"{value!r} is not a DNS name")
+    return value
+
+
+def _label_key(key: str) -> str:
+    prefix, _, name = key.rpartition("/")
+    if prefix and (len(prefix) > 253 or not _DNS_SUBDOMAIN.match(prefix)):
+        raise ValueError(f"label key {key!r}: prefix {prefix!r} is not a DNS subdomain")
+    if not _LABEL_NAME.match(name):
+        raise ValueError(
+            f"label key {key!r}: name {name!r} must be 1-63 alphanumerics, '-', '_' or '.', "
+            "starting and ending alphanumeric"
+        )
+    return key
+
+
+def _label_value(value: str) -> str:
+    if value and not _LABEL_NAME.match(value):
+        raise ValueError(
+            f"label value {value!r} must be empty or 1-63 alphanumerics, '-', '_' or '.', "
+            "starting and ending alphanumeric"
+        )
+    return value
+
+
+def _exact_version(value: str) -> str:
+    if not _EXACT_VERSION.match(value):
+        raise ValueError(f"{value!r} is not an exact version (ranges, 'latest' and empty are refused)")
+    return value
+
+
+def _image_tag(value: str) -> str:
+    if value == "latest" or not _IMAGE_TAG.match(value):
+        raise ValueError(f"{value!r} is not a pinned image tag ('latest' and empty are refused)")
+    return value
+
+
+DnsLabel = Annotated[str, AfterValidator(_dns_label)]
+DnsName = Annotated[str, AfterValidator(_dns_name)]
+LabelKey = Annotated[str, AfterValidator(_label_key)]
+LabelValue = Annotated[str, AfterValidator(_label_value)]
+ExactVersion = Annotated[str, AfterValidator(_exact_version)]
+ImageTag = Annotated[str, AfterValidator(_image_tag)]
+RailName = Annotated[str, Field(pattern=r"^[A-Za-z0-9]{1,8}$")]
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+# --- hardware.yaml -----------------------------------------------------------------------------
+
+
+class Nvme(Strict):
+    drives: PositiveInt
+    drive_gb: PositiveInt
+    generation: str | None = None
+
+    @property
+    def total_gb(self) -> int:
+        return self.drives * self.drive_gb
+
+
+class Gpu(Strict):
+    model: DnsLabel
+    count: PositiveInt
+    hbm_gb: PositiveInt
+
+
+class Hardware(Strict):
+    vendor: str
+    model: str
+    cpu_cores: PositiveInt
+    memory_gb: PositiveInt
+    nvme: Nvme
+    ethernet_100g_ports: PositiveInt
+    ndr400_ports: NonNegativeInt = 0
+    gpu: Gpu | None = None
+
+
+# --- pools.yaml --------------------------------------------------------------------------------
+
+
+class Taint(Strict):
+    key: LabelKey
+    value: LabelValue | None = None
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
+
+    def toleration(self) -> dict[str, str]:
+        if self.value is None:
+            return {"key": self.key, "operator": "Exists", "effect": self.effect}
+        return {"key": self.key, "operator": "Equal", "value": self.value, "effect": self.effect}
+
+
+class Host(Strict):
+    name: DnsLabel
+    address: ipaddress.IPv4Address
+
+
+class Pool(Strict):
+    description: str
+    hardware: str
+    count: PositiveInt
+    labels: dict[LabelKey, LabelValue]
+    taints: list[Taint] = []
+    hosts: list[Host]
+
+    @field_validator("labels")
+    @classmethod
+    def _one_role(cls, labels: dict[str, str]) -> dict[str, str]:
+        roles = sorted(k for k in labels if k.startswith(ROLE_PREFIX))
+        if len(roles) != 1:
+            raise ValueError(f"needs exactly one '{ROLE_PREFIX}<role>' label, found {roles or 'none'}")
+        return labels
+
+    @field_validator("hosts")
+    @classmethod
+    def _count_matches(cls, hosts: list[Host], info: ValidationInfo) -> list[Host]:
+        count = info.data.get("count")
+        if count is not None and len(hosts) != count:
+            raise ValueError(f"{len(hosts)} hosts listed but count is {count}")
+        return hosts
+
+    @property
+    def role(self) -> str:
+        return next(k for k in self.labels if k.startswith(ROLE_PREFIX)).removeprefix(ROLE_PREFIX)
+
+    @property
+    def role_label(self) -> tuple[str, str]:
+        key = ROLE_PREFIX + self.role
+        return key, self.labels[key]
+
+
+# --- network.yaml ------------------------------------------------------------------------------
+
+
+class Plane(Strict):
+    vlan: Annotated[int, Field(ge=1, le=4094)]
+    cidr: ipaddress.IPv4Network
+
+
+class KubernetesPlane(Plane):
+    interface: str
+    link_gbps: PositiveInt
+    mtu: Annotated[int, Field(ge=1280, le=9216)]
+
+
+class Management(Strict):
+    bmc: Plane
+    os: Plane
+
+
+class Rail(Strict):
+    cidr: ipaddress.IPv4Network
+
+
+class Nic(Strict):
+    name: Annotated[str, Field(pattern=r"^[a-z0-9_]{1,15}$")]
+    rail: RailName
+    gpus: list[NonNegativeInt] = []
+
+
+class Fabric(Strict):
+    link_gbps: PositiveInt
+    rails: dict[RailName, Rail] = Field(min_length=1)
+    nics: dict[str, list[Nic]]
+
+
+class Network(Strict):
+    management: Management
+    kubernetes: KubernetesPlane
+    fabric: Fabric
+
+
+# --- clusters.yaml -----------------------------------------------------------------------------
+
+
+class ApiEndpoint(Strict):
+    dns_name: DnsName
+    vip: ipaddress.IPv4Address
+    port: Annotated[int, Field(ge=1, le=65535)] = 6443
+
+    @property
+    def endpoint(self) -> str:
+        return f"{self.dns_name}:{self.port}"
+
+
+class Cluster(Strict):
+    id: Annotated[int, Field(ge=1, le=255)]
+    api: ApiEndpoint
+    pod_cidr: ipaddress.IPv4Network
+    service_cidr: ipaddress.IPv4Network
+    load_balancer_cidr: ipaddress.IPv4Network
+    dns_domain: DnsName = "cluster.local"
+    etcd_quota_gib: Annotated[int, Field(ge=2, le=8)] = 8
+
+
+# --- variants.yaml -----------------------------------------------------------------------------
+
+
+class CarvedControlPlane(Strict):
+    from_pool: str
+    hosts: list[DnsLabel] = Field(min_length=1)
+
+
+class VariantCluster(Strict):
+    pools: list[str] = Field(min_length=1)
+    control_plane: CarvedControlPlane | None = None
+
+
+class Variant(Strict):
+    description: str
+    clusters: dict[DnsLabel, VariantCluster] = Field(min_length=1)
+
+
+# --- storage.yaml ------------------------------------------------------------------------------
+
+
+class PowerScale(Strict):
+    model: str
+    nodes: PositiveInt
+    drives_per_node: PositiveInt
+    drive_gb: PositiveInt
+
+    @property
+    def raw_gb(self) -> int:
+        return self.nodes * self.drives_per_node * self.drive_gb
+
+
+class AIStorTier(Strict):
+    pool: str
+
+
+class LocalCacheTier(Strict):
+    pools: list[str] = Field(min_length=1)
+
+
+class Storage(Strict):
+    powerscale: PowerScale
+    aistor: AIStorTier
+    local_cache: LocalCacheTier
+
+
+# --- versions.yaml -----------------------------------------------------------------------------
+
+
+class ChartPin(Strict):
+    chart: str
+    repo: Annotated[str, Field(pattern=r"^(https://|oci://)\S+$")]
+    version: ExactVersion
+
+
+class ImagePin(Strict):
+    repository: Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9._/-]*$")]
+    tag: ImageTag
+
+    @property
+    def ref(self) -> str:
+        return f"{self.repository}:{self.tag}"
+
+
+class ManifestPin(Strict):
+    url: Annotated[str, Field(pattern=r"^https://\S+$")]
+    version: ExactVersion
+    channel: str | None = None
+
+
+class Versions(Strict):
+    kubernetes: Annotated[str, Field(pattern=r"^v1\.\d+\.\d+$")]
+    charts: dict[DnsLabel, ChartPin]
+    images: dict[DnsLabel, ImagePin]
+    manifests: dict[DnsLabel, ManifestPin] = {}
+
+
+# --- the site ----------------------------------------------------------------------------------
+
+
+class Site(Strict):
+    hardware: dict[DnsLabel, Hardware] = Field(min_length=1)
+    pools: dict[DnsLabel, Pool] = Field(min_length=1)
+    network: Network
+    clusters: dict[DnsLabel, Cluster] = Field(min_length=1)
+    variants: dict[DnsLabel, Variant] = Field(min_length=1)
+    storage: Storage
+    versions: Versions
+
+    @model_validator(mode="after")
+    def _check(self) -> Site:
+        # Order matters: later rules rely on references that earlier rules proved valid.
+        self._check_pool_hardware()
+        self._check_hosts()
+        self._check_fabric()
+        self._check_clusters()
+        self._check_cidrs()
+        self._check_variants()
+        self._check_storage()
+        self._check_versions()
+        return self
+
+    def _check_pool_hardware(self) -> None:
+        for name, pool in self.pools.items():
+            if pool.hardware not in self.hardware:
+                raise ConfigError(
+                    ("pools", name, "hardware"),
+                    f"unknown hardware model {pool.hardware!r} (known: {', '.join(sorted(self.hardware))})",
+                )
+        roles = Counter(pool.role for pool in self.pools.values())
+        for name, pool in self.pools.items():
+            if roles[pool.role] > 1:
+                raise ConfigError(
+                    ("pools", name, "labels"), f"role {pool.role!r} is claimed by more than one pool"
+                )
+        if roles[CONTROL_PLANE_ROLE] != 1:
+            raise ConfigError(("pools",), f"exactly one pool must carry the role {CONTROL_PLANE_ROLE!r}")
+
+    def _check_hosts(self) -> None:
+        plane = self.network.kubernetes.cidr
+        names: dict[str, Loc] = {}
+        addresses: dict[ipaddress.IPv4Address, Loc] = {}
+        for pool_name, pool in self.pools.items():
+            for i, host in enumerate(pool.hosts):
+                loc = ("pools", pool_name, "hosts", i)
+                if host.name in names:
+                    raise ConfigError(
+                        (*loc, "name"), f"duplicate host {host.name!r} (also at {_dotted(names[host.name])})"
+                    )
+                names[host.name] = (*loc, "name")
+                if host.address in addresses:
+                    raise ConfigError(
+                        (*loc, "address"),
+                        f"duplicate address {host.address} (also at {_dotted(addresses[host.address])})",
+                    )
+                addresses[host.address] = (*loc, "address")
+                if host.address not in plane:
+                    raise ConfigError(
+                        (*loc, "address"), f"{host.address} is outside the Kubernetes plane {plane}"
+                    )
+
+    def _check_fabric(self) -> None:
+        fabric = self.network.fabric
+        for pool_name, nics in fabric.nics.items():
+            loc: Loc = ("network", "fabric", "nics", pool_name)
+            if pool_name not in self.pools:
+                raise ConfigError(loc, f"unknown pool {pool_name!r}")
+            hw = self.hardware[self.pools[pool_name].hardware]
+            if len(nics) != hw.ndr400_ports:
+                raise ConfigError(
+                    loc, f"{len(nics)} NICs mapped but {self.pools[pool_name].hardware} has {hw.ndr400_ports}"
+                )
+            seen_gpu: dict[int, str] = {}
+            seen_nic: set[str] = set()
+            for i, nic in enumerate(nics):
+                if nic.name in seen_nic:
+                    raise ConfigError((*loc, i, "name"), f"duplicate NIC {nic.name!r}")
+                seen_nic.add(nic.name)
+                if nic.rail not in fabric.rails:
+                    raise ConfigError(
+                        (*loc, i, "rail"),
+                        f"NIC {nic.name} is on undefined rail {nic.rail!r} (rails: {', '.join(fabric.rails)})",
+                    )
+                if nic.gpus and hw.gpu is None:
+                    raise ConfigError((*loc, i, "gpus"), f"pool {pool_name} has no GPUs to map")
+                for gpu in nic.gpus:
+                    if hw.gpu is not None and gpu >= hw.gpu.count:
+                        raise ConfigError(
+                            (*loc, i, "gpus"), f"GPU {gpu} does not exist (the node has {hw.gpu.count})"
+                        )
+                    if gpu in seen_gpu:
+                        raise ConfigError(
+                            (*loc, i, "gpus"),
+                            f"GPU {gpu} is mapped to two NICs ({seen_gpu[gpu]}, {nic.name})",
+                        )
+                    seen_gpu[gpu] = nic.name
+            if hw.gpu is not None:
+                unmapped = sorted(set(range(hw.gpu.count)) - set(seen_gpu))
+                if unmapped:
+                    raise ConfigError(loc, f"GPUs {unmapped} are mapped to no NIC")
+        for pool_name, pool in self.pools.items():
+            if self.hardware[pool.hardware].ndr400_ports and pool_name not in fabric.nics:
+                raise ConfigError(
+                    ("network", "fabric", "nics"), f"pool {pool_name} has NDR ports but no NIC-to-rail map"
+                )
+
+    def _check_clusters(self) -> None:
+        ids: dict[int, str] = {}
+        for name, cluster in self.clusters.items():
+            if cluster.id in ids:
+                raise ConfigError(
+                    ("clusters", name, "id"), f"id {cluster.id} is also used by {ids[cluster.id]}"
+                )
+            ids[cluster.id] = name
+            plane = self.network.kubernetes.cidr
+            for field, inside in (
+                ("api", cluster.api.vip),
+                ("load_balancer_cidr", cluster.load_balancer_cidr),
+            ):
+                ok = inside in plane if field == "api" else inside.subnet_of(plane)
+                if not ok:
+                    raise ConfigError(
+                        ("clusters", name, field), f"{inside} must lie inside the Kubernetes plane {plane}"
+                    )
+            if cluster.api.vip in cluster.load_balancer_cidr:
+                raise ConfigError(
+                    ("clusters", name, "api", "vip"), "the API VIP lies inside the load-balancer pool"
+                )
+            hosts = {h.address: h.name for p in self.pools.values() for h in p.hosts}
+            if cluster.api.vip in hosts:
+                raise ConfigError(
+                    ("clusters", name, "api", "vip"),
+                    f"{cluster.api.vip} is the address of host {hosts[cluster.api.vip]}",
+                )
+            for address, host in hosts.items():
+                if address in cluster.load_balancer_cidr:
+                    raise ConfigError(
+                        ("clusters", name, "load_balancer_cidr"), f"contains the address of host {host}"
+                    )
+
+    def _check_cidrs(self) -> None:
+        """Every routed range is disjoint; load-balancer pools live inside the Kubernetes plane on purpose."""
+        ranges: list[tuple[Loc, ipaddress.IPv4Network]] = [
+            (("network", "management", "bmc", "cidr"), self.network.management.bmc.cidr),
+            (("network", "management", "os", "cidr"), self.network.management.os.cidr),
+            (("network", "kubernetes", "cidr"), self.network.kubernetes.cidr),
+        ]
+        ranges += [
+            (("network", "fabric", "rails", n, "cidr"), r.cidr) for n, r in self.network.fabric.rails.items()
+        ]
+        for name, cluster in self.clusters.items():
+            ranges += [
+                (("clusters", name, "pod_cidr"), cluster.pod_cidr),
+                (("clusters", name, "service_cidr"), cluster.service_cidr),
+            ]
+        lb_pools = [
+            (("clusters", n, "load_balancer_cidr"), c.load_balancer_cidr) for n, c in self.clusters.items()
+        ]
+        for group in (ranges, lb_pools):
+            for i, (loc, net) in enumerate(group):
+                for other_loc, other in group[:i]:
+                    if net.overlaps(other):
+                        raise ConfigError(loc, f"{net} overlaps {other} ({_dotted(other_loc)})")
+
+    def _check_variants(self) -> None:
+        for vname, variant in self.variants.items():
+            owner: dict[str, str] = {}
+            for cname, vc in variant.clusters.items():
+                loc: Loc = ("variants", vname, "clusters", cname)
+                if cname not in self.clusters:
+                    raise ConfigError(
+                        loc, f"unknown cluster {cname!r} (clusters.yaml has {', '.join(self.clusters)})"
+                    )
+                for i, pool in enumerate(vc.pools):
+                    if pool not in self.pools:
+                        raise ConfigError((*loc, "pools", i), f"unknown pool {pool!r}")
+                    if pool in owner:
+                        raise ConfigError(
+                            (*loc, "pools", i), f"pool {pool!r} is already in cluster {owner[pool]!r}"
+                        )
+                    owner[pool] = cname
+            for pool in self.pools:
+                if pool not in owner:
+                    raise ConfigError(("variants", vname), f"pool {pool!r} is in no cluster")
+            for cname, vc in variant.clusters.items():
+                self._check_control_plane(vname, cname, vc, owner)
+
+    def _check_control_plane(self, vname: str, cname: str, vc: VariantCluster, owner: dict[str, str]) -> None:
+        loc: Loc = ("variants", vname, "clusters", cname)
+        has_cp_pool = any(self.pools[p].role == CONTROL_PLANE_ROLE for p in vc.pools)
+        carve = vc.control_plane
+        if has_cp_pool == (carve is not None):
+            raise ConfigError(
+                loc, "needs exactly one control plane: the control-plane pool or a `control_plane` carve-out"
+            )
+        if carve is None:
+            return
+        cloc = (*loc, "control_plane")
+        if carve.from_pool not in self.pools:
+            raise ConfigError((*cloc, "from_pool"), f"unknown pool {carve.from_pool!r}")
+        if self.pools[carve.from_pool].taints:
+            raise ConfigError((*cloc, "from_pool"), f"pool {carve.from_pool!r} is tainted for a purpose")
+        available = {h.name for h in self.pools[carve.from_pool].hosts}
+        for i, host in enumerate(carve.hosts):
+            if host not in available:
+                raise ConfigError((*cloc, "hosts", i), f"host {host!r} is not in pool {carve.from_pool!r}")
+        if len(set(carve.hosts)) != len(carve.hosts):
+            raise ConfigError((*cloc, "hosts"), "lists a host twice")
+        if len(carve.hosts) % 2 == 0:
+            raise ConfigError(
+                (*cloc, "hosts"), f"{len(carve.hosts)} hosts: stacked etcd needs an odd member count"
+            )
+        if len(carve.hosts) >= len(available):
+            raise ConfigError((*cloc, "hosts"), f"would leave pool {carve.from_pool!r} empty")
+
+    def _check_storage(self) -> None:
+        aistor = self.storage.aistor.pool
+        if aistor not in self.pools:
+            raise ConfigError(("storage", "aistor", "pool"), f"unknown pool {aistor!r}")
+        for i, pool in enumerate(self.storage.local_cache.pools):
+            if pool not in self.pools:
+                raise ConfigError(("storage", "local_cache", "pools", i), f"unknown pool {pool!r}")
+
+    def _check_versions(self) -> None:
+        for name, needed_by in REQUIRED_IMAGES.items():
+            if name not in self.versions.images:
+                raise ConfigError(("versions", "images", name), f"missing pin (needed by {needed_by})")
+
+    # --- derived views -------------------------------------------------------------------------
+
+    def hardware_of(self, pool: str) -> Hardware:
+        return self.hardware[self.pools[pool].hardware]
+
+    def node_labels(self, pool: str) -> dict[str, str]:
+        """The pool's labels plus those that follow from its hardware, sorted for stable output."""
+        labels = dict(self.pools[pool].labels)
+        gpu = self.hardware_of(pool).gpu
+        if gpu is not None:
+            labels["gpu-count"] = str(gpu.count)
+        return dict(sorted(labels.items()))
+
+    @cached_property
+    def control_plane_pool(self) -> str:
+        return next(n for n, p in self.pools.items() if p.role == CONTROL_PLANE_ROLE)
+
+    @property
+    def default_variant(self) -> str:
+        return next(iter(self.variants))
+
+
+def _dotted(loc: Loc) -> str:
+    """('pools', 'gpu', 'hosts', 3, 'name') -> 'pools.gpu.hosts[3].name'"""
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
