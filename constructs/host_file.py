@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from cdk8s import ApiObject, JsonPatch
+
 from constructs import Construct
 
 # Config-file API groups are decoded strictly by their readers and have no ObjectMeta.

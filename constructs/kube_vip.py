@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from cdk8s_plus_27 import k8s
+
 from constructs import Construct
 from constructs.host_file import HostFile
-
 from sitegen.layout import ClusterLayout
 from sitegen.model import ImagePin
 

@@ -10,7 +10,6 @@ from typing import Any
 
 from constructs import Construct
 from constructs.host_file import HostFile, config_document
-
 from sitegen.layout import ClusterLayout, PoolLayout
 from sitegen.model import Host
 

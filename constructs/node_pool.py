@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from cdk8s_plus_27 import k8s
-from constructs import Construct
 
+from constructs import Construct
 from sitegen.layout import Placement, PoolLayout
 
 # A kubelet may not set node-role.kubernetes.io/* on itself (NodeRestriction), so Argo CD applies

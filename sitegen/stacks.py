@@ -10,12 +10,12 @@ from __future__ import annotations
 from pathlib import PurePosixPath
 
 from cdk8s import App, Chart
+
 from constructs import Construct
 from constructs.host_file import HostFile
 from constructs.kube_vip import KubeVipStaticPod
 from constructs.kubeadm import KubeadmConfigs
 from constructs.node_pool import NodePool
-
 from sitegen.dist import OutputFile
 from sitegen.layout import ClusterLayout, VariantLayout, resolve
 from sitegen.model import Site

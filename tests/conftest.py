@@ -1,0 +1,53 @@
+"""Shared fixtures: the default site, editable copies of config/, and the CLI as a subprocess."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+import sitegen  # noqa: F401  (selects the project's Node for jsii before cdk8s loads)
+from sitegen.config import load_site
+from sitegen.model import Site
+
+REPO = Path(__file__).resolve().parent.parent
+CONFIG = REPO / "config"
+DIST = REPO / "dist"
+SITEGEN = Path(sys.executable).parent / "sitegen"
+
+
+@pytest.fixture(scope="session")
+def site() -> Site:
+    return load_site(CONFIG)
+
+
+@pytest.fixture
+def config_copy(tmp_path: Path) -> Path:
+    """A private copy of config/ that a test may break."""
+    target = tmp_path / "config"
+    shutil.copytree(CONFIG, target)
+    return target
+
+
+def edit_yaml(config_dir: Path, file: str, change: Callable[[Any], Any]) -> None:
+    """Load config_dir/file, let `change` mutate it (or return a replacement), write it back."""
+    path = config_dir / file
+    data = yaml.safe_load(path.read_text())
+    result = change(data)
+    path.write_text(yaml.safe_dump(data if result is None else result, sort_keys=False))
+
+
+def run_sitegen(*args: str | Path, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(SITEGEN), *map(str, args)], cwd=cwd, capture_output=True, text=True, check=False
+    )
+
+
+def tree_bytes(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}

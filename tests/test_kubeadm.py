@@ -1,0 +1,140 @@
+"""kubeadm v1beta4 files: one init, sequential control-plane joins, a tainted join per worker pool."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from cdk8s import Testing as K8sTesting
+
+from constructs.host_file import HostFile
+from constructs.kube_vip import KubeVipStaticPod
+from constructs.kubeadm import KubeadmConfigs
+from sitegen.layout import resolve
+
+
+def _files(site, variant="one-cluster", cluster="ai"):
+    layout = next(c for c in resolve(site, variant).clusters if c.name == cluster)
+    chart = K8sTesting.chart()
+    KubeadmConfigs(chart, "Kubeadm", cluster=layout, kubernetes_version=site.versions.kubernetes)
+    return {f.file_name: f.documents() for f in chart.node.find_all() if isinstance(f, HostFile)}
+
+
+def _kinds(docs):
+    return [d["kind"] for d in docs]
+
+
+def test_one_cluster_file_set(site):
+    files = _files(site)
+    assert sorted(files) == [
+        "admission-config.yaml",
+        "audit-policy.yaml",
+        "init-cp01.yaml",
+        "join-compute.yaml",
+        "join-control-plane-cp02.yaml",
+        "join-control-plane-cp03.yaml",
+        "join-control-plane-cp04.yaml",
+        "join-control-plane-cp05.yaml",
+        "join-gpu.yaml",
+        "join-infra.yaml",
+        "join-storage.yaml",
+    ]
+    assert _kinds(files["init-cp01.yaml"]) == [
+        "InitConfiguration",
+        "ClusterConfiguration",
+        "KubeletConfiguration",
+    ]
+
+
+def test_cluster_configuration(site):
+    cluster = next(d for d in _files(site)["init-cp01.yaml"] if d["kind"] == "ClusterConfiguration")
+    api = site.clusters["ai"].api
+    assert cluster["apiVersion"] == "kubeadm.k8s.io/v1beta4"
+    assert cluster["controlPlaneEndpoint"] == f"{api.dns_name}:6443"
+    assert cluster["apiServer"]["certSANs"] == [api.dns_name, str(api.vip)]
+    assert "local" in cluster["etcd"]  # stacked etcd
+    assert cluster["kubernetesVersion"] == site.versions.kubernetes
+    args = {a["name"]: a["value"] for a in cluster["apiServer"]["extraArgs"]}
+    assert args["profiling"] == "false"
+    assert int(args["audit-log-maxage"]) >= 30
+    assert {"encryption-provider-config", "admission-control-config-file", "audit-policy-file"} <= set(args)
+    assert "metadata" not in cluster  # kubeadm decodes strictly
+
+
+@pytest.mark.parametrize(
+    ("pool", "taints"),
+    [
+        ("gpu", [{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}]),
+        ("storage", [{"key": "dedicated", "value": "aistor", "effect": "NoSchedule"}]),
+        ("infra", []),
+        ("compute", []),
+    ],
+)
+def test_worker_join_registers_the_pool_taints(site, pool, taints):
+    (join,) = _files(site)[f"join-{pool}.yaml"]
+    assert join["kind"] == "JoinConfiguration"
+    assert "controlPlane" not in join
+    assert join["nodeRegistration"]["taints"] == taints
+
+
+def test_worker_join_never_self_sets_role_labels(site):
+    """A kubelet exits fatally on --node-labels with node-role.kubernetes.io/*."""
+    (join,) = _files(site)["join-gpu.yaml"]
+    args = {a["name"]: a["value"] for a in join["nodeRegistration"]["kubeletExtraArgs"]}
+    assert "kubernetes.io" not in args["node-labels"]
+    assert "accelerator=nvidia-b300" in args["node-labels"]
+
+
+def test_control_plane_keeps_its_taint(site):
+    files = _files(site)
+    for name in ["init-cp01.yaml", "join-control-plane-cp03.yaml"]:
+        reg = files[name][0]["nodeRegistration"]
+        assert reg["taints"] == [{"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"}]
+    join = files["join-control-plane-cp03.yaml"][0]
+    assert join["controlPlane"]["localAPIEndpoint"]["advertiseAddress"] == "10.20.0.13"
+
+
+def test_no_secret_is_rendered(site):
+    """Tokens and keys are envsubst variables; a real token (abcdef.0123456789abcdef) never appears."""
+    text = repr(_files(site))
+    assert not re.search(r"[a-z0-9]{6}\.[a-z0-9]{16}", text)
+    assert "${KUBEADM_TOKEN}" in text and "${KUBEADM_CERTIFICATE_KEY}" in text
+
+
+def test_aistor_cluster_uses_its_carved_control_plane(site):
+    files = _files(site, "two-cluster", "aistor")
+    assert sorted(n for n in files if n.startswith(("init", "join"))) == [
+        "init-cmp48.yaml",
+        "join-control-plane-cmp49.yaml",
+        "join-control-plane-cmp50.yaml",
+        "join-storage.yaml",
+    ]
+    cluster = files["init-cmp48.yaml"][1]
+    assert cluster["clusterName"] == "aistor"
+    assert cluster["networking"]["podSubnet"] == str(site.clusters["aistor"].pod_cidr)
+
+
+def test_kubeadm_snapshot(site, snapshot):
+    assert _files(site) == snapshot
+
+
+@pytest.mark.parametrize("bootstrap", [True, False])
+def test_kube_vip_static_pod(site, bootstrap, snapshot):
+    cluster = resolve(site, "one-cluster").clusters[0]
+    chart = K8sTesting.chart()
+    vip = KubeVipStaticPod(
+        chart,
+        "KubeVip",
+        cluster=cluster,
+        image=site.versions.images["kube-vip"],
+        interface=site.network.kubernetes.interface,
+        bootstrap=bootstrap,
+    )
+    (pod,) = vip.file.documents()
+    env = {e["name"]: e["value"] for e in pod["spec"]["containers"][0]["env"]}
+    assert env["address"] == str(site.clusters["ai"].api.vip)
+    assert env["lb_enable"] == "true"
+    assert pod["spec"]["containers"][0]["image"] == site.versions.images["kube-vip"].ref
+    kubeconfig = pod["spec"]["volumes"][0]["hostPath"]["path"]
+    assert kubeconfig.endswith("super-admin.conf" if bootstrap else "/admin.conf")
+    assert pod == snapshot

@@ -1,0 +1,71 @@
+"""The plan reproduces every figure of the seed from the model, and prints them."""
+
+from __future__ import annotations
+
+from sitegen.plan import compute_plan, render_plan
+
+from .conftest import run_sitegen
+
+
+def test_site_totals_match_the_seed(site):
+    plan = compute_plan(site)
+    assert plan.site.nodes == 102
+    assert plan.site.cores == 11_136
+    assert plan.site.gpus == 96
+    assert plan.site.memory_gb == 107_040  # 107.04 TB
+
+
+def test_storage_figures_match_the_seed(site):
+    plan = compute_plan(site)
+    assert plan.aistor_drives == 720
+    assert plan.aistor_raw_gb == 22_118_400  # 22,118.4 TB
+    assert plan.pools["gpu"].nvme_gb == 184_320  # 184.32 TB
+    assert plan.hardware["hpe-dl380-gen12"].nvme_gb == 921_600  # 921.6 TB on all 60 HPE nodes
+    assert plan.hardware["hpe-dl380-gen12"].nodes == 60
+    assert plan.powerscale_raw_gb == 1_536_000  # 1.536 PB
+
+
+def test_fabric_figures_match_the_seed(site):
+    plan = compute_plan(site)
+    assert plan.pools["gpu"].ndr_ports == 48
+    assert plan.pools["storage"].ndr_ports == 60
+    assert plan.ndr_gbps("gpu") == 19_200  # 12 x 4 x 400G
+    assert plan.ndr_gbps("storage") == 24_000  # 30 x 2 x 400G
+
+
+def test_ethernet_ports_per_pool(site):
+    ports = {name: f.ethernet_ports for name, f in compute_plan(site).pools.items()}
+    assert ports == {"control-plane": 20, "infra": 20, "compute": 200, "gpu": 24, "storage": 120}
+    assert compute_plan(site).hardware["hpe-dl380-gen12"].ethernet_ports == 240
+
+
+def test_rail_ports_follow_the_nic_map(site):
+    rails = {r.rail: r.ports for r in compute_plan(site).rails}
+    assert rails["A"] == {"gpu": 12, "storage": 30}
+    assert rails["C"] == {"gpu": 12, "storage": 0}
+
+
+def test_figures_follow_the_config(site):
+    """A figure is computed, not typed: growing the GPU pool moves every GPU total."""
+    pools = dict(site.pools)
+    gpu = pools["gpu"]
+    extra = gpu.hosts[0].model_copy(update={"name": "gpu13", "address": "10.20.1.113"})
+    pools["gpu"] = gpu.model_copy(update={"count": 13, "hosts": [*gpu.hosts, extra]})
+    plan = compute_plan(site.model_copy(update={"pools": pools}))
+    assert plan.site.gpus == 104
+    assert plan.ndr_gbps("gpu") == 13 * 4 * 400
+
+
+def test_rendered_plan_shows_the_seed_figures(site):
+    text = render_plan(site)
+    for figure in ["11,136", "107.04", "22,118.4", "184.32", "921.6", "1.536 PB", "19.2", "720"]:
+        assert figure in text, figure
+    site_row = next(line for line in text.splitlines() if line.startswith("site "))
+    assert site_row.split()[1:5] == ["102", "11,136", "107.04", "96"]
+
+
+def test_plan_command_prints_the_table():
+    result = run_sitegen("plan")
+    assert result.returncode == 0, result.stderr
+    assert "11,136" in result.stdout
+    assert result.stderr == ""

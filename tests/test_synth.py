@@ -1,0 +1,103 @@
+"""The synth pipeline: dist/ is current, deterministic, atomic, and the same through the cdk8s CLI."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import PurePosixPath
+
+import pytest
+
+from sitegen import dist
+from sitegen.dist import OutputFile, write_dist
+
+from .conftest import DIST, REPO, run_sitegen, tree_bytes
+
+
+@pytest.fixture(scope="module")
+def fresh(tmp_path_factory):
+    out = tmp_path_factory.mktemp("synth") / "dist"
+    result = run_sitegen("synth", "--out", out)
+    assert result.returncode == 0, result.stderr
+    return out
+
+
+def test_committed_dist_is_current(fresh):
+    """The drift check: run `make synth` and commit dist/ when this fails."""
+    assert tree_bytes(fresh) == tree_bytes(DIST)
+
+
+def test_dist_layout(fresh):
+    one = fresh / "one-cluster"
+    assert len(list((one / "apps/ai/nodes").glob("node.*.yaml"))) == 102
+    assert sorted(p.name for p in (fresh / "two-cluster/apps").iterdir()) == ["ai", "aistor"]
+    assert len(list((fresh / "two-cluster/apps/aistor/nodes").glob("*.yaml"))) == 33
+    assert (fresh / "two-cluster/kubeadm/aistor/init-cmp48.yaml").is_file()
+
+
+def test_synth_is_byte_identical_across_hash_seeds(tmp_path, fresh):
+    out = tmp_path / "dist"
+    env = {**os.environ, "PYTHONHASHSEED": "12345"}
+    subprocess.run(
+        [str(REPO / ".venv/bin/sitegen"), "synth", "--out", str(out)],
+        cwd=REPO,
+        env=env,
+        check=True,
+        capture_output=True,
+    )
+    assert tree_bytes(out) == tree_bytes(fresh)
+
+
+def test_one_variant_replaces_only_its_folder(tmp_path, fresh):
+    out = tmp_path / "dist"
+    shutil.copytree(fresh, out)
+    (out / "two-cluster" / "marker").write_text("kept")
+    (out / "one-cluster" / "stale.yaml").write_text("removed")
+    assert run_sitegen("synth", "--variant", "one-cluster", "--out", out).returncode == 0
+    assert not (out / "one-cluster" / "stale.yaml").exists()
+    assert (out / "two-cluster" / "marker").read_text() == "kept"
+
+
+def test_failed_write_leaves_the_tree_untouched(tmp_path, fresh, monkeypatch):
+    out = tmp_path / "dist"
+    shutil.copytree(fresh, out)
+    before = tree_bytes(out)
+    calls = []
+
+    def failing_render(file):
+        calls.append(file)
+        if len(calls) == 3:
+            raise OSError("disk full")
+        return "---\n"
+
+    monkeypatch.setattr(dist, "render", failing_render)
+    files = [OutputFile(PurePosixPath(f"one-cluster/x{i}.yaml"), []) for i in range(5)]
+    with pytest.raises(OSError):
+        write_dist(files, out, None)
+    assert tree_bytes(out) == before
+    assert [p.name for p in tmp_path.iterdir()] == ["dist"]  # no staging folder left behind
+
+
+def test_unknown_variant_is_a_config_error(tmp_path):
+    result = run_sitegen("synth", "--variant", "three-cluster", "--out", tmp_path / "dist")
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1 and "variants.yaml" in result.stderr
+    assert not (tmp_path / "dist").exists()
+
+
+def test_cdk8s_cli_synth_gives_the_same_tree(tmp_path, fresh):
+    npx = shutil.which("npx")
+    if npx is None:
+        pytest.fail("npx is missing: Node.js and npm are part of the set-up")
+    out = tmp_path / "dist"
+    result = subprocess.run(
+        [npx, "--no-install", "cdk8s", "synth", "--output", str(out)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert tree_bytes(out) == tree_bytes(fresh)
+    assert "end-of-life" not in result.stdout + result.stderr
