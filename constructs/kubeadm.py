@@ -147,6 +147,14 @@ def _registration(host_name: str, node_ip: str, taints: list[dict[str, str]], **
     }
 
 
+def _local_endpoint(cluster: ClusterLayout, host: Host) -> dict[str, Any]:
+    return {"advertiseAddress": str(host.address), "bindPort": cluster.spec.api.port}
+
+
+def _control_plane_registration(cluster: ClusterLayout, host: Host) -> dict[str, Any]:
+    return _registration(host.name, str(host.address), _taints(cluster.control_plane))
+
+
 class InitConfiguration(Construct):
     """The first control-plane node: `kubeadm init --upload-certs`."""
 
@@ -166,13 +174,8 @@ class InitConfiguration(Construct):
                     }
                 ],
                 "certificateKey": CERTIFICATE_KEY,
-                "localAPIEndpoint": {
-                    "advertiseAddress": str(host.address),
-                    "bindPort": cluster.spec.api.port,
-                },
-                "nodeRegistration": _registration(
-                    host.name, str(host.address), _taints(cluster.control_plane)
-                ),
+                "localAPIEndpoint": _local_endpoint(cluster, host),
+                "nodeRegistration": _control_plane_registration(cluster, host),
             },
         )
 
@@ -209,15 +212,10 @@ class ControlPlaneJoin(Construct):
             {
                 "discovery": _discovery(cluster),
                 "controlPlane": {
-                    "localAPIEndpoint": {
-                        "advertiseAddress": str(host.address),
-                        "bindPort": cluster.spec.api.port,
-                    },
+                    "localAPIEndpoint": _local_endpoint(cluster, host),
                     "certificateKey": CERTIFICATE_KEY,
                 },
-                "nodeRegistration": _registration(
-                    host.name, str(host.address), _taints(cluster.control_plane)
-                ),
+                "nodeRegistration": _control_plane_registration(cluster, host),
             },
         )
 

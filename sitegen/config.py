@@ -8,7 +8,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from sitegen.model import ConfigError, Site, _dotted
+from sitegen.model import ConfigError, Site, dotted
 
 SECTIONS = tuple(Site.model_fields)
 
@@ -78,4 +78,4 @@ def load_site(config_dir: Path) -> Site:
 
 def _fault(config_dir: Path, loc: tuple[str | int, ...], message: str) -> ConfigFault:
     section, *rest = loc or ("",)
-    return ConfigFault(config_dir / f"{section}.yaml", _dotted(tuple(rest)), message)
+    return ConfigFault(config_dir / f"{section}.yaml", dotted(tuple(rest)), message)

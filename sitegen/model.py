@@ -382,13 +382,13 @@ class Site(Strict):
                 loc = ("pools", pool_name, "hosts", i)
                 if host.name in names:
                     raise ConfigError(
-                        (*loc, "name"), f"duplicate host {host.name!r} (also at {_dotted(names[host.name])})"
+                        (*loc, "name"), f"duplicate host {host.name!r} (also at {dotted(names[host.name])})"
                     )
                 names[host.name] = (*loc, "name")
                 if host.address in addresses:
                     raise ConfigError(
                         (*loc, "address"),
-                        f"duplicate address {host.address} (also at {_dotted(addresses[host.address])})",
+                        f"duplicate address {host.address} (also at {dotted(addresses[host.address])})",
                     )
                 addresses[host.address] = (*loc, "address")
                 if host.address not in plane:
@@ -497,7 +497,7 @@ class Site(Strict):
             for i, (loc, net) in enumerate(group):
                 for other_loc, other in group[:i]:
                     if net.overlaps(other):
-                        raise ConfigError(loc, f"{net} overlaps {other} ({_dotted(other_loc)})")
+                        raise ConfigError(loc, f"{net} overlaps {other} ({dotted(other_loc)})")
 
     def _check_variants(self) -> None:
         for vname, variant in self.variants.items():
@@ -585,7 +585,7 @@ class Site(Strict):
         return next(iter(self.variants))
 
 
-def _dotted(loc: Loc) -> str:
+def dotted(loc: Loc) -> str:
     """('pools', 'gpu', 'hosts', 3, 'name') -> 'pools.gpu.hosts[3].name'"""
     out = ""
     for part in loc:

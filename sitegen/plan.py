@@ -129,8 +129,7 @@ def render_plan(site: Site) -> str:
             _num(f.ndr_gbps / 1000),
         ]
 
-    headers = [
-        "pool",
+    columns = [
         "nodes",
         "cores",
         "RAM TB",
@@ -142,22 +141,11 @@ def render_plan(site: Site) -> str:
         "NDR Tbps",
     ]
     out = ["Capacity per pool (decimal units, as the seed counts them)"]
-    out += _table(headers, [row(n, f) for n, f in plan.pools.items()] + [row("site", plan.site)])
+    out += _table(["pool", *columns], [row(n, f) for n, f in plan.pools.items()] + [row("site", plan.site)])
 
     out += ["", "Capacity per hardware model"]
     out += _table(
-        [
-            "model",
-            "nodes",
-            "cores",
-            "RAM TB",
-            "GPUs",
-            "NVMe",
-            "NVMe TB",
-            "100GbE ports",
-            f"NDR{link} ports",
-            "NDR Tbps",
-        ],
+        ["model", *columns],
         [row(f"{site.hardware[m].vendor} {site.hardware[m].model}", f) for m, f in plan.hardware.items()],
     )
 
