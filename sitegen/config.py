@@ -27,6 +27,15 @@ class _UniqueKeyLoader(yaml.SafeLoader):
         seen: set[Any] = set()
         for key_node, _ in node.value:
             key = self.construct_object(key_node, deep=deep)
+            try:
+                hash(key)
+            except TypeError:
+                raise yaml.constructor.ConstructorError(
+                    None,
+                    None,
+                    f"a mapping key must be a scalar, not {type(key).__name__}",
+                    key_node.start_mark,
+                ) from None
             if key in seen:
                 mark = key_node.start_mark
                 raise yaml.constructor.ConstructorError(
@@ -43,6 +52,8 @@ def _read(path: Path) -> dict[str, Any]:
         text = path.read_bytes().decode("utf-8")
     except UnicodeDecodeError as err:
         raise ConfigFault(path, "", f"not UTF-8 (byte {err.start})") from None
+    except OSError as err:
+        raise ConfigFault(path, "", f"cannot read: {err.strerror}") from None
     try:
         data = yaml.load(text, Loader=_UniqueKeyLoader)
     except yaml.YAMLError as err:

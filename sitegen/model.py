@@ -442,38 +442,42 @@ class Site(Strict):
                 )
 
     def _check_clusters(self) -> None:
+        plane = self.network.kubernetes.cidr
+        hosts = {h.address: h.name for p in self.pools.values() for h in p.hosts}
         ids: dict[int, str] = {}
+        vips: dict[ipaddress.IPv4Address, str] = {}
+        dns_names: dict[str, str] = {}
         for name, cluster in self.clusters.items():
+            vip, vip_loc = cluster.api.vip, ("clusters", name, "api", "vip")
             if cluster.id in ids:
                 raise ConfigError(
                     ("clusters", name, "id"), f"id {cluster.id} is also used by {ids[cluster.id]}"
                 )
             ids[cluster.id] = name
-            plane = self.network.kubernetes.cidr
-            for field, inside in (
-                ("api", cluster.api.vip),
-                ("load_balancer_cidr", cluster.load_balancer_cidr),
-            ):
-                ok = inside in plane if field == "api" else inside.subnet_of(plane)
-                if not ok:
-                    raise ConfigError(
-                        ("clusters", name, field), f"{inside} must lie inside the Kubernetes plane {plane}"
-                    )
-            if cluster.api.vip in cluster.load_balancer_cidr:
+            if vip in vips:
+                raise ConfigError(vip_loc, f"{vip} is also the API VIP of {vips[vip]}")
+            vips[vip] = name
+            if cluster.api.dns_name in dns_names:
                 raise ConfigError(
-                    ("clusters", name, "api", "vip"), "the API VIP lies inside the load-balancer pool"
+                    ("clusters", name, "api", "dns_name"),
+                    f"{cluster.api.dns_name} is also the API name of {dns_names[cluster.api.dns_name]}",
                 )
-            hosts = {h.address: h.name for p in self.pools.values() for h in p.hosts}
-            if cluster.api.vip in hosts:
+            dns_names[cluster.api.dns_name] = name
+            if vip not in plane:
+                raise ConfigError(vip_loc, f"{vip} must lie inside the Kubernetes plane {plane}")
+            if vip in hosts:
+                raise ConfigError(vip_loc, f"{vip} is the address of host {hosts[vip]}")
+            for other, other_cluster in self.clusters.items():
+                if vip in other_cluster.load_balancer_cidr:
+                    raise ConfigError(vip_loc, f"{vip} lies inside the load-balancer pool of {other}")
+            lb_loc = ("clusters", name, "load_balancer_cidr")
+            if not cluster.load_balancer_cidr.subnet_of(plane):
                 raise ConfigError(
-                    ("clusters", name, "api", "vip"),
-                    f"{cluster.api.vip} is the address of host {hosts[cluster.api.vip]}",
+                    lb_loc, f"{cluster.load_balancer_cidr} must lie inside the Kubernetes plane {plane}"
                 )
             for address, host in hosts.items():
                 if address in cluster.load_balancer_cidr:
-                    raise ConfigError(
-                        ("clusters", name, "load_balancer_cidr"), f"contains the address of host {host}"
-                    )
+                    raise ConfigError(lb_loc, f"contains the address of host {host}")
 
     def _check_cidrs(self) -> None:
         """Every routed range is disjoint; load-balancer pools live inside the Kubernetes plane on purpose."""
@@ -589,5 +593,15 @@ def dotted(loc: Loc) -> str:
     """('pools', 'gpu', 'hosts', 3, 'name') -> 'pools.gpu.hosts[3].name'"""
     out = ""
     for part in loc:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+        if part == "[key]":  # pydantic's marker for "the key itself is invalid"
+            continue
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif not _PLAIN_KEY.match(part):
+            out += f"[{part!r}]"
+        else:
+            out += f".{part}" if out else part
     return out
+
+
+_PLAIN_KEY = re.compile(r"^[A-Za-z0-9_./-]+$")

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 import yaml
+from click.testing import CliRunner, Result
 
 import sitegen  # noqa: F401  (selects the project's Node for jsii before cdk8s loads)
 from sitegen.config import load_site
@@ -47,6 +48,13 @@ def run_sitegen(*args: str | Path, cwd: Path = REPO) -> subprocess.CompletedProc
     return subprocess.run(
         [str(SITEGEN), *map(str, args)], cwd=cwd, capture_output=True, text=True, check=False
     )
+
+
+def invoke_sitegen(*args: str | Path) -> Result:
+    """The CLI in-process: as strict as the subprocess (a traceback shows up as `result.exception`)."""
+    from sitegen.cli import cli
+
+    return CliRunner().invoke(cli, [str(a) for a in args])
 
 
 def tree_bytes(root: Path) -> dict[str, bytes]:
