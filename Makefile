@@ -21,6 +21,9 @@ test: $(PY_STAMP) $(NPM_STAMP)
 lint: $(PY_STAMP)
 	@$(BIN)/ruff check . && $(BIN)/ruff format --check .
 
+validate: $(PY_STAMP) $(NPM_STAMP)
+	@$(BIN)/sitegen validate
+
 plan: $(PY_STAMP) $(NPM_STAMP)
 	@$(BIN)/sitegen plan
 

@@ -13,7 +13,12 @@ from cdk8s import ApiObject, JsonPatch
 from constructs import Construct
 
 # Config-file API groups are decoded strictly by their readers and have no ObjectMeta.
-_METADATA_FREE_GROUPS = ("kubeadm.k8s.io/", "kubelet.config.k8s.io/", "apiserver.config.k8s.io/")
+_METADATA_FREE_GROUPS = (
+    "kubeadm.k8s.io/",
+    "kubelet.config.k8s.io/",
+    "apiserver.config.k8s.io/",
+    "audit.k8s.io/",
+)
 
 
 class HostFile(Construct):

@@ -85,5 +85,48 @@ def plan(config_dir: Path) -> None:
     click.echo(render_plan(_load(config_dir)), nl=False)
 
 
+@cli.command()
+@CONFIG_OPTION
+@click.option(
+    "--dist",
+    "dist_dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=Path("dist"),
+    show_default=True,
+    help="Tree to check (every variant in it).",
+)
+@click.option(
+    "--crds",
+    "crd_dirs",
+    type=click.Path(path_type=Path, file_okay=False),
+    multiple=True,
+    help="CRD directory (repeatable). Default: ../shared/crds. CRDs rendered into the tree count too.",
+)
+def validate(config_dir: Path, dist_dir: Path, crd_dirs: tuple[Path, ...]) -> None:
+    """Check every document offline: schemas (core strict, CRDs, host configs) and policy rules."""
+    site = _load(config_dir)
+    dirs = list(crd_dirs) or [Path("../shared/crds")]
+    for path in [dist_dir, *dirs]:
+        if not path.is_dir():
+            click.echo(f"error: {path}: directory does not exist", err=True)
+            sys.exit(2)
+    from sitegen.validate import validate_tree
+
+    report = validate_tree(dist_dir, site, dirs)
+    for finding in report.findings:
+        click.echo(str(finding))
+    click.echo(report.summary())
+    sys.exit(1 if report.findings else 0)
+
+
+@cli.command()
+def rules() -> None:
+    """List the policy rules with their rationale."""
+    from sitegen.policy import RULES
+
+    for r in RULES:
+        click.echo(f"{r.id}  {r.name:<22} {r.rationale}")
+
+
 def main() -> None:
     cli()

@@ -46,7 +46,7 @@ class ConfigError(Exception):
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _LABEL_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
-_EXACT_VERSION = re.compile(r"^v?\d+(\.\d+){1,3}([-+][0-9A-Za-z.+-]+)?$")
+EXACT_VERSION = re.compile(r"^v?\d+(\.\d+){1,3}([-+][0-9A-Za-z.+-]+)?$")
 _IMAGE_TAG = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
 
 
@@ -84,7 +84,7 @@ def _label_value(value: str) -> str:
 
 
 def _exact_version(value: str) -> str:
-    if not _EXACT_VERSION.match(value):
+    if not EXACT_VERSION.match(value):
         raise ValueError(f"{value!r} is not an exact version (ranges, 'latest' and empty are refused)")
     return value
 

@@ -19,6 +19,7 @@ from sitegen.model import Site
 
 REPO = Path(__file__).resolve().parent.parent
 CONFIG = REPO / "config"
+CRDS = REPO.parent / "shared" / "crds"
 DIST = REPO / "dist"
 SITEGEN = Path(sys.executable).parent / "sitegen"
 
@@ -59,3 +60,22 @@ def invoke_sitegen(*args: str | Path) -> Result:
 
 def tree_bytes(root: Path) -> dict[str, bytes]:
     return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def validate(tree: Path):
+    return invoke_sitegen("validate", "--dist", tree, "--crds", CRDS)
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    """A copy of the committed dist/ to break."""
+    target = tmp_path / "dist"
+    shutil.copytree(DIST, target)
+    return target
+
+
+def add(tree: Path, rel: str, *docs: dict[str, Any]) -> str:
+    path = tree / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump_all(docs, sort_keys=False))
+    return rel

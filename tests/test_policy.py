@@ -1,0 +1,200 @@
+"""Every policy rule fires on a manifest that breaks it, names file and rule, and passes compliant ones."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from sitegen.policy import NODE_AGENTS, RULES, NodeAgent, image_is_pinned
+
+from .conftest import add, validate
+
+GPU_TAINT = {"key": "dedicated", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"}
+AISTOR_TAINT = {"key": "dedicated", "operator": "Equal", "value": "aistor", "effect": "NoSchedule"}
+CP_TAINT = {"key": "node-role.kubernetes.io/control-plane", "operator": "Exists", "effect": "NoSchedule"}
+INFRA = {"node-role.kubernetes.io/infra": "true"}
+GPU = {"node-role.kubernetes.io/gpu": "true"}
+COMPUTE = {"node-role.kubernetes.io/compute": "true"}
+
+RESTRICTED = {
+    "allowPrivilegeEscalation": False,
+    "runAsNonRoot": True,
+    "capabilities": {"drop": ["ALL"]},
+    "seccompProfile": {"type": "RuntimeDefault"},
+}
+
+
+def container(image: str = "registry.example.internal/app:1.2.3", **extra: Any) -> dict[str, Any]:
+    return {
+        "name": "app",
+        "image": image,
+        "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}},
+        "securityContext": RESTRICTED,
+        **extra,
+    }
+
+
+def workload(
+    kind: str = "Deployment",
+    name: str = "svc",
+    selector: dict | None = None,
+    tolerations=(),
+    containers=None,
+    **pod: Any,
+) -> dict[str, Any]:
+    spec: dict[str, Any] = {"containers": containers or [container()], **pod}
+    if selector is not None:
+        spec["nodeSelector"] = selector
+    if tolerations:
+        spec["tolerations"] = list(tolerations)
+    body: dict[str, Any] = {
+        "selector": {"matchLabels": {"app": name}},
+        "template": {"metadata": {"labels": {"app": name}}, "spec": spec},
+    }
+    return {
+        "apiVersion": "apps/v1",
+        "kind": kind,
+        "metadata": {"name": name, "namespace": "demo"},
+        "spec": body,
+    }
+
+
+def namespace(name: str, enforce: str | None = "restricted") -> dict[str, Any]:
+    labels = (
+        {}
+        if enforce is None
+        else {
+            f"pod-security.kubernetes.io/{m}": enforce if m == "enforce" else "restricted"
+            for m in ("enforce", "audit", "warn")
+        }
+    )
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}}
+
+
+APP = {
+    "apiVersion": "argoproj.io/v1alpha1",
+    "kind": "Application",
+    "metadata": {"name": "x", "namespace": "argocd"},
+    "spec": {
+        "project": "platform",
+        "destination": {"server": "https://kubernetes.default.svc", "namespace": "x"},
+        "sources": [{"repoURL": "https://charts.example.com", "chart": "x", "targetRevision": "1.*"}],
+    },
+}
+
+BREAKERS = {
+    "PLC-001": [workload(selector={"node-role.kubernetes.io/infra": "yes"}), workload()],
+    "PLC-002": [workload(selector=COMPUTE)],
+    "PLC-003": [workload(selector=INFRA, tolerations=[GPU_TAINT])],
+    "PLC-004": [workload(selector=INFRA, tolerations=[CP_TAINT])],
+    "PLC-005": [workload("DaemonSet", selector=GPU)],
+    "PSA-001": [namespace("demo", enforce=None)],
+    "PSA-002": [namespace("demo", enforce="privileged")],
+    "SEC-001": [
+        {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": "s", "namespace": "demo"},
+            "data": {"password": "aHVudGVyMg=="},
+        }
+    ],
+    "PIN-001": [workload(selector=INFRA, containers=[container("nginx:latest")])],
+    "PIN-002": [APP],
+    "SEC-002": [
+        workload(selector=INFRA, containers=[{"name": "app", "image": "registry.example.internal/a:1"}])
+    ],
+}
+
+
+def test_every_rule_has_a_breaker():
+    assert {r.id for r in RULES} == {*BREAKERS, "UNQ-001"}
+
+
+@pytest.mark.parametrize("rule_id", sorted(BREAKERS))
+def test_rule_fires(tree, rule_id):
+    for i, doc in enumerate(BREAKERS[rule_id]):
+        rel = add(tree, f"one-cluster/apps/ai/broken/{rule_id.lower()}-{i}.yaml", doc)
+        result = validate(tree)
+        assert result.exit_code == 1
+        lines = [ln for ln in result.stdout.splitlines() if ln.startswith(rel)]
+        assert any(f": {rule_id} " in ln for ln in lines), result.stdout
+        (tree / rel).unlink()
+
+
+def test_unique_names_across_apps(tree):
+    config_map = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "demo"}}
+    add(tree, "one-cluster/apps/ai/one/c.yaml", config_map)
+    assert validate(tree).exit_code == 0
+    add(tree, "two-cluster/apps/aistor/one/c.yaml", config_map)  # another cluster: fine
+    assert validate(tree).exit_code == 0
+    rel = add(tree, "one-cluster/apps/ai/two/c.yaml", config_map)
+    result = validate(tree)
+    assert result.exit_code == 1
+    assert f"{rel} [doc 0] ConfigMap demo/c: UNQ-001 unique-names" in result.stdout
+
+
+def test_compliant_workloads_pass(tree):
+    add(tree, "one-cluster/apps/ai/ok/ns.yaml", namespace("demo"))
+    add(tree, "one-cluster/apps/ai/ok/infra.yaml", workload(name="api", selector=INFRA))
+    add(
+        tree, "one-cluster/apps/ai/ok/gpu.yaml", workload(name="model", selector=GPU, tolerations=[GPU_TAINT])
+    )
+    add(
+        tree,
+        "one-cluster/apps/ai/ok/job.yaml",
+        {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {"name": "batch", "namespace": "demo"},
+            "spec": {
+                "template": {
+                    "spec": {"nodeSelector": COMPUTE, "restartPolicy": "Never", "containers": [container()]}
+                }
+            },
+        },
+    )
+    result = validate(tree)
+    assert result.exit_code == 0, result.stdout
+
+
+def test_listed_node_agent_must_tolerate_exactly_its_pools(tree, monkeypatch):
+    monkeypatch.setitem(
+        NODE_AGENTS, ("DaemonSet", "demo", "agent"), NodeAgent(frozenset({"*"}), "test agent")
+    )
+    every_taint = [CP_TAINT, GPU_TAINT, AISTOR_TAINT]
+    rel = add(
+        tree, "one-cluster/apps/ai/agent/ds.yaml", workload("DaemonSet", "agent", tolerations=every_taint)
+    )
+    assert validate(tree).exit_code == 0, validate(tree).stdout
+    add(tree, rel, workload("DaemonSet", "agent", tolerations=every_taint[:2]))
+    result = validate(tree)
+    assert result.exit_code == 1 and "PLC-005 agents-reach" in result.stdout
+    add(tree, rel, workload("DaemonSet", "agent", tolerations=[{"operator": "Exists"}]))  # tolerates all
+    assert validate(tree).exit_code == 0
+
+
+def test_unlisted_agent_on_every_node_is_refused(tree):
+    add(
+        tree,
+        "one-cluster/apps/ai/agent/ds.yaml",
+        workload("DaemonSet", "agent", tolerations=[{"operator": "Exists"}]),
+    )
+    result = validate(tree)
+    assert "PLC-004 control-plane-taint" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("image", "pinned"),
+    [
+        ("nginx:1.27.3", True),
+        ("registry:5000/app:v2", True),
+        ("registry:5000/app", False),
+        ("app", False),
+        ("app:latest", False),
+        ("", False),
+        ("app@sha256:" + "a" * 64, True),
+    ],
+)
+def test_image_pinning(image, pinned):
+    assert image_is_pinned(image) is pinned

@@ -1,0 +1,139 @@
+"""Property tests: generated valid sites synthesize and validate; mutated configs never crash."""
+
+from __future__ import annotations
+
+import copy
+import ipaddress
+from pathlib import Path
+from typing import Any
+
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from sitegen.config import load_site
+from sitegen.dist import write_dist
+from sitegen.stacks import synthesize
+from sitegen.validate import validate_tree
+
+from .conftest import CONFIG, CRDS, invoke_sitegen
+
+BASE = {p.stem: yaml.safe_load(p.read_text()) for p in sorted(CONFIG.glob("*.yaml"))}
+PREFIX = {"control-plane": "cp", "infra": "infra", "compute": "cmp", "gpu": "gpu", "storage": "st"}
+FIRST_HOST = ipaddress.IPv4Address("10.20.0.32")  # above the VIPs, below the load-balancer pools
+
+# CI runs the same examples every time; explore locally with `pytest --hypothesis-seed=random`.
+PROPERTY = settings(
+    max_examples=6,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+
+
+@st.composite
+def sites(draw: st.DrawFn) -> dict[str, Any]:
+    config = copy.deepcopy(BASE)
+    counts = {
+        "control-plane": draw(st.sampled_from([1, 3, 5])),
+        "infra": draw(st.integers(1, 6)),
+        "compute": draw(st.integers(4, 40)),
+        "gpu": draw(st.integers(1, 16)),
+        "storage": draw(st.integers(1, 40)),
+    }
+    address = FIRST_HOST
+    for pool, count in counts.items():
+        config["pools"][pool]["count"] = count
+        config["pools"][pool]["hosts"] = []
+        for i in range(1, count + 1):
+            config["pools"][pool]["hosts"].append({"name": f"{PREFIX[pool]}{i:02d}", "address": str(address)})
+            address += 1
+
+    gpus = draw(st.sampled_from([4, 8]))
+    nics = draw(st.sampled_from([n for n in (1, 2, 4, 8) if n <= gpus]))
+    rails = draw(st.integers(1, nics))
+    names = "ABCDEFGH"[:rails]
+    config["hardware"]["dell-xe9780"]["gpu"]["count"] = gpus
+    config["hardware"]["dell-xe9780"]["ndr400_ports"] = nics
+    fabric = config["network"]["fabric"]
+    fabric["rails"] = {name: {"cidr": f"10.100.{16 * i}.0/20"} for i, name in enumerate(names)}
+    per_nic = gpus // nics
+    fabric["nics"]["gpu"] = [
+        {"name": f"mlx5_{i}", "rail": names[i % rails], "gpus": list(range(i * per_nic, (i + 1) * per_nic))}
+        for i in range(nics)
+    ]
+    storage_nics = draw(st.integers(1, 2))
+    config["hardware"]["lenovo-sr650-v4"]["ndr400_ports"] = storage_nics
+    fabric["nics"]["storage"] = [{"name": f"mlx5_{i}", "rail": names[i % rails]} for i in range(storage_nics)]
+
+    carve = draw(st.sampled_from([1, 3]))
+    cmp_hosts = [h["name"] for h in config["pools"]["compute"]["hosts"]]
+    config["variants"]["two-cluster"]["clusters"]["aistor"]["control_plane"]["hosts"] = cmp_hosts[-carve:]
+    return config
+
+
+def _write(config: dict[str, Any], target: Path) -> Path:
+    target.mkdir(parents=True, exist_ok=True)
+    for name, data in config.items():
+        (target / f"{name}.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
+    return target
+
+
+@PROPERTY
+@given(config=sites())
+def test_generated_sites_synthesize_and_validate(tmp_path_factory, config):
+    root = tmp_path_factory.mktemp("site")
+    site = load_site(_write(config, root / "config"))
+    write_dist(synthesize(site, list(site.variants)), root / "dist", None)
+    report = validate_tree(root / "dist", site, [CRDS])
+    assert report.findings == [], [str(f) for f in report.findings[:5]]
+    nodes = sum(1 for _ in (root / "dist/one-cluster/apps/ai/nodes").glob("*.yaml"))
+    assert nodes == sum(pool["count"] for pool in config["pools"].values())
+
+
+def _leaves(node: Any, path: tuple = ()) -> list[tuple]:
+    if isinstance(node, dict):
+        return [path] + [leaf for k, v in node.items() for leaf in _leaves(v, (*path, k))]
+    if isinstance(node, list):
+        return [path] + [leaf for i, v in enumerate(node) for leaf in _leaves(v, (*path, i))]
+    return [path]
+
+
+LEAVES = [(file, path) for file, data in BASE.items() for path in _leaves(data) if path]
+JUNK = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**40), 2**40),
+    st.floats(allow_nan=True),
+    st.text(max_size=12),
+    st.lists(st.integers(), max_size=2),
+    st.dictionaries(st.text(max_size=4), st.integers(), max_size=2),
+)
+
+
+@settings(
+    max_examples=60,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(target=st.sampled_from(LEAVES), action=st.sampled_from(["replace", "delete"]), junk=JUNK)
+def test_mutated_configs_never_crash(tmp_path_factory, target, action, junk):
+    file, path = target
+    config = copy.deepcopy(BASE)
+    parent = config[file]
+    for key in path[:-1]:
+        parent = parent[key]
+    if action == "delete":
+        del parent[path[-1]]
+    else:
+        parent[path[-1]] = junk
+    root = tmp_path_factory.mktemp("mutant")
+    result = invoke_sitegen("synth", "--config", _write(config, root / "config"), "--out", root / "dist")
+    # a clean run has no exception, a config error a SystemExit(2); anything else is a traceback
+    assert result.exception is None or isinstance(result.exception, SystemExit), (
+        f"{file}:{path}: {result.exception!r}"
+    )
+    assert result.exit_code in (0, 2)
+    if result.exit_code == 2:
+        assert result.stderr.count("\n") == 1 and result.stderr.startswith("error: ")

@@ -1,0 +1,207 @@
+"""`sitegen validate`: schemas of every kind, offline, strict; the committed tree is clean."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import yaml
+
+from sitegen.schemas import SchemaCatalog, strict_crd_schema
+
+from .conftest import DIST, add, invoke_sitegen, validate
+
+
+def test_committed_dist_is_valid():
+    result = validate(DIST)
+    assert result.exit_code == 0, result.stdout
+    assert result.stdout.strip().splitlines()[-1].endswith("0 findings (schema: 0, policy: 0)")
+
+
+def test_every_document_is_counted():
+    summary = validate(DIST).stdout.strip().splitlines()[-1]
+    total = sum(len(list(yaml.safe_load_all(p.read_text()))) for p in DIST.rglob("*.yaml"))
+    assert summary.startswith(f"validated {total} documents")
+
+
+NODE = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "x1"}}
+
+
+@pytest.mark.parametrize(
+    ("doc", "path", "message"),
+    [
+        ({**NODE, "spec": {"unschedulable": True, "colour": "red"}}, "$.spec", "colour"),
+        ({**NODE, "metadata": {"name": "x1", "labels": {"a": 1}}}, "$.metadata.labels.a", "not of type"),
+        ({**NODE, "metadata": {"name": "x1", "owner": "me"}}, "$.metadata", "owner"),
+        ({"apiVersion": "v1", "kind": "Gadget", "metadata": {"name": "g"}}, "$", "no schema for v1 Gadget"),
+        ({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}}, "$", "no schema"),
+        (
+            {
+                "apiVersion": "kueue.x-k8s.io/v1beta2",
+                "kind": "ResourceFlavor",
+                "metadata": {"name": "b300"},
+                "spec": {"nodeLabels": {"a": "b"}, "colour": "red"},
+            },
+            "$.spec",
+            "colour",
+        ),
+        (
+            {
+                "apiVersion": "kueue.x-k8s.io/v1beta2",
+                "kind": "LocalQueue",
+                "metadata": {"name": "q", "namespace": "t", "bogus": 1},
+                "spec": {"clusterQueue": "cq"},
+            },
+            "$.metadata",
+            "bogus",
+        ),
+        (
+            {
+                "apiVersion": "kubeadm.k8s.io/v1beta4",
+                "kind": "JoinConfiguration",
+                "discovery": {
+                    "bootstrapToken": {"apiServerEndpoint": "a:6443", "token": "t", "caCertHashes": ["h"]}
+                },
+                "nodeRegistration": {"name": "n", "criSocket": "s", "taint": []},
+            },
+            "$.nodeRegistration.taint",
+            "Extra inputs",
+        ),
+    ],
+    ids=[
+        "core-unknown-field",
+        "core-wrong-type",
+        "core-metadata-unknown",
+        "core-unknown-kind",
+        "unknown-group",
+        "crd-unknown-field",
+        "crd-metadata-is-objectmeta",
+        "host-config-misspelt",
+    ],
+)
+def test_schema_finding(tree, doc, path, message):
+    rel = add(tree, "one-cluster/apps/ai/broken/x.yaml", doc)
+    result = validate(tree)
+    assert result.exit_code == 1
+    (line,) = [ln for ln in result.stdout.splitlines() if ln.startswith(rel)]
+    assert f": schema: {path}: " in line
+    assert message in line
+
+
+def test_crd_rendered_into_dist_counts(tree):
+    crd = {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.example.com"},
+        "spec": {
+            "group": "example.com",
+            "scope": "Cluster",
+            "names": {"kind": "Widget", "plural": "widgets", "singular": "widget", "listKind": "WidgetList"},
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "schema": {
+                        "openAPIV3Schema": {
+                            "type": "object",
+                            "properties": {
+                                "spec": {"type": "object", "properties": {"size": {"type": "integer"}}}
+                            },
+                        }
+                    },
+                }
+            ],
+        },
+    }
+    add(tree, "one-cluster/apps/ai/widgets/crd.yaml", crd)
+    add(
+        tree,
+        "one-cluster/apps/ai/widgets/ok.yaml",
+        {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}, "spec": {"size": 3}},
+    )
+    assert validate(tree).exit_code == 0
+    add(
+        tree,
+        "one-cluster/apps/ai/widgets/bad.yaml",
+        {
+            "apiVersion": "example.com/v1",
+            "kind": "Widget",
+            "metadata": {"name": "v"},
+            "spec": {"size": "big"},
+        },
+    )
+    result = validate(tree)
+    assert result.exit_code == 1 and "widgets/bad.yaml" in result.stdout and "$.spec.size" in result.stdout
+
+
+def test_missing_crd_directory_is_a_usage_error(tmp_path):
+    result = invoke_sitegen("validate", "--dist", DIST, "--crds", tmp_path / "nope")
+    assert result.exit_code == 2
+
+
+# --- the CRD schema translation ----------------------------------------------------------------
+
+
+def _errors(openapi: dict[str, Any], doc: dict[str, Any]) -> list[str]:
+    catalog = SchemaCatalog("v1.35.9", [])
+    catalog.add_crd(
+        {
+            "kind": "CustomResourceDefinition",
+            "spec": {
+                "group": "t.io",
+                "names": {"kind": "T"},
+                "versions": [{"name": "v1", "served": True, "schema": {"openAPIV3Schema": openapi}}],
+            },
+        }
+    )
+    return [
+        p.path
+        for p in catalog.validate({"apiVersion": "t.io/v1", "kind": "T", "metadata": {"name": "t"}, **doc})
+    ]
+
+
+def _spec(**props: Any) -> dict[str, Any]:
+    return {"type": "object", "properties": {"spec": {"type": "object", "properties": props}}}
+
+
+def test_int_or_string_accepts_both():
+    schema = _spec(port={"x-kubernetes-int-or-string": True})
+    assert _errors(schema, {"spec": {"port": 80}}) == []
+    assert _errors(schema, {"spec": {"port": "http"}}) == []
+    assert _errors(schema, {"spec": {"port": [80]}}) == ["$.spec.port"]
+
+
+def test_preserve_unknown_fields_allows_anything_below():
+    schema = _spec(values={"type": "object", "x-kubernetes-preserve-unknown-fields": True})
+    assert _errors(schema, {"spec": {"values": {"any": {"thing": 1}}}}) == []
+    assert _errors(schema, {"spec": {"other": 1}}) == ["$.spec"]
+
+
+def test_object_without_properties_prunes_everything():
+    assert _errors(_spec(opts={"type": "object"}), {"spec": {"opts": {"x": 1}}}) == ["$.spec.opts"]
+
+
+def test_embedded_resource_keeps_its_type_fields():
+    embedded = {
+        "type": "object",
+        "x-kubernetes-embedded-resource": True,
+        "properties": {"spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}},
+    }
+    doc = {
+        "spec": {"template": {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {"a": 1}}}
+    }
+    assert _errors(_spec(template=embedded), doc) == []
+
+
+def test_nullable_and_exclusive_bounds():
+    schema = _spec(n={"type": "integer", "nullable": True, "minimum": 0, "exclusiveMinimum": True})
+    assert _errors(schema, {"spec": {"n": None}}) == []
+    assert _errors(schema, {"spec": {"n": 1}}) == []
+    assert _errors(schema, {"spec": {"n": 0}}) == ["$.spec.n"]
+
+
+def test_translation_leaves_field_names_alone():
+    """A field called `nullable` or `x-kubernetes-...` in `properties` is a field, not a keyword."""
+    translated = strict_crd_schema(_spec(nullable={"type": "string"}))
+    assert "nullable" in translated["properties"]["spec"]["properties"]
