@@ -120,6 +120,28 @@ def validate(config_dir: Path, dist_dir: Path, crd_dirs: tuple[Path, ...]) -> No
 
 
 @cli.command()
+@CONFIG_OPTION
+@click.option(
+    "--dist",
+    "dist_dir",
+    type=click.Path(path_type=Path, file_okay=False, exists=True),
+    default=Path("dist"),
+    show_default=True,
+    help="Tree whose ApplicationSets to expand.",
+)
+def apps(config_dir: Path, dist_dir: Path) -> None:
+    """Expand every ApplicationSet offline and print the app inventory; exit 1 on a broken app."""
+    site = _load(config_dir)
+    from sitegen.inventory import inventory
+
+    table, problems = inventory(dist_dir, site)
+    click.echo(table)
+    for problem in problems:
+        click.echo(problem)
+    sys.exit(1 if problems else 0)
+
+
+@cli.command()
 def rules() -> None:
     """List the policy rules with their rationale."""
     from sitegen.policy import RULES

@@ -21,6 +21,7 @@ class OutputFile:
     path: PurePosixPath
     documents: list[dict[str, Any]]
     header: str = ""
+    text: str | None = None  # a non-YAML file (the runbook), written as is
 
 
 def _sorted(value: Any, top: bool = False) -> Any:
@@ -37,7 +38,20 @@ class _Dumper(yaml.SafeDumper):
         return True
 
 
+def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    # Multi-line strings (Lua, embedded YAML, template patches) stay readable in review as blocks.
+    style = (
+        "|" if "\n" in value and not any(c in value for c in "\t\r") and value == value.rstrip(" ") else None
+    )
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_Dumper.add_representer(str, _str)
+
+
 def render(file: OutputFile) -> str:
+    if file.text is not None:
+        return f"<!-- {GENERATED} -->\n{file.text}"
     lines = [GENERATED, *file.header.splitlines()]
     head = "".join(f"# {line}".rstrip() + "\n" for line in lines)
     body = yaml.dump_all(

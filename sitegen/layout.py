@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sitegen.model import CONTROL_PLANE_ROLE, ROLE_PREFIX, Cluster, Hardware, Host, Site, Taint
+from sitegen.model import CONTROL_PLANE_ROLE, INFRA_ROLE, ROLE_PREFIX, Cluster, Hardware, Host, Site, Taint
 
 
 @dataclass(frozen=True)
@@ -55,6 +55,12 @@ class ClusterLayout:
         return next(p for p in self.pools if p.name == name)
 
     @property
+    def system_pool(self) -> PoolLayout:
+        """Where cluster services run: the infra pool, or in a cluster without one (the AIStor
+        cluster of the two-cluster variant) its small control plane."""
+        return next((p for p in self.pools if p.role == INFRA_ROLE), self.control_plane)
+
+    @property
     def node_count(self) -> int:
         return sum(len(p.hosts) for p in self.pools)
 
@@ -64,6 +70,20 @@ class VariantLayout:
     name: str
     description: str
     clusters: tuple[ClusterLayout, ...]
+
+    @property
+    def hub(self) -> ClusterLayout:
+        """The cluster with the infra pool: Argo CD runs there and manages every cluster."""
+        return next(c for c in self.clusters if any(p.role == INFRA_ROLE for p in c.pools))
+
+    def server(self, cluster: ClusterLayout) -> str:
+        """The API URL Argo CD on the hub uses for `cluster`."""
+        if cluster.name == self.hub.name:
+            return IN_CLUSTER
+        return f"https://{cluster.spec.api.endpoint}"
+
+
+IN_CLUSTER = "https://kubernetes.default.svc"
 
 
 def resolve(site: Site, variant: str) -> VariantLayout:

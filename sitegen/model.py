@@ -28,8 +28,10 @@ Loc = tuple[str | int, ...]
 
 ROLE_PREFIX = "node-role.kubernetes.io/"
 CONTROL_PLANE_ROLE = "control-plane"
+INFRA_ROLE = "infra"  # the pool that hosts cluster services; its cluster is the Argo CD hub
 # Components the generator renders today; a missing pin is a config error, not a KeyError at synth.
 REQUIRED_IMAGES = {"kube-vip": "the API VIP static pod"}
+REQUIRED_CHARTS = {"argo-cd": "Argo CD on the hub cluster", "cilium": "the primary CNI of every cluster"}
 
 
 class ConfigError(Exception):
@@ -332,6 +334,21 @@ class Versions(Strict):
     manifests: dict[DnsLabel, ManifestPin] = {}
 
 
+# --- gitops.yaml -------------------------------------------------------------------------------
+
+
+class ArgoCD(Strict):
+    namespace: DnsLabel = "argocd"
+    hostname: DnsName
+    secret_store: DnsLabel
+
+
+class GitOps(Strict):
+    repo_url: Annotated[str, Field(pattern=r"^(https://|ssh://|git@)\S+$")]
+    revision: Annotated[str, Field(min_length=1, pattern=r"^[A-Za-z0-9._/-]+$")]
+    argocd: ArgoCD
+
+
 # --- the site ----------------------------------------------------------------------------------
 
 
@@ -343,6 +360,7 @@ class Site(Strict):
     variants: dict[DnsLabel, Variant] = Field(min_length=1)
     storage: Storage
     versions: Versions
+    gitops: GitOps
 
     @model_validator(mode="after")
     def _check(self) -> Site:
@@ -372,6 +390,10 @@ class Site(Strict):
                 )
         if roles[CONTROL_PLANE_ROLE] != 1:
             raise ConfigError(("pools",), f"exactly one pool must carry the role {CONTROL_PLANE_ROLE!r}")
+        if roles[INFRA_ROLE] != 1:
+            raise ConfigError(
+                ("pools",), f"exactly one pool must carry the role {INFRA_ROLE!r} (cluster services)"
+            )
 
     def _check_hosts(self) -> None:
         plane = self.network.kubernetes.cidr
@@ -566,6 +588,9 @@ class Site(Strict):
         for name, needed_by in REQUIRED_IMAGES.items():
             if name not in self.versions.images:
                 raise ConfigError(("versions", "images", name), f"missing pin (needed by {needed_by})")
+        for name, needed_by in REQUIRED_CHARTS.items():
+            if name not in self.versions.charts:
+                raise ConfigError(("versions", "charts", name), f"missing pin (needed by {needed_by})")
 
     # --- derived views -------------------------------------------------------------------------
 

@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
+from pathlib import Path, PurePosixPath
 from typing import Any
 
-from sitegen.layout import PoolLayout, VariantLayout
+from sitegen.appsets import ExpandedApp, ExpandError
+from sitegen.layout import ClusterLayout, PoolLayout, VariantLayout
 from sitegen.model import EXACT_VERSION, Taint
 from sitegen.tree import Document
 
@@ -26,23 +29,25 @@ class NodeAgent:
     why: str
 
 
-# (kind, namespace, name) -> the pools a node agent must reach. Only these may tolerate the
-# control-plane taint, and each must tolerate exactly the taints of its pools.
-NODE_AGENTS: dict[tuple[str, str, str], NodeAgent] = {}
+# Node agents: only these may tolerate the control-plane taint, and each must tolerate exactly the
+# taints of the pools it reaches. Keys: "Kind/namespace/name" for rendered workloads,
+# "values:<app>:<JSON path>" for a component in a chart's values.
+NODE_AGENTS: dict[str, NodeAgent] = {
+    "values:cilium:$": NodeAgent(frozenset({"*"}), "the CNI agent: no pod networking on a node without it"),
+}
 
 # Namespaces that may enforce the `privileged` Pod Security level.
 PRIVILEGED_NAMESPACES: dict[str, str] = {
-    "kube-system": "static control-plane pods (etcd, API server, kube-vip) need host access",
+    "kube-system": "static control-plane pods (etcd, API server, kube-vip) and the CNI need host access",
 }
 
-# (kind, namespace, name) of workloads exempt from the restricted security context.
-PRIVILEGED_AGENTS: dict[tuple[str, str, str], str] = {
-    (
-        "Pod",
-        "kube-system",
-        "kube-vip",
-    ): "ARP and IPVS for the API VIP need host networking and NET_ADMIN/NET_RAW",
+# "Kind/namespace/name" of workloads exempt from the restricted security context.
+PRIVILEGED_AGENTS: dict[str, str] = {
+    "Pod/kube-system/kube-vip": "ARP and IPVS for the API VIP need host networking and NET_ADMIN/NET_RAW",
 }
+
+# Labels every node carries (set by the kubelet itself), so selectors on them match every pool.
+IMPLICIT_NODE_LABELS = {"kubernetes.io/os": "linux"}
 
 # --- rules -------------------------------------------------------------------------------------
 
@@ -58,12 +63,19 @@ class Violation:
 class Context:
     docs: list[Document]
     layouts: dict[str, VariantLayout]
+    root: Path = Path("dist")
+    apps: list[ExpandedApp] = field(default_factory=list)
+    expand_errors: list[tuple[Document, ExpandError]] = field(default_factory=list)
 
-    def pools(self, doc: Document) -> tuple[PoolLayout, ...]:
+    def cluster(self, doc: Document) -> ClusterLayout | None:
         layout = self.layouts.get(doc.variant)
         if layout is None or doc.cluster is None:
-            return ()
-        return next((c.pools for c in layout.clusters if c.name == doc.cluster), ())
+            return None
+        return next((c for c in layout.clusters if c.name == doc.cluster), None)
+
+    def pools(self, doc: Document) -> tuple[PoolLayout, ...]:
+        cluster = self.cluster(doc)
+        return cluster.pools if cluster else ()
 
 
 Check = Callable[[Context], Iterator[Violation]]
@@ -112,13 +124,60 @@ def pod_spec(doc: Document) -> tuple[str, dict[str, Any]] | None:
     return ("$." + ".".join(keys), node) if isinstance(node, dict) else None
 
 
-def _workloads(ctx: Context, scheduled_only: bool = True) -> Iterator[tuple[Document, str, dict[str, Any]]]:
+@dataclass(frozen=True)
+class Workload:
+    """Something the scheduler places: a pod template of a manifest, or a component of a chart's values."""
+
+    doc: Document
+    path: str
+    spec: dict[str, Any]  # holds nodeSelector, affinity, tolerations (and containers for manifests)
+    kind: str  # manifest kind, or "HelmComponent"
+
+    @property
+    def agent_key(self) -> str:
+        if self.kind == "HelmComponent":
+            return f"values:{PurePosixPath(self.doc.file).stem}:{self.path}"
+        return f"{self.doc.kind}/{self.doc.namespace}/{self.doc.name}"
+
+    @property
+    def agent(self) -> NodeAgent | None:
+        return NODE_AGENTS.get(self.agent_key)
+
+    @property
+    def is_service(self) -> bool:
+        return self.kind in ("Deployment", "StatefulSet", "ReplicaSet") or (
+            self.kind == "HelmComponent" and not self.agent
+        )
+
+
+_PLACEMENT_KEYS = ("nodeSelector", "tolerations", "affinity")
+
+
+def _values_components(node: Any, path: str) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Every mapping of a values file that carries placement keys: one chart component each."""
+    if isinstance(node, dict):
+        if any(k in node for k in _PLACEMENT_KEYS) and all(
+            isinstance(node.get(k), dict | list) for k in _PLACEMENT_KEYS if k in node
+        ):
+            yield path, node
+        for key, value in node.items():
+            yield from _values_components(
+                value, f"{path}.{key}" if re.fullmatch(r"[A-Za-z0-9_]+", key) else f"{path}['{key}']"
+            )
+
+
+def _workloads(ctx: Context, scheduled_only: bool = True) -> Iterator[Workload]:
     for doc in ctx.docs:
-        if doc.is_values or (scheduled_only and doc.is_host_file):
+        if doc.is_values:
+            if scheduled_only:
+                for path, spec in _values_components(doc.body, "$"):
+                    yield Workload(doc, path, spec, "HelmComponent")
+            continue
+        if scheduled_only and doc.is_host_file:
             continue
         found = pod_spec(doc)
         if found is not None:
-            yield doc, found[0], found[1]
+            yield Workload(doc, found[0], found[1], doc.kind)
 
 
 def _term_matches(term: dict[str, Any], labels: dict[str, str]) -> bool:
@@ -142,12 +201,14 @@ def targeted_pools(spec: dict[str, Any], pools: tuple[PoolLayout, ...]) -> list[
         "requiredDuringSchedulingIgnoredDuringExecution"
     ) or {}
     terms = required.get("nodeSelectorTerms") or []
-    return [
-        p
-        for p in pools
-        if all(p.labels.get(k) == v for k, v in selector.items())
-        and (not terms or any(_term_matches(t, p.labels) for t in terms))
-    ]
+    matched = []
+    for pool in pools:
+        labels = {**IMPLICIT_NODE_LABELS, **pool.labels}
+        if all(labels.get(k) == v for k, v in selector.items()) and (
+            not terms or any(_term_matches(t, labels) for t in terms)
+        ):
+            matched.append(pool)
+    return matched
 
 
 def tolerates(toleration: dict[str, Any], taint: Taint) -> bool:
@@ -178,22 +239,17 @@ def _taint_text(taints: set[Taint]) -> str:
     return ", ".join(sorted(f"{t.key}={t.value or ''}:{t.effect}" for t in taints)) or "none"
 
 
-def _agent(doc: Document) -> NodeAgent | None:
-    return NODE_AGENTS.get((doc.kind, doc.namespace, doc.name))
-
-
 # --- placement ---------------------------------------------------------------------------------
 
 
 @rule("PLC-001", "select-a-pool", "an unplaced pod lands anywhere; a selector spanning pools is ambiguous")
 def _select_a_pool(ctx: Context) -> Iterator[Violation]:
-    for doc, path, spec in _workloads(ctx):
-        pools = ctx.pools(doc)
-        targets = targeted_pools(spec, pools)
+    for w in _workloads(ctx):
+        targets = targeted_pools(w.spec, ctx.pools(w.doc))
         if not targets:
-            yield Violation(doc, f"{path}.nodeSelector", "selects no pool of its cluster")
-        elif doc.kind != "DaemonSet" and len(targets) != 1:
-            yield Violation(doc, f"{path}.nodeSelector", f"selects several pools ({_names(targets)})")
+            yield Violation(w.doc, f"{w.path}.nodeSelector", "selects no pool of its cluster")
+        elif w.kind != "DaemonSet" and w.agent is None and len(targets) != 1:
+            yield Violation(w.doc, f"{w.path}.nodeSelector", f"selects several pools ({_names(targets)})")
 
 
 @rule(
@@ -202,15 +258,17 @@ def _select_a_pool(ctx: Context) -> Iterator[Violation]:
     "cluster services run on the infra pool, never on compute or control-plane",
 )
 def _services_on_infra(ctx: Context) -> Iterator[Violation]:
-    for doc, path, spec in _workloads(ctx):
-        if doc.kind not in ("Deployment", "StatefulSet", "ReplicaSet"):
+    for w in _workloads(ctx):
+        cluster = ctx.cluster(w.doc)
+        if not w.is_service or cluster is None:
             continue
-        targets = targeted_pools(spec, ctx.pools(doc))
-        for pool in targets:
+        for pool in targeted_pools(w.spec, cluster.pools):
             dedicated = pool.taints and not pool.is_control_plane
-            if pool.role != "infra" and not dedicated:
+            if pool.name != cluster.system_pool.name and not dedicated:
                 yield Violation(
-                    doc, f"{path}.nodeSelector", f"a service on pool {pool.name}; services select infra"
+                    w.doc,
+                    f"{w.path}.nodeSelector",
+                    f"a service on pool {pool.name}; services select {cluster.system_pool.name}",
                 )
 
 
@@ -220,52 +278,60 @@ def _services_on_infra(ctx: Context) -> Iterator[Violation]:
     "only GPU workloads tolerate dedicated=gpu, only AIStor workloads dedicated=aistor",
 )
 def _dedicated_taints(ctx: Context) -> Iterator[Violation]:
-    for doc, path, spec in _workloads(ctx):
-        pools = ctx.pools(doc)
-        if _agent(doc) is not None:
+    for w in _workloads(ctx):
+        if w.agent is not None:
             continue  # node agents are judged by PLC-005
-        targets = targeted_pools(spec, pools)
+        pools = ctx.pools(w.doc)
+        targets = targeted_pools(w.spec, pools)
         dedicated = {t for p in pools if not p.is_control_plane for t in p.taints}
-        stray = (tolerated_taints(spec, pools) & dedicated) - _taints_of(targets)
+        stray = (tolerated_taints(w.spec, pools) & dedicated) - _taints_of(targets)
         if stray:
             yield Violation(
-                doc,
-                f"{path}.tolerations",
+                w.doc,
+                f"{w.path}.tolerations",
                 f"tolerates {_taint_text(stray)} without selecting that pool (selects {_names(targets)})",
             )
 
 
 @rule("PLC-004", "control-plane-taint", "nothing but listed node agents runs beside etcd and the API server")
 def _control_plane_taint(ctx: Context) -> Iterator[Violation]:
-    for doc, path, spec in _workloads(ctx):
-        pools = ctx.pools(doc)
-        cp_taints = {t for p in pools if p.is_control_plane for t in p.taints}
-        if tolerated_taints(spec, pools) & cp_taints and _agent(doc) is None:
+    for w in _workloads(ctx):
+        cluster = ctx.cluster(w.doc)
+        if cluster is None or w.agent is not None:
+            continue
+        cp_taints = set(cluster.control_plane.taints)
+        # A cluster without an infra pool runs its services on its control plane (see ClusterLayout).
+        on_system_cp = cluster.system_pool.is_control_plane and targeted_pools(w.spec, cluster.pools) == [
+            cluster.control_plane
+        ]
+        if tolerated_taints(w.spec, cluster.pools) & cp_taints and not on_system_cp:
             yield Violation(
-                doc, f"{path}.tolerations", "tolerates the control-plane taint but is no listed node agent"
+                w.doc,
+                f"{w.path}.tolerations",
+                "tolerates the control-plane taint but is no listed node agent",
             )
 
 
 @rule("PLC-005", "agents-reach", "a node agent tolerates exactly the taints of the pools it must reach")
 def _agents_reach(ctx: Context) -> Iterator[Violation]:
-    for doc, path, spec in _workloads(ctx):
-        agent = _agent(doc)
-        if doc.kind != "DaemonSet" and agent is None:
+    for w in _workloads(ctx):
+        agent = w.agent
+        if w.kind != "DaemonSet" and agent is None:
             continue
-        pools = ctx.pools(doc)
-        targets = targeted_pools(spec, pools)
+        pools = ctx.pools(w.doc)
+        targets = targeted_pools(w.spec, pools)
         if agent is not None:
             wanted = list(pools) if "*" in agent.pools else [p for p in pools if p.name in agent.pools]
             if {p.name for p in targets} != {p.name for p in wanted}:
                 yield Violation(
-                    doc, f"{path}.nodeSelector", f"reaches {_names(targets)}, must reach {_names(wanted)}"
+                    w.doc, f"{w.path}.nodeSelector", f"reaches {_names(targets)}, must reach {_names(wanted)}"
                 )
                 continue
-        tolerated, needed = tolerated_taints(spec, pools), _taints_of(targets)
+        tolerated, needed = tolerated_taints(w.spec, pools), _taints_of(targets)
         if tolerated != needed:
             yield Violation(
-                doc,
-                f"{path}.tolerations",
+                w.doc,
+                f"{w.path}.tolerations",
                 f"tolerates {_taint_text(tolerated)}; the pools it reaches ({_names(targets)}) need {_taint_text(needed)}",
             )
 
@@ -316,9 +382,9 @@ def _privileged_namespaces(ctx: Context) -> Iterator[Violation]:
 def _no_secret_data(ctx: Context) -> Iterator[Violation]:
     for doc in ctx.docs:
         if doc.kind == "Secret" and doc.group == "":
-            for field in ("data", "stringData"):
-                if doc.body.get(field):
-                    yield Violation(doc, f"$.{field}", "a Secret with values in git")
+            for key in ("data", "stringData"):
+                if doc.body.get(key):
+                    yield Violation(doc, f"$.{key}", "a Secret with values in git")
 
 
 _DIGEST = re.compile(r"@sha256:[0-9a-f]{64}$")
@@ -332,19 +398,19 @@ def image_is_pinned(image: str) -> bool:
 
 
 def _containers(path: str, spec: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
-    for field in ("initContainers", "containers"):
-        for i, container in enumerate(spec.get(field) or []):
-            yield f"{path}.{field}[{i}]", container
+    for key in ("initContainers", "containers"):
+        for i, container in enumerate(spec.get(key) or []):
+            yield f"{path}.{key}[{i}]", container
 
 
 @rule("PIN-001", "pinned-images", "an unpinned image changes under a running site without a commit")
 def _pinned_images(ctx: Context) -> Iterator[Violation]:
-    for doc, path, spec in _workloads(ctx, scheduled_only=False):
-        for cpath, container in _containers(path, spec):
+    for w in _workloads(ctx, scheduled_only=False):
+        for cpath, container in _containers(w.path, w.spec):
             image = container.get("image") or ""
             if not image_is_pinned(image):
                 yield Violation(
-                    doc, f"{cpath}.image", f"image {image!r} is not pinned to a version tag or digest"
+                    w.doc, f"{cpath}.image", f"image {image!r} is not pinned to a version tag or digest"
                 )
 
 
@@ -361,14 +427,16 @@ def _helm_sources(node: Any, path: str) -> Iterator[tuple[str, dict[str, Any]]]:
 
 @rule("PIN-002", "pinned-charts", "a chart range or 'latest' upgrades the site behind the reviewers' backs")
 def _pinned_charts(ctx: Context) -> Iterator[Violation]:
-    for doc in ctx.docs:
-        if doc.group != "argoproj.io" or doc.kind not in ("Application", "ApplicationSet"):
-            continue
-        for path, source in _helm_sources(doc.body.get("spec"), "$.spec"):
+    for app in ctx.apps:
+        for i, source in enumerate(app.sources):
+            if "chart" not in source:
+                continue
             revision = str(source.get("targetRevision", ""))
             if not EXACT_VERSION.match(revision):
                 yield Violation(
-                    doc, f"{path}.targetRevision", f"chart {source['chart']} at {revision!r}, not exact"
+                    app.source,
+                    f"{app.element_path} -> {app.name}.sources[{i}].targetRevision",
+                    f"chart {source['chart']} at {revision!r}, not an exact version",
                 )
 
 
@@ -396,13 +464,13 @@ def _restricted_problems(spec: dict[str, Any], container: dict[str, Any]) -> lis
     "SEC-002", "restricted-workloads", "our workloads state their resources and run restricted unless listed"
 )
 def _restricted_workloads(ctx: Context) -> Iterator[Violation]:
-    for doc, path, spec in _workloads(ctx, scheduled_only=False):
-        if (doc.kind, doc.namespace, doc.name) in PRIVILEGED_AGENTS:
+    for w in _workloads(ctx, scheduled_only=False):
+        if w.agent_key in PRIVILEGED_AGENTS:
             continue
-        for cpath, container in _containers(path, spec):
-            problems = _restricted_problems(spec, container)
+        for cpath, container in _containers(w.path, w.spec):
+            problems = _restricted_problems(w.spec, container)
             if problems:
-                yield Violation(doc, cpath, "; ".join(problems))
+                yield Violation(w.doc, cpath, "; ".join(problems))
 
 
 @rule(
@@ -420,6 +488,150 @@ def _unique_names(ctx: Context) -> Iterator[Violation]:
             yield Violation(doc, "$.metadata.name", f"also defined in {seen[key].file}")
         else:
             seen[key] = doc
+
+
+# --- Applications: what the ApplicationSets expand to ------------------------------------------
+
+REPO_DIST = "dist/"  # Argo CD paths are repository paths; dist/ sits at the repository root
+
+
+def _tree_path(ctx: Context, repo_path: str) -> Path | None:
+    return ctx.root / repo_path.removeprefix(REPO_DIST) if repo_path.startswith(REPO_DIST) else None
+
+
+def _at(app: ExpandedApp, detail: str) -> str:
+    return f"{app.element_path} -> {app.name}{detail}"
+
+
+@rule("APP-000", "appsets-expand", "an ApplicationSet that cannot be expanded offline cannot be reviewed")
+def _appsets_expand(ctx: Context) -> Iterator[Violation]:
+    for doc, error in ctx.expand_errors:
+        yield Violation(doc, error.path, error.message)
+
+
+@rule(
+    "APP-001",
+    "source-paths",
+    "an Application pointing at a missing folder syncs nothing, or prunes everything",
+)
+def _source_paths(ctx: Context) -> Iterator[Violation]:
+    for app in ctx.apps:
+        for i, source in enumerate(app.sources):
+            if "path" not in source:
+                continue
+            folder = _tree_path(ctx, str(source["path"]))
+            if folder is None or not folder.is_dir() or not any(folder.rglob("*.yaml")):
+                yield Violation(
+                    app.source, _at(app, f".sources[{i}].path"), f"{source['path']} holds no YAML"
+                )
+
+
+@rule("APP-002", "values-files", "a missing $values file silently installs a chart with its defaults")
+def _values_files(ctx: Context) -> Iterator[Violation]:
+    for app in ctx.apps:
+        refs = {s.get("ref") for s in app.sources if s.get("ref")}
+        for i, source in enumerate(app.sources):
+            for j, value_file in enumerate(((source.get("helm") or {}).get("valueFiles")) or []):
+                where = _at(app, f".sources[{i}].helm.valueFiles[{j}]")
+                ref, _, rest = str(value_file).partition("/")
+                if not ref.startswith("$") or ref[1:] not in refs:
+                    yield Violation(app.source, where, f"{value_file} names no `ref` source")
+                    continue
+                target = _tree_path(ctx, rest)
+                if target is None or not target.is_file():
+                    yield Violation(app.source, where, f"{rest} does not exist")
+
+
+@rule(
+    "APP-003",
+    "destinations",
+    "an Application for an undeclared cluster deploys nowhere or somewhere unintended",
+)
+def _destinations(ctx: Context) -> Iterator[Violation]:
+    for app in ctx.apps:
+        layout = ctx.layouts.get(app.source.variant)
+        servers = {layout.server(c) for c in layout.clusters} if layout else set()
+        server, _ = app.destination
+        if server not in servers:
+            yield Violation(
+                app.source, _at(app, ".destination.server"), f"{server} is no cluster of this variant"
+            )
+
+
+def _projects(ctx: Context, variant: str) -> dict[str, dict[str, Any]]:
+    return {
+        d.name: d.body.get("spec") or {}
+        for d in ctx.docs
+        if d.variant == variant and d.group == "argoproj.io" and d.kind == "AppProject"
+    }
+
+
+def _matches(entries: list[dict[str, Any]], group: str, kind: str) -> bool:
+    return any(
+        fnmatchcase(group, e.get("group", "")) and fnmatchcase(kind, e.get("kind", "")) for e in entries
+    )
+
+
+def _rendered_under(ctx: Context, app: ExpandedApp) -> Iterator[Document]:
+    for source in app.sources:
+        folder = _tree_path(ctx, str(source.get("path", ""))) if "path" in source else None
+        if folder is None:
+            continue
+        prefix = PurePosixPath(folder.relative_to(ctx.root).as_posix())
+        yield from (d for d in ctx.docs if d.file.is_relative_to(prefix))
+
+
+@rule(
+    "APP-004",
+    "project-admits",
+    "every Application stays inside its project: repositories, destinations, kinds",
+)
+def _project_admits(ctx: Context) -> Iterator[Violation]:
+    for app in ctx.apps:
+        project = _projects(ctx, app.source.variant).get(app.project)
+        if project is None:
+            yield Violation(app.source, _at(app, ".project"), f"project {app.project!r} is not declared")
+            continue
+        for i, source in enumerate(app.sources):
+            repo = str(source.get("repoURL", ""))
+            if not any(
+                fnmatchcase(repo, p) for p in project.get("sourceRepos") or [] if not p.startswith("!")
+            ):
+                yield Violation(
+                    app.source,
+                    _at(app, f".sources[{i}].repoURL"),
+                    f"{repo} not in {app.project}'s sourceRepos",
+                )
+        server, namespace = app.destination
+        if not any(
+            fnmatchcase(server, d.get("server", "")) and fnmatchcase(namespace, d.get("namespace", ""))
+            for d in project.get("destinations") or []
+        ):
+            yield Violation(
+                app.source,
+                _at(app, ".destination"),
+                f"{server} {namespace} not in {app.project}'s destinations",
+            )
+        refused: dict[tuple[str, str], list[Document]] = {}
+        for doc in _rendered_under(ctx, app):
+            if not doc.namespace:
+                ok = _matches(project.get("clusterResourceWhitelist") or [], doc.group, doc.kind)
+            else:
+                allowed = project.get("namespaceResourceWhitelist")
+                denied = project.get("namespaceResourceBlacklist") or []
+                ok = (allowed is None or _matches(allowed, doc.group, doc.kind)) and not _matches(
+                    denied, doc.group, doc.kind
+                )
+            if not ok:
+                refused.setdefault((doc.group, doc.kind), []).append(doc)
+        for (group, kind), docs in sorted(refused.items()):
+            scope = "namespaced" if docs[0].namespace else "cluster-scoped"
+            yield Violation(
+                app.source,
+                _at(app, ".project"),
+                f"{app.project} does not admit {scope} {group or 'core'}/{kind} "
+                f"({len(docs)} objects, e.g. {docs[0].file})",
+            )
 
 
 def run_rules(ctx: Context) -> Iterator[tuple[Rule, Violation]]:

@@ -1,24 +1,42 @@
-"""Compose each cluster of a variant into charts, and turn the charts into dist/ files.
+"""Compose each variant: one chart per Argo CD Application, Helm values, host files and the bootstrap.
 
 Each AppChart is exactly one Argo CD Application (one folder of dist/); HostFilesChart holds the
-files a human places on hosts at bootstrap (kubeadm/). No chart depends on another, so nothing
-here relies on cdk8s's own file naming.
+files a human places on hosts (kubeadm/); BootstrapChart holds what the root Application syncs. No
+chart depends on another, so nothing here relies on cdk8s's own file naming.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import cached_property
 from pathlib import PurePosixPath
+from typing import Any
 
 from cdk8s import App, Chart
 
 from constructs import Construct
+from constructs.argocd import (
+    AppProject,
+    AppSet,
+    ClusterRegistration,
+    Destination,
+    GroupKind,
+    LockedDefaultProject,
+    RootApplication,
+)
 from constructs.host_file import HostFile
 from constructs.kube_vip import KubeVipStaticPod
 from constructs.kubeadm import KubeadmConfigs
+from constructs.namespaces import AppNamespace
 from constructs.node_pool import NodePool
+from sitegen.apps import BOOTSTRAP_PROJECT, PROJECTS, AppSpec, cluster_apps
 from sitegen.dist import OutputFile
 from sitegen.layout import ClusterLayout, VariantLayout, resolve
 from sitegen.model import Site
+from sitegen.runbook import runbook
+from sitegen.values import chart_values
+
+REPO_DIST = PurePosixPath("dist")  # where dist/ sits in the GitOps repository Argo CD reads
 
 
 class AppChart(Chart):
@@ -28,14 +46,26 @@ class AppChart(Chart):
         super().__init__(scope, f"{variant}-{cluster}-{app}", disable_resource_name_hashes=True)
         self.folder = PurePosixPath(variant, "apps", cluster, app)
 
+    @cached_property
+    def documents(self) -> list[dict[str, Any]]:
+        return self.to_json()
+
     def output_files(self) -> list[OutputFile]:
         files = []
-        for doc in self.to_json():
+        for doc in self.documents:
             meta = doc["metadata"]
             parts = [meta["namespace"]] if "namespace" in meta else []
             stem = ".".join([*parts, doc["kind"].lower(), meta["name"]])
             files.append(OutputFile(self.folder / f"{stem}.yaml", [doc]))
         return files
+
+
+class BootstrapChart(AppChart):
+    """What the root Application syncs: `dist/<variant>/bootstrap/`."""
+
+    def __init__(self, scope: Construct, *, variant: str) -> None:
+        Chart.__init__(self, scope, f"{variant}-bootstrap", disable_resource_name_hashes=True)
+        self.folder = PurePosixPath(variant, "bootstrap")
 
 
 class HostFilesChart(Chart):
@@ -50,34 +80,217 @@ class HostFilesChart(Chart):
         return [OutputFile(self.folder / f.file_name, f.documents(), f.header) for f in host_files]
 
 
-def build_cluster(
-    app: App, site: Site, variant: str, cluster: ClusterLayout
-) -> list[AppChart | HostFilesChart]:
-    nodes = AppChart(app, variant=variant, cluster=cluster.name, app="nodes")
+def _nodes(chart: AppChart, site: Site, cluster: ClusterLayout, apps: list[AppSpec]) -> None:
     for pool in cluster.pools:
-        NodePool(nodes, pool.name, pool=pool)
+        NodePool(chart, pool.name, pool=pool)
 
-    host_files = HostFilesChart(app, variant=variant, cluster=cluster.name)
-    KubeadmConfigs(host_files, "Kubeadm", cluster=cluster, kubernetes_version=site.versions.kubernetes)
-    for bootstrap in (True, False):
-        KubeVipStaticPod(
-            host_files,
-            "KubeVipInit" if bootstrap else "KubeVip",
-            cluster=cluster,
-            image=site.versions.images["kube-vip"],
-            interface=site.network.kubernetes.interface,
-            bootstrap=bootstrap,
+
+def _namespaces(chart: AppChart, site: Site, cluster: ClusterLayout, apps: list[AppSpec]) -> None:
+    minor = site.versions.kubernetes.rsplit(".", 1)[0]
+    for app in apps:
+        if app.namespace_psa is not None:
+            AppNamespace(
+                chart, app.namespace, name=app.namespace, level=app.namespace_psa, kubernetes_minor=minor
+            )
+
+
+RENDERED: dict[str, Callable[[AppChart, Site, ClusterLayout, list[AppSpec]], None]] = {
+    "nodes": _nodes,
+    "namespaces": _namespaces,
+}
+
+
+def values_path(variant: str, cluster: str, app: str) -> PurePosixPath:
+    return PurePosixPath(variant, "values", cluster, f"{app}.yaml")
+
+
+class VariantBuild:
+    """Everything one variant renders, kept together so the bootstrap can see every app."""
+
+    def __init__(self, app: App, site: Site, layout: VariantLayout) -> None:
+        self.site = site
+        self.layout = layout
+        self.app_charts: dict[tuple[str, str], AppChart] = {}
+        self.values_files: list[OutputFile] = []
+        self.host_charts: list[HostFilesChart] = []
+        self.apps = {c.name: cluster_apps(site, layout, c) for c in layout.clusters}
+        for cluster in layout.clusters:
+            self._build_cluster(app, cluster)
+        self.bootstrap = BootstrapChart(app, variant=layout.name)
+        self._build_bootstrap()
+
+    def _build_cluster(self, app: App, cluster: ClusterLayout) -> None:
+        variant = self.layout.name
+        apps = self.apps[cluster.name]
+        for spec in apps:
+            if spec.rendered:
+                chart = AppChart(app, variant=variant, cluster=cluster.name, app=spec.name)
+                RENDERED[spec.name](chart, self.site, cluster, apps)
+                self.app_charts[(cluster.name, spec.name)] = chart
+            else:
+                values = chart_values(self.site, self.layout, cluster, spec.name)
+                pin = self.site.versions.charts[spec.chart or ""]
+                header = f"Helm values for chart {pin.chart} {pin.version} ({pin.repo}), app {spec.name}."
+                self.values_files.append(
+                    OutputFile(values_path(variant, cluster.name, spec.name), [values.document()], header)
+                )
+
+        host_files = HostFilesChart(app, variant=variant, cluster=cluster.name)
+        KubeadmConfigs(
+            host_files, "Kubeadm", cluster=cluster, kubernetes_version=self.site.versions.kubernetes
         )
-    return [nodes, host_files]
+        for bootstrap in (True, False):
+            KubeVipStaticPod(
+                host_files,
+                "KubeVipInit" if bootstrap else "KubeVip",
+                cluster=cluster,
+                image=self.site.versions.images["kube-vip"],
+                interface=self.site.network.kubernetes.interface,
+                bootstrap=bootstrap,
+            )
+        self.host_charts.append(host_files)
 
+    def element(self, cluster: ClusterLayout, spec: AppSpec) -> dict[str, Any]:
+        """One list-generator element: every field the ApplicationSet template reads, as strings."""
+        variant = self.layout.name
+        common = {
+            "cluster": cluster.name,
+            "app": spec.name,
+            "layer": spec.layer.name.lower(),
+            "wave": str(spec.wave),
+            "server": self.layout.server(cluster),
+            "namespace": spec.namespace,
+            "syncOptions": spec.sync_options,
+        }
+        if spec.rendered:
+            path = REPO_DIST / variant / "apps" / cluster.name / spec.name
+            return {**common, "path": str(path), "watch": f"/{path}"}
+        pin = self.site.versions.charts[spec.chart or ""]
+        values = REPO_DIST / values_path(variant, cluster.name, spec.name)
+        return {
+            **common,
+            "chartRepo": pin.repo,
+            "chart": pin.chart,
+            "chartVersion": pin.version,
+            "release": spec.name,
+            "values": str(values),
+            "watch": f"/{values}",
+        }
 
-def build_variant(app: App, site: Site, layout: VariantLayout) -> list[AppChart | HostFilesChart]:
-    return [chart for cluster in layout.clusters for chart in build_cluster(app, site, layout.name, cluster)]
+    def _rendered_kinds(self, cluster: str, app: str, *, namespaced: bool) -> list[GroupKind]:
+        docs = self.app_charts[(cluster, app)].documents
+        return [
+            GroupKind(d["apiVersion"].rpartition("/")[0], d["kind"])
+            for d in docs
+            if ("namespace" in d["metadata"]) == namespaced
+        ]
+
+    def _build_bootstrap(self) -> None:
+        gitops = self.site.gitops
+        argocd_ns = gitops.argocd.namespace
+        chart = self.bootstrap
+        LockedDefaultProject(chart, "DefaultProject", namespace=argocd_ns)
+        AppProject(
+            chart,
+            "BootstrapProject",
+            name=BOOTSTRAP_PROJECT.name,
+            namespace=argocd_ns,
+            description=BOOTSTRAP_PROJECT.description,
+            source_repos=[gitops.repo_url],
+            destinations=[Destination(self.layout.server(self.layout.hub), argocd_ns)],
+            cluster_kinds=[],
+            namespace_kinds=[
+                GroupKind("argoproj.io", "AppProject"),
+                GroupKind("argoproj.io", "ApplicationSet"),
+                GroupKind("argoproj.io", "Application"),
+                GroupKind("external-secrets.io", "ExternalSecret"),
+            ],
+        )
+        for project in PROJECTS.values():
+            members = [
+                (c, s) for c in self.layout.clusters for s in self.apps[c.name] if s.project == project.name
+            ]
+            if not members:
+                continue
+            charts = [s for _, s in members if not s.rendered]
+            namespace_kinds = None
+            if not charts:
+                namespace_kinds = [
+                    k for c, s in members for k in self._rendered_kinds(c.name, s.name, namespaced=True)
+                ]
+            AppProject(
+                chart,
+                f"Project-{project.name}",
+                name=project.name,
+                namespace=argocd_ns,
+                description=project.description,
+                source_repos=[
+                    gitops.repo_url,
+                    *(self.site.versions.charts[s.chart or ""].repo for s in charts),
+                ],
+                destinations=[Destination(self.layout.server(c), s.namespace) for c, s in members],
+                cluster_kinds=[
+                    *(GroupKind(*k) for s in charts for k in s.chart_cluster_kinds),
+                    *(
+                        k
+                        for c, s in members
+                        if s.rendered
+                        for k in self._rendered_kinds(c.name, s.name, namespaced=False)
+                    ),
+                ],
+                namespace_kinds=namespace_kinds,
+            )
+            for rendered in (True, False):
+                elements = [self.element(c, s) for c, s in members if s.rendered == rendered]
+                if elements:
+                    kind = "rendered" if rendered else "charts"
+                    AppSet(
+                        chart,
+                        f"AppSet-{project.name}-{kind}",
+                        name=f"{project.name}-{kind}",
+                        namespace=argocd_ns,
+                        project=project.name,
+                        rendered=rendered,
+                        elements=elements,
+                        repo_url=gitops.repo_url,
+                        revision=gitops.revision,
+                    )
+        hub = self.layout.hub
+        RootApplication(
+            chart,
+            "Root",
+            namespace=argocd_ns,
+            project=BOOTSTRAP_PROJECT.name,
+            path=str(REPO_DIST / self.layout.name / "bootstrap"),
+            repo_url=gitops.repo_url,
+            revision=gitops.revision,
+            server=self.layout.server(hub),
+        )
+        for cluster in self.layout.clusters:
+            if cluster.name != hub.name:
+                ClusterRegistration(
+                    chart,
+                    f"Cluster-{cluster.name}",
+                    cluster=cluster.name,
+                    variant=self.layout.name,
+                    server=self.layout.server(cluster),
+                    namespace=argocd_ns,
+                    secret_store=gitops.argocd.secret_store,
+                )
+
+    def output_files(self) -> list[OutputFile]:
+        files = [f for chart in self.app_charts.values() for f in chart.output_files()]
+        files += self.values_files
+        files += [f for chart in self.host_charts for f in chart.output_files()]
+        files += self.bootstrap.output_files()
+        files.append(
+            OutputFile(PurePosixPath(self.layout.name, "bootstrap", "RUNBOOK.md"), [], text=runbook(self))
+        )
+        return files
 
 
 def synthesize(site: Site, variants: list[str]) -> list[OutputFile]:
     """Every output file of the given variants, in a stable order."""
     app = App()
-    charts = [chart for v in variants for chart in build_variant(app, site, resolve(site, v))]
-    files = [f for chart in charts for f in chart.output_files()]
+    files = [f for v in variants for f in VariantBuild(app, site, resolve(site, v)).output_files()]
     return sorted(files, key=lambda f: f.path)

@@ -6,6 +6,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from sitegen.appsets import applications
 from sitegen.layout import resolve
 from sitegen.model import Site
 from sitegen.policy import Context, run_rules
@@ -58,7 +59,14 @@ def validate_tree(dist: Path, site: Site, crd_dirs: list[Path]) -> Report:
             Finding(doc.file, doc.index, doc.ref, "schema", p.path, p.message)
             for p in catalog.validate(doc.body)
         ]
-    context = Context(docs=docs, layouts={v: resolve(site, v) for v in site.variants})
+    apps, expand_errors = applications(docs)
+    context = Context(
+        docs=docs,
+        layouts={v: resolve(site, v) for v in site.variants},
+        root=dist,
+        apps=apps,
+        expand_errors=expand_errors,
+    )
     findings += [
         Finding(v.doc.file, v.doc.index, v.doc.ref, f"{r.id} {r.name}", v.path, v.message)
         for r, v in run_rules(context)

@@ -107,8 +107,86 @@ BREAKERS = {
 }
 
 
+ROOT_APP = {
+    "apiVersion": "argoproj.io/v1alpha1",
+    "kind": "Application",
+    "metadata": {"name": "x", "namespace": "argocd"},
+    "spec": {
+        "project": "platform-nodes",
+        "destination": {"server": "https://kubernetes.default.svc", "namespace": "kube-system"},
+        "source": {
+            "repoURL": "https://git.hpc.example.internal/platform/site-gitops.git",
+            "targetRevision": "main",
+            "path": "dist/one-cluster/apps/ai/nodes",
+        },
+    },
+}
+
+
+def app_with(**spec: Any) -> dict[str, Any]:
+    merged = {**ROOT_APP["spec"], **spec}
+    return {**ROOT_APP, "spec": {k: v for k, v in merged.items() if v is not None}}
+
+
+APP_BREAKERS = {
+    "APP-000": {
+        "apiVersion": "argoproj.io/v1alpha1",
+        "kind": "ApplicationSet",
+        "metadata": {"name": "x", "namespace": "argocd"},
+        "spec": {
+            "goTemplate": True,
+            "goTemplateOptions": ["missingkey=error"],
+            "generators": [{"list": {"elements": [{"a": "1"}]}}],
+            "template": {"metadata": {"name": "{{.missing}}"}, "spec": {"project": "p"}},
+        },
+    },
+    "APP-001": app_with(source={**ROOT_APP["spec"]["source"], "path": "dist/one-cluster/apps/ai/nothing"}),
+    "APP-002": app_with(
+        source=None,
+        sources=[
+            {
+                "repoURL": "https://helm.cilium.io/",
+                "chart": "cilium",
+                "targetRevision": "1.20.0",
+                "helm": {"valueFiles": ["$values/dist/one-cluster/values/ai/missing.yaml"]},
+            },
+            {"repoURL": ROOT_APP["spec"]["source"]["repoURL"], "targetRevision": "main", "ref": "values"},
+        ],
+    ),
+    "APP-003": app_with(destination={"server": "https://elsewhere.example:6443", "namespace": "kube-system"}),
+    "APP-004": app_with(project="networking"),
+}
+
+
 def test_every_rule_has_a_breaker():
-    assert {r.id for r in RULES} == {*BREAKERS, "UNQ-001"}
+    assert {r.id for r in RULES} == {*BREAKERS, *APP_BREAKERS, "UNQ-001"}
+
+
+@pytest.mark.parametrize("rule_id", sorted(APP_BREAKERS))
+def test_application_rule_fires(tree, rule_id):
+    rel = add(tree, f"one-cluster/bootstrap/{rule_id.lower()}.yaml", APP_BREAKERS[rule_id])
+    result = validate(tree)
+    assert result.exit_code == 1
+    assert any(ln.startswith(rel) and f": {rule_id} " in ln for ln in result.stdout.splitlines()), (
+        result.stdout
+    )
+
+
+def test_helm_component_placement_is_checked(tree):
+    """A values file is read like a manifest: each component with placement keys is judged."""
+    rel = add(
+        tree,
+        "one-cluster/values/ai/demo.yaml",
+        {
+            "controller": {"nodeSelector": COMPUTE, "tolerations": []},
+            "agent": {"tolerations": [{"operator": "Exists"}]},
+            "webhook": {"nodeSelector": INFRA, "tolerations": [GPU_TAINT]},
+        },
+    )
+    lines = [ln for ln in validate(tree).stdout.splitlines() if ln.startswith(rel)]
+    assert any("$.controller" in ln and "PLC-002" in ln for ln in lines), lines
+    assert any("$.agent" in ln and "PLC-004" in ln for ln in lines), lines
+    assert any("$.webhook" in ln and "PLC-003" in ln for ln in lines), lines
 
 
 @pytest.mark.parametrize("rule_id", sorted(BREAKERS))
@@ -159,9 +237,7 @@ def test_compliant_workloads_pass(tree):
 
 
 def test_listed_node_agent_must_tolerate_exactly_its_pools(tree, monkeypatch):
-    monkeypatch.setitem(
-        NODE_AGENTS, ("DaemonSet", "demo", "agent"), NodeAgent(frozenset({"*"}), "test agent")
-    )
+    monkeypatch.setitem(NODE_AGENTS, "DaemonSet/demo/agent", NodeAgent(frozenset({"*"}), "test agent"))
     every_taint = [CP_TAINT, GPU_TAINT, AISTOR_TAINT]
     rel = add(
         tree, "one-cluster/apps/ai/agent/ds.yaml", workload("DaemonSet", "agent", tolerations=every_taint)

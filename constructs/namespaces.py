@@ -1,0 +1,30 @@
+"""Namespaces with Pod Security labels, pinned to the cluster's Kubernetes minor."""
+
+from __future__ import annotations
+
+from cdk8s_plus_27 import k8s
+
+from constructs import Construct
+from sitegen.apps import PsaLevel
+
+PSA = "pod-security.kubernetes.io/"
+
+
+def psa_labels(level: PsaLevel, kubernetes_minor: str) -> dict[str, str]:
+    """Enforce `level`; audit and warn at restricted, so every loosening stays visible."""
+    watch = "privileged" if level == "privileged" else "restricted"
+    labels = {}
+    for mode, value in (("enforce", level), ("audit", watch), ("warn", watch)):
+        labels[PSA + mode] = value
+        labels[PSA + mode + "-version"] = kubernetes_minor
+    return labels
+
+
+class AppNamespace(Construct):
+    def __init__(
+        self, scope: Construct, id: str, *, name: str, level: PsaLevel, kubernetes_minor: str
+    ) -> None:
+        super().__init__(scope, id)
+        k8s.KubeNamespace(
+            self, "Resource", metadata=k8s.ObjectMeta(name=name, labels=psa_labels(level, kubernetes_minor))
+        )

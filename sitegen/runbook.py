@@ -1,0 +1,196 @@
+"""The ordered bootstrap runbook of a variant: from bare hosts to Argo CD owning everything.
+
+Every command names files of dist/ by their path in the repository; a test checks each one exists.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from sitegen.layout import ClusterLayout
+
+if TYPE_CHECKING:
+    from sitegen.stacks import VariantBuild
+
+
+def _kubeadm(variant: str, cluster: ClusterLayout) -> str:
+    return f"dist/{variant}/kubeadm/{cluster.name}"
+
+
+def _cluster_steps(build: VariantBuild, cluster: ClusterLayout, step: int) -> tuple[list[str], int]:
+    variant = build.layout.name
+    site = build.site
+    kdir = _kubeadm(variant, cluster)
+    first, *others = cluster.control_plane.hosts
+    api = cluster.spec.api
+    out: list[str] = []
+
+    def section(title: str, body: str) -> None:
+        nonlocal step
+        out.append(f"### {step}. {title}\n\n{body.strip()}\n")
+        step += 1
+
+    cp_names = ", ".join(h.name for h in cluster.control_plane.hosts)
+    section(
+        f"Control-plane host files ({cp_names})",
+        f"""
+`{api.dns_name}` must resolve to the VIP {api.vip} before anything starts. On every control-plane host:
+
+```sh
+install -D -m 0600 {kdir}/audit-policy.yaml /etc/kubernetes/audit/policy.yaml
+install -D -m 0600 {kdir}/admission-config.yaml /etc/kubernetes/admission/admission.yaml
+```
+
+Secrets at rest: create `/etc/kubernetes/enc/enc.yaml` once on {first.name} (an `EncryptionConfiguration`
+with an `aescbc` provider whose key is `head -c 32 /dev/urandom | base64`), keep the key in the site vault,
+and copy the file, mode 0600, to every other control-plane host. It is never written to git.
+""",
+    )
+    section(
+        f"First control-plane node: kubeadm init on {first.name}",
+        f"""
+```sh
+install -D -m 0600 {kdir}/kube-vip-init.yaml /etc/kubernetes/manifests/kube-vip.yaml
+export KUBEADM_TOKEN="$(kubeadm token generate)" KUBEADM_CERTIFICATE_KEY="$(kubeadm certs certificate-key)"
+envsubst < {kdir}/init-{first.name}.yaml > /tmp/kubeadm.yaml
+kubeadm config validate --config /tmp/kubeadm.yaml
+kubeadm init --upload-certs --config /tmp/kubeadm.yaml
+install -m 0600 {kdir}/kube-vip.yaml /etc/kubernetes/manifests/kube-vip.yaml   # back to admin.conf
+export KUBEADM_CA_CERT_HASH="sha256:$(openssl x509 -pubkey -in /etc/kubernetes/pki/ca.crt \\
+  | openssl pkey -pubin -outform der | sha256sum | cut -d' ' -f1)"
+```
+
+Store the three `KUBEADM_*` values in the site vault for the joins below. kubectl from here on uses
+`KUBECONFIG=/etc/kubernetes/admin.conf` of {first.name} (or a copy on an admin workstation). The uploaded certificates
+expire after two hours; `kubeadm init phase upload-certs --upload-certs` renews them.
+""",
+    )
+    for host in others:
+        name = f"join-control-plane-{host.name}.yaml"
+        section(
+            f"Control-plane join: {host.name} (one at a time)",
+            f"""
+```sh
+install -D -m 0600 {kdir}/kube-vip.yaml /etc/kubernetes/manifests/kube-vip.yaml
+envsubst < {kdir}/{name} > /tmp/kubeadm.yaml
+kubeadm join --config /tmp/kubeadm.yaml
+kubectl -n kube-system wait --for=condition=Ready --timeout=10m pod/etcd-{host.name}
+```
+
+The new etcd member must be Ready (it joined as a learner and was promoted) before the next node joins.
+""",
+        )
+    for pool in cluster.worker_pools:
+        section(
+            f"Worker join: pool {pool.name} ({len(pool.hosts)} hosts)",
+            f"""
+On each host, with `NODE_NAME` and `NODE_IP` from the list in the file's header:
+
+```sh
+export NODE_NAME=<host> NODE_IP=<address>
+envsubst < {kdir}/join-{pool.name}.yaml > /tmp/kubeadm.yaml
+kubeadm join --config /tmp/kubeadm.yaml
+```
+
+The pool's taints ({", ".join(f"{t.key}={t.value or ''}:{t.effect}" for t in pool.taints) or "none"}) are set
+as the node registers.
+""",
+        )
+    apps = f"dist/{variant}/apps/{cluster.name}"
+    values = f"dist/{variant}/values/{cluster.name}"
+    cilium = site.versions.charts["cilium"]
+    namespaces = (
+        f"kubectl apply --server-side -f {apps}/namespaces/\n"
+        if any(a.name == "namespaces" for a in build.apps[cluster.name])
+        else ""
+    )
+    section(
+        "Node labels and namespaces",
+        f"""
+Nodes stay NotReady until the CNI runs; labels can go on now (Argo CD adopts these objects later):
+
+```sh
+kubectl apply --server-side -f {apps}/nodes/
+{namespaces}```
+""",
+    )
+    section(
+        "Primary CNI: Cilium from its generated values",
+        f"""
+No pod, Argo CD included, starts before the CNI.
+
+```sh
+helm install cilium {cilium.chart} --repo {cilium.repo} --version {cilium.version} \\
+  --namespace kube-system -f {values}/cilium.yaml
+kubectl wait --for=condition=Ready --timeout=15m nodes --all
+```
+""",
+    )
+    return out, step
+
+
+def runbook(build: VariantBuild) -> str:
+    layout = build.layout
+    variant = layout.name
+    site = build.site
+    hub = layout.hub
+    argocd = site.versions.charts["argo-cd"]
+    ns = site.gitops.argocd.namespace
+    lines = [
+        f"# Bootstrap runbook: {variant}",
+        "",
+        f"{layout.description} Clusters: {', '.join(c.name for c in layout.clusters)}; Argo CD runs on "
+        f"`{hub.name}` and manages every cluster. Run the steps in order; commands run from a checkout of "
+        f"this repository at `{site.gitops.revision}`, kubectl against the cluster being built.",
+        "",
+    ]
+    step = 1
+    ordered = [hub, *(c for c in layout.clusters if c.name != hub.name)]
+    for cluster in ordered:
+        lines.append(f"## Cluster `{cluster.name}`\n")
+        body, step = _cluster_steps(build, cluster, step)
+        lines += body
+    lines.append(f"## Argo CD on `{hub.name}`\n")
+    lines.append(
+        f"""### {step}. Argo CD from its generated values
+
+```sh
+helm install argo-cd {argocd.chart} --repo {argocd.repo} --version {argocd.version} \\
+  --namespace {ns} -f dist/{variant}/values/{hub.name}/argo-cd.yaml
+kubectl -n {ns} wait --for=condition=Available --timeout=10m deployment -l app.kubernetes.io/part-of=argocd
+```
+
+If `{site.gitops.repo_url}` needs credentials, create its repository Secret from the site vault now
+(an ExternalSecret once External Secrets runs); none is stored here.
+"""
+    )
+    step += 1
+    lines.append(
+        f"""### {step}. The root Application
+
+```sh
+kubectl apply --server-side -f dist/{variant}/bootstrap/{ns}.appproject.bootstrap.yaml
+kubectl apply --server-side -f dist/{variant}/bootstrap/{ns}.application.root.yaml
+```
+
+The root Application syncs `dist/{variant}/bootstrap/`: the locked `default` project, one project per
+team, one ApplicationSet per project and source type, and the registration of spoke clusters. From here on
+Argo CD owns everything, the CNI and itself included: its Applications `{hub.name}-cilium` and
+`{hub.name}-argo-cd` adopt the Helm releases installed above (same release names and values).
+"""
+    )
+    step += 1
+    spokes = [c for c in layout.clusters if c.name != hub.name]
+    if spokes:
+        names = ", ".join(c.name for c in spokes)
+        lines.append(
+            f"""### {step}. Register the spoke clusters ({names})
+
+For each spoke, put a service-account token with cluster-admin on that cluster and its CA (base64) in the
+site vault under `argocd/clusters/<cluster>` (properties `token`, `caData`). The ExternalSecret
+`cluster-<cluster>` in `dist/{variant}/bootstrap/` turns them into Argo CD's cluster Secret once External
+Secrets runs; until then, create the same Secret by hand with `argocd cluster add`. Its labels
+(`sitegen.io/cluster`, `sitegen.io/variant`) are what cluster generators select.
+"""
+        )
+    return "\n".join(lines)

@@ -1,0 +1,197 @@
+"""Delivery: Argo CD values, AppProjects, ApplicationSets, the expander and the bootstrap runbook."""
+
+from __future__ import annotations
+
+import re
+import shutil
+
+import pytest
+import yaml
+
+from sitegen.appsets import applications
+from sitegen.stacks import synthesize
+from sitegen.tree import load_tree
+
+from .conftest import DIST, add, invoke_sitegen, validate
+
+EXPECTED_APPS = {
+    "one-cluster": {"root", "ai-namespaces", "ai-nodes", "ai-cilium", "ai-argo-cd"},
+    "two-cluster": {
+        "root",
+        "ai-namespaces",
+        "ai-nodes",
+        "ai-cilium",
+        "ai-argo-cd",
+        "aistor-nodes",
+        "aistor-cilium",
+    },
+}
+
+
+@pytest.fixture(scope="module")
+def apps():
+    found, errors = applications(load_tree(DIST))
+    assert errors == []
+    return found
+
+
+def _docs(path):
+    return [d for d in yaml.safe_load_all(path.read_text()) if d]
+
+
+def test_inventory_lists_every_application(apps):
+    for variant, names in EXPECTED_APPS.items():
+        assert {a.name for a in apps if a.source.variant == variant} == names
+
+
+def test_apps_command_prints_the_inventory():
+    result = invoke_sitegen("apps", "--dist", DIST)
+    assert result.exit_code == 0, result.stdout
+    assert "ai-argo-cd" in result.stdout and "argo-cd 10.1.1" in result.stdout
+    assert result.stdout.strip().endswith("12 applications in 2 variants; 0 problems")
+
+
+def test_applications_follow_the_layers(apps):
+    waves = {a.name: int(a.wave) for a in apps if a.source.variant == "one-cluster" and a.name != "root"}
+    assert waves["ai-nodes"] < waves["ai-cilium"] < waves["ai-argo-cd"]
+    for app in apps:
+        if app.name == "root":
+            continue
+        policy = app.spec["syncPolicy"]
+        assert policy["automated"] == {"prune": True, "selfHeal": True}
+        assert policy["retry"]["backoff"]["factor"] == 2
+        assert "ServerSideApply=true" in policy["syncOptions"]
+        assert app.body["metadata"]["annotations"]["argocd.argoproj.io/manifest-generate-paths"].startswith(
+            "/dist/"
+        )
+
+
+def test_chart_apps_take_values_from_this_repo(apps):
+    app = next(a for a in apps if a.name == "ai-argo-cd" and a.source.variant == "two-cluster")
+    chart, values = app.sources
+    assert chart["chart"] == "argo-cd" and chart["targetRevision"] == "10.1.1"
+    assert chart["helm"]["valueFiles"] == ["$values/dist/two-cluster/values/ai/argo-cd.yaml"]
+    assert values["ref"] == "values" and values["repoURL"].endswith("site-gitops.git")
+
+
+def test_applicationsets_are_safe_by_construction():
+    for path in DIST.glob("*/bootstrap/*.applicationset.*.yaml"):
+        (appset,) = _docs(path)
+        spec = appset["spec"]
+        assert spec["goTemplate"] is True and spec["goTemplateOptions"] == ["missingkey=error"]
+        assert spec["syncPolicy"]["preserveResourcesOnDeletion"] is True
+        assert "{{" not in spec["template"]["spec"]["project"]  # never a templated project
+
+
+def test_default_project_is_locked_and_projects_are_narrow():
+    for variant in EXPECTED_APPS:
+        (default,) = _docs(DIST / variant / "bootstrap/argocd.appproject.default.yaml")
+        assert default["spec"]["sourceRepos"] == [] and default["spec"]["destinations"] == []
+        for path in (DIST / variant / "bootstrap").glob("argocd.appproject.*.yaml"):
+            text = path.read_text()
+            assert "'*'" not in text.replace("namespaceResourceBlacklist:\n  - group: '*'\n    kind: '*'", "")
+    (nodes,) = _docs(DIST / "one-cluster/bootstrap/argocd.appproject.platform-nodes.yaml")
+    assert nodes["spec"]["clusterResourceWhitelist"] == [{"group": "", "kind": "Node"}]
+    assert nodes["spec"]["namespaceResourceBlacklist"] == [{"group": "*", "kind": "*"}]
+    (networking,) = _docs(DIST / "two-cluster/bootstrap/argocd.appproject.networking.yaml")
+    assert networking["spec"]["sourceRepos"] == [
+        "https://git.hpc.example.internal/platform/site-gitops.git",
+        "https://helm.cilium.io/",
+    ]
+    assert {d["server"] for d in networking["spec"]["destinations"]} == {
+        "https://kubernetes.default.svc",
+        "https://api.aistor.hpc.example.internal:6443",
+    }
+
+
+def test_spoke_cluster_is_registered_without_secrets_in_git():
+    (registration,) = _docs(DIST / "two-cluster/bootstrap/argocd.externalsecret.cluster-aistor.yaml")
+    labels = registration["spec"]["target"]["template"]["metadata"]["labels"]
+    assert labels["argocd.argoproj.io/secret-type"] == "cluster" and labels["sitegen.io/cluster"] == "aistor"
+    assert not list(DIST.glob("one-cluster/bootstrap/*externalsecret*"))
+    assert not [p for p in DIST.rglob("*.yaml") if "kind: Secret\n" in p.read_text()]
+
+
+def test_argocd_runs_highly_available_on_infra():
+    (values,) = _docs(DIST / "one-cluster/values/ai/argo-cd.yaml")
+    infra = {"node-role.kubernetes.io/infra": "true"}
+    assert values["global"]["nodeSelector"] == infra
+    assert values["redis-ha"]["enabled"] and values["redis-ha"]["haproxy"]["nodeSelector"] == infra
+    assert min(values[c]["replicas"] for c in ("server", "repoServer", "applicationSet")) >= 2
+    assert "Endpoints" in values["configs"]["cm"]["resource.exclusions"]
+
+
+@pytest.mark.parametrize("variant", sorted(EXPECTED_APPS))
+def test_runbook_names_only_files_that_exist(variant):
+    text = (DIST / variant / "bootstrap/RUNBOOK.md").read_text()
+    named = set(re.findall(r"dist/[A-Za-z0-9_./-]+", text))
+    assert len(named) > 10
+    for rel in named:
+        assert (DIST.parent / rel).exists(), rel
+
+
+def test_runbook_order():
+    text = (DIST / "two-cluster/bootstrap/RUNBOOK.md").read_text()
+    order = [
+        "kubeadm init",
+        "join-control-plane-cp02",
+        "join-control-plane-cp05",
+        "join-gpu.yaml",
+        "helm install cilium",
+        "helm install argo-cd",
+        "application.root.yaml",
+        "Register the spoke",
+    ]
+    positions = [text.index(marker) for marker in order]
+    assert positions == sorted(positions)
+    steps = [int(n) for n in re.findall(r"^### (\d+)\.", text, flags=re.M)]
+    assert steps == list(range(1, len(steps) + 1))
+
+
+def test_expander_catches_a_removed_path(tree):
+    shutil.rmtree(tree / "one-cluster/apps/ai/nodes")
+    result = validate(tree)
+    assert result.exit_code == 1 and "APP-001 source-paths" in result.stdout
+    assert "platform-nodes-rendered.yaml" in result.stdout
+
+
+def test_expander_catches_a_kind_outside_the_whitelist(tree):
+    add(
+        tree,
+        "one-cluster/apps/ai/nodes/clusterrole.x.yaml",
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRole",
+            "metadata": {"name": "x"},
+            "rules": [],
+        },
+    )
+    result = invoke_sitegen("apps", "--dist", tree)
+    assert result.exit_code == 1
+    assert (
+        "platform-nodes does not admit cluster-scoped rbac.authorization.k8s.io/ClusterRole" in result.stdout
+    )
+
+
+def test_expander_catches_an_undeclared_destination(tree):
+    path = tree / "two-cluster/bootstrap/argocd.applicationset.networking-charts.yaml"
+    path.write_text(
+        path.read_text().replace("https://api.aistor.hpc.example.internal:6443", "https://api.x:6443")
+    )
+    result = invoke_sitegen("apps", "--dist", tree)
+    assert result.exit_code == 1 and "APP-003 destinations" in result.stdout
+
+
+def test_expander_catches_a_missing_values_file(tree):
+    (tree / "one-cluster/values/ai/cilium.yaml").unlink()
+    result = invoke_sitegen("apps", "--dist", tree)
+    assert result.exit_code == 1 and "APP-002 values-files" in result.stdout
+
+
+@pytest.mark.parametrize("variant", sorted(EXPECTED_APPS))
+def test_bootstrap_snapshot(site, variant, snapshot):
+    files = synthesize(site, [variant])
+    bootstrap = {
+        str(f.path): f.text or f.documents for f in files if f.path.parts[1] in ("bootstrap", "values")
+    }
+    assert bootstrap == snapshot
