@@ -46,7 +46,7 @@ $(NPM_STAMP): package-lock.json
 lock: $(PY_STAMP)
 	@$(BIN)/pip install --quiet --disable-pip-version-check uv
 	@$(BIN)/uv pip compile pyproject.toml --extra dev --generate-hashes --no-emit-index-url \
-		--python-version 3.11 -q -o requirements.lock
+		--python-version 3.11 --no-header -q -o requirements.lock
 
 clean:
 	rm -rf $(VENV) node_modules
