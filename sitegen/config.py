@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -68,25 +69,72 @@ def _read(path: Path) -> dict[str, Any]:
     return data
 
 
+OVERLAY = "overlay.yaml"
+
+
+def _chain(config_dir: Path) -> list[Path]:
+    """The config directory and the bases it overlays, nearest first."""
+    chain = [config_dir]
+    while (config_dir / OVERLAY).is_file():
+        overlay = _read(config_dir / OVERLAY)
+        unknown = sorted(set(overlay) - {"base", "description"})
+        if unknown or not isinstance(overlay.get("base"), str):
+            raise ConfigFault(
+                config_dir / OVERLAY, unknown[0] if unknown else "base", "expected `base: <dir>`"
+            )
+        config_dir = (config_dir / overlay["base"]).resolve()
+        if not config_dir.is_dir() or config_dir in chain or len(chain) > 8:
+            raise ConfigFault(chain[-1] / OVERLAY, "base", f"{overlay['base']} is no config directory")
+        chain.append(config_dir)
+    return chain
+
+
+def _merge(base: Any, top: Any) -> Any:
+    """Mappings merge key by key; anything else in the overlay replaces the base value."""
+    if isinstance(base, dict) and isinstance(top, dict):
+        return {**base, **{k: _merge(base.get(k), v) if k in base else v for k, v in top.items()}}
+    return top
+
+
 def load_site(config_dir: Path) -> Site:
     if not config_dir.is_dir():
         raise ConfigFault(config_dir, "", "config directory does not exist")
-    raw = {section: _read(config_dir / f"{section}.yaml") for section in SECTIONS}
+    chain = _chain(config_dir)
+    raw: dict[str, Any] = {}
+    files: dict[str, Path] = {}
+    for section in SECTIONS:
+        present = [d / f"{section}.yaml" for d in chain if (d / f"{section}.yaml").exists()]
+        if not present:
+            raise ConfigFault(config_dir / f"{section}.yaml", "", "file is missing")
+        for path in reversed(present):
+            raw[section] = _merge(raw.get(section), _read(path))
+        files[section] = _relative(present[0], config_dir)
     try:
         return Site.model_validate(raw)
     except ValidationError as err:
         first = err.errors(include_url=False)[0]
         loc = tuple(first["loc"])
         message = first["msg"].removeprefix("Value error, ")
-        if first["type"] not in ("missing", "extra_forbidden") and not isinstance(
-            first["input"], dict | list
+        shown = repr(first["input"])
+        if (
+            first["type"] not in ("missing", "extra_forbidden")
+            and not isinstance(first["input"], dict | list)
+            and shown not in message
         ):
-            message += f" (got {first['input']!r})"
-        raise _fault(config_dir, loc, message) from None
+            message += f" (got {shown})"
+        raise _fault(files, loc, message) from None
     except ConfigError as err:
-        raise _fault(config_dir, err.loc, err.message) from None
+        raise _fault(files, err.loc, err.message) from None
 
 
-def _fault(config_dir: Path, loc: tuple[str | int, ...], message: str) -> ConfigFault:
+def _relative(path: Path, config_dir: Path) -> Path:
+    """A base file is named relative to the directory the user gave, not by absolute path."""
+    try:
+        return config_dir / path.resolve().relative_to(config_dir.resolve())
+    except ValueError:
+        return config_dir / os.path.relpath(path.resolve(), config_dir.resolve())
+
+
+def _fault(files: dict[str, Path], loc: tuple[str | int, ...], message: str) -> ConfigFault:
     section, *rest = loc or ("",)
-    return ConfigFault(config_dir / f"{section}.yaml", dotted(tuple(rest)), message)
+    return ConfigFault(files.get(str(section), Path(f"{section}.yaml")), dotted(tuple(rest)), message)

@@ -217,21 +217,30 @@ class Rail(Strict):
 
 
 class Nic(Strict):
-    name: Annotated[str, Field(pattern=r"^[a-z0-9_]{1,15}$")]
+    name: Annotated[str, Field(pattern=r"^[a-z0-9_]{1,15}$")]  # RDMA device, as NCCL_IB_HCA names it
+    netdev: Annotated[str, Field(pattern=r"^[a-z0-9_.-]{1,15}$")]  # its IPoIB interface
     rail: RailName
     gpus: list[NonNegativeInt] = []
-
-
-class Fabric(Strict):
-    link_gbps: PositiveInt
-    rails: dict[RailName, Rail] = Field(min_length=1)
-    nics: dict[str, list[Nic]]
 
 
 class Network(Strict):
     management: Management
     kubernetes: KubernetesPlane
-    fabric: Fabric
+
+
+# --- fabric.yaml -------------------------------------------------------------------------------
+
+
+class Fabric(Strict):
+    link_gbps: PositiveInt
+    driver: Literal["inbox", "doca-container"] = "inbox"
+    rails: dict[RailName, Rail] = Field(min_length=1)
+    nics: dict[str, list[Nic]]
+
+    def rails_of(self, pool: str) -> list[str]:
+        """The rails a pool's NICs sit on, in rail order."""
+        used = {nic.rail for nic in self.nics.get(pool, [])}
+        return [rail for rail in self.rails if rail in used]
 
 
 # --- clusters.yaml -----------------------------------------------------------------------------
@@ -356,6 +365,7 @@ class Site(Strict):
     hardware: dict[DnsLabel, Hardware] = Field(min_length=1)
     pools: dict[DnsLabel, Pool] = Field(min_length=1)
     network: Network
+    fabric: Fabric
     clusters: dict[DnsLabel, Cluster] = Field(min_length=1)
     variants: dict[DnsLabel, Variant] = Field(min_length=1)
     storage: Storage
@@ -419,9 +429,9 @@ class Site(Strict):
                     )
 
     def _check_fabric(self) -> None:
-        fabric = self.network.fabric
+        fabric = self.fabric
         for pool_name, nics in fabric.nics.items():
-            loc: Loc = ("network", "fabric", "nics", pool_name)
+            loc: Loc = ("fabric", "nics", pool_name)
             if pool_name not in self.pools:
                 raise ConfigError(loc, f"unknown pool {pool_name!r}")
             hw = self.hardware[self.pools[pool_name].hardware]
@@ -460,7 +470,7 @@ class Site(Strict):
         for pool_name, pool in self.pools.items():
             if self.hardware[pool.hardware].ndr400_ports and pool_name not in fabric.nics:
                 raise ConfigError(
-                    ("network", "fabric", "nics"), f"pool {pool_name} has NDR ports but no NIC-to-rail map"
+                    ("fabric", "nics"), f"pool {pool_name} has NDR ports but no NIC-to-rail map"
                 )
 
     def _check_clusters(self) -> None:
@@ -508,9 +518,7 @@ class Site(Strict):
             (("network", "management", "os", "cidr"), self.network.management.os.cidr),
             (("network", "kubernetes", "cidr"), self.network.kubernetes.cidr),
         ]
-        ranges += [
-            (("network", "fabric", "rails", n, "cidr"), r.cidr) for n, r in self.network.fabric.rails.items()
-        ]
+        ranges += [(("fabric", "rails", n, "cidr"), r.cidr) for n, r in self.fabric.rails.items()]
         for name, cluster in self.clusters.items():
             ranges += [
                 (("clusters", name, "pod_cidr"), cluster.pod_cidr),

@@ -60,7 +60,7 @@ def pool_figures(site: Site, pool: str) -> Figures:
         nvme_gb=n * hw.nvme.total_gb,
         ethernet_ports=n * hw.ethernet_100g_ports,
         ndr_ports=n * hw.ndr400_ports,
-        ndr_gbps=n * hw.ndr400_ports * site.network.fabric.link_gbps,
+        ndr_gbps=n * hw.ndr400_ports * site.fabric.link_gbps,
     )
 
 
@@ -71,7 +71,7 @@ def compute_plan(site: Site) -> Plan:
         model = site.pools[name].hardware
         by_hw[model] = by_hw.get(model, Figures()) + figures
     total = sum(pools.values(), Figures())
-    fabric = site.network.fabric
+    fabric = site.fabric
     rails = []
     for rail in fabric.rails:
         ports = {
@@ -113,7 +113,7 @@ def _table(headers: list[str], rows: list[list[str]]) -> list[str]:
 
 def render_plan(site: Site) -> str:
     plan = compute_plan(site)
-    link = site.network.fabric.link_gbps
+    link = site.fabric.link_gbps
 
     def row(label: str, f: Figures) -> list[str]:
         return [
@@ -175,7 +175,7 @@ def render_plan(site: Site) -> str:
         ],
     )
 
-    pools_on_fabric = list(site.network.fabric.nics)
+    pools_on_fabric = list(site.fabric.nics)
     out += ["", f"NDR{link} fabric: ports per rail and endpoint bandwidth"]
     out += _table(
         ["rail", *pools_on_fabric, "Tbps"],

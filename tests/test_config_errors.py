@@ -124,7 +124,7 @@ def both(*mutations: Mutation) -> Mutation:
 
 
 # Shorthands for the places most cases break.
-GPU_NICS = ("fabric", "nics", "gpu")
+GPU_NICS = ("nics", "gpu")
 AISTOR_CARVE = ("two-cluster", "clusters", "aistor", "control_plane")
 ONE_CLUSTER_AI_POOLS = ("one-cluster", "clusters", "ai", "pools")
 
@@ -208,9 +208,9 @@ CASES = [
     ),
     case(
         "unknown-key-rail",
-        set_value("network.yaml", "fabric", "rails", "A", "vlan", value=30),
-        "network.yaml",
-        "fabric.rails.A.vlan",
+        set_value("fabric.yaml", "rails", "A", "vlan", value=30),
+        "fabric.yaml",
+        "rails.A.vlan",
         "Extra inputs are not permitted",
     ),
     case(
@@ -397,74 +397,74 @@ CASES = [
     # --- fabric --------------------------------------------------------------------------------
     case(
         "nic-undefined-rail",
-        set_value("network.yaml", *GPU_NICS, 2, "rail", value="E"),
-        "network.yaml",
-        "fabric.nics.gpu[2].rail",
+        set_value("fabric.yaml", *GPU_NICS, 2, "rail", value="E"),
+        "fabric.yaml",
+        "nics.gpu[2].rail",
         "undefined rail 'E'",
     ),
     case(
         "gpu-on-two-nics",
-        set_value("network.yaml", *GPU_NICS, 1, "gpus", value=[1, 2, 3]),
-        "network.yaml",
-        "fabric.nics.gpu[1].gpus",
+        set_value("fabric.yaml", *GPU_NICS, 1, "gpus", value=[1, 2, 3]),
+        "fabric.yaml",
+        "nics.gpu[1].gpus",
         "GPU 1 is mapped to two NICs (mlx5_0, mlx5_1)",
     ),
     case(
         "gpu-on-no-nic",
-        set_value("network.yaml", *GPU_NICS, 3, "gpus", value=[6]),
-        "network.yaml",
-        "fabric.nics.gpu",
+        set_value("fabric.yaml", *GPU_NICS, 3, "gpus", value=[6]),
+        "fabric.yaml",
+        "nics.gpu",
         "GPUs [7] are mapped to no NIC",
     ),
     case(
         "gpu-index-missing",
-        set_value("network.yaml", *GPU_NICS, 3, "gpus", value=[6, 7, 8]),
-        "network.yaml",
-        "fabric.nics.gpu[3].gpus",
+        set_value("fabric.yaml", *GPU_NICS, 3, "gpus", value=[6, 7, 8]),
+        "fabric.yaml",
+        "nics.gpu[3].gpus",
         "GPU 8 does not exist (the node has 8)",
     ),
     case(
         "nic-count-mismatch",
-        delete("network.yaml", "fabric", "nics", "storage", 1),
-        "network.yaml",
-        "fabric.nics.storage",
+        delete("fabric.yaml", "nics", "storage", 1),
+        "fabric.yaml",
+        "nics.storage",
         "1 NICs mapped but lenovo-sr650-v4 has 2",
     ),
     case(
         "duplicate-nic",
-        set_value("network.yaml", *GPU_NICS, 1, "name", value="mlx5_0"),
-        "network.yaml",
-        "fabric.nics.gpu[1].name",
+        set_value("fabric.yaml", *GPU_NICS, 1, "name", value="mlx5_0"),
+        "fabric.yaml",
+        "nics.gpu[1].name",
         "duplicate NIC 'mlx5_0'",
     ),
     case(
         "gpus-on-gpuless-pool",
-        set_value("network.yaml", "fabric", "nics", "storage", 0, "gpus", value=[0]),
-        "network.yaml",
-        "fabric.nics.storage[0].gpus",
+        set_value("fabric.yaml", "nics", "storage", 0, "gpus", value=[0]),
+        "fabric.yaml",
+        "nics.storage[0].gpus",
         "pool storage has no GPUs to map",
     ),
     case(
         "nics-unknown-pool",
-        rename_key("network.yaml", "fabric", "nics", "storage", to="stor"),
-        "network.yaml",
-        "fabric.nics.stor",
+        rename_key("fabric.yaml", "nics", "storage", to="stor"),
+        "fabric.yaml",
+        "nics.stor",
         "unknown pool 'stor'",
     ),
     case(
         "ndr-pool-without-nics",
-        delete("network.yaml", "fabric", "nics", "storage"),
-        "network.yaml",
-        "fabric.nics",
+        delete("fabric.yaml", "nics", "storage"),
+        "fabric.yaml",
+        "nics",
         "pool storage has NDR ports but no NIC-to-rail map",
     ),
     # --- clusters and address ranges -----------------------------------------------------------
     case(
         "rail-cidr-overlap",
-        set_value("network.yaml", "fabric", "rails", "B", "cidr", value="10.100.0.0/20"),
-        "network.yaml",
-        "fabric.rails.B.cidr",
-        "overlaps 10.100.0.0/20 (network.fabric.rails.A.cidr)",
+        set_value("fabric.yaml", "rails", "B", "cidr", value="10.100.0.0/20"),
+        "fabric.yaml",
+        "rails.B.cidr",
+        "overlaps 10.100.0.0/20 (fabric.rails.A.cidr)",
     ),
     case(
         "pod-cidr-overlap",

@@ -40,13 +40,14 @@ def test_gpu_count_label_is_derived_from_the_hardware(config_copy):
     def eight_to_four(hardware):
         hardware["dell-xe9780"]["gpu"]["count"] = 4
 
-    def remap(network):
-        network["fabric"]["nics"]["gpu"] = [
-            {"name": f"mlx5_{i}", "rail": rail, "gpus": [i]} for i, rail in enumerate("ABCD")
+    def remap(fabric):
+        fabric["nics"]["gpu"] = [
+            {"name": f"mlx5_{i}", "netdev": f"ibs{i}", "rail": rail, "gpus": [i]}
+            for i, rail in enumerate("ABCD")
         ]
 
     edit_yaml(config_copy, "hardware.yaml", eight_to_four)
-    edit_yaml(config_copy, "network.yaml", remap)
+    edit_yaml(config_copy, "fabric.yaml", remap)
     assert load_site(config_copy).node_labels("gpu")["gpu-count"] == "4"
 
 

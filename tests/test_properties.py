@@ -55,16 +55,23 @@ def sites(draw: st.DrawFn) -> dict[str, Any]:
     names = "ABCDEFGH"[:rails]
     config["hardware"]["dell-xe9780"]["gpu"]["count"] = gpus
     config["hardware"]["dell-xe9780"]["ndr400_ports"] = nics
-    fabric = config["network"]["fabric"]
+    fabric = config["fabric"]
     fabric["rails"] = {name: {"cidr": f"10.100.{16 * i}.0/20"} for i, name in enumerate(names)}
     per_nic = gpus // nics
     fabric["nics"]["gpu"] = [
-        {"name": f"mlx5_{i}", "rail": names[i % rails], "gpus": list(range(i * per_nic, (i + 1) * per_nic))}
+        {
+            "name": f"mlx5_{i}",
+            "netdev": f"ibs{i}",
+            "rail": names[i % rails],
+            "gpus": list(range(i * per_nic, (i + 1) * per_nic)),
+        }
         for i in range(nics)
     ]
     storage_nics = draw(st.integers(1, 2))
     config["hardware"]["lenovo-sr650-v4"]["ndr400_ports"] = storage_nics
-    fabric["nics"]["storage"] = [{"name": f"mlx5_{i}", "rail": names[i % rails]} for i in range(storage_nics)]
+    fabric["nics"]["storage"] = [
+        {"name": f"mlx5_{i}", "netdev": f"ibs{i}", "rail": names[i % rails]} for i in range(storage_nics)
+    ]
 
     carve = draw(st.sampled_from([1, 3]))
     cmp_hosts = [h["name"] for h in config["pools"]["compute"]["hosts"]]

@@ -1,0 +1,28 @@
+"""Typed Helm values per upstream chart app; see `base` for the rules every model follows."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from sitegen.layout import ClusterLayout, VariantLayout
+from sitegen.model import Site
+from sitegen.values.argocd import argocd_values
+from sitegen.values.base import Values
+from sitegen.values.cilium import cilium_values
+from sitegen.values.gpu_operator import gpu_operator_values
+from sitegen.values.kueue import kueue_values
+from sitegen.values.network_operator import network_operator_values
+from sitegen.values.nfd import nfd_values
+
+BUILDERS: dict[str, Callable[[Site, VariantLayout, ClusterLayout], Values]] = {
+    "argo-cd": lambda site, layout, cluster: argocd_values(site, layout),
+    "cilium": lambda site, layout, cluster: cilium_values(site, cluster),
+    "gpu-operator": gpu_operator_values,
+    "kueue": kueue_values,
+    "network-operator": network_operator_values,
+    "node-feature-discovery": nfd_values,
+}
+
+
+def chart_values(site: Site, layout: VariantLayout, cluster: ClusterLayout, app: str) -> Values:
+    return BUILDERS[app](site, layout, cluster)
