@@ -251,7 +251,9 @@ def _inventory(pool: PoolLayout) -> str:
 class ApiServerPolicies(Construct):
     """Audit policy and Pod Security admission defaults the API server flags point at."""
 
-    def __init__(self, scope: Construct, id: str, *, kubernetes_minor: str) -> None:
+    def __init__(
+        self, scope: Construct, id: str, *, kubernetes_minor: str, exempt_runtime_classes: list[str]
+    ) -> None:
         super().__init__(scope, id)
         audit = HostFile(
             self,
@@ -322,7 +324,7 @@ class ApiServerPolicies(Construct):
                             # Static control-plane pods (kube-vip, etcd) live here and need host access.
                             "exemptions": {
                                 "usernames": [],
-                                "runtimeClasses": [],
+                                "runtimeClasses": exempt_runtime_classes,
                                 "namespaces": ["kube-system"],
                             },
                         },
@@ -335,7 +337,15 @@ class ApiServerPolicies(Construct):
 class KubeadmConfigs(Construct):
     """Every kubeadm file of one cluster, named for the host or pool it is used on."""
 
-    def __init__(self, scope: Construct, id: str, *, cluster: ClusterLayout, kubernetes_version: str) -> None:
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        cluster: ClusterLayout,
+        kubernetes_version: str,
+        psa_exempt_runtime_classes: list[str] = [],  # noqa: B006 - read only
+    ) -> None:
         super().__init__(scope, id)
         first, *others = cluster.control_plane.hosts
         init = HostFile(
@@ -376,4 +386,9 @@ class KubeadmConfigs(Construct):
             )
             WorkerJoin(join, "JoinConfiguration", cluster=cluster, pool=pool)
 
-        ApiServerPolicies(self, "ApiServerPolicies", kubernetes_minor=kubernetes_version.rsplit(".", 1)[0])
+        ApiServerPolicies(
+            self,
+            "ApiServerPolicies",
+            kubernetes_minor=kubernetes_version.rsplit(".", 1)[0],
+            exempt_runtime_classes=list(psa_exempt_runtime_classes),
+        )

@@ -25,6 +25,8 @@ class Layer(IntEnum):
     TENANTS = 3  # workloads of the site's users
 
 
+ADMISSION_MUTATING = ("admissionregistration.k8s.io", "MutatingWebhookConfiguration")
+ADMISSION_VALIDATING = ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration")
 RBAC_CLUSTER_ROLE = ("rbac.authorization.k8s.io", "ClusterRole")
 RBAC_CLUSTER_ROLE_BINDING = ("rbac.authorization.k8s.io", "ClusterRoleBinding")
 CRD = ("apiextensions.k8s.io", "CustomResourceDefinition")
@@ -41,7 +43,10 @@ PROJECTS = {
     for p in (
         Project("platform", "namespaces and Argo CD itself"),
         Project("platform-nodes", "labels of every Node, applied server-side and never pruned"),
-        Project("networking", "the primary CNI and the fabric"),
+        Project("networking", "the primary CNI, load-balancer addresses and the NDR rails"),
+        Project("hardware", "hardware discovery: the cluster's single Node Feature Discovery"),
+        Project("gpu", "the GPU pool: GPU Operator, Kueue and its queues"),
+        Project("tenants", "the site's users: their namespaces, queues and workloads"),
     )
 }
 BOOTSTRAP_PROJECT = Project(
@@ -62,6 +67,7 @@ class AppSpec:
     namespace_psa: PsaLevel | None = None  # the namespace's Pod Security level; None: not ours to create
     # CRs whose CRD another app installs: skip the dry run until it exists (retries cover the gap).
     skip_dry_run: bool = False
+    tenant: str | None = None  # tenant apps: whose workloads these are
 
     @property
     def wave(self) -> int:
@@ -84,6 +90,9 @@ class AppSpec:
 def cluster_apps(site: Site, layout: VariantLayout, cluster: ClusterLayout) -> list[AppSpec]:
     """Every app of one cluster, sorted by wave then name."""
     is_hub = cluster.name == layout.hub.name
+    has_gpus = any(p.hardware.gpu is not None for p in cluster.pools)
+    on_fabric = any(p.name in site.fabric.nics for p in cluster.pools)
+    rbac = (RBAC_CLUSTER_ROLE, RBAC_CLUSTER_ROLE_BINDING)
     apps = [
         AppSpec("nodes", "platform-nodes", Layer.FOUNDATION, "kube-system"),
         AppSpec(
@@ -93,8 +102,10 @@ def cluster_apps(site: Site, layout: VariantLayout, cluster: ClusterLayout) -> l
             "kube-system",
             order=1,
             chart="cilium",
-            chart_cluster_kinds=(RBAC_CLUSTER_ROLE, RBAC_CLUSTER_ROLE_BINDING),
+            chart_cluster_kinds=rbac,
         ),
+        # The LB-IPAM CRD is registered by the Cilium operator at run time.
+        AppSpec("cilium-lb", "networking", Layer.RESOURCES, "kube-system", skip_dry_run=True),
     ]
     if is_hub:
         apps.append(
@@ -105,11 +116,77 @@ def cluster_apps(site: Site, layout: VariantLayout, cluster: ClusterLayout) -> l
                 site.gitops.argocd.namespace,
                 order=2,
                 chart="argo-cd",
-                chart_cluster_kinds=(RBAC_CLUSTER_ROLE, RBAC_CLUSTER_ROLE_BINDING, CRD),
+                chart_cluster_kinds=(*rbac, CRD),
                 # The chart's redis-ha and haproxy are not verified against `restricted`; audit and warn are.
                 namespace_psa="baseline",
             )
         )
+    if has_gpus or on_fabric:
+        apps.append(
+            AppSpec(
+                "node-feature-discovery",
+                "hardware",
+                Layer.FOUNDATION,
+                "node-feature-discovery",
+                order=3,
+                chart="node-feature-discovery",
+                chart_cluster_kinds=(*rbac, CRD),
+                namespace_psa="privileged",
+            )  # the worker mounts host paths to read hardware
+        )
+    if on_fabric:
+        apps += [
+            AppSpec(
+                "network-operator",
+                "networking",
+                Layer.FOUNDATION,
+                "nvidia-network-operator",
+                order=4,
+                chart="network-operator",
+                chart_cluster_kinds=(*rbac, CRD, ADMISSION_VALIDATING),
+                namespace_psa="privileged",
+            ),  # device plugins, Multus and CNI installers on the host
+            AppSpec(
+                "fabric", "networking", Layer.RESOURCES, "nvidia-network-operator", order=1, skip_dry_run=True
+            ),
+        ]
+    if has_gpus:
+        apps += [
+            AppSpec(
+                "gpu-operator",
+                "gpu",
+                Layer.FOUNDATION,
+                "gpu-operator",
+                order=4,
+                chart="gpu-operator",
+                chart_cluster_kinds=(*rbac, CRD, ("nvidia.com", "ClusterPolicy")),
+                namespace_psa="privileged",
+            ),  # driver, toolkit and device plugin run privileged
+            AppSpec(
+                "kueue",
+                "gpu",
+                Layer.FOUNDATION,
+                "kueue-system",
+                order=4,
+                chart="kueue",
+                chart_cluster_kinds=(*rbac, CRD, ADMISSION_MUTATING, ADMISSION_VALIDATING),
+                namespace_psa="baseline",
+            ),
+            AppSpec("gpu-queues", "gpu", Layer.RESOURCES, "kube-system", order=2, skip_dry_run=True),
+        ]
+        apps += [
+            AppSpec(
+                f"tenant-{name}",
+                "tenants",
+                Layer.TENANTS,
+                name,
+                skip_dry_run=True,
+                tenant=name,
+                # baseline, and GPU pods (RuntimeClass nvidia) are exempt: RDMA needs IPC_LOCK
+                namespace_psa="baseline",
+            )
+            for name in site.tenants
+        ]
     if any(a.namespace_psa for a in apps):
         apps.append(AppSpec("namespaces", "platform", Layer.FOUNDATION, "kube-system", order=0))
     return sorted(apps, key=lambda a: (a.wave, a.name))

@@ -15,6 +15,7 @@ from typing import Annotated, Literal
 from pydantic import (
     AfterValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     NonNegativeInt,
@@ -30,8 +31,25 @@ ROLE_PREFIX = "node-role.kubernetes.io/"
 CONTROL_PLANE_ROLE = "control-plane"
 INFRA_ROLE = "infra"  # the pool that hosts cluster services; its cluster is the Argo CD hub
 # Components the generator renders today; a missing pin is a config error, not a KeyError at synth.
-REQUIRED_IMAGES = {"kube-vip": "the API VIP static pod"}
-REQUIRED_CHARTS = {"argo-cd": "Argo CD on the hub cluster", "cilium": "the primary CNI of every cluster"}
+REQUIRED_IMAGES = {
+    "kube-vip": "the API VIP static pod",
+    "nvidia-driver": "the GPU Operator's driver",
+    "nvidia-pytorch": "the NCCL all-reduce benchmark",
+    "network-operator-multus-cni": "the NicClusterPolicy",
+    "network-operator-plugins": "the NicClusterPolicy",
+    "network-operator-ipoib-cni": "the NicClusterPolicy",
+    "network-operator-nvidia-k8s-ipam": "the NicClusterPolicy",
+    "network-operator-k8s-rdma-shared-dev-plugin": "the NicNodePolicies",
+    "network-operator-doca-driver": "the NicNodePolicies with fabric.driver doca-container",
+}
+REQUIRED_CHARTS = {
+    "argo-cd": "Argo CD on the hub cluster",
+    "cilium": "the primary CNI of every cluster",
+    "node-feature-discovery": "hardware labels on GPU and fabric nodes",
+    "gpu-operator": "the GPU pool",
+    "network-operator": "the NDR rails",
+    "kueue": "GPU job queueing",
+}
 
 
 class ConfigError(Exception):
@@ -97,6 +115,15 @@ def _image_tag(value: str) -> str:
     return value
 
 
+def _text(value: object) -> object:
+    # pydantic would take an integer (or `true`) as an address; in config that is always a mistake.
+    if not isinstance(value, str):
+        raise ValueError(f"expected an address or CIDR as text, got {type(value).__name__}")
+    return value
+
+
+Cidr = Annotated[ipaddress.IPv4Network, BeforeValidator(_text)]
+Address = Annotated[ipaddress.IPv4Address, BeforeValidator(_text)]
 DnsLabel = Annotated[str, AfterValidator(_dns_label)]
 DnsName = Annotated[str, AfterValidator(_dns_name)]
 LabelKey = Annotated[str, AfterValidator(_label_key)]
@@ -156,7 +183,7 @@ class Taint(Strict):
 
 class Host(Strict):
     name: DnsLabel
-    address: ipaddress.IPv4Address
+    address: Address
 
 
 class Pool(Strict):
@@ -198,7 +225,7 @@ class Pool(Strict):
 
 class Plane(Strict):
     vlan: Annotated[int, Field(ge=1, le=4094)]
-    cidr: ipaddress.IPv4Network
+    cidr: Cidr
 
 
 class KubernetesPlane(Plane):
@@ -213,7 +240,7 @@ class Management(Strict):
 
 
 class Rail(Strict):
-    cidr: ipaddress.IPv4Network
+    cidr: Cidr
 
 
 class Nic(Strict):
@@ -248,7 +275,7 @@ class Fabric(Strict):
 
 class ApiEndpoint(Strict):
     dns_name: DnsName
-    vip: ipaddress.IPv4Address
+    vip: Address
     port: Annotated[int, Field(ge=1, le=65535)] = 6443
 
     @property
@@ -259,9 +286,9 @@ class ApiEndpoint(Strict):
 class Cluster(Strict):
     id: Annotated[int, Field(ge=1, le=255)]
     api: ApiEndpoint
-    pod_cidr: ipaddress.IPv4Network
-    service_cidr: ipaddress.IPv4Network
-    load_balancer_cidr: ipaddress.IPv4Network
+    pod_cidr: Cidr
+    service_cidr: Cidr
+    load_balancer_cidr: Cidr
     dns_domain: DnsName = "cluster.local"
     etcd_quota_gib: Annotated[int, Field(ge=2, le=8)] = 8
 
@@ -358,6 +385,14 @@ class GitOps(Strict):
     argocd: ArgoCD
 
 
+# --- tenants.yaml ------------------------------------------------------------------------------
+
+
+class Tenant(Strict):
+    description: str
+    nccl_benchmark: bool = False  # render the multi-node NCCL all-reduce benchmark job for this tenant
+
+
 # --- the site ----------------------------------------------------------------------------------
 
 
@@ -371,6 +406,7 @@ class Site(Strict):
     storage: Storage
     versions: Versions
     gitops: GitOps
+    tenants: dict[DnsLabel, Tenant] = {}
 
     @model_validator(mode="after")
     def _check(self) -> Site:
@@ -441,7 +477,13 @@ class Site(Strict):
                 )
             seen_gpu: dict[int, str] = {}
             seen_nic: set[str] = set()
+            seen_rail: set[str] = set()
             for i, nic in enumerate(nics):
+                if nic.rail in seen_rail:
+                    raise ConfigError(
+                        (*loc, i, "rail"), f"a second NIC on rail {nic.rail}: rail-optimised means one NIC per rail"
+                    )
+                seen_rail.add(nic.rail)
                 if nic.name in seen_nic:
                     raise ConfigError((*loc, i, "name"), f"duplicate NIC {nic.name!r}")
                 seen_nic.add(nic.name)
@@ -467,6 +509,17 @@ class Site(Strict):
                 unmapped = sorted(set(range(hw.gpu.count)) - set(seen_gpu))
                 if unmapped:
                     raise ConfigError(loc, f"GPUs {unmapped} are mapped to no NIC")
+        netdevs: dict[str, tuple[str, Loc]] = {}
+        for pool_name, nics in fabric.nics.items():
+            for i, nic in enumerate(nics):
+                loc = ("fabric", "nics", pool_name, i, "netdev")
+                seen = netdevs.setdefault(nic.rail, (nic.netdev, loc))
+                if seen[0] != nic.netdev:
+                    raise ConfigError(
+                        loc,
+                        f"rail {nic.rail} is {seen[0]} at {dotted(seen[1])}; one rail needs one interface name "
+                        "(it is the IPoIB master of the rail's network)",
+                    )
         for pool_name, pool in self.pools.items():
             if self.hardware[pool.hardware].ndr400_ports and pool_name not in fabric.nics:
                 raise ConfigError(

@@ -27,6 +27,8 @@ from sitegen.tree import Document
 class NodeAgent:
     pools: frozenset[str]  # pool names the agent must reach; "*" = every pool of the cluster
     why: str
+    # Where the chart places the agent by itself, when its values have no node selector.
+    implied_selector: dict[str, str] = field(default_factory=dict)
 
 
 # Node agents: only these may tolerate the control-plane taint, and each must tolerate exactly the
@@ -34,11 +36,23 @@ class NodeAgent:
 # "values:<app>:<JSON path>" for a component in a chart's values.
 NODE_AGENTS: dict[str, NodeAgent] = {
     "values:cilium:$": NodeAgent(frozenset({"*"}), "the CNI agent: no pod networking on a node without it"),
+    "values:node-feature-discovery:$.worker": NodeAgent(
+        frozenset({"*"}), "hardware labels on every node, GPU and storage nodes included"
+    ),
+    "values:gpu-operator:$.daemonsets": NodeAgent(
+        frozenset({"gpu"}),
+        "driver, toolkit, device plugin, GFD, DCGM exporter, MIG manager, validator: GPU nodes only",
+        # the operator labels nodes with NVIDIA PCI devices and its operands select that label
+        implied_selector={"nvidia.com/gpu.present": "true"},
+    ),
 }
 
 # Namespaces that may enforce the `privileged` Pod Security level.
 PRIVILEGED_NAMESPACES: dict[str, str] = {
     "kube-system": "static control-plane pods (etcd, API server, kube-vip) and the CNI need host access",
+    "gpu-operator": "driver container, toolkit and device plugin load kernel modules and run privileged",
+    "nvidia-network-operator": "RDMA device plugin, Multus and CNI installers write to the host",
+    "node-feature-discovery": "the worker reads host paths (/sys, /proc, /etc/os-release)",
 }
 
 # "Kind/namespace/name" of workloads exempt from the restricted security context.
@@ -48,6 +62,8 @@ PRIVILEGED_AGENTS: dict[str, str] = {
 
 # Labels every node carries (set by the kubelet itself), so selectors on them match every pool.
 IMPLICIT_NODE_LABELS = {"kubernetes.io/os": "linux"}
+# Labels the GPU Operator puts on nodes with NVIDIA GPUs.
+GPU_NODE_LABELS = {"nvidia.com/gpu.present": "true"}
 
 # --- rules -------------------------------------------------------------------------------------
 
@@ -144,6 +160,14 @@ class Workload:
         return NODE_AGENTS.get(self.agent_key)
 
     @property
+    def placement(self) -> dict[str, Any]:
+        """The spec as the scheduler sees it: an agent's implied selector counts when none is set."""
+        agent = self.agent
+        if agent and agent.implied_selector and not self.spec.get("nodeSelector"):
+            return {**self.spec, "nodeSelector": agent.implied_selector}
+        return self.spec
+
+    @property
     def is_service(self) -> bool:
         return self.kind in ("Deployment", "StatefulSet", "ReplicaSet") or (
             self.kind == "HelmComponent" and not self.agent
@@ -203,7 +227,7 @@ def targeted_pools(spec: dict[str, Any], pools: tuple[PoolLayout, ...]) -> list[
     terms = required.get("nodeSelectorTerms") or []
     matched = []
     for pool in pools:
-        labels = {**IMPLICIT_NODE_LABELS, **pool.labels}
+        labels = {**IMPLICIT_NODE_LABELS, **(GPU_NODE_LABELS if pool.hardware.gpu else {}), **pool.labels}
         if all(labels.get(k) == v for k, v in selector.items()) and (
             not terms or any(_term_matches(t, labels) for t in terms)
         ):
@@ -245,7 +269,7 @@ def _taint_text(taints: set[Taint]) -> str:
 @rule("PLC-001", "select-a-pool", "an unplaced pod lands anywhere; a selector spanning pools is ambiguous")
 def _select_a_pool(ctx: Context) -> Iterator[Violation]:
     for w in _workloads(ctx):
-        targets = targeted_pools(w.spec, ctx.pools(w.doc))
+        targets = targeted_pools(w.placement, ctx.pools(w.doc))
         if not targets:
             yield Violation(w.doc, f"{w.path}.nodeSelector", "selects no pool of its cluster")
         elif w.kind != "DaemonSet" and w.agent is None and len(targets) != 1:
@@ -262,7 +286,7 @@ def _services_on_infra(ctx: Context) -> Iterator[Violation]:
         cluster = ctx.cluster(w.doc)
         if not w.is_service or cluster is None:
             continue
-        for pool in targeted_pools(w.spec, cluster.pools):
+        for pool in targeted_pools(w.placement, cluster.pools):
             dedicated = pool.taints and not pool.is_control_plane
             if pool.name != cluster.system_pool.name and not dedicated:
                 yield Violation(
@@ -282,9 +306,9 @@ def _dedicated_taints(ctx: Context) -> Iterator[Violation]:
         if w.agent is not None:
             continue  # node agents are judged by PLC-005
         pools = ctx.pools(w.doc)
-        targets = targeted_pools(w.spec, pools)
+        targets = targeted_pools(w.placement, pools)
         dedicated = {t for p in pools if not p.is_control_plane for t in p.taints}
-        stray = (tolerated_taints(w.spec, pools) & dedicated) - _taints_of(targets)
+        stray = (tolerated_taints(w.placement, pools) & dedicated) - _taints_of(targets)
         if stray:
             yield Violation(
                 w.doc,
@@ -301,10 +325,10 @@ def _control_plane_taint(ctx: Context) -> Iterator[Violation]:
             continue
         cp_taints = set(cluster.control_plane.taints)
         # A cluster without an infra pool runs its services on its control plane (see ClusterLayout).
-        on_system_cp = cluster.system_pool.is_control_plane and targeted_pools(w.spec, cluster.pools) == [
-            cluster.control_plane
-        ]
-        if tolerated_taints(w.spec, cluster.pools) & cp_taints and not on_system_cp:
+        on_system_cp = cluster.system_pool.is_control_plane and targeted_pools(
+            w.placement, cluster.pools
+        ) == [cluster.control_plane]
+        if tolerated_taints(w.placement, cluster.pools) & cp_taints and not on_system_cp:
             yield Violation(
                 w.doc,
                 f"{w.path}.tolerations",
@@ -319,7 +343,7 @@ def _agents_reach(ctx: Context) -> Iterator[Violation]:
         if w.kind != "DaemonSet" and agent is None:
             continue
         pools = ctx.pools(w.doc)
-        targets = targeted_pools(w.spec, pools)
+        targets = targeted_pools(w.placement, pools)
         if agent is not None:
             wanted = list(pools) if "*" in agent.pools else [p for p in pools if p.name in agent.pools]
             if {p.name for p in targets} != {p.name for p in wanted}:
@@ -327,7 +351,7 @@ def _agents_reach(ctx: Context) -> Iterator[Violation]:
                     w.doc, f"{w.path}.nodeSelector", f"reaches {_names(targets)}, must reach {_names(wanted)}"
                 )
                 continue
-        tolerated, needed = tolerated_taints(w.spec, pools), _taints_of(targets)
+        tolerated, needed = tolerated_taints(w.placement, pools), _taints_of(targets)
         if tolerated != needed:
             yield Violation(
                 w.doc,

@@ -24,14 +24,18 @@ from constructs.argocd import (
     LockedDefaultProject,
     RootApplication,
 )
+from constructs.cilium import LoadBalancerPool
+from constructs.fabric import FabricImages, RailFabric
+from constructs.gpu_workload import NcclAllReduceJob
 from constructs.host_file import HostFile
 from constructs.kube_vip import KubeVipStaticPod
 from constructs.kubeadm import KubeadmConfigs
+from constructs.kueue import GpuQueues, TenantQueue
 from constructs.namespaces import AppNamespace
 from constructs.node_pool import NodePool
 from sitegen.apps import BOOTSTRAP_PROJECT, PROJECTS, AppSpec, cluster_apps
 from sitegen.dist import OutputFile
-from sitegen.layout import ClusterLayout, VariantLayout, resolve
+from sitegen.layout import ClusterLayout, PoolLayout, VariantLayout, resolve
 from sitegen.model import Site
 from sitegen.runbook import runbook
 from sitegen.values import chart_values
@@ -80,12 +84,17 @@ class HostFilesChart(Chart):
         return [OutputFile(self.folder / f.file_name, f.documents(), f.header) for f in host_files]
 
 
-def _nodes(chart: AppChart, site: Site, cluster: ClusterLayout, apps: list[AppSpec]) -> None:
+Renderer = Callable[[AppChart, Site, ClusterLayout, list[AppSpec], AppSpec], None]
+
+
+def _nodes(chart: AppChart, site: Site, cluster: ClusterLayout, apps: list[AppSpec], spec: AppSpec) -> None:
     for pool in cluster.pools:
         NodePool(chart, pool.name, pool=pool)
 
 
-def _namespaces(chart: AppChart, site: Site, cluster: ClusterLayout, apps: list[AppSpec]) -> None:
+def _namespaces(
+    chart: AppChart, site: Site, cluster: ClusterLayout, apps: list[AppSpec], spec: AppSpec
+) -> None:
     minor = site.versions.kubernetes.rsplit(".", 1)[0]
     for app in apps:
         if app.namespace_psa is not None:
@@ -94,10 +103,73 @@ def _namespaces(chart: AppChart, site: Site, cluster: ClusterLayout, apps: list[
             )
 
 
-RENDERED: dict[str, Callable[[AppChart, Site, ClusterLayout, list[AppSpec]], None]] = {
+def _cilium_lb(
+    chart: AppChart, site: Site, cluster: ClusterLayout, apps: list[AppSpec], spec: AppSpec
+) -> None:
+    LoadBalancerPool(chart, "Pool", cluster=cluster)
+
+
+def fabric_images(site: Site) -> FabricImages:
+    images = site.versions.images
+    return FabricImages(
+        multus=images["network-operator-multus-cni"],
+        cni_plugins=images["network-operator-plugins"],
+        ipoib=images["network-operator-ipoib-cni"],
+        nv_ipam=images["network-operator-nvidia-k8s-ipam"],
+        rdma_shared_device_plugin=images["network-operator-k8s-rdma-shared-dev-plugin"],
+        doca_driver=images["network-operator-doca-driver"],
+    )
+
+
+def _fabric(chart: AppChart, site: Site, cluster: ClusterLayout, apps: list[AppSpec], spec: AppSpec) -> None:
+    tenants = [a.tenant for a in apps if a.tenant]
+    RailFabric(
+        chart,
+        "Fabric",
+        cluster=cluster,
+        fabric=site.fabric,
+        images=fabric_images(site),
+        ipam_namespace=spec.namespace,
+        tenants=tenants,
+    )
+
+
+def _gpu_pools(cluster: ClusterLayout) -> list[PoolLayout]:
+    return [p for p in cluster.pools if p.hardware.gpu is not None]
+
+
+def _gpu_queues(
+    chart: AppChart, site: Site, cluster: ClusterLayout, apps: list[AppSpec], spec: AppSpec
+) -> None:
+    GpuQueues(chart, "Queues", pools=_gpu_pools(cluster), fabric=site.fabric)
+
+
+def _tenant(chart: AppChart, site: Site, cluster: ClusterLayout, apps: list[AppSpec], spec: AppSpec) -> None:
+    tenant = spec.tenant or ""
+    TenantQueue(chart, "Queue", tenant=tenant)
+    if site.tenants[tenant].nccl_benchmark:
+        NcclAllReduceJob(
+            chart,
+            "NcclAllReduce",
+            pool=_gpu_pools(cluster)[0],
+            fabric=site.fabric,
+            namespace=tenant,
+            queue=tenant,
+            image=site.versions.images["nvidia-pytorch"],
+        )
+
+
+RENDERED: dict[str, Renderer] = {
     "nodes": _nodes,
     "namespaces": _namespaces,
+    "cilium-lb": _cilium_lb,
+    "fabric": _fabric,
+    "gpu-queues": _gpu_queues,
 }
+
+
+def _renderer(spec: AppSpec) -> Renderer:
+    return _tenant if spec.tenant else RENDERED[spec.name]
 
 
 def values_path(variant: str, cluster: str, app: str) -> PurePosixPath:
@@ -125,7 +197,7 @@ class VariantBuild:
         for spec in apps:
             if spec.rendered:
                 chart = AppChart(app, variant=variant, cluster=cluster.name, app=spec.name)
-                RENDERED[spec.name](chart, self.site, cluster, apps)
+                _renderer(spec)(chart, self.site, cluster, apps, spec)
                 self.app_charts[(cluster.name, spec.name)] = chart
             else:
                 values = chart_values(self.site, self.layout, cluster, spec.name)

@@ -14,17 +14,32 @@ from sitegen.tree import load_tree
 
 from .conftest import DIST, add, invoke_sitegen, validate
 
+HUB_APPS = {
+    "namespaces",
+    "nodes",
+    "cilium",
+    "cilium-lb",
+    "argo-cd",
+    "node-feature-discovery",
+    "network-operator",
+    "fabric",
+    "gpu-operator",
+    "kueue",
+    "gpu-queues",
+    "tenant-ai-research",
+}
+AISTOR_APPS = {
+    "namespaces",
+    "nodes",
+    "cilium",
+    "cilium-lb",
+    "node-feature-discovery",
+    "network-operator",
+    "fabric",
+}
 EXPECTED_APPS = {
-    "one-cluster": {"root", "ai-namespaces", "ai-nodes", "ai-cilium", "ai-argo-cd"},
-    "two-cluster": {
-        "root",
-        "ai-namespaces",
-        "ai-nodes",
-        "ai-cilium",
-        "ai-argo-cd",
-        "aistor-nodes",
-        "aistor-cilium",
-    },
+    "one-cluster": {"root"} | {f"ai-{a}" for a in HUB_APPS},
+    "two-cluster": {"root"} | {f"ai-{a}" for a in HUB_APPS} | {f"aistor-{a}" for a in AISTOR_APPS},
 }
 
 
@@ -48,7 +63,9 @@ def test_apps_command_prints_the_inventory():
     result = invoke_sitegen("apps", "--dist", DIST)
     assert result.exit_code == 0, result.stdout
     assert "ai-argo-cd" in result.stdout and "argo-cd 10.1.1" in result.stdout
-    assert result.stdout.strip().endswith("12 applications in 2 variants; 0 problems")
+    assert result.stdout.strip().endswith(
+        f"{sum(map(len, EXPECTED_APPS.values()))} applications in 2 variants; 0 problems"
+    )
 
 
 def test_applications_follow_the_layers(apps):
@@ -97,6 +114,7 @@ def test_default_project_is_locked_and_projects_are_narrow():
     assert networking["spec"]["sourceRepos"] == [
         "https://git.hpc.example.internal/platform/site-gitops.git",
         "https://helm.cilium.io/",
+        "https://helm.ngc.nvidia.com/nvidia",
     ]
     assert {d["server"] for d in networking["spec"]["destinations"]} == {
         "https://kubernetes.default.svc",

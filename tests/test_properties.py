@@ -51,7 +51,7 @@ def sites(draw: st.DrawFn) -> dict[str, Any]:
 
     gpus = draw(st.sampled_from([4, 8]))
     nics = draw(st.sampled_from([n for n in (1, 2, 4, 8) if n <= gpus]))
-    rails = draw(st.integers(1, nics))
+    rails = nics  # rail-optimised: one NIC per rail
     names = "ABCDEFGH"[:rails]
     config["hardware"]["dell-xe9780"]["gpu"]["count"] = gpus
     config["hardware"]["dell-xe9780"]["ndr400_ports"] = nics
@@ -61,16 +61,17 @@ def sites(draw: st.DrawFn) -> dict[str, Any]:
     fabric["nics"]["gpu"] = [
         {
             "name": f"mlx5_{i}",
-            "netdev": f"ibs{i}",
-            "rail": names[i % rails],
+            "netdev": f"ib{names[i].lower()}",
+            "rail": names[i],
             "gpus": list(range(i * per_nic, (i + 1) * per_nic)),
         }
         for i in range(nics)
     ]
-    storage_nics = draw(st.integers(1, 2))
+    storage_nics = draw(st.integers(1, min(2, rails)))
     config["hardware"]["lenovo-sr650-v4"]["ndr400_ports"] = storage_nics
     fabric["nics"]["storage"] = [
-        {"name": f"mlx5_{i}", "netdev": f"ibs{i}", "rail": names[i % rails]} for i in range(storage_nics)
+        {"name": f"mlx5_{i}", "netdev": f"ib{names[i].lower()}", "rail": names[i]}
+        for i in range(storage_nics)
     ]
 
     carve = draw(st.sampled_from([1, 3]))

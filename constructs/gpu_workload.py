@@ -1,0 +1,269 @@
+"""GPU workloads on the rail-optimised fabric: a pod template, and the NCCL all-reduce benchmark job.
+
+`GpuPodTemplate` is what every GPU workload builds on: it states its pool and takes placement from it,
+uses the GPU RuntimeClass, requests GPUs plus one RDMA device per rail, attaches the rail networks
+through Multus, and sets the NCCL environment for exactly those rails.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from cdk8s import ApiObject, JsonPatch
+
+from constructs import Construct
+from constructs.fabric import RDMA_PREFIX, rail_network, rail_resource
+from sitegen.layout import PoolLayout
+from sitegen.model import Fabric, ImagePin
+from sitegen.values.gpu_operator import RUNTIME_CLASS
+
+GPU_RESOURCE = "nvidia.com/gpu"
+PRIMARY_INTERFACE = "eth0"  # Cilium's pod interface: NCCL bootstrap only, never the data path
+SHM_GIB_PER_GPU = 8
+# Share of a node's cores and memory a full-node job may request (the rest is for the node's agents).
+NODE_SHARE = 0.9
+
+
+@dataclass(frozen=True)
+class GpuPodTemplate:
+    """A pod template for `gpus` GPUs of one node of `pool`, on `rails` (default: all rails of the pool)."""
+
+    pool: PoolLayout
+    fabric: Fabric
+    namespace: str
+    image: ImagePin
+    gpus: int
+    command: list[str]
+    rails: tuple[str, ...] | None = None
+    env: dict[str, str] = field(default_factory=dict)
+    labels: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        gpu = self.pool.hardware.gpu
+        if gpu is None:
+            raise ValueError(f"pool {self.pool.name} has no GPUs")
+        if not 1 <= self.gpus <= gpu.count:
+            raise ValueError(f"gpus must be 1..{gpu.count} on pool {self.pool.name}, got {self.gpus}")
+        unknown = set(self.rails or ()) - set(self.fabric.rails_of(self.pool.name))
+        if unknown:
+            raise ValueError(f"rails {sorted(unknown)} are not rails of pool {self.pool.name}")
+
+    @property
+    def rail_names(self) -> list[str]:
+        return list(self.rails) if self.rails is not None else self.fabric.rails_of(self.pool.name)
+
+    @property
+    def hcas(self) -> list[str]:
+        """The pool's RDMA devices on the chosen rails, in rail order."""
+        by_rail = {nic.rail: nic.name for nic in self.fabric.nics[self.pool.name]}
+        return [by_rail[r] for r in self.rail_names]
+
+    @property
+    def nccl_env(self) -> dict[str, str]:
+        return {
+            # `=` makes both exact lists: no other mlx5 port (storage, 100GbE) and no IPoIB interface.
+            "NCCL_IB_HCA": "=" + ",".join(self.hcas),
+            "NCCL_SOCKET_IFNAME": "=" + PRIMARY_INTERFACE,
+        }
+
+    def _share(self, total: int) -> int:
+        gpu = self.pool.hardware.gpu
+        assert gpu is not None
+        return int(total * NODE_SHARE * self.gpus / gpu.count)
+
+    def to_dict(self) -> dict[str, Any]:
+        extended = {
+            GPU_RESOURCE: str(self.gpus),
+            **{f"{RDMA_PREFIX}/{rail_resource(r)}": "1" for r in self.rail_names},
+        }
+        memory = f"{self._share(self.pool.hardware.memory_gb)}G"
+        resources = {
+            "requests": {"cpu": str(self._share(self.pool.hardware.cpu_cores)), "memory": memory, **extended},
+            "limits": {"memory": memory, **extended},
+        }
+        networks = [
+            {"name": rail_network(self.namespace, r), "interface": f"net-{r.lower()}"}
+            for r in self.rail_names
+        ]
+        env = {**self.nccl_env, "HOME": "/tmp", **self.env}
+        return {
+            "metadata": {
+                "labels": self.labels,
+                "annotations": {"k8s.v1.cni.cncf.io/networks": json.dumps(networks, separators=(",", ":"))},
+            },
+            "spec": {
+                "runtimeClassName": RUNTIME_CLASS,
+                "nodeSelector": self.pool.placement.node_selector,
+                "tolerations": list(self.pool.placement.tolerations),
+                "securityContext": {
+                    "runAsNonRoot": True,
+                    "runAsUser": 1000,
+                    "runAsGroup": 1000,
+                    "seccompProfile": {"type": "RuntimeDefault"},
+                },
+                "containers": [
+                    {
+                        "name": "worker",
+                        "image": self.image.ref,
+                        "command": self.command,
+                        "env": [{"name": k, "value": v} for k, v in env.items()],
+                        "resources": resources,
+                        "securityContext": {
+                            "allowPrivilegeEscalation": False,
+                            # RDMA pins memory: IPC_LOCK is the one capability added.
+                            "capabilities": {"drop": ["ALL"], "add": ["IPC_LOCK"]},
+                        },
+                        "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"}],
+                    }
+                ],
+                # NCCL's shared-memory transport between the GPUs of a node needs more than 64 MiB.
+                "volumes": [
+                    {
+                        "name": "dshm",
+                        "emptyDir": {"medium": "Memory", "sizeLimit": f"{SHM_GIB_PER_GPU * self.gpus}Gi"},
+                    }
+                ],
+            },
+        }
+
+
+ALLREDUCE_SCRIPT = """\
+import os, time
+import torch
+import torch.distributed as dist
+
+dist.init_process_group("nccl")
+rank, world = dist.get_rank(), dist.get_world_size()
+torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))
+size = int(os.environ["BENCH_BYTES"])
+iters = int(os.environ["BENCH_ITERS"])
+x = torch.ones(size // 4, dtype=torch.float32, device="cuda")
+for _ in range(5):
+    dist.all_reduce(x)
+torch.cuda.synchronize()
+start = time.perf_counter()
+for _ in range(iters):
+    dist.all_reduce(x)
+torch.cuda.synchronize()
+seconds = (time.perf_counter() - start) / iters
+busbw = size / seconds * 2 * (world - 1) / world / 1e9
+if rank == 0:
+    print(f"all_reduce {size} B on {world} GPUs: {seconds * 1e3:.2f} ms, bus bandwidth {busbw:.1f} GB/s", flush=True)
+dist.destroy_process_group()
+"""
+
+
+def _api(
+    scope: Construct, id: str, api_version: str, kind: str, metadata: dict[str, Any], body: dict[str, Any]
+) -> ApiObject:
+    obj = ApiObject(scope, id, api_version=api_version, kind=kind, metadata=metadata)
+    for key, value in body.items():
+        obj.add_json_patch(JsonPatch.add(f"/{key}", value))
+    return obj
+
+
+class NcclAllReduceJob(Construct):
+    """A multi-node NCCL all-reduce over every node of a GPU pool, submitted suspended to Kueue.
+
+    An Indexed Job runs one torchrun per node; pod 0 is the rendezvous, reached through a headless
+    Service. Kueue admits the whole job at once (it unsuspends it when the quota is free).
+    """
+
+    NAME = "nccl-allreduce"
+    PORT = 29500
+
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        pool: PoolLayout,
+        fabric: Fabric,
+        namespace: str,
+        queue: str,
+        image: ImagePin,
+    ) -> None:
+        super().__init__(scope, id)
+        gpu = pool.hardware.gpu
+        assert gpu is not None
+        nodes = len(pool.hosts)
+        name = self.NAME
+        labels = {"app.kubernetes.io/name": name}
+        rendezvous = f"{name}-0.{name}.{namespace}.svc"
+        template = GpuPodTemplate(
+            pool=pool,
+            fabric=fabric,
+            namespace=namespace,
+            image=image,
+            gpus=gpu.count,
+            labels=labels,
+            env={"NCCL_DEBUG": "INFO", "BENCH_BYTES": str(1 << 30), "BENCH_ITERS": "20"},
+            command=[
+                "torchrun",
+                f"--nnodes={nodes}",
+                f"--nproc-per-node={gpu.count}",
+                "--node-rank=$(JOB_COMPLETION_INDEX)",
+                f"--master-addr={rendezvous}",
+                f"--master-port={self.PORT}",
+                "/opt/bench/allreduce.py",
+            ],
+        ).to_dict()
+        container = template["spec"]["containers"][0]
+        container["env"].insert(
+            0,
+            {
+                "name": "JOB_COMPLETION_INDEX",
+                "valueFrom": {
+                    "fieldRef": {
+                        "fieldPath": "metadata.annotations['batch.kubernetes.io/job-completion-index']"
+                    }
+                },
+            },
+        )
+        container["ports"] = [{"name": "rendezvous", "containerPort": self.PORT}]
+        container["volumeMounts"].append({"name": "bench", "mountPath": "/opt/bench", "readOnly": True})
+        template["spec"]["volumes"].append({"name": "bench", "configMap": {"name": f"{name}-script"}})
+        template["spec"].update({"subdomain": name, "restartPolicy": "Never"})
+
+        _api(
+            self,
+            "Script",
+            "v1",
+            "ConfigMap",
+            {"name": f"{name}-script", "namespace": namespace},
+            {"data": {"allreduce.py": ALLREDUCE_SCRIPT}},
+        )
+        _api(
+            self,
+            "Service",
+            "v1",
+            "Service",
+            {"name": name, "namespace": namespace, "labels": labels},
+            {
+                "spec": {
+                    "clusterIP": "None",
+                    "publishNotReadyAddresses": True,
+                    "selector": labels,
+                    "ports": [{"name": "rendezvous", "port": self.PORT, "targetPort": self.PORT}],
+                }
+            },
+        )
+        _api(
+            self,
+            "Job",
+            "batch/v1",
+            "Job",
+            {"name": name, "namespace": namespace, "labels": {**labels, "kueue.x-k8s.io/queue-name": queue}},
+            {
+                "spec": {
+                    "suspend": True,
+                    "completionMode": "Indexed",
+                    "completions": nodes,
+                    "parallelism": nodes,
+                    "backoffLimit": 0,
+                    "template": template,
+                }
+            },
+        )

@@ -1,0 +1,89 @@
+"""Kueue objects of the GPU pool: a ResourceFlavor per GPU pool, one ClusterQueue, a LocalQueue per tenant.
+
+Quotas are computed from the site model: the pool's GPUs, cores, memory and rail devices. A workload
+is admitted only if every resource it requests is covered, so the rails are covered too.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cdk8s import ApiObject, JsonPatch
+
+from constructs import Construct
+from constructs.fabric import RDMA_HCA_MAX, RDMA_PREFIX, rail_resource
+from sitegen.layout import PoolLayout
+from sitegen.model import Fabric
+
+KUEUE = "kueue.x-k8s.io/v1beta2"
+GPU_RESOURCE = "nvidia.com/gpu"
+CLUSTER_QUEUE = "gpu"
+
+
+def _object(scope: Construct, kind: str, metadata: dict[str, Any], spec: dict[str, Any]) -> ApiObject:
+    obj = ApiObject(scope, "Resource", api_version=KUEUE, kind=kind, metadata=metadata)
+    obj.add_json_patch(JsonPatch.add("/spec", spec))
+    return obj
+
+
+def flavor_name(pool: PoolLayout) -> str:
+    assert pool.hardware.gpu is not None
+    return pool.hardware.gpu.model.removeprefix("nvidia-")
+
+
+def pool_quota(pool: PoolLayout, fabric: Fabric) -> dict[str, Any]:
+    """Nominal quota of a GPU pool per resource (ordered: cpu, memory, GPUs, rails)."""
+    gpu = pool.hardware.gpu
+    assert gpu is not None
+    nodes = len(pool.hosts)
+    quota: dict[str, Any] = {
+        "cpu": nodes * pool.hardware.cpu_cores,
+        "memory": f"{nodes * pool.hardware.memory_gb}G",
+        GPU_RESOURCE: nodes * gpu.count,
+    }
+    for rail in fabric.rails_of(pool.name):
+        quota[f"{RDMA_PREFIX}/{rail_resource(rail)}"] = nodes * RDMA_HCA_MAX
+    return quota
+
+
+class GpuQueues(Construct):
+    def __init__(self, scope: Construct, id: str, *, pools: list[PoolLayout], fabric: Fabric) -> None:
+        super().__init__(scope, id)
+        flavors = []
+        covered: list[str] = []
+        for pool in pools:
+            flavor = Construct(self, f"Flavor-{pool.name}")
+            _object(
+                flavor,
+                "ResourceFlavor",
+                {"name": flavor_name(pool)},
+                {"nodeLabels": pool.placement.node_selector, "tolerations": list(pool.placement.tolerations)},
+            )
+            quota = pool_quota(pool, fabric)
+            covered += [r for r in quota if r not in covered]
+            flavors.append(
+                {
+                    "name": flavor_name(pool),
+                    "resources": [{"name": r, "nominalQuota": q} for r, q in quota.items()],
+                }
+            )
+        for f in flavors:  # every flavor of a group must list the group's resources
+            have = {r["name"] for r in f["resources"]}
+            f["resources"] += [{"name": r, "nominalQuota": 0} for r in covered if r not in have]
+        queue = Construct(self, "ClusterQueue")
+        _object(
+            queue,
+            "ClusterQueue",
+            {"name": CLUSTER_QUEUE},
+            {
+                "namespaceSelector": {},
+                "queueingStrategy": "BestEffortFIFO",
+                "resourceGroups": [{"coveredResources": covered, "flavors": flavors}],
+            },
+        )
+
+
+class TenantQueue(Construct):
+    def __init__(self, scope: Construct, id: str, *, tenant: str) -> None:
+        super().__init__(scope, id)
+        _object(self, "LocalQueue", {"name": tenant, "namespace": tenant}, {"clusterQueue": CLUSTER_QUEUE})
