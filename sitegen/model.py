@@ -481,7 +481,8 @@ class Site(Strict):
             for i, nic in enumerate(nics):
                 if nic.rail in seen_rail:
                     raise ConfigError(
-                        (*loc, i, "rail"), f"a second NIC on rail {nic.rail}: rail-optimised means one NIC per rail"
+                        (*loc, i, "rail"),
+                        f"a second NIC on rail {nic.rail}: rail-optimised means one NIC per rail",
                     )
                 seen_rail.add(nic.rail)
                 if nic.name in seen_nic:
