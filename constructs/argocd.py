@@ -13,6 +13,7 @@ from typing import Any
 from cdk8s import ApiObject, JsonPatch
 
 from constructs import Construct
+from constructs.secrets import VaultSecret
 
 ARGO = "argoproj.io/v1alpha1"
 SYNC_WAVE = "argocd.argoproj.io/sync-wave"
@@ -252,40 +253,50 @@ class ClusterRegistration(Construct):
         secret_store: str,
     ) -> None:
         super().__init__(scope, id)
-        name = f"cluster-{cluster}"
-        key = f"argocd/clusters/{cluster}"
-        spec = {
-            "refreshInterval": "1h",
-            "secretStoreRef": {"kind": "ClusterSecretStore", "name": secret_store},
-            "target": {
-                "name": name,
-                "creationPolicy": "Owner",
-                "template": {
-                    "engineVersion": "v2",
-                    "metadata": {
-                        "labels": {
-                            "argocd.argoproj.io/secret-type": "cluster",
-                            "sitegen.io/cluster": cluster,
-                            "sitegen.io/variant": variant,
-                            "sitegen.io/role": "spoke",
-                        }
-                    },
-                    "data": {
-                        "name": cluster,
-                        "server": server,
-                        "config": '{"bearerToken": "{{ .token }}", "tlsClientConfig": {"caData": "{{ .caData }}"}}',
-                    },
-                },
+        VaultSecret(
+            self,
+            "Resource",
+            name=f"cluster-{cluster}",
+            namespace=namespace,
+            store=secret_store,
+            key=f"argocd/clusters/{cluster}",
+            properties=["token", "caData"],
+            labels={
+                "argocd.argoproj.io/secret-type": "cluster",
+                "sitegen.io/cluster": cluster,
+                "sitegen.io/variant": variant,
+                "sitegen.io/role": "spoke",
             },
-            "data": [
-                {"secretKey": "token", "remoteRef": {"key": key, "property": "token"}},
-                {"secretKey": "caData", "remoteRef": {"key": key, "property": "caData"}},
-            ],
-        }
-        metadata = {
-            "name": name,
-            "namespace": namespace,
-            # The ExternalSecret CRD arrives with External Secrets, another app.
-            "annotations": {SYNC_WAVE: "-1", SYNC_OPTIONS: "SkipDryRunOnMissingResource=true"},
-        }
-        _api_object(self, "external-secrets.io/v1", "ExternalSecret", metadata, spec)
+            template={
+                "name": cluster,
+                "server": server,
+                "config": '{"bearerToken": "{{ .token }}", "tlsClientConfig": {"caData": "{{ .caData }}"}}',
+            },
+            metadata_annotations={SYNC_WAVE: "-1"},
+        )
+
+
+class RepositoryCredentials(Construct):
+    """Argo CD's credentials for this repository (a repository Secret), from the vault."""
+
+    def __init__(
+        self, scope: Construct, id: str, *, repo_url: str, namespace: str, secret_store: str
+    ) -> None:
+        super().__init__(scope, id)
+        VaultSecret(
+            self,
+            "Resource",
+            name="repo-site-gitops",
+            namespace=namespace,
+            store=secret_store,
+            key="argocd/repositories/site-gitops",
+            properties=["username", "password"],
+            labels={"argocd.argoproj.io/secret-type": "repository"},
+            template={
+                "type": "git",
+                "url": repo_url,
+                "username": "{{ .username }}",
+                "password": "{{ .password }}",
+            },
+            metadata_annotations={SYNC_WAVE: "-1"},
+        )

@@ -27,6 +27,9 @@ class Layer(IntEnum):
 
 ADMISSION_MUTATING = ("admissionregistration.k8s.io", "MutatingWebhookConfiguration")
 ADMISSION_VALIDATING = ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration")
+CSI_DRIVER = ("storage.k8s.io", "CSIDriver")
+STORAGE_CLASS = ("storage.k8s.io", "StorageClass")
+PRIORITY_CLASS = ("scheduling.k8s.io", "PriorityClass")
 RBAC_CLUSTER_ROLE = ("rbac.authorization.k8s.io", "ClusterRole")
 RBAC_CLUSTER_ROLE_BINDING = ("rbac.authorization.k8s.io", "ClusterRoleBinding")
 CRD = ("apiextensions.k8s.io", "CustomResourceDefinition")
@@ -46,6 +49,7 @@ PROJECTS = {
         Project("networking", "the primary CNI, load-balancer addresses and the NDR rails"),
         Project("hardware", "hardware discovery: the cluster's single Node Feature Discovery"),
         Project("gpu", "the GPU pool: GPU Operator, Kueue and its queues"),
+        Project("storage", "AIStor, PowerScale CSI and the local NVMe cache"),
         Project("tenants", "the site's users: their namespaces, queues and workloads"),
     )
 }
@@ -68,6 +72,11 @@ class AppSpec:
     # CRs whose CRD another app installs: skip the dry run until it exists (retries cover the gap).
     skip_dry_run: bool = False
     tenant: str | None = None  # tenant apps: whose workloads these are
+    release: str | None = None  # Helm release name when the chart derives object names from it
+
+    @property
+    def release_name(self) -> str:
+        return self.release or self.name
 
     @property
     def wave(self) -> int:
@@ -187,6 +196,89 @@ def cluster_apps(site: Site, layout: VariantLayout, cluster: ClusterLayout) -> l
             )
             for name in site.tenants
         ]
+    apps += _secrets_and_storage(site, cluster, rbac)
     if any(a.namespace_psa for a in apps):
         apps.append(AppSpec("namespaces", "platform", Layer.FOUNDATION, "kube-system", order=0))
     return sorted(apps, key=lambda a: (a.wave, a.name))
+
+
+def _secrets_and_storage(
+    site: Site, cluster: ClusterLayout, rbac: tuple[tuple[str, str], ...]
+) -> list[AppSpec]:
+    names = {p.name for p in cluster.pools}
+    storage = site.storage
+    apps = [
+        AppSpec(
+            "external-secrets",
+            "platform",
+            Layer.FOUNDATION,
+            "external-secrets",
+            order=5,
+            chart="external-secrets",
+            chart_cluster_kinds=(*rbac, CRD, ADMISSION_VALIDATING),
+            namespace_psa="baseline",
+        ),
+        AppSpec("secret-store", "platform", Layer.RESOURCES, "kube-system", order=0, skip_dry_run=True),
+    ]
+    if storage.aistor.pool in names:
+        apps += [
+            AppSpec(
+                "aistor-volume-manager",
+                "storage",
+                Layer.FOUNDATION,
+                "aistor-volume-manager",
+                order=6,
+                chart="aistor-volumemanager",
+                chart_cluster_kinds=(*rbac, CRD, CSI_DRIVER, STORAGE_CLASS),
+                namespace_psa="privileged",
+            ),  # CSI node server formats and mounts the drives
+            AppSpec(
+                "aistor-operator",
+                "storage",
+                Layer.FOUNDATION,
+                "aistor-operator",
+                order=6,
+                chart="aistor-operator",
+                chart_cluster_kinds=(*rbac, CRD, ADMISSION_VALIDATING, ADMISSION_MUTATING),
+                namespace_psa="baseline",
+            ),
+            AppSpec(
+                "aistor",
+                "storage",
+                Layer.RESOURCES,
+                "aistor",
+                order=3,
+                skip_dry_run=True,
+                namespace_psa="baseline",
+            ),
+        ]
+    if names & set(storage.powerscale.mount_pools):
+        apps += [
+            AppSpec(
+                "powerscale-csi",
+                "storage",
+                Layer.FOUNDATION,
+                "isilon",
+                order=6,
+                chart="csi-isilon",
+                release="isilon",  # the chart mounts the Secrets `<release>-creds` and `<release>-certs-0`
+                chart_cluster_kinds=(*rbac, CSI_DRIVER),
+                namespace_psa="privileged",
+            ),  # the node plugin mounts NFS for the kubelet
+            AppSpec("powerscale", "storage", Layer.RESOURCES, "isilon", order=3, skip_dry_run=True),
+        ]
+    if names & set(storage.local_cache.pools):
+        apps += [
+            AppSpec(
+                "topolvm",
+                "storage",
+                Layer.FOUNDATION,
+                "topolvm-system",
+                order=6,
+                chart="topolvm",
+                chart_cluster_kinds=(*rbac, CRD, CSI_DRIVER, PRIORITY_CLASS),
+                namespace_psa="privileged",
+            ),  # lvmd manages the volume group on the host
+            AppSpec("nvme-cache", "storage", Layer.RESOURCES, "kube-system", order=3),
+        ]
+    return apps

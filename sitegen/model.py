@@ -32,6 +32,8 @@ CONTROL_PLANE_ROLE = "control-plane"
 INFRA_ROLE = "infra"  # the pool that hosts cluster services; its cluster is the Argo CD hub
 # Components the generator renders today; a missing pin is a config error, not a KeyError at synth.
 REQUIRED_IMAGES = {
+    "aistor-server": "the ObjectStore",
+    "aistor-server-rdma": "the ObjectStore with storage.aistor.rdma on",
     "kube-vip": "the API VIP static pod",
     "nvidia-driver": "the GPU Operator's driver",
     "nvidia-pytorch": "the NCCL all-reduce benchmark",
@@ -43,6 +45,11 @@ REQUIRED_IMAGES = {
     "network-operator-doca-driver": "the NicNodePolicies with fabric.driver doca-container",
 }
 REQUIRED_CHARTS = {
+    "external-secrets": "every credential",
+    "aistor-operator": "the AIStor object store",
+    "aistor-volumemanager": "the AIStor drives",
+    "csi-isilon": "PowerScale volumes",
+    "topolvm": "the local NVMe cache",
     "argo-cd": "Argo CD on the hub cluster",
     "cilium": "the primary CNI of every cluster",
     "node-feature-discovery": "hardware labels on GPU and fabric nodes",
@@ -314,11 +321,26 @@ class Variant(Strict):
 # --- storage.yaml ------------------------------------------------------------------------------
 
 
+class PowerScaleClass(Strict):
+    path: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*$")]  # below base_path
+    root_squash: bool = True
+    reclaim: Literal["Retain", "Delete"] = "Retain"
+    description: str
+
+
 class PowerScale(Strict):
     model: str
     nodes: PositiveInt
     drives_per_node: PositiveInt
     drive_gb: PositiveInt
+    cluster_name: DnsLabel
+    endpoint: Annotated[str, Field(pattern=r"^https://\S+$")]
+    smartconnect: DnsName
+    access_zone: Annotated[str, Field(pattern=r"^[A-Za-z0-9_-]+$")]
+    base_path: Annotated[str, Field(pattern=r"^/ifs(/[A-Za-z0-9_.-]+)*$")]
+    nfs_version: Literal["3", "4", "4.1", "4.2"]
+    mount_pools: list[str] = Field(min_length=1)
+    classes: dict[DnsLabel, PowerScaleClass] = Field(min_length=1)
 
     @property
     def raw_gb(self) -> int:
@@ -327,16 +349,38 @@ class PowerScale(Strict):
 
 class AIStorTier(Strict):
     pool: str
+    set_drive_count: Literal["auto"] | Annotated[int, Field(ge=2, le=32)] = "auto"
+    parity: Literal["default"] | Annotated[int, Field(ge=0, le=16)] = "default"
+    rdma: bool = False
+    s3_hostname: DnsName
 
 
 class LocalCacheTier(Strict):
     pools: list[str] = Field(min_length=1)
+    volume_group: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.+-]{1,127}$")]
 
 
 class Storage(Strict):
     powerscale: PowerScale
     aistor: AIStorTier
     local_cache: LocalCacheTier
+
+
+# --- secrets.yaml ------------------------------------------------------------------------------
+
+
+class VaultBackend(Strict):
+    server: Annotated[str, Field(pattern=r"^https://\S+$")]
+    path: str
+    version: Literal["v1", "v2"] = "v2"
+    auth_mount: str
+    role: str
+
+
+class Secrets(Strict):
+    store: DnsLabel
+    provider: Literal["vault"]
+    vault: VaultBackend
 
 
 # --- versions.yaml -----------------------------------------------------------------------------
@@ -376,7 +420,6 @@ class Versions(Strict):
 class ArgoCD(Strict):
     namespace: DnsLabel = "argocd"
     hostname: DnsName
-    secret_store: DnsLabel
 
 
 class GitOps(Strict):
@@ -407,6 +450,7 @@ class Site(Strict):
     versions: Versions
     gitops: GitOps
     tenants: dict[DnsLabel, Tenant] = {}
+    secrets: Secrets
 
     @model_validator(mode="after")
     def _check(self) -> Site:
@@ -639,12 +683,36 @@ class Site(Strict):
             raise ConfigError((*cloc, "hosts"), f"would leave pool {carve.from_pool!r} empty")
 
     def _check_storage(self) -> None:
-        aistor = self.storage.aistor.pool
-        if aistor not in self.pools:
-            raise ConfigError(("storage", "aistor", "pool"), f"unknown pool {aistor!r}")
+        aistor = self.storage.aistor
+        if aistor.pool not in self.pools:
+            raise ConfigError(("storage", "aistor", "pool"), f"unknown pool {aistor.pool!r}")
+        drives = self.hardware_of(aistor.pool).nvme.drives * self.pools[aistor.pool].count
+        if aistor.set_drive_count == "auto":
+            from sitegen.erasure import symmetric_set_sizes
+
+            if not symmetric_set_sizes(self.pools[aistor.pool].count, drives):
+                raise ConfigError(
+                    ("storage", "aistor", "set_drive_count"),
+                    f"{self.pools[aistor.pool].count} servers admit no symmetric erasure set of 2-16 drives: set it",
+                )
+        if isinstance(aistor.set_drive_count, int) and drives % aistor.set_drive_count:
+            raise ConfigError(
+                ("storage", "aistor", "set_drive_count"),
+                f"{drives} drives do not divide into sets of {aistor.set_drive_count}",
+            )
         for i, pool in enumerate(self.storage.local_cache.pools):
             if pool not in self.pools:
                 raise ConfigError(("storage", "local_cache", "pools", i), f"unknown pool {pool!r}")
+        mounts = self.storage.powerscale.mount_pools
+        for i, pool in enumerate(mounts):
+            if pool not in self.pools:
+                raise ConfigError(("storage", "powerscale", "mount_pools", i), f"unknown pool {pool!r}")
+        for name, pool in self.pools.items():
+            if not pool.taints and name not in mounts:
+                raise ConfigError(
+                    ("storage", "powerscale", "mount_pools"),
+                    f"untainted pool {name!r} gets the CSI node plugin anyway (it is placed by taint only): list it",
+                )
 
     def _check_versions(self) -> None:
         for name, needed_by in REQUIRED_IMAGES.items():

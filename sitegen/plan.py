@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
+from sitegen.erasure import aistor_layout, alternatives
 from sitegen.model import Site
 
 
@@ -172,6 +173,27 @@ def render_plan(site: Site) -> str:
                 _tb(plan.local_cache_gb),
             ],
             ["GPU HBM", f"{_num(plan.site.gpus)}x {', '.join(gpu_models)}", _tb(hbm)],
+        ],
+    )
+
+    layout = aistor_layout(site)
+    out += [
+        "",
+        f"AIStor erasure layout: {layout.sets} sets of {layout.set_size} drives at EC:{layout.parity}, "
+        f"{_tb(layout.usable_gb)} TB usable of {_tb(layout.raw_gb)} TB raw ({layout.efficiency:.1%})",
+    ]
+    out += _table(
+        ["set size", "parity", "sets", "efficiency", "usable TB", "usable PB"],
+        [
+            [
+                str(alt.set_size),
+                f"EC:{alt.parity}",
+                str(alt.sets),
+                f"{alt.efficiency:.1%}",
+                _tb(alt.usable_gb),
+                _num(round(alt.usable_gb / 1e6, 2)),
+            ]
+            for alt in alternatives(site)
         ],
     )
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from sitegen.appsets import ExpandedApp, ExpandError
 from sitegen.layout import ClusterLayout, PoolLayout, VariantLayout
-from sitegen.model import EXACT_VERSION, Taint
+from sitegen.model import EXACT_VERSION, Site, Taint
 from sitegen.tree import Document
 
 # --- reviewed allow-lists ----------------------------------------------------------------------
@@ -53,7 +53,25 @@ PRIVILEGED_NAMESPACES: dict[str, str] = {
     "gpu-operator": "driver container, toolkit and device plugin load kernel modules and run privileged",
     "nvidia-network-operator": "RDMA device plugin, Multus and CNI installers write to the host",
     "node-feature-discovery": "the worker reads host paths (/sys, /proc, /etc/os-release)",
+    "aistor-volume-manager": "the CSI node server formats and mounts the AIStor drives",
+    "isilon": "the PowerScale CSI node plugin mounts NFS for the kubelet",
+    "topolvm-system": "lvmd manages the LVM volume group of the local NVMe cache",
 }
+
+
+def site_agents(site: Site) -> dict[str, NodeAgent]:
+    """Node agents whose pools come from config, added to NODE_AGENTS."""
+    storage = site.storage
+    cache = frozenset(storage.local_cache.pools)
+    return {
+        "values:powerscale-csi:$.node": NodeAgent(
+            frozenset(storage.powerscale.mount_pools),
+            "PowerScale CSI node plugin on the pools that mount NFS",
+        ),
+        "values:topolvm:$.node": NodeAgent(cache, "TopoLVM node plugin on the local-cache pools"),
+        "values:topolvm:$.lvmd": NodeAgent(cache, "lvmd on the local-cache pools"),
+    }
+
 
 # "Kind/namespace/name" of workloads exempt from the restricted security context.
 PRIVILEGED_AGENTS: dict[str, str] = {
@@ -82,6 +100,7 @@ class Context:
     root: Path = Path("dist")
     apps: list[ExpandedApp] = field(default_factory=list)
     expand_errors: list[tuple[Document, ExpandError]] = field(default_factory=list)
+    agents: dict[str, NodeAgent] = field(default_factory=lambda: dict(NODE_AGENTS))
 
     def cluster(self, doc: Document) -> ClusterLayout | None:
         layout = self.layouts.get(doc.variant)
@@ -148,6 +167,7 @@ class Workload:
     path: str
     spec: dict[str, Any]  # holds nodeSelector, affinity, tolerations (and containers for manifests)
     kind: str  # manifest kind, or "HelmComponent"
+    agents: dict[str, NodeAgent] = field(default_factory=dict, compare=False)
 
     @property
     def agent_key(self) -> str:
@@ -157,7 +177,7 @@ class Workload:
 
     @property
     def agent(self) -> NodeAgent | None:
-        return NODE_AGENTS.get(self.agent_key)
+        return self.agents.get(self.agent_key)
 
     @property
     def placement(self) -> dict[str, Any]:
@@ -195,13 +215,13 @@ def _workloads(ctx: Context, scheduled_only: bool = True) -> Iterator[Workload]:
         if doc.is_values:
             if scheduled_only:
                 for path, spec in _values_components(doc.body, "$"):
-                    yield Workload(doc, path, spec, "HelmComponent")
+                    yield Workload(doc, path, spec, "HelmComponent", ctx.agents)
             continue
         if scheduled_only and doc.is_host_file:
             continue
         found = pod_spec(doc)
         if found is not None:
-            yield Workload(doc, found[0], found[1], doc.kind)
+            yield Workload(doc, found[0], found[1], doc.kind, ctx.agents)
 
 
 def _term_matches(term: dict[str, Any], labels: dict[str, str]) -> bool:
@@ -346,6 +366,9 @@ def _agents_reach(ctx: Context) -> Iterator[Violation]:
         targets = targeted_pools(w.placement, pools)
         if agent is not None:
             wanted = list(pools) if "*" in agent.pools else [p for p in pools if p.name in agent.pools]
+            # a DaemonSet only lands where it tolerates every scheduling taint
+            tolerable = tolerated_taints(w.placement, pools)
+            targets = [p for p in targets if set(p.taints) <= tolerable]
             if {p.name for p in targets} != {p.name for p in wanted}:
                 yield Violation(
                     w.doc, f"{w.path}.nodeSelector", f"reaches {_names(targets)}, must reach {_names(wanted)}"
@@ -637,7 +660,18 @@ def _project_admits(ctx: Context) -> Iterator[Violation]:
                 f"{server} {namespace} not in {app.project}'s destinations",
             )
         refused: dict[tuple[str, str], list[Document]] = {}
+        destinations = project.get("destinations") or []
         for doc in _rendered_under(ctx, app):
+            if doc.namespace and not any(
+                fnmatchcase(server, d.get("server", ""))
+                and fnmatchcase(doc.namespace, d.get("namespace", ""))
+                for d in destinations
+            ):
+                yield Violation(
+                    doc,
+                    "$.metadata.namespace",
+                    f"namespace {doc.namespace} not in {app.project}'s destinations",
+                )
             if not doc.namespace:
                 ok = _matches(project.get("clusterResourceWhitelist") or [], doc.group, doc.kind)
             else:

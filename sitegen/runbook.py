@@ -114,6 +114,21 @@ kubectl apply --server-side -f {apps}/nodes/
 {namespaces}```
 """,
     )
+    cache_pools = [p for p in cluster.pools if p.name in site.storage.local_cache.pools]
+    if cache_pools:
+        vg = site.storage.local_cache.volume_group
+        names = ", ".join(p.name for p in cache_pools)
+        section(
+            f"Local NVMe cache: volume group on the {names} hosts",
+            f"""
+TopoLVM carves cache volumes out of one LVM volume group per node. On every {names} host, over its
+local NVMe drives (never the OS disk):
+
+```sh
+pvcreate /dev/nvme1n1 && vgcreate {vg} /dev/nvme1n1   # list every cache drive of the host
+```
+""",
+        )
     section(
         "Primary CNI: Cilium from its generated values",
         f"""
@@ -180,6 +195,28 @@ Argo CD owns everything, the CNI and itself included: its Applications `{hub.nam
 """
     )
     step += 1
+    aistor = next(
+        (c for c in layout.clusters if any(p.name == site.storage.aistor.pool for p in c.pools)), None
+    )
+    if aistor is not None:
+        lines.append(
+            f"""### {step}. AIStor drives and secrets
+
+Once `{aistor.name}-aistor-volume-manager` is Healthy, hand the {site.storage.aistor.pool} pool's NVMe drives
+to it (an imperative step of the volume manager), then let the ObjectStore claim them:
+
+```sh
+kubectl directpv discover --nodes {",".join(h.name for h in aistor.pool(site.storage.aistor.pool).hosts[:1])},...
+kubectl directpv init drives.yaml --dangerous
+```
+
+The vault must hold, before the storage apps sync: `aistor/aistor/root` (user, password),
+`aistor/license` (license), `powerscale/csi` (username, password), `powerscale/ca` (ca),
+`argocd/repositories/site-gitops` (username, password). External Secrets reads them through the
+Kubernetes auth mount `{site.secrets.vault.auth_mount}-<cluster>` and role `{site.secrets.vault.role}`.
+"""
+        )
+        step += 1
     spokes = [c for c in layout.clusters if c.name != hub.name]
     if spokes:
         names = ", ".join(c.name for c in spokes)

@@ -15,6 +15,7 @@ from typing import Any
 from cdk8s import App, Chart
 
 from constructs import Construct
+from constructs.aistor import ObjectStore, license_secret
 from constructs.argocd import (
     AppProject,
     AppSet,
@@ -22,6 +23,7 @@ from constructs.argocd import (
     Destination,
     GroupKind,
     LockedDefaultProject,
+    RepositoryCredentials,
     RootApplication,
 )
 from constructs.cilium import LoadBalancerPool
@@ -31,10 +33,14 @@ from constructs.host_file import HostFile
 from constructs.kube_vip import KubeVipStaticPod
 from constructs.kubeadm import KubeadmConfigs
 from constructs.kueue import GpuQueues, TenantQueue
+from constructs.local_cache import NvmeCacheClass
 from constructs.namespaces import AppNamespace
 from constructs.node_pool import NodePool
+from constructs.powerscale import PowerScaleAccess, PowerScaleClasses
+from constructs.secrets import SecretStore
 from sitegen.apps import BOOTSTRAP_PROJECT, PROJECTS, AppSpec, cluster_apps
 from sitegen.dist import OutputFile
+from sitegen.erasure import aistor_layout
 from sitegen.layout import ClusterLayout, PoolLayout, VariantLayout, resolve
 from sitegen.model import Site
 from sitegen.runbook import runbook
@@ -159,7 +165,60 @@ def _tenant(chart: AppChart, site: Site, cluster: ClusterLayout, apps: list[AppS
         )
 
 
+def _secret_store(
+    chart: AppChart, site: Site, cluster: ClusterLayout, apps: list[AppSpec], spec: AppSpec
+) -> None:
+    eso = next(a for a in apps if a.name == "external-secrets")
+    SecretStore(chart, "Store", secrets=site.secrets, cluster=cluster.name, namespace=eso.namespace)
+
+
+def _aistor(chart: AppChart, site: Site, cluster: ClusterLayout, apps: list[AppSpec], spec: AppSpec) -> None:
+    tier = site.storage.aistor
+    store = site.secrets.store
+    ObjectStore(
+        chart,
+        "ObjectStore",
+        name="aistor",
+        namespace=spec.namespace,
+        pool=cluster.pool(tier.pool),
+        tier=tier,
+        layout=aistor_layout(site),
+        image=site.versions.images["aistor-server-rdma" if tier.rdma else "aistor-server"],
+        fabric=site.fabric,
+        external=cluster.system_pool.is_control_plane,  # an AIStor cluster of its own serves S3 outward
+        store=store,
+    )
+    for app in apps:
+        if app.name in ("aistor-operator", "aistor-volume-manager"):
+            license_secret(chart, f"License-{app.name}", namespace=app.namespace, store=store)
+
+
+def _powerscale(
+    chart: AppChart, site: Site, cluster: ClusterLayout, apps: list[AppSpec], spec: AppSpec
+) -> None:
+    csi = next(a for a in apps if a.name == "powerscale-csi")
+    PowerScaleAccess(
+        chart,
+        "Access",
+        powerscale=site.storage.powerscale,
+        release=csi.release_name,
+        namespace=csi.namespace,
+        store=site.secrets.store,
+    )
+    PowerScaleClasses(chart, "Classes", powerscale=site.storage.powerscale)
+
+
+def _nvme_cache(
+    chart: AppChart, site: Site, cluster: ClusterLayout, apps: list[AppSpec], spec: AppSpec
+) -> None:
+    NvmeCacheClass(chart, "Class")
+
+
 RENDERED: dict[str, Renderer] = {
+    "secret-store": _secret_store,
+    "aistor": _aistor,
+    "powerscale": _powerscale,
+    "nvme-cache": _nvme_cache,
     "nodes": _nodes,
     "namespaces": _namespaces,
     "cilium-lb": _cilium_lb,
@@ -244,7 +303,7 @@ class VariantBuild:
             "chartRepo": pin.repo,
             "chart": pin.chart,
             "chartVersion": pin.version,
-            "release": spec.name,
+            "release": spec.release_name,
             "values": str(values),
             "watch": f"/{values}",
         }
@@ -256,6 +315,13 @@ class VariantBuild:
             for d in docs
             if ("namespace" in d["metadata"]) == namespaced
         ]
+
+    def _rendered_namespaces(self, cluster: str, app: str) -> set[str]:
+        return {
+            d["metadata"]["namespace"]
+            for d in self.app_charts[(cluster, app)].documents
+            if "namespace" in d["metadata"]
+        }
 
     def _build_bootstrap(self) -> None:
         gitops = self.site.gitops
@@ -300,7 +366,15 @@ class VariantBuild:
                     gitops.repo_url,
                     *(self.site.versions.charts[s.chart or ""].repo for s in charts),
                 ],
-                destinations=[Destination(self.layout.server(c), s.namespace) for c, s in members],
+                destinations=[
+                    *(Destination(self.layout.server(c), s.namespace) for c, s in members),
+                    *(
+                        Destination(self.layout.server(c), ns)
+                        for c, s in members
+                        if s.rendered
+                        for ns in self._rendered_namespaces(c.name, s.name)
+                    ),
+                ],
                 cluster_kinds=[
                     *(GroupKind(*k) for s in charts for k in s.chart_cluster_kinds),
                     *(
@@ -328,6 +402,13 @@ class VariantBuild:
                         revision=gitops.revision,
                     )
         hub = self.layout.hub
+        RepositoryCredentials(
+            chart,
+            "RepoCredentials",
+            repo_url=gitops.repo_url,
+            namespace=argocd_ns,
+            secret_store=self.site.secrets.store,
+        )
         RootApplication(
             chart,
             "Root",
@@ -347,7 +428,7 @@ class VariantBuild:
                     variant=self.layout.name,
                     server=self.layout.server(cluster),
                     namespace=argocd_ns,
-                    secret_store=gitops.argocd.secret_store,
+                    secret_store=self.site.secrets.store,
                 )
 
     def output_files(self) -> list[OutputFile]:

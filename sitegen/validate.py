@@ -9,7 +9,7 @@ from pathlib import Path, PurePosixPath
 from sitegen.appsets import applications
 from sitegen.layout import resolve
 from sitegen.model import Site
-from sitegen.policy import Context, run_rules
+from sitegen.policy import NODE_AGENTS, Context, run_rules, site_agents
 from sitegen.schemas import SchemaCatalog
 from sitegen.tree import load_tree
 
@@ -66,6 +66,7 @@ def validate_tree(dist: Path, site: Site, crd_dirs: list[Path]) -> Report:
         root=dist,
         apps=apps,
         expand_errors=expand_errors,
+        agents={**NODE_AGENTS, **site_agents(site)},
     )
     findings += [
         Finding(v.doc.file, v.doc.index, v.doc.ref, f"{r.id} {r.name}", v.path, v.message)

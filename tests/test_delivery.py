@@ -14,32 +14,34 @@ from sitegen.tree import load_tree
 
 from .conftest import DIST, add, invoke_sitegen, validate
 
-HUB_APPS = {
+EVERY_CLUSTER = {
     "namespaces",
     "nodes",
     "cilium",
     "cilium-lb",
-    "argo-cd",
     "node-feature-discovery",
     "network-operator",
     "fabric",
+    "external-secrets",
+    "secret-store",
+}
+AISTOR = {"aistor-operator", "aistor-volume-manager", "aistor"}
+GPU_AND_NFS = {
+    "argo-cd",
     "gpu-operator",
     "kueue",
     "gpu-queues",
     "tenant-ai-research",
-}
-AISTOR_APPS = {
-    "namespaces",
-    "nodes",
-    "cilium",
-    "cilium-lb",
-    "node-feature-discovery",
-    "network-operator",
-    "fabric",
+    "powerscale-csi",
+    "powerscale",
+    "topolvm",
+    "nvme-cache",
 }
 EXPECTED_APPS = {
-    "one-cluster": {"root"} | {f"ai-{a}" for a in HUB_APPS},
-    "two-cluster": {"root"} | {f"ai-{a}" for a in HUB_APPS} | {f"aistor-{a}" for a in AISTOR_APPS},
+    "one-cluster": {"root"} | {f"ai-{a}" for a in EVERY_CLUSTER | GPU_AND_NFS | AISTOR},
+    "two-cluster": {"root"}
+    | {f"ai-{a}" for a in EVERY_CLUSTER | GPU_AND_NFS}
+    | {f"aistor-{a}" for a in EVERY_CLUSTER | AISTOR},
 }
 
 
@@ -126,7 +128,7 @@ def test_spoke_cluster_is_registered_without_secrets_in_git():
     (registration,) = _docs(DIST / "two-cluster/bootstrap/argocd.externalsecret.cluster-aistor.yaml")
     labels = registration["spec"]["target"]["template"]["metadata"]["labels"]
     assert labels["argocd.argoproj.io/secret-type"] == "cluster" and labels["sitegen.io/cluster"] == "aistor"
-    assert not list(DIST.glob("one-cluster/bootstrap/*externalsecret*"))
+    assert not list(DIST.glob("one-cluster/bootstrap/*externalsecret.cluster-*"))
     assert not [p for p in DIST.rglob("*.yaml") if "kind: Secret\n" in p.read_text()]
 
 

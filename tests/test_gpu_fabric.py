@@ -11,6 +11,7 @@ import yaml
 
 from sitegen.config import load_site
 from sitegen.dist import write_dist
+from sitegen.policy import NODE_AGENTS, site_agents
 from sitegen.stacks import synthesize
 from sitegen.validate import validate_tree
 
@@ -78,11 +79,13 @@ def test_gpu_operator_values():
     assert values["operator"]["nodeSelector"] == {"node-role.kubernetes.io/infra": "true"}
 
 
-def test_only_gpu_workloads_tolerate_the_gpu_taint():
+def test_only_gpu_workloads_tolerate_the_gpu_taint(site):
     """Every place in dist/ tolerating dedicated=gpu is a GPU operand, a listed all-node agent, or selects GPU nodes."""
+    agents = {**NODE_AGENTS, **site_agents(site)}
     allowed = {
-        ("values/ai/gpu-operator.yaml", "$.daemonsets.tolerations"),
-        ("values/ai/node-feature-discovery.yaml", "$.worker.tolerations"),
+        (f"values/ai/{key.split(':')[1]}.yaml", key.split(":", 2)[2] + ".tolerations")
+        for key, agent in agents.items()
+        if key.startswith("values:") and ("*" in agent.pools or "gpu" in agent.pools)
     }
     for path in DIST.glob("one-cluster/**/*.yaml"):
         rel = str(path.relative_to(DIST / "one-cluster"))

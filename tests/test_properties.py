@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from sitegen.config import load_site
 from sitegen.dist import write_dist
+from sitegen.erasure import symmetric_set_sizes
 from sitegen.stacks import synthesize
 from sitegen.validate import validate_tree
 
@@ -39,7 +40,8 @@ def sites(draw: st.DrawFn) -> dict[str, Any]:
         "infra": draw(st.integers(1, 6)),
         "compute": draw(st.integers(4, 40)),
         "gpu": draw(st.integers(1, 16)),
-        "storage": draw(st.integers(1, 40)),
+        # AIStor needs a symmetric erasure layout (a model rule): 17 servers of 24 drives have none
+        "storage": draw(st.integers(1, 40).filter(lambda n: bool(symmetric_set_sizes(n, 24 * n)))),
     }
     address = FIRST_HOST
     for pool, count in counts.items():

@@ -13,6 +13,13 @@ from sitegen.values.gpu_operator import gpu_operator_values
 from sitegen.values.kueue import kueue_values
 from sitegen.values.network_operator import network_operator_values
 from sitegen.values.nfd import nfd_values
+from sitegen.values.storage import (
+    aistor_operator_values,
+    csi_isilon_values,
+    external_secrets_values,
+    topolvm_values,
+    volume_manager_values,
+)
 
 BUILDERS: dict[str, Callable[[Site, VariantLayout, ClusterLayout], Values]] = {
     "argo-cd": lambda site, layout, cluster: argocd_values(site, layout),
@@ -21,6 +28,11 @@ BUILDERS: dict[str, Callable[[Site, VariantLayout, ClusterLayout], Values]] = {
     "kueue": kueue_values,
     "network-operator": network_operator_values,
     "node-feature-discovery": nfd_values,
+    "external-secrets": external_secrets_values,
+    "aistor-operator": aistor_operator_values,
+    "aistor-volume-manager": volume_manager_values,
+    "powerscale-csi": csi_isilon_values,
+    "topolvm": topolvm_values,
 }
 
 

@@ -1,0 +1,153 @@
+"""The AIStor ObjectStore on the storage pool: 30 servers x 24 NVMe, erasure layout from config.
+
+TLS: the operator's auto-certificate (`disableAutoCert: false`), with the external S3 name added as a
+SAN. It needs no cert-manager on the AIStor cluster and is renewed by the operator; the known gap
+(a new pool's host names missing from the certificate) does not apply while pools are only added by
+a reviewed config change, which also re-issues it.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from cdk8s import ApiObject, JsonPatch
+
+from constructs import Construct
+from constructs.fabric import RDMA_PREFIX, rail_resource
+from constructs.secrets import VaultSecret
+from sitegen.erasure import ErasureLayout
+from sitegen.layout import PoolLayout
+from sitegen.model import AIStorTier, Fabric, ImagePin
+
+DRIVE_CLASS = "directpv-min-io"  # AIStor Volume Manager's StorageClass (one volume per drive)
+# A PVC slightly below the drive: the filesystem takes a few percent of the raw bytes.
+DRIVE_FILL = 0.97
+# Requests above half a node keep two AIStor servers off one node, whatever the labels.
+NODE_SHARE = 0.75
+LICENSE_ANNOTATION = {"aistor.min.io/license": "Enterprise"}
+RESTRICTED_CONTAINER = {
+    "allowPrivilegeEscalation": False,
+    "capabilities": {"drop": ["ALL"]},
+    "runAsNonRoot": True,
+    "seccompProfile": {"type": "RuntimeDefault"},
+}
+
+
+def volume_size(drive_gb: int) -> str:
+    return f"{int(drive_gb * 1e9 * DRIVE_FILL / 2**30)}Gi"
+
+
+class ObjectStore(Construct):
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        name: str,
+        namespace: str,
+        pool: PoolLayout,
+        tier: AIStorTier,
+        layout: ErasureLayout,
+        image: ImagePin,
+        fabric: Fabric,
+        external: bool,
+        store: str,
+    ) -> None:
+        super().__init__(scope, id)
+        hw = pool.hardware
+        env = [{"name": "MINIO_STORAGE_CLASS_STANDARD", "value": f"EC:{layout.parity}"}]
+        if isinstance(tier.set_drive_count, int):
+            env.append({"name": "MINIO_ERASURE_SET_DRIVE_COUNT", "value": str(tier.set_drive_count)})
+        resources: dict[str, Any] = {
+            "requests": {
+                "cpu": str(int(hw.cpu_cores * NODE_SHARE)),
+                "memory": f"{int(hw.memory_gb * NODE_SHARE)}G",
+            },
+            "limits": {"memory": f"{int(hw.memory_gb * 0.9)}G"},
+        }
+        pool_spec: dict[str, Any] = {
+            "name": "pool-0",
+            "servers": len(pool.hosts),
+            "volumesPerServer": hw.nvme.drives,
+            "volumeClaimTemplate": {
+                "metadata": {"name": "data"},
+                "spec": {
+                    "accessModes": ["ReadWriteOnce"],
+                    "storageClassName": DRIVE_CLASS,
+                    "resources": {"requests": {"storage": volume_size(hw.nvme.drive_gb)}},
+                },
+            },
+            "nodeSelector": pool.placement.node_selector,
+            "tolerations": list(pool.placement.tolerations),
+            "resources": resources,
+            "securityContext": {
+                "runAsUser": 1000,
+                "runAsGroup": 1000,
+                "fsGroup": 1000,
+                "runAsNonRoot": True,
+                "fsGroupChangePolicy": "OnRootMismatch",
+            },
+            "containerSecurityContext": RESTRICTED_CONTAINER,
+        }
+        if tier.rdma:
+            # The RDMA build, inter-node shards over the storage rails. Needs aistor-operator >= 6.0.0.
+            env.append({"name": "MINIO_RDMA_INTERNODE", "value": "on"})
+            rails = fabric.rails_of(pool.name)
+            pool_spec["annotations"] = {
+                "k8s.v1.cni.cncf.io/networks": json.dumps(
+                    [{"name": f"storage-rail-{r.lower()}", "interface": f"net-{r.lower()}"} for r in rails],
+                    separators=(",", ":"),
+                )
+            }
+            for kind in ("requests", "limits"):
+                resources[kind].update({f"{RDMA_PREFIX}/{rail_resource(r)}": "1" for r in rails})
+        spec = {
+            "image": image.ref,
+            "configuration": {"name": f"{name}-env"},
+            "env": env,
+            "prometheusOperator": True,
+            "certificates": {"disableAutoCert": False, "config": {"dnsNames": [tier.s3_hostname]}},
+            # Outside the AIStor cluster (two-cluster variant) S3 is reached on a load-balancer address.
+            "services": {"minio": {"serviceType": "LoadBalancer" if external else "ClusterIP"}},
+            "pools": [pool_spec],
+        }
+        obj = ApiObject(
+            self,
+            "Resource",
+            api_version="aistor.min.io/v1",
+            kind="ObjectStore",
+            metadata={
+                "name": name,
+                "namespace": namespace,
+                "annotations": {"argocd.argoproj.io/sync-options": "SkipDryRunOnMissingResource=true"},
+            },
+        )
+        obj.add_json_patch(JsonPatch.add("/spec", spec))
+        VaultSecret(
+            self,
+            "RootCredentials",
+            name=f"{name}-env",
+            namespace=namespace,
+            store=store,
+            key=f"aistor/{name}/root",
+            properties=["user", "password"],
+            template={
+                "config.env": 'export MINIO_ROOT_USER="{{ .user }}"\nexport MINIO_ROOT_PASSWORD="{{ .password }}"\n'
+            },
+        )
+
+
+def license_secret(scope: Construct, id: str, *, namespace: str, store: str) -> VaultSecret:
+    """AIStor (server and volume manager) runs read-only without its licence: `minio-license`."""
+    return VaultSecret(
+        scope,
+        id,
+        name="minio-license",
+        namespace=namespace,
+        store=store,
+        key="aistor/license",
+        properties=["license"],
+        annotations=LICENSE_ANNOTATION,
+        template={"license": "{{ .license }}"},
+    )

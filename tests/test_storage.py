@@ -1,0 +1,184 @@
+"""Storage tiers: AIStor on the storage pool, PowerScale CSI, the local NVMe cache, External Secrets."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from sitegen.config import load_site
+from sitegen.erasure import aistor_layout, alternatives
+from sitegen.layout import resolve
+from sitegen.policy import NODE_AGENTS, site_agents, targeted_pools, tolerated_taints
+from sitegen.stacks import synthesize
+
+from .conftest import DIST, edit_yaml
+
+AISTOR_TAINT = {"key": "dedicated", "operator": "Equal", "value": "aistor", "effect": "NoSchedule"}
+
+
+def _one(path: Path) -> dict[str, Any]:
+    (doc,) = [d for d in yaml.safe_load_all(path.read_text()) if d]
+    return doc
+
+
+def _object_store(variant: str = "one-cluster", cluster: str = "ai") -> dict[str, Any]:
+    return _one(DIST / variant / f"apps/{cluster}/aistor/aistor.objectstore.aistor.yaml")
+
+
+def test_usable_capacity_follows_the_erasure_layout(site):
+    layout = aistor_layout(site)
+    assert (layout.sets, layout.set_size, layout.parity) == (48, 15, 4)
+    assert layout.raw_gb == 22_118_400 and layout.usable_gb == 16_220_160  # 16.22 PB of 22.12 PB
+    table = {(a.set_size, a.parity): round(a.usable_gb / 1e6, 2) for a in alternatives(site)}
+    assert (
+        table[(15, 3)] == 17.69
+        and table[(16, 4)] == 16.59
+        and table[(24, 4)] == 18.43
+        and table[(12, 4)] == 14.75
+    )
+
+
+def test_object_store_pool_is_sized_from_the_site(site):
+    spec = _object_store()["spec"]
+    (pool,) = spec["pools"]
+    assert (pool["servers"], pool["volumesPerServer"]) == (30, 24)
+    assert pool["nodeSelector"] == {"node-role.kubernetes.io/aistor": "true"} and pool["tolerations"] == [
+        AISTOR_TAINT
+    ]
+    assert pool["volumeClaimTemplate"]["spec"]["storageClassName"] == "directpv-min-io"
+    # requests above half a node: two servers can never share one
+    assert int(pool["resources"]["requests"]["cpu"]) * 2 > site.hardware["lenovo-sr650-v4"].cpu_cores
+    assert {"name": "MINIO_STORAGE_CLASS_STANDARD", "value": "EC:4"} in spec["env"]
+    assert spec["image"] == site.versions.images["aistor-server"].ref
+    assert spec["configuration"] == {"name": "aistor-env"} and spec["prometheusOperator"] is True
+
+
+def test_rdma_switch_selects_the_rdma_build(config_copy):
+    edit_yaml(config_copy, "storage.yaml", lambda d: d["aistor"].update(rdma=True))
+    site = load_site(config_copy)
+    (store,) = [
+        f for f in synthesize(site, ["one-cluster"]) if f.path.name == "aistor.objectstore.aistor.yaml"
+    ]
+    spec = store.documents[0]["spec"]
+    assert spec["image"].endswith(".rdma")
+    assert {"name": "MINIO_RDMA_INTERNODE", "value": "on"} in spec["env"]
+    pool = spec["pools"][0]
+    assert {"rdma/rdma_rail_a", "rdma/rdma_rail_b"} <= set(pool["resources"]["requests"])
+    networks = json.loads(pool["annotations"]["k8s.v1.cni.cncf.io/networks"])
+    assert [n["interface"] for n in networks] == ["net-a", "net-b"]
+
+
+def test_nothing_but_aistor_tolerates_the_aistor_taint(site):
+    agents = {**NODE_AGENTS, **site_agents(site)}
+    everywhere = {f"values/ai/{k.split(':')[1]}.yaml" for k, a in agents.items() if "*" in a.pools}
+    for path in DIST.glob("one-cluster/**/*.yaml"):
+        rel = str(path.relative_to(DIST / "one-cluster"))
+        text = path.read_text()
+        if (
+            rel.startswith("kubeadm/") or "value: aistor" not in text or rel in everywhere
+        ):  # kubeadm: the taint itself
+            continue
+        assert "node-role.kubernetes.io/aistor" in text, (
+            f"{rel} tolerates dedicated=aistor without selecting storage"
+        )
+
+
+@pytest.mark.parametrize("mount_pools", [["infra", "compute", "gpu"], ["infra", "compute"]])
+def test_csi_node_plugin_reaches_exactly_the_configured_pools(config_copy, mount_pools):
+    edit_yaml(config_copy, "storage.yaml", lambda d: d["powerscale"].update(mount_pools=mount_pools))
+    site = load_site(config_copy)
+    (values,) = [f for f in synthesize(site, ["one-cluster"]) if f.path.name == "powerscale-csi.yaml"]
+    node = values.documents[0]["node"]
+    pools = resolve(site, "one-cluster").clusters[0].pools
+    tolerated = tolerated_taints(node, pools)
+    reached = [p.name for p in targeted_pools(node, pools) if set(p.taints) <= tolerated]
+    assert reached == mount_pools
+
+
+def test_untainted_pool_missing_from_mount_pools_is_refused(config_copy):
+    edit_yaml(config_copy, "storage.yaml", lambda d: d["powerscale"].update(mount_pools=["compute", "gpu"]))
+    with pytest.raises(Exception, match="untainted pool 'infra'"):
+        load_site(config_copy)
+
+
+def test_every_storage_class_parameter_comes_from_config(config_copy):
+    def change(d):
+        ps = d["powerscale"]
+        ps.update(
+            access_zone="zone9",
+            base_path="/ifs/other",
+            smartconnect="nfs9.example.internal",
+            nfs_version="3",
+            cluster_name="ps9",
+        )
+        ps["classes"]["home"].update(root_squash=False, path="users")
+
+    edit_yaml(config_copy, "storage.yaml", change)
+    site = load_site(config_copy)
+    (home,) = [
+        f for f in synthesize(site, ["one-cluster"]) if f.path.name == "storageclass.powerscale-home.yaml"
+    ]
+    sc = home.documents[0]
+    assert sc["parameters"] == {
+        "ClusterName": "ps9",
+        "AccessZone": "zone9",
+        "IsiPath": "/ifs/other/users",
+        "AzServiceIP": "nfs9.example.internal",
+        "RootClientEnabled": "true",
+    }
+    assert sc["mountOptions"] == ["vers=3"] and sc["provisioner"] == "csi-isilon.dellemc.com"
+
+
+def test_storage_classes_for_the_seed_uses():
+    names = sorted(p.name for p in (DIST / "one-cluster/apps/ai/powerscale").glob("storageclass.*.yaml"))
+    assert names == [
+        "storageclass.powerscale-archive.yaml",
+        "storageclass.powerscale-datasets.yaml",
+        "storageclass.powerscale-home.yaml",
+    ]
+    cache = _one(DIST / "one-cluster/apps/ai/nvme-cache/storageclass.nvme-cache.yaml")
+    assert cache["volumeBindingMode"] == "WaitForFirstConsumer" and cache["provisioner"] == "topolvm.io"
+
+
+def test_credentials_only_by_reference():
+    kinds = {}
+    for path in DIST.rglob("*.yaml"):
+        for doc in yaml.safe_load_all(path.read_text()):
+            if doc and "kind" in doc:  # values files have none
+                kinds.setdefault(doc["kind"], []).append(doc)
+    assert "Secret" not in kinds
+    names = {(d["metadata"]["namespace"], d["metadata"]["name"]) for d in kinds["ExternalSecret"]}
+    assert {
+        ("aistor", "aistor-env"),
+        ("aistor-operator", "minio-license"),
+        ("isilon", "isilon-creds"),
+        ("isilon", "isilon-certs-0"),
+        ("argocd", "repo-site-gitops"),
+        ("argocd", "cluster-aistor"),
+    } <= names
+    assert {d["metadata"]["name"] for d in kinds["ClusterSecretStore"]} == {"site-vault"}
+
+
+def test_two_cluster_aistor_lives_in_the_aistor_cluster(site):
+    assert not (DIST / "two-cluster/apps/ai/aistor").exists()
+    spec = _object_store("two-cluster", "aistor")["spec"]
+    assert (
+        spec["services"]["minio"]["serviceType"] == "LoadBalancer"
+    )  # the ai cluster reaches it from outside
+    assert spec["certificates"]["config"]["dnsNames"] == [site.storage.aistor.s3_hostname]
+    assert _object_store()["spec"]["services"]["minio"]["serviceType"] == "ClusterIP"
+
+
+def test_local_cache_tier_on_the_configured_pools():
+    values = _one(DIST / "one-cluster/values/ai/topolvm.yaml")
+    terms = values["lvmd"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    assert terms["nodeSelectorTerms"] == [
+        {"matchExpressions": [{"key": "node-role.kubernetes.io/gpu", "operator": "In", "values": ["true"]}]}
+    ]
+    assert values["lvmd"]["deviceClasses"][0]["volume-group"] == "nvme-cache"
+    runbook = (DIST / "one-cluster/bootstrap/RUNBOOK.md").read_text()
+    assert "vgcreate nvme-cache" in runbook
