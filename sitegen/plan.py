@@ -165,7 +165,8 @@ def render_plan(site: Site) -> str:
             [
                 "AIStor (S3)",
                 f"pool {site.storage.aistor.pool}: {_num(plan.aistor_drives)} NVMe",
-                f"{_tb(plan.aistor_raw_gb)} ({_num(round(plan.aistor_raw_gb / 1e6, 2))} PB)",
+                f"{_tb(plan.aistor_raw_gb)} ({_num(round(plan.aistor_raw_gb / 1e6, 2))} PB), "
+                f"usable {_num(round(aistor_layout(site).usable_gb / 1e6, 2))} PB",
             ],
             [
                 "local NVMe cache",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from sitegen.plan import compute_plan, render_plan
 
-from .conftest import run_sitegen
+from .conftest import REPO, run_sitegen
 
 
 def test_site_totals_match_the_seed(site):
@@ -69,3 +69,11 @@ def test_plan_command_prints_the_table():
     assert result.returncode == 0, result.stderr
     assert "11,136" in result.stdout
     assert result.stderr == ""
+
+
+def test_readme_storage_map_is_the_plan_output(site):
+    readme = (REPO / "README.md").read_text()
+    block = readme.split("<!-- plan:storage -->\n```\n", 1)[1].split("```\n<!-- /plan:storage -->", 1)[0]
+    rendered = render_plan(site)
+    for line in block.strip().splitlines():
+        assert line.rstrip() in rendered, line
