@@ -6,6 +6,7 @@ name, root squash and the NFS version.
 
 from __future__ import annotations
 
+from cdk8s import ApiObject, JsonPatch
 from cdk8s_plus_27 import k8s
 
 from constructs import Construct
@@ -81,3 +82,22 @@ class PowerScaleClasses(Construct):
                     "RootClientEnabled": "false" if cls.root_squash else "true",
                 },
             )
+
+
+class PowerScaleSnapshots(Construct):
+    """Snapshots of PowerScale volumes (OneFS snapshots); needs the cluster's snapshot controller and CRDs."""
+
+    def __init__(self, scope: Construct, id: str) -> None:
+        super().__init__(scope, id)
+        obj = ApiObject(
+            self,
+            "Resource",
+            api_version="snapshot.storage.k8s.io/v1",
+            kind="VolumeSnapshotClass",
+            metadata={
+                "name": "powerscale",
+                "annotations": {"argocd.argoproj.io/sync-options": "SkipDryRunOnMissingResource=true"},
+            },
+        )
+        obj.add_json_patch(JsonPatch.add("/driver", PROVISIONER))
+        obj.add_json_patch(JsonPatch.add("/deletionPolicy", "Delete"))

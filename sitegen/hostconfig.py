@@ -194,6 +194,50 @@ class AuditPolicy(_Doc):
     rules: list[AuditRule] = Field(min_length=1)
 
 
+# --- cluster kinds whose CRD is not among shared/crds -------------------------------------------
+# Typed models of exactly the fields we render, with the upstream names; metadata as ObjectMeta's
+# name/labels/annotations. Replace them by the real CRDs once those are added to shared/crds.
+
+
+class _Meta(_Doc):
+    name: str
+    namespace: str | None = None
+    labels: dict[str, str] = {}
+    annotations: dict[str, str] = {}
+
+
+class VolumeSnapshotClass(_Doc):
+    """snapshot.storage.k8s.io/v1 (kubernetes-csi/external-snapshotter)."""
+
+    apiVersion: Literal["snapshot.storage.k8s.io/v1"]
+    kind: Literal["VolumeSnapshotClass"]
+    metadata: _Meta
+    driver: str
+    deletionPolicy: Literal["Delete", "Retain"]
+    parameters: dict[str, str] = {}
+
+
+class LabelSelector(_Doc):
+    matchLabels: dict[str, str] = {}
+
+
+class L2AnnouncementSpec(_Doc):
+    nodeSelector: LabelSelector | None = None
+    serviceSelector: LabelSelector | None = None
+    interfaces: list[str] = []
+    externalIPs: bool = False
+    loadBalancerIPs: bool = False
+
+
+class CiliumL2AnnouncementPolicy(_Doc):
+    """cilium.io/v2alpha1 (Cilium 1.20)."""
+
+    apiVersion: Literal["cilium.io/v2alpha1"]
+    kind: Literal["CiliumL2AnnouncementPolicy"]
+    metadata: _Meta
+    spec: L2AnnouncementSpec
+
+
 HOST_CONFIG_MODELS: dict[tuple[str, str], type[_Doc]] = {
     (m.model_fields["apiVersion"].annotation.__args__[0], m.model_fields["kind"].annotation.__args__[0]): m
     for m in (
@@ -203,5 +247,7 @@ HOST_CONFIG_MODELS: dict[tuple[str, str], type[_Doc]] = {
         KubeletConfiguration,
         AdmissionConfiguration,
         AuditPolicy,
+        VolumeSnapshotClass,
+        CiliumL2AnnouncementPolicy,
     )
 }

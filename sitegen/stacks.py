@@ -36,7 +36,7 @@ from constructs.kueue import GpuQueues, TenantQueue
 from constructs.local_cache import NvmeCacheClass
 from constructs.namespaces import AppNamespace
 from constructs.node_pool import NodePool
-from constructs.powerscale import PowerScaleAccess, PowerScaleClasses
+from constructs.powerscale import PowerScaleAccess, PowerScaleClasses, PowerScaleSnapshots
 from constructs.secrets import SecretStore
 from sitegen.apps import BOOTSTRAP_PROJECT, PROJECTS, AppSpec, cluster_apps
 from sitegen.dist import OutputFile
@@ -112,7 +112,7 @@ def _namespaces(
 def _cilium_lb(
     chart: AppChart, site: Site, cluster: ClusterLayout, apps: list[AppSpec], spec: AppSpec
 ) -> None:
-    LoadBalancerPool(chart, "Pool", cluster=cluster)
+    LoadBalancerPool(chart, "Pool", cluster=cluster, interface=site.network.kubernetes.interface)
 
 
 def fabric_images(site: Site) -> FabricImages:
@@ -206,6 +206,7 @@ def _powerscale(
         store=site.secrets.store,
     )
     PowerScaleClasses(chart, "Classes", powerscale=site.storage.powerscale)
+    PowerScaleSnapshots(chart, "Snapshots")
 
 
 def _nvme_cache(

@@ -182,3 +182,13 @@ def test_local_cache_tier_on_the_configured_pools():
     assert values["lvmd"]["deviceClasses"][0]["volume-group"] == "nvme-cache"
     runbook = (DIST / "one-cluster/bootstrap/RUNBOOK.md").read_text()
     assert "vgcreate nvme-cache" in runbook
+
+
+def test_snapshot_class_and_l2_announcement_are_validated_by_typed_models(tree):
+    """Their CRDs are not in shared/crds: a misspelt field must still fail validate."""
+    from .conftest import validate
+
+    path = tree / "one-cluster/apps/ai/powerscale/volumesnapshotclass.powerscale.yaml"
+    path.write_text(path.read_text().replace("deletionPolicy: Delete", "deletionPolicy: Keep"))
+    result = validate(tree)
+    assert result.exit_code == 1 and "volumesnapshotclass.powerscale.yaml" in result.stdout
