@@ -391,6 +391,15 @@ class ChartPin(Strict):
     repo: Annotated[str, Field(pattern=r"^(https://|oci://)\S+$")]
     version: ExactVersion
 
+    @property
+    def is_oci(self) -> bool:
+        return self.repo.startswith("oci://")
+
+    @property
+    def argo_repo(self) -> str:
+        """The repoURL Argo CD takes: an OCI Helm registry without its scheme (registered with enableOCI)."""
+        return self.repo.removeprefix("oci://")
+
 
 class ImagePin(Strict):
     repository: Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9._/-]*$")]

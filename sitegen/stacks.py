@@ -301,7 +301,7 @@ class VariantBuild:
         values = REPO_DIST / values_path(variant, cluster.name, spec.name)
         return {
             **common,
-            "chartRepo": pin.repo,
+            "chartRepo": pin.argo_repo,
             "chart": pin.chart,
             "chartVersion": pin.version,
             "release": spec.release_name,
@@ -365,7 +365,7 @@ class VariantBuild:
                 description=project.description,
                 source_repos=[
                     gitops.repo_url,
-                    *(self.site.versions.charts[s.chart or ""].repo for s in charts),
+                    *(self.site.versions.charts[s.chart or ""].argo_repo for s in charts),
                 ],
                 destinations=[
                     *(Destination(self.layout.server(c), s.namespace) for c, s in members),

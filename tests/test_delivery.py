@@ -215,3 +215,14 @@ def test_bootstrap_snapshot(site, variant, snapshot):
         str(f.path): f.text or f.documents for f in files if f.path.parts[1] in ("bootstrap", "values")
     }
     assert bootstrap == snapshot
+
+
+def test_oci_charts_are_registered_for_argo_cd(apps):
+    """Argo CD reaches an OCI Helm registry by a schemeless repoURL plus a repository with enableOCI."""
+    values = _docs(DIST / "one-cluster/values/ai/argo-cd.yaml")[0]
+    registered = {r["url"] for r in values["configs"]["repositories"].values() if r["enableOCI"] == "true"}
+    oci_sources = {
+        s["repoURL"] for a in apps if a.source.variant == "one-cluster" for s in a.sources if "chart" in s
+    } - {s for s in registered if s.startswith("https://")}
+    assert {s for s in oci_sources if not s.startswith("https://")} == registered
+    assert not any(s.startswith("oci://") for s in oci_sources)

@@ -57,6 +57,8 @@ class ArgoGlobal(Values):
 class ArgoConfigs(Values):
     cm: dict[str, Any]
     params: dict[str, Any]
+    # OCI Helm registries need a repository entry with enableOCI; it holds no credentials.
+    repositories: dict[str, dict[str, str]]
 
 
 class ArgoComponent(Values):
@@ -90,6 +92,21 @@ class ArgoCDValues(Values):
     dex: dict[str, bool] = {"enabled": False}
 
 
+def _oci_repositories(site: Site, layout: VariantLayout) -> dict[str, dict[str, str]]:
+    from sitegen.apps import cluster_apps
+
+    pins = {
+        app.chart: site.versions.charts[app.chart]
+        for cluster in layout.clusters
+        for app in cluster_apps(site, layout, cluster)
+        if app.chart and site.versions.charts[app.chart].is_oci
+    }
+    return {
+        name: {"name": name, "url": pin.argo_repo, "type": "helm", "enableOCI": "true"}
+        for name, pin in sorted(pins.items())
+    }
+
+
 def argocd_values(site: Site, layout: VariantLayout) -> ArgoCDValues:
     import yaml
 
@@ -105,6 +122,7 @@ def argocd_values(site: Site, layout: VariantLayout) -> ArgoCDValues:
                 "timeout.reconciliation": "180s",
             },
             params={"controller.diff.server.side": "true"},
+            repositories=_oci_repositories(site, layout),
         ),
         # One controller shard per cluster it manages.
         controller=ArgoComponent(replicas=len(layout.clusters), resources=requests("1", "2Gi", "4Gi")),
