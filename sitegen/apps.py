@@ -50,6 +50,7 @@ PROJECTS = {
         Project("hardware", "hardware discovery: the cluster's single Node Feature Discovery"),
         Project("gpu", "the GPU pool: GPU Operator, Kueue and its queues"),
         Project("storage", "AIStor, PowerScale CSI and the local NVMe cache"),
+        Project("edge", "certificates, the Gateway and the routes to the platform's web front ends"),
         Project("tenants", "the site's users: their namespaces, queues and workloads"),
     )
 }
@@ -197,6 +198,7 @@ def cluster_apps(site: Site, layout: VariantLayout, cluster: ClusterLayout) -> l
             for name in site.tenants
         ]
     apps += _secrets_and_storage(site, cluster, rbac)
+    apps += _services(site, cluster, rbac, is_hub)
     if any(a.namespace_psa for a in apps):
         apps.append(AppSpec("namespaces", "platform", Layer.FOUNDATION, "kube-system", order=0))
     return sorted(apps, key=lambda a: (a.wave, a.name))
@@ -280,5 +282,48 @@ def _secrets_and_storage(
                 namespace_psa="privileged",
             ),  # lvmd manages the volume group on the host
             AppSpec("nvme-cache", "storage", Layer.RESOURCES, "kube-system", order=3),
+        ]
+    return apps
+
+
+def _services(
+    site: Site, cluster: ClusterLayout, rbac: tuple[tuple[str, str], ...], is_hub: bool
+) -> list[AppSpec]:
+    apps = [
+        # kubeadm's CoreDNS, kept on the system pool by a partial Deployment
+        AppSpec("coredns", "platform", Layer.SERVICES, "kube-system", order=0),
+        AppSpec(
+            "metrics-server",
+            "platform",
+            Layer.FOUNDATION,
+            "kube-system",
+            order=7,
+            chart="metrics-server",
+            chart_cluster_kinds=(*rbac, ("apiregistration.k8s.io", "APIService")),
+        ),
+    ]
+    if is_hub:
+        apps += [
+            AppSpec(
+                "cert-manager",
+                "edge",
+                Layer.FOUNDATION,
+                "cert-manager",
+                order=7,
+                chart="cert-manager",
+                chart_cluster_kinds=(*rbac, CRD, ADMISSION_MUTATING, ADMISSION_VALIDATING),
+                namespace_psa="restricted",
+            ),
+            AppSpec(
+                "envoy-gateway",
+                "edge",
+                Layer.FOUNDATION,
+                "envoy-gateway-system",
+                order=7,
+                chart="envoy-gateway",
+                chart_cluster_kinds=(*rbac, CRD, ADMISSION_MUTATING, ADMISSION_VALIDATING),
+                namespace_psa="baseline",
+            ),
+            AppSpec("gateway", "edge", Layer.RESOURCES, "envoy-gateway-system", order=4, skip_dry_run=True),
         ]
     return apps

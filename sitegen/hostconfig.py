@@ -238,6 +238,44 @@ class CiliumL2AnnouncementPolicy(_Doc):
     spec: L2AnnouncementSpec
 
 
+class EnvoyPod(_Doc):
+    nodeSelector: dict[str, str] = {}
+    tolerations: list[dict[str, str]] = []
+
+
+class EnvoyDeployment(_Doc):
+    replicas: int
+    pod: EnvoyPod
+
+
+class EnvoyService(_Doc):
+    type: Literal["LoadBalancer", "ClusterIP", "NodePort"]
+    annotations: dict[str, str] = {}
+
+
+class EnvoyKubernetes(_Doc):
+    envoyDeployment: EnvoyDeployment
+    envoyService: EnvoyService
+
+
+class EnvoyProvider(_Doc):
+    type: Literal["Kubernetes"]
+    kubernetes: EnvoyKubernetes
+
+
+class EnvoyProxySpec(_Doc):
+    provider: EnvoyProvider
+
+
+class EnvoyProxy(_Doc):
+    """gateway.envoyproxy.io/v1alpha1 (Envoy Gateway v1.9)."""
+
+    apiVersion: Literal["gateway.envoyproxy.io/v1alpha1"]
+    kind: Literal["EnvoyProxy"]
+    metadata: _Meta
+    spec: EnvoyProxySpec
+
+
 HOST_CONFIG_MODELS: dict[tuple[str, str], type[_Doc]] = {
     (m.model_fields["apiVersion"].annotation.__args__[0], m.model_fields["kind"].annotation.__args__[0]): m
     for m in (
@@ -249,5 +287,6 @@ HOST_CONFIG_MODELS: dict[tuple[str, str], type[_Doc]] = {
         AuditPolicy,
         VolumeSnapshotClass,
         CiliumL2AnnouncementPolicy,
+        EnvoyProxy,
     )
 }

@@ -50,6 +50,9 @@ REQUIRED_CHARTS = {
     "aistor-volumemanager": "the AIStor drives",
     "csi-isilon": "PowerScale volumes",
     "topolvm": "the local NVMe cache",
+    "cert-manager": "certificates",
+    "envoy-gateway": "the Gateway API implementation",
+    "metrics-server": "resource metrics",
     "argo-cd": "Argo CD on the hub cluster",
     "cilium": "the primary CNI of every cluster",
     "node-feature-discovery": "hardware labels on GPU and fabric nodes",
@@ -445,6 +448,28 @@ class Tenant(Strict):
     nccl_benchmark: bool = False  # render the multi-node NCCL all-reduce benchmark job for this tenant
 
 
+# --- services.yaml -----------------------------------------------------------------------------
+
+
+class Acme(Strict):
+    server: Annotated[str, Field(pattern=r"^https://\S+$")]
+    email: Annotated[str, Field(pattern=r"^[^@\s]+@[^@\s]+$")]
+
+
+class Certificates(Strict):
+    issuer: Literal["internal-ca", "acme"]
+    acme: Acme | None = None
+
+
+class GatewayConfig(Strict):
+    address: Address
+
+
+class Services(Strict):
+    certificates: Certificates
+    gateway: GatewayConfig
+
+
 # --- the site ----------------------------------------------------------------------------------
 
 
@@ -460,6 +485,7 @@ class Site(Strict):
     gitops: GitOps
     tenants: dict[DnsLabel, Tenant] = {}
     secrets: Secrets
+    services: Services
 
     @model_validator(mode="after")
     def _check(self) -> Site:
@@ -472,7 +498,20 @@ class Site(Strict):
         self._check_variants()
         self._check_storage()
         self._check_versions()
+        self._check_services()
         return self
+
+    def _check_services(self) -> None:
+        certs = self.services.certificates
+        if certs.issuer == "acme" and certs.acme is None:
+            raise ConfigError(
+                ("services", "certificates", "acme"), "issuer acme needs the acme server and email"
+            )
+        address = self.services.gateway.address
+        if not any(address in c.load_balancer_cidr for c in self.clusters.values()):
+            raise ConfigError(
+                ("services", "gateway", "address"), f"{address} is in no cluster's load-balancer pool"
+            )
 
     def _check_pool_hardware(self) -> None:
         for name, pool in self.pools.items():

@@ -27,6 +27,7 @@ from constructs.argocd import (
     RootApplication,
 )
 from constructs.cilium import LoadBalancerPool
+from constructs.edge import CoreDnsPlacement, Route, SiteGateway, SiteIssuer
 from constructs.fabric import FabricImages, RailFabric
 from constructs.gpu_workload import NcclAllReduceJob
 from constructs.host_file import HostFile
@@ -45,6 +46,8 @@ from sitegen.layout import ClusterLayout, PoolLayout, VariantLayout, resolve
 from sitegen.model import Site
 from sitegen.runbook import runbook
 from sitegen.values import chart_values
+from sitegen.values.argocd import ARGOCD_FULLNAME
+from sitegen.values.gpu_operator import RUNTIME_CLASS
 
 REPO_DIST = PurePosixPath("dist")  # where dist/ sits in the GitOps repository Argo CD reads
 
@@ -215,7 +218,35 @@ def _nvme_cache(
     NvmeCacheClass(chart, "Class")
 
 
+def _coredns(chart: AppChart, site: Site, cluster: ClusterLayout, apps: list[AppSpec], spec: AppSpec) -> None:
+    CoreDnsPlacement(chart, "CoreDns", placement=cluster.system_pool.placement)
+
+
+def _gateway(chart: AppChart, site: Site, cluster: ClusterLayout, apps: list[AppSpec], spec: AppSpec) -> None:
+    cert_manager = next(a for a in apps if a.name == "cert-manager")
+    argocd = next(a for a in apps if a.name == "argo-cd")
+    SiteIssuer(
+        chart,
+        "Issuer",
+        certificates=site.services.certificates,
+        namespace=cert_manager.namespace,
+        store=site.secrets.store,
+        gateway=("site", spec.namespace),
+    )
+    routes = [Route("argocd", argocd.namespace, site.gitops.argocd.hostname, f"{ARGOCD_FULLNAME}-server", 80)]
+    SiteGateway(
+        chart,
+        "Gateway",
+        namespace=spec.namespace,
+        placement=cluster.system_pool.placement,
+        address=str(site.services.gateway.address),
+        routes=routes,
+    )
+
+
 RENDERED: dict[str, Renderer] = {
+    "coredns": _coredns,
+    "gateway": _gateway,
     "secret-store": _secret_store,
     "aistor": _aistor,
     "powerscale": _powerscale,
@@ -269,7 +300,12 @@ class VariantBuild:
 
         host_files = HostFilesChart(app, variant=variant, cluster=cluster.name)
         KubeadmConfigs(
-            host_files, "Kubeadm", cluster=cluster, kubernetes_version=self.site.versions.kubernetes
+            host_files,
+            "Kubeadm",
+            cluster=cluster,
+            kubernetes_version=self.site.versions.kubernetes,
+            # GPU pods need IPC_LOCK for RDMA, which no Pod Security level but privileged allows.
+            psa_exempt_runtime_classes=[RUNTIME_CLASS] if _gpu_pools(cluster) else [],
         )
         for bootstrap in (True, False):
             KubeVipStaticPod(

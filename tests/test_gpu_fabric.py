@@ -231,3 +231,15 @@ def test_switching_the_rail_profile_changes_everything_consistently(hgx_tree):
     assert {f"rdma/rdma_rail_{r}" for r in rails} <= set(
         queue["spec"]["resourceGroups"][0]["coveredResources"]
     )
+
+
+def test_gpu_runtime_class_is_exempt_from_pod_security_only_where_gpus_are():
+    """IPC_LOCK is beyond every level but privileged: the nvidia RuntimeClass is exempted, nothing else."""
+
+    def exemptions(path: str) -> dict[str, Any]:
+        config = _one(DIST / path)["plugins"][0]["configuration"]
+        return config["exemptions"]
+
+    assert exemptions("one-cluster/kubeadm/ai/admission-config.yaml")["runtimeClasses"] == ["nvidia"]
+    assert exemptions("two-cluster/kubeadm/aistor/admission-config.yaml")["runtimeClasses"] == []
+    assert _job(DIST)["spec"]["template"]["spec"]["runtimeClassName"] == "nvidia"

@@ -13,6 +13,7 @@ from sitegen.values.gpu_operator import gpu_operator_values
 from sitegen.values.kueue import kueue_values
 from sitegen.values.network_operator import network_operator_values
 from sitegen.values.nfd import nfd_values
+from sitegen.values.services import cert_manager_values, envoy_gateway_values, metrics_server_values
 from sitegen.values.storage import (
     aistor_operator_values,
     csi_isilon_values,
@@ -33,6 +34,9 @@ BUILDERS: dict[str, Callable[[Site, VariantLayout, ClusterLayout], Values]] = {
     "aistor-volume-manager": volume_manager_values,
     "powerscale-csi": csi_isilon_values,
     "topolvm": topolvm_values,
+    "cert-manager": cert_manager_values,
+    "envoy-gateway": envoy_gateway_values,
+    "metrics-server": metrics_server_values,
 }
 
 

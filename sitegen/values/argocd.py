@@ -47,6 +47,9 @@ return hs
 """
 
 
+ARGOCD_FULLNAME = "argocd"
+
+
 class ArgoGlobal(Values):
     domain: str
     nodeSelector: dict[str, str]
@@ -80,6 +83,8 @@ class RedisHa(Values):
 
 
 class ArgoCDValues(Values):
+    # the usual object names (argocd-server, ...), which the HTTPRoute and runbook name
+    fullnameOverride: str = ARGOCD_FULLNAME
     global_: ArgoGlobal = Field(alias="global")
     crds: dict[str, bool] = {"install": True, "keep": True}
     configs: ArgoConfigs
@@ -121,7 +126,8 @@ def argocd_values(site: Site, layout: VariantLayout) -> ArgoCDValues:
                 "resource.customizations.health.argoproj.io_Application": _APPLICATION_HEALTH,
                 "timeout.reconciliation": "180s",
             },
-            params={"controller.diff.server.side": "true"},
+            # TLS ends at the site Gateway; the server speaks plain HTTP inside the cluster
+            params={"controller.diff.server.side": "true", "server.insecure": "true"},
             repositories=_oci_repositories(site, layout),
         ),
         # One controller shard per cluster it manages.

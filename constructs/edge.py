@@ -1,0 +1,267 @@
+"""Certificates and the Gateway: cert-manager's ClusterIssuer, Envoy Gateway's class, the site Gateway
+with its certificate, and HTTPRoutes to the platform's web front ends."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from cdk8s import ApiObject, JsonPatch
+
+from constructs import Construct
+from constructs.secrets import VaultSecret
+from sitegen.layout import Placement
+from sitegen.model import Certificates
+
+GATEWAY_API = "gateway.networking.k8s.io/v1"
+ISSUER = "site"
+SKIP_DRY_RUN = {"argocd.argoproj.io/sync-options": "SkipDryRunOnMissingResource=true"}
+
+
+def _object(
+    scope: Construct, id: str, api_version: str, kind: str, metadata: dict[str, Any], spec: dict[str, Any]
+) -> None:
+    obj = ApiObject(
+        scope,
+        id,
+        api_version=api_version,
+        kind=kind,
+        metadata={**metadata, "annotations": {**metadata.get("annotations", {}), **SKIP_DRY_RUN}},
+    )
+    obj.add_json_patch(JsonPatch.add("/spec", spec))
+
+
+class SiteIssuer(Construct):
+    """The ClusterIssuer every certificate names; its kind is config (internal CA or ACME)."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        certificates: Certificates,
+        namespace: str,
+        store: str,
+        gateway: tuple[str, str],
+    ) -> None:
+        super().__init__(scope, id)
+        if certificates.issuer == "internal-ca":
+            # cert-manager reads a CA issuer's key pair from its own namespace
+            VaultSecret(
+                self,
+                "CA",
+                name="site-ca",
+                namespace=namespace,
+                store=store,
+                key="pki/site-ca",
+                properties=["tls.crt", "tls.key"],
+            )
+            spec: dict[str, Any] = {"ca": {"secretName": "site-ca"}}
+        else:
+            acme = certificates.acme
+            assert acme is not None
+            name, gw_namespace = gateway
+            spec = {
+                "acme": {
+                    "server": acme.server,
+                    "email": acme.email,
+                    "privateKeySecretRef": {"name": "site-acme-account"},
+                    "solvers": [
+                        {
+                            "http01": {
+                                "gatewayHTTPRoute": {
+                                    "parentRefs": [
+                                        {"name": name, "namespace": gw_namespace, "kind": "Gateway"}
+                                    ]
+                                }
+                            }
+                        }
+                    ],
+                }
+            }
+        _object(self, "Resource", "cert-manager.io/v1", "ClusterIssuer", {"name": ISSUER}, spec)
+
+
+@dataclass(frozen=True)
+class Route:
+    name: str
+    namespace: str
+    hostname: str
+    service: str
+    port: int
+
+
+class SiteGateway(Construct):
+    """One Gateway for the site's web front ends: TLS terminated with a cert-manager certificate, the
+    Envoy data plane on the system pool, its address from the load-balancer pool."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        namespace: str,
+        placement: Placement,
+        address: str,
+        routes: list[Route],
+        replicas: int = 2,
+    ) -> None:
+        super().__init__(scope, id)
+        name = "site"
+        _object(
+            self,
+            "Proxy",
+            "gateway.envoyproxy.io/v1alpha1",
+            "EnvoyProxy",
+            {"name": name, "namespace": namespace},
+            {
+                "provider": {
+                    "type": "Kubernetes",
+                    "kubernetes": {
+                        "envoyDeployment": {
+                            "replicas": replicas,
+                            "pod": {
+                                "nodeSelector": placement.node_selector,
+                                "tolerations": list(placement.tolerations),
+                            },
+                        },
+                        "envoyService": {
+                            "type": "LoadBalancer",
+                            "annotations": {"lbipam.cilium.io/ips": address},
+                        },
+                    },
+                }
+            },
+        )
+        _object(
+            self,
+            "Class",
+            GATEWAY_API,
+            "GatewayClass",
+            {"name": "envoy"},
+            {
+                "controllerName": "gateway.envoyproxy.io/gatewayclass-controller",
+                "parametersRef": {
+                    "group": "gateway.envoyproxy.io",
+                    "kind": "EnvoyProxy",
+                    "name": name,
+                    "namespace": namespace,
+                },
+            },
+        )
+        hostnames = sorted(r.hostname for r in routes)
+        _object(
+            self,
+            "Certificate",
+            "cert-manager.io/v1",
+            "Certificate",
+            {"name": f"{name}-gateway", "namespace": namespace},
+            {
+                "secretName": f"{name}-gateway-tls",
+                "dnsNames": hostnames,
+                "issuerRef": {"group": "cert-manager.io", "kind": "ClusterIssuer", "name": ISSUER},
+                "privateKey": {"algorithm": "ECDSA", "size": 256, "rotationPolicy": "Always"},
+            },
+        )
+        _object(
+            self,
+            "Gateway",
+            GATEWAY_API,
+            "Gateway",
+            {"name": name, "namespace": namespace},
+            {
+                "gatewayClassName": "envoy",
+                "listeners": [
+                    {
+                        "name": "https",
+                        "protocol": "HTTPS",
+                        "port": 443,
+                        "tls": {
+                            "mode": "Terminate",
+                            "certificateRefs": [{"kind": "Secret", "name": f"{name}-gateway-tls"}],
+                        },
+                        "allowedRoutes": {"namespaces": {"from": "All"}},
+                    },
+                    # plain HTTP only answers with a redirect (and carries ACME HTTP-01 challenges)
+                    {
+                        "name": "http",
+                        "protocol": "HTTP",
+                        "port": 80,
+                        "allowedRoutes": {"namespaces": {"from": "Same"}},
+                    },
+                ],
+            },
+        )
+        _object(
+            self,
+            "Redirect",
+            GATEWAY_API,
+            "HTTPRoute",
+            {"name": f"{name}-https-redirect", "namespace": namespace},
+            {
+                "parentRefs": [{"name": name, "sectionName": "http"}],
+                "rules": [
+                    {
+                        "filters": [
+                            {
+                                "type": "RequestRedirect",
+                                "requestRedirect": {"scheme": "https", "statusCode": 301},
+                            }
+                        ]
+                    }
+                ],
+            },
+        )
+        for route in routes:
+            _object(
+                self,
+                f"Route-{route.name}",
+                GATEWAY_API,
+                "HTTPRoute",
+                {"name": route.name, "namespace": route.namespace},
+                {
+                    "parentRefs": [{"name": name, "namespace": namespace, "sectionName": "https"}],
+                    "hostnames": [route.hostname],
+                    "rules": [{"backendRefs": [{"name": route.service, "port": route.port}]}],
+                },
+            )
+
+
+class CoreDnsPlacement(Construct):
+    """kubeadm owns CoreDNS; this partial Deployment, applied server-side, only adds the infra selector.
+
+    Argo CD owns exactly these fields, kubeadm the rest; selfHeal re-applies them after `kubeadm upgrade`.
+    """
+
+    def __init__(self, scope: Construct, id: str, *, placement: Placement) -> None:
+        super().__init__(scope, id)
+        labels = {"k8s-app": "kube-dns"}
+        obj = ApiObject(
+            self,
+            "Resource",
+            api_version="apps/v1",
+            kind="Deployment",
+            metadata={
+                "name": "coredns",
+                "namespace": "kube-system",
+                "annotations": {
+                    "argocd.argoproj.io/sync-options": "ServerSideApply=true,Prune=false,Delete=false",
+                    "sitegen.io/partial": "true",
+                },
+            },
+        )
+        obj.add_json_patch(
+            JsonPatch.add(
+                "/spec",
+                {
+                    "selector": {"matchLabels": labels},
+                    "template": {
+                        "metadata": {"labels": labels},
+                        "spec": {
+                            "nodeSelector": placement.node_selector,
+                            "containers": [{"name": "coredns"}],
+                        },
+                    },
+                },
+            )
+        )

@@ -1,0 +1,78 @@
+"""Platform services on the system pool: certificates, the Gateway, CoreDNS placement, metrics-server."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from sitegen.config import load_site
+from sitegen.stacks import synthesize
+
+from .conftest import DIST, edit_yaml
+
+INFRA = {"node-role.kubernetes.io/infra": "true"}
+
+
+def _one(path: Path) -> dict[str, Any]:
+    (doc,) = [d for d in yaml.safe_load_all(path.read_text()) if d]
+    return doc
+
+
+GATEWAY = DIST / "one-cluster/apps/ai/gateway"
+
+
+def test_cluster_issuer_kind_is_config(config_copy):
+    issuer = _one(GATEWAY / "clusterissuer.site.yaml")
+    assert issuer["spec"] == {"ca": {"secretName": "site-ca"}}
+    assert (GATEWAY / "cert-manager.externalsecret.site-ca.yaml").is_file()
+    edit_yaml(config_copy, "services.yaml", lambda d: d["certificates"].update(issuer="acme"))
+    files = synthesize(load_site(config_copy), ["one-cluster"])
+    (acme,) = [f for f in files if f.path.name == "clusterissuer.site.yaml"]
+    solver = acme.documents[0]["spec"]["acme"]["solvers"][0]["http01"]["gatewayHTTPRoute"]
+    assert solver["parentRefs"] == [{"name": "site", "namespace": "envoy-gateway-system", "kind": "Gateway"}]
+    assert not [f for f in files if f.path.name == "cert-manager.externalsecret.site-ca.yaml"]
+
+
+def test_gateway_terminates_tls_with_a_cert_manager_certificate(site):
+    gateway = _one(GATEWAY / "envoy-gateway-system.gateway.site.yaml")
+    https = next(listener for listener in gateway["spec"]["listeners"] if listener["name"] == "https")
+    certificate = _one(GATEWAY / "envoy-gateway-system.certificate.site-gateway.yaml")
+    assert https["tls"]["certificateRefs"][0]["name"] == certificate["spec"]["secretName"]
+    assert site.gitops.argocd.hostname in certificate["spec"]["dnsNames"]
+    route = _one(GATEWAY / "argocd.httproute.argocd.yaml")
+    assert route["spec"]["hostnames"] == [site.gitops.argocd.hostname]
+    assert route["spec"]["rules"][0]["backendRefs"] == [{"name": "argocd-server", "port": 80}]
+    argocd = _one(DIST / "one-cluster/values/ai/argo-cd.yaml")
+    assert argocd["fullnameOverride"] == "argocd" and argocd["configs"]["params"]["server.insecure"] == "true"
+
+
+def test_envoy_data_plane_on_infra_with_its_configured_address(site):
+    proxy = _one(GATEWAY / "envoy-gateway-system.envoyproxy.site.yaml")["spec"]["provider"]["kubernetes"]
+    assert proxy["envoyDeployment"]["pod"]["nodeSelector"] == INFRA
+    assert proxy["envoyService"]["annotations"] == {
+        "lbipam.cilium.io/ips": str(site.services.gateway.address)
+    }
+
+
+def test_coredns_kept_on_the_system_pool():
+    ai = _one(DIST / "two-cluster/apps/ai/coredns/kube-system.deployment.coredns.yaml")
+    aistor = _one(DIST / "two-cluster/apps/aistor/coredns/kube-system.deployment.coredns.yaml")
+    assert ai["spec"]["template"]["spec"]["nodeSelector"] == INFRA
+    assert aistor["spec"]["template"]["spec"]["nodeSelector"] == {"node-role.kubernetes.io/control-plane": ""}
+    assert "Prune=false" in ai["metadata"]["annotations"]["argocd.argoproj.io/sync-options"]
+
+
+def test_chart_components_on_the_system_pool():
+    for app, paths in {
+        "cert-manager": [("nodeSelector",), ("webhook", "nodeSelector"), ("cainjector", "nodeSelector")],
+        "envoy-gateway": [("deployment", "pod", "nodeSelector")],
+        "metrics-server": [("nodeSelector",)],
+    }.items():
+        values = _one(DIST / f"one-cluster/values/ai/{app}.yaml")
+        for path in paths:
+            node: Any = values
+            for key in path:
+                node = node[key]
+            assert node == INFRA, (app, path)
