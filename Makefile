@@ -10,7 +10,7 @@ NPM_STAMP := node_modules/.installed
 PIP_NOISE := is ignored: it is neither a file nor a directory
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: synth test lint plan validate deps lock clean
+.PHONY: synth test lint plan validate deps lock imports clean
 
 synth: $(PY_STAMP) $(NPM_STAMP)
 	@$(BIN)/sitegen synth
@@ -47,6 +47,10 @@ lock: $(PY_STAMP)
 	@$(BIN)/pip install --quiet --disable-pip-version-check uv
 	@$(BIN)/uv pip compile pyproject.toml --extra dev --generate-hashes --no-emit-index-url \
 		--python-version 3.11 --no-header -q -o requirements.lock
+
+# Regenerate imports/ from the CRDs listed in cdk8s.yaml (read from ../shared/crds, never copied).
+imports: $(NPM_STAMP)
+	@rm -rf imports && JSII_NODE=$(CURDIR)/node_modules/.bin/node npx --no-install cdk8s import --language python --output imports
 
 clean:
 	rm -rf $(VENV) node_modules

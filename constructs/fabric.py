@@ -12,9 +12,10 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from cdk8s import ApiObject, JsonPatch
+from cdk8s import ApiObject, ApiObjectMetadata, JsonPatch
 
 from constructs import Construct
+from imports.com.nvidia import nv_ipam
 from sitegen.layout import ClusterLayout, PoolLayout
 from sitegen.model import Fabric, ImagePin, Nic
 
@@ -156,18 +157,35 @@ class NicNodePolicy(Construct):
 
 
 class RailIPPool(Construct):
+    """The nv-ipam pool of a rail: typed by the class `cdk8s import` generated from the IPPool CRD."""
+
     def __init__(
         self, scope: Construct, id: str, *, rail: str, fabric: Fabric, pools: list[PoolLayout], namespace: str
     ) -> None:
         super().__init__(scope, id)
         subnet = fabric.rails[rail].cidr
         nodes = sum(len(p.hosts) for p in pools)
-        spec = {
-            "subnet": str(subnet),
-            "perNodeBlockSize": node_block_size(subnet.num_addresses, nodes),
-            "nodeSelector": _terms(pools),
-        }
-        _object(self, NV_IPAM, "IPPool", {"name": rail_pool(rail), "namespace": namespace}, spec)
+        terms = [
+            nv_ipam.IpPoolSpecNodeSelectorNodeSelectorTerms(
+                match_expressions=[
+                    nv_ipam.IpPoolSpecNodeSelectorNodeSelectorTermsMatchExpressions(
+                        key=k, operator="In", values=[v]
+                    )
+                    for k, v in sorted(p.placement.node_selector.items())
+                ]
+            )
+            for p in pools
+        ]
+        nv_ipam.IpPool(
+            self,
+            "Resource",
+            metadata=ApiObjectMetadata(name=rail_pool(rail), namespace=namespace),
+            spec=nv_ipam.IpPoolSpec(
+                subnet=str(subnet),
+                per_node_block_size=node_block_size(subnet.num_addresses, nodes),
+                node_selector=nv_ipam.IpPoolSpecNodeSelector(node_selector_terms=terms),
+            ),
+        )
 
 
 class RailNetwork(Construct):

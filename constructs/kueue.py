@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from cdk8s import ApiObject, JsonPatch
+from cdk8s import ApiObject, ApiObjectMetadata, JsonPatch
 
 from constructs import Construct
 from constructs.fabric import RDMA_HCA_MAX, RDMA_PREFIX, rail_resource
+from imports.io.x_k8s import kueue
 from sitegen.layout import PoolLayout
 from sitegen.model import Fabric
 
@@ -84,6 +85,13 @@ class GpuQueues(Construct):
 
 
 class TenantQueue(Construct):
+    """A tenant's LocalQueue, typed by the class `cdk8s import` generated from the Kueue CRD (v1beta2)."""
+
     def __init__(self, scope: Construct, id: str, *, tenant: str) -> None:
         super().__init__(scope, id)
-        _object(self, "LocalQueue", {"name": tenant, "namespace": tenant}, {"clusterQueue": CLUSTER_QUEUE})
+        kueue.LocalQueueV1Beta2(
+            self,
+            "Resource",
+            metadata=ApiObjectMetadata(name=tenant, namespace=tenant),
+            spec=kueue.LocalQueueV1Beta2Spec(cluster_queue=CLUSTER_QUEUE),
+        )
