@@ -10,9 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from cdk8s import ApiObject, JsonPatch
+from cdk8s import ApiObject
 
 from constructs import Construct
+from constructs.objects import api_object
 from constructs.secrets import VaultSecret
 
 ARGO = "argoproj.io/v1alpha1"
@@ -24,9 +25,7 @@ RETRY = {"limit": 10, "backoff": {"duration": "10s", "factor": 2, "maxDuration":
 def _api_object(
     scope: Construct, api_version: str, kind: str, metadata: dict[str, Any], spec: dict[str, Any]
 ) -> ApiObject:
-    obj = ApiObject(scope, "Resource", api_version=api_version, kind=kind, metadata=metadata)
-    obj.add_json_patch(JsonPatch.add("/spec", spec))
-    return obj
+    return api_object(scope, "Resource", api_version, kind, metadata, spec=spec)
 
 
 @dataclass(frozen=True)

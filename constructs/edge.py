@@ -9,6 +9,7 @@ from typing import Any
 from cdk8s import ApiObject, JsonPatch
 
 from constructs import Construct
+from constructs.objects import api_object
 from constructs.secrets import VaultSecret
 from sitegen.layout import Placement
 from sitegen.model import Certificates
@@ -21,14 +22,8 @@ SKIP_DRY_RUN = {"argocd.argoproj.io/sync-options": "SkipDryRunOnMissingResource=
 def _object(
     scope: Construct, id: str, api_version: str, kind: str, metadata: dict[str, Any], spec: dict[str, Any]
 ) -> None:
-    obj = ApiObject(
-        scope,
-        id,
-        api_version=api_version,
-        kind=kind,
-        metadata={**metadata, "annotations": {**metadata.get("annotations", {}), **SKIP_DRY_RUN}},
-    )
-    obj.add_json_patch(JsonPatch.add("/spec", spec))
+    annotations = {**metadata.get("annotations", {}), **SKIP_DRY_RUN}
+    api_object(scope, id, api_version, kind, {**metadata, "annotations": annotations}, spec=spec)
 
 
 class SiteIssuer(Construct):

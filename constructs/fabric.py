@@ -12,9 +12,10 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from cdk8s import ApiObject, ApiObjectMetadata, JsonPatch
+from cdk8s import ApiObject, ApiObjectMetadata
 
 from constructs import Construct
+from constructs.objects import api_object
 from imports.com.nvidia import nv_ipam
 from sitegen.layout import ClusterLayout, PoolLayout
 from sitegen.model import Fabric, ImagePin, Nic
@@ -60,9 +61,7 @@ def _image(pin: ImagePin, **extra: Any) -> dict[str, Any]:
 def _object(
     scope: Construct, api_version: str, kind: str, metadata: dict[str, Any], spec: dict[str, Any]
 ) -> ApiObject:
-    obj = ApiObject(scope, "Resource", api_version=api_version, kind=kind, metadata=metadata)
-    obj.add_json_patch(JsonPatch.add("/spec", spec))
-    return obj
+    return api_object(scope, "Resource", api_version, kind, metadata, spec=spec)
 
 
 def _terms(pools: list[PoolLayout]) -> dict[str, Any]:

@@ -11,10 +11,11 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from cdk8s import ApiObject, JsonPatch
+from cdk8s import ApiObject
 
 from constructs import Construct
 from constructs.fabric import RDMA_PREFIX, rail_network, rail_resource
+from constructs.objects import api_object
 from sitegen.layout import PoolLayout
 from sitegen.model import Fabric, ImagePin
 from sitegen.values.gpu_operator import RUNTIME_CLASS
@@ -158,10 +159,7 @@ dist.destroy_process_group()
 def _api(
     scope: Construct, id: str, api_version: str, kind: str, metadata: dict[str, Any], body: dict[str, Any]
 ) -> ApiObject:
-    obj = ApiObject(scope, id, api_version=api_version, kind=kind, metadata=metadata)
-    for key, value in body.items():
-        obj.add_json_patch(JsonPatch.add(f"/{key}", value))
-    return obj
+    return api_object(scope, id, api_version, kind, metadata, **body)
 
 
 class NcclAllReduceJob(Construct):

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from cdk8s import ApiObject, JsonPatch
+from cdk8s import ApiObject
 
 from constructs import Construct
+from constructs.objects import api_object
 
 # Config-file API groups are decoded strictly by their readers and have no ObjectMeta.
 _METADATA_FREE_GROUPS = (
@@ -43,8 +44,5 @@ class HostFile(Construct):
 
 
 def config_document(scope: Construct, api_version: str, kind: str, body: dict[str, Any]) -> ApiObject:
-    """An untyped document (config-file kinds have no generated classes) as `scope`'s primary child."""
-    obj = ApiObject(scope, "Resource", api_version=api_version, kind=kind)
-    for key, value in body.items():
-        obj.add_json_patch(JsonPatch.add(f"/{key}", value))
-    return obj
+    """An untyped config-file document as `scope`'s primary child."""
+    return api_object(scope, "Resource", api_version, kind, None, **body)

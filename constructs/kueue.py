@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from cdk8s import ApiObject, ApiObjectMetadata, JsonPatch
+from cdk8s import ApiObject, ApiObjectMetadata
 
 from constructs import Construct
 from constructs.fabric import RDMA_HCA_MAX, RDMA_PREFIX, rail_resource
+from constructs.objects import api_object
 from imports.io.x_k8s import kueue
 from sitegen.layout import PoolLayout
 from sitegen.model import Fabric
@@ -22,9 +23,7 @@ CLUSTER_QUEUE = "gpu"
 
 
 def _object(scope: Construct, kind: str, metadata: dict[str, Any], spec: dict[str, Any]) -> ApiObject:
-    obj = ApiObject(scope, "Resource", api_version=KUEUE, kind=kind, metadata=metadata)
-    obj.add_json_patch(JsonPatch.add("/spec", spec))
-    return obj
+    return api_object(scope, "Resource", KUEUE, kind, metadata, spec=spec)
 
 
 def flavor_name(pool: PoolLayout) -> str:

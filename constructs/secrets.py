@@ -8,9 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from cdk8s import ApiObject, JsonPatch
-
 from constructs import Construct
+from constructs.objects import api_object
 from sitegen.model import Secrets
 
 ESO = "external-secrets.io/v1"
@@ -40,10 +39,7 @@ class SecretStore(Construct):
                 }
             }
         }
-        obj = ApiObject(
-            self, "Resource", api_version=ESO, kind="ClusterSecretStore", metadata={"name": secrets.store}
-        )
-        obj.add_json_patch(JsonPatch.add("/spec", spec))
+        api_object(self, "Resource", ESO, "ClusterSecretStore", {"name": secrets.store}, spec=spec)
 
 
 class VaultSecret(Construct):
@@ -86,5 +82,4 @@ class VaultSecret(Construct):
             # The CRD arrives with the External Secrets app.
             "annotations": {SYNC_OPTIONS: "SkipDryRunOnMissingResource=true", **(metadata_annotations or {})},
         }
-        obj = ApiObject(self, "Resource", api_version=ESO, kind="ExternalSecret", metadata=metadata)
-        obj.add_json_patch(JsonPatch.add("/spec", spec))
+        api_object(self, "Resource", ESO, "ExternalSecret", metadata, spec=spec)
