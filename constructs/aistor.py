@@ -11,10 +11,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from cdk8s import ApiObject, JsonPatch
-
 from constructs import Construct
 from constructs.fabric import RDMA_PREFIX, rail_resource
+from constructs.objects import api_object
 from constructs.secrets import VaultSecret
 from sitegen.erasure import ErasureLayout
 from sitegen.layout import PoolLayout
@@ -112,18 +111,12 @@ class ObjectStore(Construct):
             "services": {"minio": {"serviceType": "LoadBalancer" if external else "ClusterIP"}},
             "pools": [pool_spec],
         }
-        obj = ApiObject(
-            self,
-            "Resource",
-            api_version="aistor.min.io/v1",
-            kind="ObjectStore",
-            metadata={
-                "name": name,
-                "namespace": namespace,
-                "annotations": {"argocd.argoproj.io/sync-options": "SkipDryRunOnMissingResource=true"},
-            },
-        )
-        obj.add_json_patch(JsonPatch.add("/spec", spec))
+        metadata = {
+            "name": name,
+            "namespace": namespace,
+            "annotations": {"argocd.argoproj.io/sync-options": "SkipDryRunOnMissingResource=true"},
+        }
+        api_object(self, "Resource", "aistor.min.io/v1", "ObjectStore", metadata, spec=spec)
         VaultSecret(
             self,
             "RootCredentials",

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from cdk8s import ApiObject, JsonPatch
-
 from constructs import Construct
+from constructs.objects import api_object
 from sitegen.layout import ClusterLayout
 
 
@@ -13,30 +12,24 @@ class LoadBalancerPool(Construct):
 
     def __init__(self, scope: Construct, id: str, *, cluster: ClusterLayout, interface: str) -> None:
         super().__init__(scope, id)
-        policy = ApiObject(
+        name = {"name": f"{cluster.name}-services"}
+        api_object(
             self,
             "Announcement",
-            api_version="cilium.io/v2alpha1",
-            kind="CiliumL2AnnouncementPolicy",
-            metadata={"name": f"{cluster.name}-services"},
+            "cilium.io/v2alpha1",
+            "CiliumL2AnnouncementPolicy",
+            name,
+            spec={
+                "nodeSelector": {"matchLabels": cluster.system_pool.placement.node_selector},
+                "interfaces": [f"^{interface}$"],
+                "loadBalancerIPs": True,
+            },
         )
-        policy.add_json_patch(
-            JsonPatch.add(
-                "/spec",
-                {
-                    "nodeSelector": {"matchLabels": cluster.system_pool.placement.node_selector},
-                    "interfaces": [f"^{interface}$"],
-                    "loadBalancerIPs": True,
-                },
-            )
-        )
-        obj = ApiObject(
+        api_object(
             self,
             "Resource",
-            api_version="cilium.io/v2",
-            kind="CiliumLoadBalancerIPPool",
-            metadata={"name": f"{cluster.name}-services"},
-        )
-        obj.add_json_patch(
-            JsonPatch.add("/spec", {"blocks": [{"cidr": str(cluster.spec.load_balancer_cidr)}]})
+            "cilium.io/v2",
+            "CiliumLoadBalancerIPPool",
+            name,
+            spec={"blocks": [{"cidr": str(cluster.spec.load_balancer_cidr)}]},
         )

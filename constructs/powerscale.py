@@ -6,10 +6,10 @@ name, root squash and the NFS version.
 
 from __future__ import annotations
 
-from cdk8s import ApiObject, JsonPatch
 from cdk8s_plus_27 import k8s
 
 from constructs import Construct
+from constructs.objects import api_object
 from constructs.secrets import VaultSecret
 from sitegen.model import PowerScale
 
@@ -89,15 +89,16 @@ class PowerScaleSnapshots(Construct):
 
     def __init__(self, scope: Construct, id: str) -> None:
         super().__init__(scope, id)
-        obj = ApiObject(
+        metadata = {
+            "name": "powerscale",
+            "annotations": {"argocd.argoproj.io/sync-options": "SkipDryRunOnMissingResource=true"},
+        }
+        api_object(
             self,
             "Resource",
-            api_version="snapshot.storage.k8s.io/v1",
-            kind="VolumeSnapshotClass",
-            metadata={
-                "name": "powerscale",
-                "annotations": {"argocd.argoproj.io/sync-options": "SkipDryRunOnMissingResource=true"},
-            },
+            "snapshot.storage.k8s.io/v1",
+            "VolumeSnapshotClass",
+            metadata,
+            driver=PROVISIONER,
+            deletionPolicy="Delete",
         )
-        obj.add_json_patch(JsonPatch.add("/driver", PROVISIONER))
-        obj.add_json_patch(JsonPatch.add("/deletionPolicy", "Delete"))

@@ -27,6 +27,23 @@ CONFIG_OPTION = click.option(
 )
 
 
+DIST_OPTION = click.option(
+    "--dist",
+    "dist_dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=Path("dist"),
+    show_default=True,
+    help="Synthesized tree to read (every variant in it).",
+)
+
+
+def _require_dirs(*paths: Path) -> None:
+    for path in paths:
+        if not path.is_dir():
+            click.echo(f"error: {path}: directory does not exist", err=True)
+            sys.exit(2)
+
+
 def _load(config_dir: Path) -> Site:
     try:
         return load_site(config_dir)
@@ -87,14 +104,7 @@ def plan(config_dir: Path) -> None:
 
 @cli.command()
 @CONFIG_OPTION
-@click.option(
-    "--dist",
-    "dist_dir",
-    type=click.Path(path_type=Path, file_okay=False),
-    default=Path("dist"),
-    show_default=True,
-    help="Tree to check (every variant in it).",
-)
+@DIST_OPTION
 @click.option(
     "--crds",
     "crd_dirs",
@@ -106,10 +116,7 @@ def validate(config_dir: Path, dist_dir: Path, crd_dirs: tuple[Path, ...]) -> No
     """Check every document offline: schemas (core strict, CRDs, host configs) and policy rules."""
     site = _load(config_dir)
     dirs = list(crd_dirs) or [Path("../shared/crds")]
-    for path in [dist_dir, *dirs]:
-        if not path.is_dir():
-            click.echo(f"error: {path}: directory does not exist", err=True)
-            sys.exit(2)
+    _require_dirs(dist_dir, *dirs)
     from sitegen.validate import validate_tree
 
     report = validate_tree(dist_dir, site, dirs)
@@ -121,17 +128,11 @@ def validate(config_dir: Path, dist_dir: Path, crd_dirs: tuple[Path, ...]) -> No
 
 @cli.command()
 @CONFIG_OPTION
-@click.option(
-    "--dist",
-    "dist_dir",
-    type=click.Path(path_type=Path, file_okay=False, exists=True),
-    default=Path("dist"),
-    show_default=True,
-    help="Tree whose ApplicationSets to expand.",
-)
+@DIST_OPTION
 def apps(config_dir: Path, dist_dir: Path) -> None:
     """Expand every ApplicationSet offline and print the app inventory; exit 1 on a broken app."""
     site = _load(config_dir)
+    _require_dirs(dist_dir)
     from sitegen.inventory import inventory
 
     table, problems = inventory(dist_dir, site)
