@@ -78,12 +78,21 @@ class SiteIssuer(Construct):
 
 
 @dataclass(frozen=True)
+class Backend:
+    service: str
+    port: int
+    path: str | None = None  # an exact path; None: every request of the host
+    timeout: str | None = None  # request timeout; "0s" none (image pushes, model streams)
+
+
+@dataclass(frozen=True)
 class Route:
     name: str
     namespace: str
     hostname: str
-    service: str
-    port: int
+    backends: tuple[Backend, ...]
+    # a Secret (`.htpasswd`) in the route's namespace: Envoy asks for basic authentication
+    basic_auth: str | None = None
 
 
 class SiteGateway(Construct):
@@ -217,9 +226,32 @@ class SiteGateway(Construct):
                 {
                     "parentRefs": [{"name": name, "namespace": namespace, "sectionName": "https"}],
                     "hostnames": [route.hostname],
-                    "rules": [{"backendRefs": [{"name": route.service, "port": route.port}]}],
+                    "rules": [_rule(b) for b in route.backends],
                 },
             )
+            if route.basic_auth:
+                _object(
+                    self,
+                    f"Auth-{route.name}",
+                    "gateway.envoyproxy.io/v1alpha1",
+                    "SecurityPolicy",
+                    {"name": route.name, "namespace": route.namespace},
+                    {
+                        "targetRefs": [
+                            {"group": "gateway.networking.k8s.io", "kind": "HTTPRoute", "name": route.name}
+                        ],
+                        "basicAuth": {"users": {"name": route.basic_auth}},
+                    },
+                )
+
+
+def _rule(backend: Backend) -> dict[str, Any]:
+    rule: dict[str, Any] = {"backendRefs": [{"name": backend.service, "port": backend.port}]}
+    if backend.path:
+        rule["matches"] = [{"path": {"type": "Exact", "value": backend.path}}]
+    if backend.timeout:
+        rule["timeouts"] = {"request": backend.timeout}
+    return rule
 
 
 class CoreDnsPlacement(Construct):

@@ -63,11 +63,11 @@ class GpuPodTemplate:
 
     @property
     def nccl_env(self) -> dict[str, str]:
-        return {
+        env = {"NCCL_SOCKET_IFNAME": "=" + PRIMARY_INTERFACE}
+        if self.hcas:
             # `=` makes both exact lists: no other mlx5 port (storage, 100GbE) and no IPoIB interface.
-            "NCCL_IB_HCA": "=" + ",".join(self.hcas),
-            "NCCL_SOCKET_IFNAME": "=" + PRIMARY_INTERFACE,
-        }
+            env = {"NCCL_IB_HCA": "=" + ",".join(self.hcas), **env}
+        return env
 
     def _share(self, total: int) -> int:
         gpu = self.pool.hardware.gpu
@@ -89,11 +89,13 @@ class GpuPodTemplate:
             for r in self.rail_names
         ]
         env = {**self.nccl_env, "HOME": "/tmp", **self.env}
+        metadata: dict[str, Any] = {"labels": self.labels}
+        if networks:  # a single-node job (one NVLink domain) needs no rail
+            metadata["annotations"] = {
+                "k8s.v1.cni.cncf.io/networks": json.dumps(networks, separators=(",", ":"))
+            }
         return {
-            "metadata": {
-                "labels": self.labels,
-                "annotations": {"k8s.v1.cni.cncf.io/networks": json.dumps(networks, separators=(",", ":"))},
-            },
+            "metadata": metadata,
             "spec": {
                 "runtimeClassName": RUNTIME_CLASS,
                 "nodeSelector": self.pool.placement.node_selector,

@@ -94,7 +94,11 @@ class ClusterConfiguration(Construct):
                 "etcd": {
                     "local": {
                         "dataDir": "/var/lib/etcd",
-                        "extraArgs": _args(quota_backend_bytes=str(spec.etcd_quota_gib * 2**30)),
+                        # /metrics and /health only, plain HTTP, for Prometheus; the client port stays mTLS
+                        "extraArgs": _args(
+                            quota_backend_bytes=str(spec.etcd_quota_gib * 2**30),
+                            listen_metrics_urls="http://0.0.0.0:2381",
+                        ),
                     }
                 },
                 "apiServer": {

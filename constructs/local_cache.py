@@ -1,4 +1,4 @@
-"""The local NVMe cache tier: a TopoLVM StorageClass bound where the pod lands."""
+"""Local NVMe volumes (TopoLVM): the cache tier of GPU jobs and the volumes of platform services."""
 
 from __future__ import annotations
 
@@ -6,11 +6,11 @@ from cdk8s_plus_27 import k8s
 
 from constructs import Construct
 
-CLASS_NAME = "nvme-cache"
+CLASS_NAME = "local-nvme"
 DEVICE_CLASS = "nvme"
 
 
-class NvmeCacheClass(Construct):
+class LocalNvmeClass(Construct):
     def __init__(self, scope: Construct, id: str) -> None:
         super().__init__(scope, id)
         k8s.KubeStorageClass(

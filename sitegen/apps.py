@@ -51,6 +51,9 @@ PROJECTS = {
         Project("gpu", "the GPU pool: GPU Operator, Kueue and its queues"),
         Project("storage", "AIStor, PowerScale CSI and the local NVMe cache"),
         Project("edge", "certificates, the Gateway and the routes to the platform's web front ends"),
+        Project("observability", "metrics, alerts, dashboards, logs and the collectors on every node"),
+        Project("registry", "Harbor: the site's image registry and pull-through caches"),
+        Project("serving", "AI serving: the vLLM router and the model servers behind it"),
         Project("tenants", "the site's users: their namespaces, queues and workloads"),
     )
 }
@@ -199,6 +202,9 @@ def cluster_apps(site: Site, layout: VariantLayout, cluster: ClusterLayout) -> l
         ]
     apps += _secrets_and_storage(site, cluster, rbac)
     apps += _services(site, cluster, rbac, is_hub)
+    apps += _observability(cluster, rbac, is_hub)
+    if is_hub:
+        apps += _registry_and_serving(site, has_gpus)
     if any(a.namespace_psa for a in apps):
         apps.append(AppSpec("namespaces", "platform", Layer.FOUNDATION, "kube-system", order=0))
     return sorted(apps, key=lambda a: (a.wave, a.name))
@@ -281,7 +287,7 @@ def _secrets_and_storage(
                 chart_cluster_kinds=(*rbac, CRD, CSI_DRIVER, PRIORITY_CLASS),
                 namespace_psa="privileged",
             ),  # lvmd manages the volume group on the host
-            AppSpec("nvme-cache", "storage", Layer.RESOURCES, "kube-system", order=3),
+            AppSpec("local-nvme", "storage", Layer.RESOURCES, "kube-system", order=3),
         ]
     return apps
 
@@ -325,5 +331,111 @@ def _services(
                 namespace_psa="baseline",
             ),
             AppSpec("gateway", "edge", Layer.RESOURCES, "envoy-gateway-system", order=4, skip_dry_run=True),
+        ]
+    return apps
+
+
+def _observability(cluster: ClusterLayout, rbac: tuple[tuple[str, str], ...], is_hub: bool) -> list[AppSpec]:
+    """The hub runs the whole stack; another cluster only its node agents, a Prometheus agent and
+    the log collector, both delivering to the hub."""
+    from sitegen.values.observability import GRAFANA_NS, LOKI_NS, MONITORING_NS, OTEL_OPERATOR_NS
+
+    webhooks = (ADMISSION_MUTATING, ADMISSION_VALIDATING)
+    apps = [
+        AppSpec(
+            "kube-prometheus-stack",
+            "observability",
+            Layer.FOUNDATION,
+            MONITORING_NS,
+            order=8,  # its CRDs (ServiceMonitor, PrometheusRule) come before every chart's monitors
+            chart="kube-prometheus-stack",
+            chart_cluster_kinds=(*rbac, CRD, *webhooks),
+            # node-exporter uses the host's network and PID namespaces, smartctl reads the drives,
+            # the log collector reads /var/log/pods
+            namespace_psa="privileged",
+        ),
+        AppSpec(
+            "smartctl-exporter",
+            "observability",
+            Layer.SERVICES,
+            MONITORING_NS,
+            order=1,
+            chart="prometheus-smartctl-exporter",
+        ),
+        AppSpec(
+            "otel-node",
+            "observability",
+            Layer.SERVICES,
+            MONITORING_NS,
+            order=2,
+            chart="opentelemetry-collector",
+            chart_cluster_kinds=rbac,  # k8sattributes reads pods and namespaces
+        ),
+        AppSpec("observability", "observability", Layer.RESOURCES, MONITORING_NS, order=5, skip_dry_run=True),
+    ]
+    if is_hub:
+        apps += [
+            AppSpec(
+                "opentelemetry-operator",
+                "observability",
+                Layer.FOUNDATION,
+                OTEL_OPERATOR_NS,
+                order=8,
+                chart="opentelemetry-operator",
+                chart_cluster_kinds=(*rbac, CRD, *webhooks),
+                namespace_psa="restricted",
+            ),
+            AppSpec(
+                "loki",
+                "observability",
+                Layer.SERVICES,
+                LOKI_NS,
+                order=1,
+                chart="loki",
+                chart_cluster_kinds=rbac,  # the rules sidecar watches ConfigMaps cluster-wide
+                namespace_psa="baseline",
+            ),
+            AppSpec(
+                "otel-gateway",
+                "observability",
+                Layer.SERVICES,
+                MONITORING_NS,
+                order=2,
+                chart="opentelemetry-collector",
+            ),
+            AppSpec(
+                "grafana",
+                "observability",
+                Layer.SERVICES,
+                GRAFANA_NS,
+                order=3,
+                chart="grafana",
+                chart_cluster_kinds=rbac,  # the dashboards sidecar watches ConfigMaps cluster-wide
+                namespace_psa="baseline",
+            ),
+        ]
+    return apps
+
+
+def _registry_and_serving(site: Site, has_gpus: bool) -> list[AppSpec]:
+    from sitegen.values.platform import HARBOR_SERVICE
+
+    apps = [
+        AppSpec(
+            "harbor",
+            "registry",
+            Layer.SERVICES,
+            HARBOR_SERVICE,
+            order=1,
+            chart="harbor",
+            namespace_psa="baseline",
+        ),
+        AppSpec("harbor-config", "registry", Layer.RESOURCES, HARBOR_SERVICE, order=5, skip_dry_run=True),
+    ]
+    if has_gpus:
+        tenant = site.services.serving.tenant
+        apps += [
+            AppSpec("vllm", "serving", Layer.SERVICES, tenant, order=4, chart="vllm-stack"),
+            AppSpec("models", "serving", Layer.TENANTS, tenant, order=1, skip_dry_run=True),
         ]
     return apps

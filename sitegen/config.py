@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -11,7 +12,8 @@ from pydantic import ValidationError
 
 from sitegen.model import ConfigError, Site, dotted
 
-SECTIONS = tuple(Site.model_fields)
+DASHBOARDS = "dashboards"  # a directory of Grafana dashboard JSON files, not a YAML section
+SECTIONS = tuple(f for f in Site.model_fields if f != DASHBOARDS)
 
 
 class ConfigFault(Exception):
@@ -109,6 +111,13 @@ def load_site(config_dir: Path) -> Site:
         for path in reversed(present):
             raw[section] = _merge(raw.get(section), _read(path))
         files[section] = _relative(present[0], config_dir)
+    dashboards: dict[str, Path] = {}
+    for directory in reversed(chain):
+        for path in sorted((directory / DASHBOARDS).glob("*.json")):
+            dashboards[path.stem] = path
+    raw[DASHBOARDS] = {name: _read_json(path) for name, path in sorted(dashboards.items())}
+    for name, path in dashboards.items():
+        files[f"{DASHBOARDS}/{name}"] = _relative(path, config_dir)
     try:
         return Site.model_validate(raw)
     except ValidationError as err:
@@ -135,6 +144,17 @@ def _relative(path: Path, config_dir: Path) -> Path:
         return config_dir / os.path.relpath(path.resolve(), config_dir.resolve())
 
 
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_bytes().decode("utf-8"))
+    except UnicodeDecodeError as err:
+        raise ConfigFault(path, "", f"not UTF-8 (byte {err.start})") from None
+    except json.JSONDecodeError as err:
+        raise ConfigFault(path, "", f"JSON error: line {err.lineno}, column {err.colno}: {err.msg}") from None
+
+
 def _fault(files: dict[str, Path], loc: tuple[str | int, ...], message: str) -> ConfigFault:
     section, *rest = loc or ("",)
+    if section == DASHBOARDS and rest and f"{DASHBOARDS}/{rest[0]}" in files:
+        section, *rest = (f"{DASHBOARDS}/{rest[0]}", *rest[1:])
     return ConfigFault(files.get(str(section), Path(f"{section}.yaml")), dotted(tuple(rest)), message)

@@ -276,6 +276,34 @@ class EnvoyProxy(_Doc):
     spec: EnvoyProxySpec
 
 
+class PolicyTarget(_Doc):
+    group: Literal["gateway.networking.k8s.io"]
+    kind: Literal["HTTPRoute", "Gateway"]
+    name: str
+
+
+class SecretRef(_Doc):
+    name: str
+
+
+class BasicAuth(_Doc):
+    users: SecretRef  # a Secret whose `.htpasswd` key holds {SHA} htpasswd lines
+
+
+class SecurityPolicySpec(_Doc):
+    targetRefs: list[PolicyTarget]
+    basicAuth: BasicAuth
+
+
+class SecurityPolicy(_Doc):
+    """gateway.envoyproxy.io/v1alpha1 SecurityPolicy, basic authentication only (Envoy Gateway v1.9)."""
+
+    apiVersion: Literal["gateway.envoyproxy.io/v1alpha1"]
+    kind: Literal["SecurityPolicy"]
+    metadata: _Meta
+    spec: SecurityPolicySpec
+
+
 HOST_CONFIG_MODELS: dict[tuple[str, str], type[_Doc]] = {
     (m.model_fields["apiVersion"].annotation.__args__[0], m.model_fields["kind"].annotation.__args__[0]): m
     for m in (
@@ -288,5 +316,6 @@ HOST_CONFIG_MODELS: dict[tuple[str, str], type[_Doc]] = {
         VolumeSnapshotClass,
         CiliumL2AnnouncementPolicy,
         EnvoyProxy,
+        SecurityPolicy,
     )
 }

@@ -10,7 +10,7 @@ import ipaddress
 import re
 from collections import Counter
 from functools import cached_property
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
@@ -30,6 +30,7 @@ Loc = tuple[str | int, ...]
 ROLE_PREFIX = "node-role.kubernetes.io/"
 CONTROL_PLANE_ROLE = "control-plane"
 INFRA_ROLE = "infra"  # the pool that hosts cluster services; its cluster is the Argo CD hub
+RETENTION_FILL = 0.85  # share of a Prometheus volume its blocks may fill
 # Components the generator renders today; a missing pin is a config error, not a KeyError at synth.
 REQUIRED_IMAGES = {
     "aistor-server": "the ObjectStore",
@@ -43,6 +44,10 @@ REQUIRED_IMAGES = {
     "network-operator-nvidia-k8s-ipam": "the NicClusterPolicy",
     "network-operator-k8s-rdma-shared-dev-plugin": "the NicNodePolicies",
     "network-operator-doca-driver": "the NicNodePolicies with fabric.driver doca-container",
+    "opentelemetry-collector": "the log collectors",
+    "curl": "Harbor's proxy-cache projects",
+    "vllm-openai": "the model servers",
+    "vllm-router": "the vLLM router",
 }
 REQUIRED_CHARTS = {
     "external-secrets": "every credential",
@@ -59,6 +64,14 @@ REQUIRED_CHARTS = {
     "gpu-operator": "the GPU pool",
     "network-operator": "the NDR rails",
     "kueue": "GPU job queueing",
+    "kube-prometheus-stack": "metrics and alerts",
+    "prometheus-smartctl-exporter": "NVMe wear metrics",
+    "grafana": "dashboards",
+    "loki": "logs",
+    "opentelemetry-operator": "the OpenTelemetry operator",
+    "opentelemetry-collector": "the log collectors",
+    "harbor": "the registry",
+    "vllm-stack": "the vLLM router",
 }
 
 
@@ -136,6 +149,7 @@ Cidr = Annotated[ipaddress.IPv4Network, BeforeValidator(_text)]
 Address = Annotated[ipaddress.IPv4Address, BeforeValidator(_text)]
 DnsLabel = Annotated[str, AfterValidator(_dns_label)]
 DnsName = Annotated[str, AfterValidator(_dns_name)]
+BucketName = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")]
 LabelKey = Annotated[str, AfterValidator(_label_key)]
 LabelValue = Annotated[str, AfterValidator(_label_value)]
 ExactVersion = Annotated[str, AfterValidator(_exact_version)]
@@ -465,9 +479,87 @@ class GatewayConfig(Strict):
     address: Address
 
 
+class Prometheus(Strict):
+    replicas: Annotated[int, Field(ge=1, le=5)] = 2
+    retention_days: Annotated[int, Field(ge=1)]
+    volume_gb: Annotated[int, Field(ge=20)]  # per replica, on the system pool's local NVMe
+
+    @property
+    def retention_size(self) -> str:
+        """Prometheus deletes old blocks at this size, before the volume fills (WAL and compaction
+        need headroom)."""
+        return f"{int(self.volume_gb * RETENTION_FILL)}GB"
+
+
+class Monitoring(Strict):
+    prometheus: Prometheus
+    alertmanager_replicas: Annotated[int, Field(ge=1, le=5)] = 3
+    grafana_hostname: DnsName
+    # Where the agents of other clusters deliver to the hub, through the Gateway: metrics by Prometheus
+    # remote write, logs by OTLP.
+    telemetry_hostname: DnsName
+
+
+class Logs(Strict):
+    retention_days: Annotated[int, Field(ge=1)]
+    bucket: BucketName  # the chunk and index bucket in AIStor
+    ruler_bucket: BucketName
+    volume_gb: Annotated[int, Field(ge=1)]  # per write/backend replica: WAL and compactor scratch
+
+
+class ProxyCache(Strict):
+    type: Literal["docker-hub", "docker-registry", "github-ghcr", "quay", "harbor"]
+    url: Annotated[str, Field(pattern=r"^https://\S+$")]
+
+
+class Registry(Strict):
+    hostname: DnsName
+    storage: Literal["aistor", "powerscale"]
+    bucket: BucketName  # with storage aistor
+    powerscale_class: str = "archive"  # with storage powerscale: the class of the image volume
+    volume_gb: Annotated[int, Field(ge=1)]  # registry volume with storage powerscale
+    # Harbor projects that pull through to these registries: `<hostname>/<project>/<image>`.
+    proxy_cache: dict[DnsLabel, ProxyCache] = Field(min_length=1)
+
+
+class ServedModel(Strict):
+    name: DnsLabel
+    source: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9._-]+$")]  # Hugging Face id
+    replicas: Annotated[int, Field(ge=1)] = 1
+    max_model_len: Annotated[int, Field(ge=1024)]
+    cache_gb: Annotated[int, Field(ge=1)]  # weights cache on the node's local NVMe
+
+
+class Serving(Strict):
+    hostname: DnsName
+    tenant: DnsLabel  # whose namespace and GPU quota the model servers use
+    router_replicas: Annotated[int, Field(ge=1)] = 2
+    routing: Literal["roundrobin", "session", "prefixaware", "kvaware"] = "roundrobin"
+    models: list[ServedModel] = Field(min_length=1)
+
+
 class Services(Strict):
     certificates: Certificates
     gateway: GatewayConfig
+    monitoring: Monitoring
+    logs: Logs
+    registry: Registry
+    serving: Serving
+
+
+# --- dashboards/*.json -------------------------------------------------------------------------
+
+# The data sources Grafana is provisioned with, by uid: every dashboard panel must name one of them.
+DATASOURCE_UIDS = ("loki", "prometheus")
+
+
+class Dashboard(BaseModel):
+    """A Grafana dashboard: the fields the generator relies on are checked, the rest is Grafana's."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+    uid: DnsLabel
+    title: Annotated[str, Field(min_length=1)]
+    panels: list[dict[str, Any]] = Field(min_length=1)
 
 
 # --- the site ----------------------------------------------------------------------------------
@@ -486,6 +578,7 @@ class Site(Strict):
     tenants: dict[DnsLabel, Tenant] = {}
     secrets: Secrets
     services: Services
+    dashboards: dict[DnsLabel, Dashboard] = {}
 
     @model_validator(mode="after")
     def _check(self) -> Site:
@@ -499,7 +592,30 @@ class Site(Strict):
         self._check_storage()
         self._check_versions()
         self._check_services()
+        self._check_dashboards()
         return self
+
+    def _check_dashboards(self) -> None:
+        uids: dict[str, str] = {}
+        for name, dashboard in self.dashboards.items():
+            if dashboard.uid in uids:
+                raise ConfigError(
+                    ("dashboards", name, "uid"), f"uid {dashboard.uid!r} is also {uids[dashboard.uid]}'s"
+                )
+            uids[dashboard.uid] = name
+            for i, panel in enumerate(dashboard.panels):
+                sources = [((i, "datasource"), panel.get("datasource"))] + [
+                    ((i, "targets", j, "datasource"), target.get("datasource"))
+                    for j, target in enumerate(panel.get("targets") or [])
+                    if isinstance(target, dict)
+                ]
+                for path, source in sources:
+                    uid = source.get("uid") if isinstance(source, dict) else source
+                    if uid is not None and uid not in DATASOURCE_UIDS:
+                        raise ConfigError(
+                            ("dashboards", name, "panels", *path),
+                            f"data source {uid!r} is not provisioned (one of {', '.join(DATASOURCE_UIDS)})",
+                        )
 
     def _check_services(self) -> None:
         certs = self.services.certificates
@@ -511,6 +627,33 @@ class Site(Strict):
         if not any(address in c.load_balancer_cidr for c in self.clusters.values()):
             raise ConfigError(
                 ("services", "gateway", "address"), f"{address} is in no cluster's load-balancer pool"
+            )
+        infra = next(n for n, p in self.pools.items() if p.role == INFRA_ROLE)
+        if infra not in self.storage.local_cache.pools:
+            raise ConfigError(
+                ("storage", "local_cache", "pools"),
+                f"must list {infra!r}: Prometheus, Alertmanager, Loki and Harbor keep their volumes there",
+            )
+        nvme_gb = self.hardware_of(infra).nvme.total_gb
+        monitoring, logs = self.services.monitoring, self.services.logs
+        if monitoring.prometheus.volume_gb + logs.volume_gb > nvme_gb:
+            raise ConfigError(
+                ("services", "monitoring", "prometheus", "volume_gb"),
+                f"with logs.volume_gb it exceeds the {nvme_gb} GB of NVMe of an {infra} node",
+            )
+        serving = self.services.serving
+        if serving.tenant not in self.tenants:
+            raise ConfigError(("services", "serving", "tenant"), f"unknown tenant {serving.tenant!r}")
+        if len({m.name for m in serving.models}) != len(serving.models):
+            raise ConfigError(("services", "serving", "models"), "model names must be unique")
+        registry = self.services.registry
+        if (
+            registry.storage == "powerscale"
+            and registry.powerscale_class not in self.storage.powerscale.classes
+        ):
+            raise ConfigError(
+                ("services", "registry", "powerscale_class"),
+                f"unknown PowerScale class {registry.powerscale_class!r}",
             )
 
     def _check_pool_hardware(self) -> None:

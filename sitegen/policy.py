@@ -45,6 +45,11 @@ NODE_AGENTS: dict[str, NodeAgent] = {
         # the operator labels nodes with NVIDIA PCI devices and its operands select that label
         implied_selector={"nvidia.com/gpu.present": "true"},
     ),
+    "values:kube-prometheus-stack:$['prometheus-node-exporter']": NodeAgent(
+        frozenset({"*"}), "node metrics (InfiniBand ports included) of every node"
+    ),
+    "values:smartctl-exporter:$": NodeAgent(frozenset({"*"}), "NVMe wear of every node's drives"),
+    "values:otel-node:$": NodeAgent(frozenset({"*"}), "container logs of every node"),
 }
 
 # Namespaces that may enforce the `privileged` Pod Security level.
@@ -56,6 +61,8 @@ PRIVILEGED_NAMESPACES: dict[str, str] = {
     "aistor-volume-manager": "the CSI node server formats and mounts the AIStor drives",
     "isilon": "the PowerScale CSI node plugin mounts NFS for the kubelet",
     "topolvm-system": "lvmd manages the LVM volume group of the local NVMe cache",
+    "monitoring": "node-exporter shares the host's network and PID namespaces, smartctl reads the NVMe "
+    "devices, the log collector reads /var/log/pods",
 }
 
 

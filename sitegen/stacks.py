@@ -27,18 +27,21 @@ from constructs.argocd import (
     RootApplication,
 )
 from constructs.cilium import LoadBalancerPool
-from constructs.edge import CoreDnsPlacement, Route, SiteGateway, SiteIssuer
+from constructs.edge import Backend, CoreDnsPlacement, Route, SiteGateway, SiteIssuer
 from constructs.fabric import FabricImages, RailFabric
 from constructs.gpu_workload import NcclAllReduceJob
 from constructs.host_file import HostFile
 from constructs.kube_vip import KubeVipStaticPod
 from constructs.kubeadm import KubeadmConfigs
 from constructs.kueue import GpuQueues, TenantQueue
-from constructs.local_cache import NvmeCacheClass
+from constructs.local_cache import LocalNvmeClass
+from constructs.monitoring import CILIUM_TARGETS, Dashboards, FabricPool, PodMonitors, SiteAlerts, SiteRisks
 from constructs.namespaces import AppNamespace
 from constructs.node_pool import NodePool
 from constructs.powerscale import PowerScaleAccess, PowerScaleClasses, PowerScaleSnapshots
-from constructs.secrets import SecretStore
+from constructs.registry import HarborSecrets, ProxyCacheProjects
+from constructs.secrets import SecretStore, VaultSecret
+from constructs.serving import ServingModels
 from sitegen.apps import BOOTSTRAP_PROJECT, PROJECTS, AppSpec, cluster_apps
 from sitegen.dist import OutputFile
 from sitegen.erasure import aistor_layout
@@ -48,6 +51,17 @@ from sitegen.runbook import runbook
 from sitegen.values import chart_values
 from sitegen.values.argocd import ARGOCD_FULLNAME
 from sitegen.values.gpu_operator import RUNTIME_CLASS
+from sitegen.values.observability import (
+    AISTOR_CA_SECRET,
+    GRAFANA_ADMIN_SECRET,
+    LOKI_S3_SECRET,
+    OTEL_GATEWAY,
+    OTLP_HTTP_PORT,
+    PROMETHEUS_SERVICE,
+    REMOTE_WRITE_SECRET,
+    TELEMETRY_USERS,
+)
+from sitegen.values.platform import HARBOR_S3_SECRET, HARBOR_SERVICE, ROUTER_PORT, ROUTER_SERVICE
 
 REPO_DIST = PurePosixPath("dist")  # where dist/ sits in the GitOps repository Argo CD reads
 
@@ -58,6 +72,7 @@ class AppChart(Chart):
     def __init__(self, scope: Construct, *, variant: str, cluster: str, app: str) -> None:
         super().__init__(scope, f"{variant}-{cluster}-{app}", disable_resource_name_hashes=True)
         self.folder = PurePosixPath(variant, "apps", cluster, app)
+        self.variant = variant
 
     @cached_property
     def documents(self) -> list[dict[str, Any]]:
@@ -212,10 +227,10 @@ def _powerscale(
     PowerScaleSnapshots(chart, "Snapshots")
 
 
-def _nvme_cache(
+def _local_nvme(
     chart: AppChart, site: Site, cluster: ClusterLayout, apps: list[AppSpec], spec: AppSpec
 ) -> None:
-    NvmeCacheClass(chart, "Class")
+    LocalNvmeClass(chart, "Class")
 
 
 def _coredns(chart: AppChart, site: Site, cluster: ClusterLayout, apps: list[AppSpec], spec: AppSpec) -> None:
@@ -224,7 +239,6 @@ def _coredns(chart: AppChart, site: Site, cluster: ClusterLayout, apps: list[App
 
 def _gateway(chart: AppChart, site: Site, cluster: ClusterLayout, apps: list[AppSpec], spec: AppSpec) -> None:
     cert_manager = next(a for a in apps if a.name == "cert-manager")
-    argocd = next(a for a in apps if a.name == "argo-cd")
     SiteIssuer(
         chart,
         "Issuer",
@@ -233,7 +247,7 @@ def _gateway(chart: AppChart, site: Site, cluster: ClusterLayout, apps: list[App
         store=site.secrets.store,
         gateway=("site", spec.namespace),
     )
-    routes = [Route("argocd", argocd.namespace, site.gitops.argocd.hostname, f"{ARGOCD_FULLNAME}-server", 80)]
+    routes = _routes(site, apps, multi_cluster=len(site.variants[chart.variant].clusters) > 1)
     SiteGateway(
         chart,
         "Gateway",
@@ -244,13 +258,191 @@ def _gateway(chart: AppChart, site: Site, cluster: ClusterLayout, apps: list[App
     )
 
 
+def _routes(site: Site, apps: list[AppSpec], *, multi_cluster: bool) -> list[Route]:
+    """The web front ends of the hub, and the door for the telemetry of the other clusters."""
+    namespace = {a.name: a.namespace for a in apps}
+    services = site.services
+    routes = [
+        Route(
+            "argocd",
+            namespace["argo-cd"],
+            site.gitops.argocd.hostname,
+            (Backend(f"{ARGOCD_FULLNAME}-server", 80),),
+        ),
+        Route(
+            "grafana", namespace["grafana"], services.monitoring.grafana_hostname, (Backend("grafana", 80),)
+        ),
+        # image layers take longer than any fixed request timeout
+        Route(
+            "harbor",
+            namespace["harbor"],
+            services.registry.hostname,
+            (Backend(HARBOR_SERVICE, 80, timeout="0s"),),
+        ),
+    ]
+    if "vllm" in namespace:
+        routes.append(
+            Route(
+                "llm",
+                namespace["vllm"],
+                services.serving.hostname,
+                # completions stream for minutes
+                (Backend(ROUTER_SERVICE, ROUTER_PORT, timeout="0s"),),
+            )
+        )
+    if multi_cluster:
+        routes.append(
+            Route(
+                "telemetry",
+                namespace["otel-gateway"],
+                services.monitoring.telemetry_hostname,
+                (
+                    Backend(PROMETHEUS_SERVICE, 9090, path="/api/v1/write"),
+                    Backend(OTEL_GATEWAY, OTLP_HTTP_PORT, path="/v1/logs"),
+                ),
+                basic_auth=TELEMETRY_USERS,
+            )
+        )
+    return routes
+
+
+def _observability(
+    chart: AppChart, site: Site, cluster: ClusterLayout, apps: list[AppSpec], spec: AppSpec
+) -> None:
+    store = site.secrets.store
+    names = {a.name: a for a in apps}
+    PodMonitors(chart, "Cilium", namespace=spec.namespace, targets=CILIUM_TARGETS)
+    if "grafana" not in names:
+        # a cluster without the stack: the credentials its agents deliver to the hub with
+        VaultSecret(
+            chart,
+            "RemoteWrite",
+            name=REMOTE_WRITE_SECRET,
+            namespace=spec.namespace,
+            store=store,
+            key="telemetry/client",
+            properties=["username", "password"],
+            template={
+                "username": "{{ .username }}",
+                "password": "{{ .password }}",
+                "basic": '{{ printf "%s:%s" .username .password | b64enc }}',
+            },
+        )
+        return
+    SiteAlerts(chart, "Alerts", namespace=spec.namespace, risks=site_risks(site, cluster))
+    grafana = names["grafana"].namespace
+    Dashboards(chart, "Dashboards", namespace=grafana, dashboards=dict(site.dashboards))
+    VaultSecret(
+        chart,
+        "GrafanaAdmin",
+        name=GRAFANA_ADMIN_SECRET,
+        namespace=grafana,
+        store=store,
+        key="grafana/admin",
+        properties=["admin-user", "admin-password"],
+    )
+    loki = names["loki"].namespace
+    VaultSecret(
+        chart,
+        "LokiS3",
+        name=LOKI_S3_SECRET,
+        namespace=loki,
+        store=store,
+        key="aistor/users/loki",
+        properties=["access_key", "secret_key"],
+        template={"AWS_ACCESS_KEY_ID": "{{ .access_key }}", "AWS_SECRET_ACCESS_KEY": "{{ .secret_key }}"},
+    )
+    aistor_ca(chart, "LokiAIStorCA", namespace=loki, store=store)
+    if len(site.variants[chart.variant].clusters) > 1:
+        # htpasswd lines ({SHA}) of the clients that deliver telemetry from the other clusters
+        VaultSecret(
+            chart,
+            "TelemetryUsers",
+            name=TELEMETRY_USERS,
+            namespace=names["otel-gateway"].namespace,
+            store=store,
+            key="telemetry/htpasswd",
+            properties=[".htpasswd"],
+        )
+
+
+def aistor_ca(chart: Construct, id: str, *, namespace: str, store: str) -> None:
+    VaultSecret(
+        chart,
+        id,
+        name=AISTOR_CA_SECRET,
+        namespace=namespace,
+        store=store,
+        key="aistor/ca",
+        properties=["ca.crt"],
+    )
+
+
+def site_risks(site: Site, cluster: ClusterLayout) -> SiteRisks:
+    return SiteRisks(
+        gpus_per_node={
+            p.name: (p.hardware.gpu.count, tuple(h.name for h in p.hosts))
+            for p in cluster.pools
+            if p.hardware.gpu is not None
+        },
+        fabric_pools=tuple(
+            FabricPool(p.name, tuple(nic.name for nic in site.fabric.nics[p.name]))
+            for p in cluster.pools
+            if p.name in site.fabric.nics
+        ),
+        aistor_parity=aistor_layout(site).parity
+        if any(p.name == site.storage.aistor.pool for p in cluster.pools)
+        else None,
+    )
+
+
+def _harbor_config(
+    chart: AppChart, site: Site, cluster: ClusterLayout, apps: list[AppSpec], spec: AppSpec
+) -> None:
+    store = site.secrets.store
+    aistor = site.services.registry.storage == "aistor"
+    HarborSecrets(
+        chart,
+        "Secrets",
+        namespace=spec.namespace,
+        store=store,
+        s3_secret=HARBOR_S3_SECRET if aistor else None,
+    )
+    if aistor:
+        aistor_ca(chart, "AIStorCA", namespace=spec.namespace, store=store)
+    ProxyCacheProjects(
+        chart,
+        "ProxyCaches",
+        registry=site.services.registry,
+        namespace=spec.namespace,
+        api=f"http://{HARBOR_SERVICE}.{spec.namespace}.svc.{cluster.spec.dns_domain}/api/v2.0",
+        image=site.versions.images["curl"],
+        placement=cluster.system_pool.placement,
+    )
+
+
+def _models(chart: AppChart, site: Site, cluster: ClusterLayout, apps: list[AppSpec], spec: AppSpec) -> None:
+    ServingModels(
+        chart,
+        "Models",
+        serving=site.services.serving,
+        cluster=cluster,
+        fabric=site.fabric,
+        image=site.versions.images["vllm-openai"],
+        store=site.secrets.store,
+    )
+
+
 RENDERED: dict[str, Renderer] = {
+    "observability": _observability,
+    "harbor-config": _harbor_config,
+    "models": _models,
     "coredns": _coredns,
     "gateway": _gateway,
     "secret-store": _secret_store,
     "aistor": _aistor,
     "powerscale": _powerscale,
-    "nvme-cache": _nvme_cache,
+    "local-nvme": _local_nvme,
     "nodes": _nodes,
     "namespaces": _namespaces,
     "cilium-lb": _cilium_lb,

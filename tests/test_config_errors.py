@@ -667,7 +667,7 @@ CASES = [
         "local-cache-unknown-pool",
         append("storage.yaml", "local_cache", "pools", value="cpu"),
         "storage.yaml",
-        "local_cache.pools[1]",
+        "local_cache.pools[2]",
         "unknown pool 'cpu'",
     ),
     # --- versions ------------------------------------------------------------------------------

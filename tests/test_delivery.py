@@ -26,6 +26,11 @@ EVERY_CLUSTER = {
     "fabric",
     "external-secrets",
     "secret-store",
+    # observability: node agents, the collector and Prometheus (an agent outside the hub)
+    "kube-prometheus-stack",
+    "smartctl-exporter",
+    "otel-node",
+    "observability",
 }
 AISTOR = {"aistor-operator", "aistor-volume-manager", "aistor"}
 GPU_AND_NFS = {
@@ -40,7 +45,16 @@ GPU_AND_NFS = {
     "powerscale-csi",
     "powerscale",
     "topolvm",
-    "nvme-cache",
+    "local-nvme",
+    # the hub's services
+    "opentelemetry-operator",
+    "loki",
+    "otel-gateway",
+    "grafana",
+    "harbor",
+    "harbor-config",
+    "vllm",
+    "models",
 }
 EXPECTED_APPS = {
     "one-cluster": {"root"} | {f"ai-{a}" for a in EVERY_CLUSTER | GPU_AND_NFS | AISTOR},

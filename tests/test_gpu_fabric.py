@@ -83,7 +83,10 @@ def test_only_gpu_workloads_tolerate_the_gpu_taint(site):
     """Every place in dist/ tolerating dedicated=gpu is a GPU operand, a listed all-node agent, or selects GPU nodes."""
     agents = {**NODE_AGENTS, **site_agents(site)}
     allowed = {
-        (f"values/ai/{key.split(':')[1]}.yaml", key.split(":", 2)[2] + ".tolerations")
+        (
+            f"values/ai/{key.split(':')[1]}.yaml",
+            key.split(":", 2)[2].replace("['", ".").replace("']", "") + ".tolerations",
+        )
         for key, agent in agents.items()
         if key.startswith("values:") and ("*" in agent.pools or "gpu" in agent.pools)
     }

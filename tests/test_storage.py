@@ -140,7 +140,7 @@ def test_storage_classes_for_the_seed_uses():
         "storageclass.powerscale-datasets.yaml",
         "storageclass.powerscale-home.yaml",
     ]
-    cache = _one(DIST / "one-cluster/apps/ai/nvme-cache/storageclass.nvme-cache.yaml")
+    cache = _one(DIST / "one-cluster/apps/ai/local-nvme/storageclass.local-nvme.yaml")
     assert cache["volumeBindingMode"] == "WaitForFirstConsumer" and cache["provisioner"] == "topolvm.io"
 
 
@@ -177,7 +177,12 @@ def test_local_cache_tier_on_the_configured_pools():
     values = _one(DIST / "one-cluster/values/ai/topolvm.yaml")
     terms = values["lvmd"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
     assert terms["nodeSelectorTerms"] == [
-        {"matchExpressions": [{"key": "node-role.kubernetes.io/gpu", "operator": "In", "values": ["true"]}]}
+        {
+            "matchExpressions": [
+                {"key": f"node-role.kubernetes.io/{role}", "operator": "In", "values": ["true"]}
+            ]
+        }
+        for role in ("infra", "gpu")
     ]
     assert values["lvmd"]["deviceClasses"][0]["volume-group"] == "nvme-cache"
     runbook = (DIST / "one-cluster/bootstrap/RUNBOOK.md").read_text()

@@ -13,6 +13,16 @@ from sitegen.values.gpu_operator import gpu_operator_values
 from sitegen.values.kueue import kueue_values
 from sitegen.values.network_operator import network_operator_values
 from sitegen.values.nfd import nfd_values
+from sitegen.values.observability import (
+    grafana_values,
+    kube_prometheus_stack_values,
+    loki_values,
+    otel_gateway_values,
+    otel_node_values,
+    otel_operator_values,
+    smartctl_exporter_values,
+)
+from sitegen.values.platform import harbor_values, vllm_stack_values
 from sitegen.values.services import cert_manager_values, envoy_gateway_values, metrics_server_values
 from sitegen.values.storage import (
     aistor_operator_values,
@@ -37,6 +47,15 @@ BUILDERS: dict[str, Callable[[Site, VariantLayout, ClusterLayout], Values]] = {
     "cert-manager": cert_manager_values,
     "envoy-gateway": envoy_gateway_values,
     "metrics-server": metrics_server_values,
+    "kube-prometheus-stack": kube_prometheus_stack_values,
+    "smartctl-exporter": smartctl_exporter_values,
+    "grafana": grafana_values,
+    "loki": loki_values,
+    "opentelemetry-operator": otel_operator_values,
+    "otel-node": otel_node_values,
+    "otel-gateway": otel_gateway_values,
+    "harbor": harbor_values,
+    "vllm": vllm_stack_values,
 }
 
 

@@ -32,6 +32,7 @@ class CiliumPlacedComponent(Values):
     nodeSelector: dict[str, str]
     tolerations: list[dict[str, str]]
     resources: dict[str, Any]
+    prometheus: dict[str, bool] | None = None
 
 
 class CiliumHubbleTlsAuto(Values):
@@ -98,7 +99,9 @@ def cilium_values(site: Site, cluster: ClusterLayout) -> CiliumValues:
         ),
         devices=[site.network.kubernetes.interface],
         resources=requests("200m", "512Mi"),
-        operator=CiliumPlacedComponent(replicas=2, resources=requests("100m", "256Mi"), **placed(system)),
+        operator=CiliumPlacedComponent(
+            replicas=2, resources=requests("100m", "256Mi"), prometheus={"enabled": True}, **placed(system)
+        ),
         hubble=CiliumHubble(
             metrics=CiliumHubbleMetrics(enabled=["dns", "drop", "tcp", "flow", "port-distribution", "icmp"]),
             relay=CiliumPlacedComponent(enabled=True, resources=requests("100m", "128Mi"), **placed(system)),

@@ -1,0 +1,287 @@
+"""What Prometheus scrapes beyond the chart's own monitors, and the alerts for the site's own risks.
+
+The thresholds that depend on the site (GPUs per node, NDR ports per node, erasure parity) are
+computed from the site model, so a hardware or layout change moves the alert with it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from constructs import Construct
+from constructs.objects import api_object
+
+MONITORING = "monitoring.coreos.com/v1"
+SKIP_DRY_RUN = {"argocd.argoproj.io/sync-options": "SkipDryRunOnMissingResource=true"}
+# The pool label node-level series carry: added by the node-exporter ServiceMonitor's relabelling.
+POOL_LABEL = "pool"
+# Xid codes that mean a GPU needs draining or a reset, not a retry: 48 double-bit ECC, 63/64 row
+# remapping, 74 NVLink, 79 fallen off the bus, 94/95 contained/uncontained ECC, 119/120 GSP.
+FATAL_XIDS = (48, 63, 64, 74, 79, 94, 95, 119, 120)
+IB_PORT_ACTIVE = 4  # ibv_port_state IBV_PORT_ACTIVE
+IB_PHYS_LINK_UP = 5  # PortPhysicalState LinkUp
+
+
+@dataclass(frozen=True)
+class PodTarget:
+    """Pods whose named port Prometheus scrapes."""
+
+    name: str
+    namespace: str
+    selector: dict[str, str]
+    port: str
+
+
+CILIUM_TARGETS = [
+    PodTarget("cilium-agent", "kube-system", {"k8s-app": "cilium"}, "prometheus"),
+    PodTarget("hubble", "kube-system", {"k8s-app": "cilium"}, "hubble-metrics"),
+    PodTarget("cilium-operator", "kube-system", {"io.cilium/app": "operator"}, "prometheus"),
+]
+
+
+class PodMonitors(Construct):
+    def __init__(self, scope: Construct, id: str, *, namespace: str, targets: list[PodTarget]) -> None:
+        super().__init__(scope, id)
+        for target in targets:
+            api_object(
+                self,
+                target.name,
+                MONITORING,
+                "PodMonitor",
+                {"name": target.name, "namespace": namespace, "annotations": SKIP_DRY_RUN},
+                spec={
+                    "namespaceSelector": {"matchNames": [target.namespace]},
+                    "selector": {"matchLabels": target.selector},
+                    "podMetricsEndpoints": [{"port": target.port, "interval": "30s", "honorLabels": True}],
+                },
+            )
+
+
+@dataclass(frozen=True)
+class FabricPool:
+    """A pool on the NDR fabric: its RDMA devices, as node-exporter's infiniband collector names them."""
+
+    name: str
+    devices: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class SiteRisks:
+    gpus_per_node: dict[str, tuple[int, tuple[str, ...]]]  # GPU pool -> (GPUs per node, its hosts)
+    fabric_pools: tuple[FabricPool, ...]
+    aistor_parity: int | None  # None: no AIStor in this cluster
+    nvme_wear_percent: int = 80
+
+
+def _alert(name: str, expr: str, severity: str, summary: str, for_: str = "5m") -> dict[str, Any]:
+    return {
+        "alert": name,
+        "expr": expr,
+        "for": for_,
+        "labels": {"severity": severity},
+        "annotations": {"summary": summary},
+    }
+
+
+def _any_of(metric: str, values: tuple[int, ...]) -> str:
+    return " or ".join(f"{metric} == {v}" for v in values)
+
+
+def _regex(names: tuple[str, ...] | list[str]) -> str:
+    return "|".join(names)
+
+
+def _gpu_rules(risks: SiteRisks) -> list[dict[str, Any]]:
+    rules = [
+        # DCGM exports the last Xid code as the value; 0 means none since the exporter started.
+        _alert(
+            "GpuXid",
+            "DCGM_FI_DEV_XID_ERRORS != 0",
+            "warning",
+            "GPU {{ $labels.gpu }} on {{ $labels.Hostname }} reported Xid {{ $value }}",
+            for_="0m",
+        ),
+        _alert(
+            "GpuFatalXid",
+            _any_of("DCGM_FI_DEV_XID_ERRORS", FATAL_XIDS),
+            "critical",
+            "GPU {{ $labels.gpu }} on {{ $labels.Hostname }}: Xid {{ $value }}; drain the node and reset the GPU",
+            for_="0m",
+        ),
+        # both are in dcgm-exporter's default counters (the ECC volatile counters are not)
+        _alert(
+            "GpuUncorrectableRemappedRows",
+            "increase(DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS[1h]) > 0",
+            "warning",
+            "GPU {{ $labels.gpu }} on {{ $labels.Hostname }} remapped rows after uncorrectable errors",
+            for_="0m",
+        ),
+        _alert(
+            "GpuRowRemapFailure",
+            "DCGM_FI_DEV_ROW_REMAP_FAILURE > 0",
+            "critical",
+            "GPU {{ $labels.gpu }} on {{ $labels.Hostname }} ran out of spare rows: replace it",
+            for_="0m",
+        ),
+        _alert(
+            "DcgmExporterDown",
+            'up{job="nvidia-dcgm-exporter"} == 0',
+            "warning",
+            "no GPU metrics from {{ $labels.instance }}: Xid and ECC alerts are blind there",
+        ),
+    ]
+    for pool, (count, hosts) in sorted(risks.gpus_per_node.items()):
+        rules.append(
+            _alert(
+                "GpuMissing",
+                f'count by (Hostname) (DCGM_FI_DEV_GPU_TEMP{{Hostname=~"{_regex(hosts)}"}}) < {count}',
+                "critical",
+                f"{{{{ $labels.Hostname }}}} (pool {pool}) shows {{{{ $value }}}} of its {count} GPUs",
+                for_="10m",
+            )
+        )
+    return rules
+
+
+def _fabric_rules(risks: SiteRisks) -> list[dict[str, Any]]:
+    rules = []
+    for pool in risks.fabric_pools:
+        ports = f'{{{POOL_LABEL}="{pool.name}", device=~"{_regex(pool.devices)}"}}'
+        rules += [
+            _alert(
+                "NdrLinkDown",
+                f"node_infiniband_physical_state_id{ports} != {IB_PHYS_LINK_UP}",
+                "critical",
+                f"NDR link {{{{ $labels.device }}}} on {{{{ $labels.node }}}} (pool {pool.name}) is down",
+                for_="2m",
+            ),
+            _alert(
+                "NdrPortNotActive",
+                f"node_infiniband_state_id{ports} != {IB_PORT_ACTIVE}",
+                "warning",
+                f"NDR port {{{{ $labels.device }}}} on {{{{ $labels.node }}}} (pool {pool.name}) is up "
+                "but not active: subnet manager or partition",
+            ),
+            _alert(
+                "NdrPortMissing",
+                f"count by (node) (node_infiniband_state_id{ports}) < {len(pool.devices)}",
+                "critical",
+                f"{{{{ $labels.node }}}} (pool {pool.name}) shows {{{{ $value }}}} of its "
+                f"{len(pool.devices)} NDR ports",
+            ),
+        ]
+    return rules
+
+
+def _storage_rules(risks: SiteRisks) -> list[dict[str, Any]]:
+    rules = [
+        _alert(
+            "NvmeWear",
+            f"smartctl_device_percentage_used >= {risks.nvme_wear_percent}",
+            "warning",
+            "NVMe {{ $labels.device }} on {{ $labels.instance }} has used {{ $value }} % of its rated endurance",
+            for_="1h",
+        ),
+        _alert(
+            "NvmeSpareLow",
+            "smartctl_device_available_spare < smartctl_device_available_spare_threshold",
+            "critical",
+            "NVMe {{ $labels.device }} on {{ $labels.instance }} is below its spare threshold",
+            for_="1h",
+        ),
+    ]
+    if risks.aistor_parity is not None:
+        parity = risks.aistor_parity
+        rules += [
+            _alert(
+                "AIStorDriveOffline",
+                "minio_cluster_drive_offline_total > 0",
+                "warning",
+                "{{ $value }} AIStor drives offline; healing waits for their replacement",
+            ),
+            # Past `parity` offline drives one erasure set may already have lost its redundancy.
+            _alert(
+                "AIStorDrivesAtParity",
+                f"minio_cluster_drive_offline_total >= {parity}",
+                "critical",
+                f"{{{{ $value }}}} AIStor drives offline: at EC:{parity} one erasure set may have no redundancy left",
+                for_="0m",
+            ),
+            _alert(
+                "AIStorNodeOffline",
+                "minio_cluster_nodes_offline_total > 0",
+                "critical",
+                "{{ $value }} AIStor servers offline",
+                for_="2m",
+            ),
+            _alert(
+                "AIStorCapacityLow",
+                "minio_cluster_capacity_usable_free_bytes / minio_cluster_capacity_usable_total_bytes < 0.1",
+                "warning",
+                "AIStor has less than 10 % usable capacity left",
+                for_="30m",
+            ),
+        ]
+    return rules
+
+
+ETCD_RULES = [
+    _alert(
+        "EtcdDatabaseNearQuota",
+        "etcd_mvcc_db_total_size_in_bytes / etcd_server_quota_backend_bytes > 0.8",
+        "warning",
+        "etcd on {{ $labels.instance }} uses {{ $value | humanizePercentage }} of its quota; defragment",
+        for_="10m",
+    )
+]
+
+
+class SiteAlerts(Construct):
+    """Alert rules for the site's own risks; the chart's default rules cover Kubernetes and etcd."""
+
+    def __init__(self, scope: Construct, id: str, *, namespace: str, risks: SiteRisks) -> None:
+        super().__init__(scope, id)
+        groups = [
+            {"name": name, "rules": rules}
+            for name, rules in (
+                ("site-gpu", _gpu_rules(risks) if risks.gpus_per_node else []),
+                ("site-fabric", _fabric_rules(risks)),
+                ("site-storage", _storage_rules(risks)),
+                ("site-etcd", ETCD_RULES),
+            )
+            if rules
+        ]
+        api_object(
+            self,
+            "Resource",
+            MONITORING,
+            "PrometheusRule",
+            {"name": "site", "namespace": namespace, "annotations": SKIP_DRY_RUN},
+            spec={"groups": groups},
+        )
+
+
+class Dashboards(Construct):
+    """The repo's dashboards as ConfigMaps that Grafana's sidecar loads into the `Site` folder."""
+
+    def __init__(self, scope: Construct, id: str, *, namespace: str, dashboards: dict[str, Any]) -> None:
+        super().__init__(scope, id)
+        for name, dashboard in sorted(dashboards.items()):
+            api_object(
+                self,
+                name,
+                "v1",
+                "ConfigMap",
+                {
+                    "name": f"dashboard-{name}",
+                    "namespace": namespace,
+                    "labels": {"grafana_dashboard": "1"},
+                    "annotations": {"grafana_folder": "Site"},
+                },
+                data={
+                    f"{name}.json": json.dumps(dashboard.model_dump(mode="json"), indent=2, sort_keys=True)
+                    + "\n"
+                },
+            )

@@ -1,0 +1,148 @@
+"""Harbor's credentials (all from the vault) and its proxy-cache projects.
+
+Harbor has no API objects for registries and projects: a Job, run by Argo CD on every sync, creates
+the configured ones through Harbor's REST API and leaves existing ones alone.
+"""
+
+from __future__ import annotations
+
+from constructs import Construct
+from constructs.objects import api_object
+from constructs.secrets import VaultSecret
+from sitegen.layout import Placement
+from sitegen.model import ImagePin, Registry
+
+RESTRICTED_CONTAINER = {
+    "allowPrivilegeEscalation": False,
+    "capabilities": {"drop": ["ALL"]},
+    "runAsNonRoot": True,
+    "seccompProfile": {"type": "RuntimeDefault"},
+}
+
+PROXY_CACHE_SCRIPT = """\
+set -eu
+auth="admin:${HARBOR_ADMIN_PASSWORD}"
+post() {  # path json: created, or already there
+  code=$(curl -sS -o /dev/null -w '%{http_code}' -u "$auth" -H 'Content-Type: application/json' \\
+    -X POST "$HARBOR_API/$1" -d "$2")
+  case "$code" in 201|409) ;; *) echo "POST $1: HTTP $code" >&2; exit 1 ;; esac
+}
+while read -r project type url; do
+  post registries "{\\"name\\":\\"$project\\",\\"type\\":\\"$type\\",\\"url\\":\\"$url\\",\\"insecure\\":false}"
+  id=$(curl -fsS -u "$auth" "$HARBOR_API/registries?q=name=$project" | grep -o '"id":[0-9]*' | head -n 1 | cut -d: -f2)
+  post projects "{\\"project_name\\":\\"$project\\",\\"registry_id\\":$id,\\"metadata\\":{\\"public\\":\\"true\\"}}"
+  echo "proxy cache $project -> $url"
+done <<EOF
+$PROXY_CACHES
+EOF
+"""
+
+
+class HarborSecrets(Construct):
+    def __init__(
+        self, scope: Construct, id: str, *, namespace: str, store: str, s3_secret: str | None
+    ) -> None:
+        super().__init__(scope, id)
+        VaultSecret(
+            self,
+            "Admin",
+            name="harbor-admin",
+            namespace=namespace,
+            store=store,
+            key="harbor/admin",
+            properties=["password"],
+            template={"HARBOR_ADMIN_PASSWORD": "{{ .password }}"},
+        )
+        VaultSecret(
+            self,
+            "SecretKey",
+            name="harbor-secret-key",
+            namespace=namespace,
+            store=store,
+            key="harbor/secret-key",
+            properties=["secretKey"],  # 16 characters: Harbor's encryption key for stored credentials
+        )
+        if s3_secret:
+            VaultSecret(
+                self,
+                "S3",
+                name=s3_secret,
+                namespace=namespace,
+                store=store,
+                key="aistor/users/harbor",
+                properties=["access_key", "secret_key"],
+                template={
+                    "REGISTRY_STORAGE_S3_ACCESSKEY": "{{ .access_key }}",
+                    "REGISTRY_STORAGE_S3_SECRETKEY": "{{ .secret_key }}",
+                },
+            )
+
+
+class ProxyCacheProjects(Construct):
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        registry: Registry,
+        namespace: str,
+        api: str,
+        image: ImagePin,
+        placement: Placement,
+    ) -> None:
+        super().__init__(scope, id)
+        caches = "\n".join(f"{name} {c.type} {c.url}" for name, c in sorted(registry.proxy_cache.items()))
+        api_object(
+            self,
+            "Resource",
+            "batch/v1",
+            "Job",
+            {
+                "name": "harbor-proxy-caches",
+                "namespace": namespace,
+                "annotations": {
+                    "argocd.argoproj.io/hook": "Sync",
+                    "argocd.argoproj.io/hook-delete-policy": "BeforeHookCreation",
+                },
+            },
+            spec={
+                "backoffLimit": 30,  # Harbor may still be starting on the first sync
+                "template": {
+                    "spec": {
+                        "restartPolicy": "OnFailure",
+                        "nodeSelector": placement.node_selector,
+                        "tolerations": list(placement.tolerations),
+                        "securityContext": {
+                            "runAsNonRoot": True,
+                            "runAsUser": 65534,
+                            "seccompProfile": {"type": "RuntimeDefault"},
+                        },
+                        "containers": [
+                            {
+                                "name": "proxy-caches",
+                                "image": image.ref,
+                                "command": ["/bin/sh", "-c", PROXY_CACHE_SCRIPT],
+                                "env": [
+                                    {"name": "HARBOR_API", "value": api},
+                                    {"name": "PROXY_CACHES", "value": caches},
+                                    {
+                                        "name": "HARBOR_ADMIN_PASSWORD",
+                                        "valueFrom": {
+                                            "secretKeyRef": {
+                                                "name": "harbor-admin",
+                                                "key": "HARBOR_ADMIN_PASSWORD",
+                                            }
+                                        },
+                                    },
+                                ],
+                                "resources": {
+                                    "requests": {"cpu": "10m", "memory": "32Mi"},
+                                    "limits": {"memory": "64Mi"},
+                                },
+                                "securityContext": RESTRICTED_CONTAINER,
+                            }
+                        ],
+                    }
+                },
+            },
+        )

@@ -1,0 +1,168 @@
+"""Model servers of the AI serving tier: one vLLM StatefulSet per configured model on the GPU pool,
+built from the GPU workload template, behind the vLLM router on the system pool."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from constructs import Construct
+from constructs.gpu_workload import GpuPodTemplate
+from constructs.local_cache import CLASS_NAME as LOCAL_NVME
+from constructs.objects import api_object
+from constructs.secrets import VaultSecret
+from sitegen.layout import ClusterLayout, PoolLayout
+from sitegen.model import Fabric, ImagePin, ServedModel, Serving
+
+ENGINE_PORT = 8000
+HF_TOKEN_SECRET = "hf-token"
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+
+
+def gpu_pool(cluster: ClusterLayout) -> PoolLayout:
+    return next(p for p in cluster.pools if p.hardware.gpu is not None)
+
+
+def engine_backends(serving: Serving, cluster: ClusterLayout) -> list[tuple[str, str]]:
+    """(URL, served model name) of every engine replica: StatefulSet pods under a headless Service."""
+    domain = cluster.spec.dns_domain
+    return [
+        (f"http://{m.name}-{i}.{m.name}.{serving.tenant}.svc.{domain}:{ENGINE_PORT}", m.name)
+        for m in serving.models
+        for i in range(m.replicas)
+    ]
+
+
+class ModelServer(Construct):
+    """One model, tensor-parallel over every GPU of a node; its weights cached on the node's NVMe."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        model: ServedModel,
+        namespace: str,
+        pool: PoolLayout,
+        fabric: Fabric,
+        image: ImagePin,
+        queue: str,
+    ) -> None:
+        super().__init__(scope, id)
+        gpu = pool.hardware.gpu
+        assert gpu is not None
+        labels = {
+            "app.kubernetes.io/name": "vllm",
+            "app.kubernetes.io/instance": model.name,
+            "model": model.name,
+        }
+        template = GpuPodTemplate(
+            pool=pool,
+            fabric=fabric,
+            namespace=namespace,
+            image=image,
+            gpus=gpu.count,
+            rails=(),
+            labels=labels,
+            env={"HF_HOME": "/models"},
+            command=[
+                "vllm",
+                "serve",
+                model.source,
+                "--served-model-name",
+                model.name,
+                "--host",
+                "0.0.0.0",
+                "--port",
+                str(ENGINE_PORT),
+                "--tensor-parallel-size",
+                str(gpu.count),
+                "--max-model-len",
+                str(model.max_model_len),
+                "--enable-prefix-caching",
+            ],
+        ).to_dict()
+        spec: dict[str, Any] = template["spec"]
+        spec["securityContext"]["fsGroup"] = 1000  # the weights volume is written as the pod's user
+        container = spec["containers"][0]
+        container["name"] = "vllm"
+        container["env"].append(
+            {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": HF_TOKEN_SECRET, "key": "token"}}}
+        )
+        container["ports"] = [{"name": "http", "containerPort": ENGINE_PORT}]
+        probe = {"httpGet": {"path": "/health", "port": "http"}, "periodSeconds": 10}
+        # loading and compiling a large model takes minutes: up to 30 before liveness counts
+        container["startupProbe"] = {**probe, "failureThreshold": 180}
+        container["readinessProbe"] = {**probe, "failureThreshold": 3}
+        container["livenessProbe"] = {**probe, "failureThreshold": 6}
+        container["volumeMounts"].append({"name": "models", "mountPath": "/models"})
+        api_object(
+            self,
+            "Service",
+            "v1",
+            "Service",
+            {"name": model.name, "namespace": namespace, "labels": labels},
+            spec={
+                "clusterIP": "None",  # per-pod DNS names for the router's static backends
+                "selector": labels,
+                "ports": [{"name": "http", "port": ENGINE_PORT, "targetPort": "http"}],
+            },
+        )
+        api_object(
+            self,
+            "Resource",
+            "apps/v1",
+            "StatefulSet",
+            {"name": model.name, "namespace": namespace, "labels": {**labels, QUEUE_LABEL: queue}},
+            spec={
+                "serviceName": model.name,
+                "replicas": model.replicas,
+                "podManagementPolicy": "Parallel",
+                "selector": {"matchLabels": labels},
+                "template": template,
+                "volumeClaimTemplates": [
+                    {
+                        "metadata": {"name": "models"},
+                        "spec": {
+                            "accessModes": ["ReadWriteOnce"],
+                            "storageClassName": LOCAL_NVME,
+                            "resources": {"requests": {"storage": f"{model.cache_gb}G"}},
+                        },
+                    }
+                ],
+            },
+        )
+
+
+class ServingModels(Construct):
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        serving: Serving,
+        cluster: ClusterLayout,
+        fabric: Fabric,
+        image: ImagePin,
+        store: str,
+    ) -> None:
+        super().__init__(scope, id)
+        VaultSecret(
+            self,
+            "HfToken",
+            name=HF_TOKEN_SECRET,
+            namespace=serving.tenant,
+            store=store,
+            key="serving/hf-token",
+            properties=["token"],
+        )
+        for model in serving.models:
+            ModelServer(
+                self,
+                model.name,
+                model=model,
+                namespace=serving.tenant,
+                pool=gpu_pool(cluster),
+                fabric=fabric,
+                image=image,
+                queue=serving.tenant,
+            )
