@@ -10,7 +10,7 @@ NPM_STAMP := node_modules/.installed
 PIP_NOISE := is ignored: it is neither a file nor a directory
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: synth test lint plan validate deps lock imports clean
+.PHONY: synth test lint plan validate bench deps lock imports clean
 
 synth: $(PY_STAMP) $(NPM_STAMP)
 	@$(BIN)/sitegen synth
@@ -26,6 +26,10 @@ validate: $(PY_STAMP) $(NPM_STAMP)
 
 plan: $(PY_STAMP) $(NPM_STAMP)
 	@$(BIN)/sitegen plan
+
+# synth timing per phase (not a test: compare before and after a heavy change)
+bench: $(PY_STAMP) $(NPM_STAMP)
+	@$(BIN)/python -m sitegen.bench
 
 deps: $(PY_STAMP) $(NPM_STAMP)
 

@@ -477,6 +477,38 @@ def _pinned_images(ctx: Context) -> Iterator[Violation]:
                 )
 
 
+def _values_images(node: Any, path: str) -> Iterator[tuple[str, str]]:
+    """Images a values file sets: `{repository, tag}` mappings and `image: <ref>` strings."""
+    if isinstance(node, dict):
+        if isinstance(node.get("repository"), str) and "tag" in node:
+            yield path, f"{node['repository']}:{node['tag']}"
+        if isinstance(node.get("image"), str):
+            # NVIDIA's operators split an image into repository, image (the name) and version
+            if "version" in node:
+                yield path, f"{node.get('repository', '')}/{node['image']}:{node['version']}"
+            else:
+                yield f"{path}.image", node["image"]
+        for key, value in node.items():
+            yield from _values_images(value, f"{path}.{key}")
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            yield from _values_images(value, f"{path}[{i}]")
+
+
+@rule(
+    "PIN-003",
+    "pinned-chart-images",
+    "an image a values file sets replaces the chart's pinned default: it must be pinned too",
+)
+def _pinned_values_images(ctx: Context) -> Iterator[Violation]:
+    for doc in ctx.docs:
+        if not doc.is_values:
+            continue
+        for path, image in _values_images(doc.body, "$"):
+            if not image_is_pinned(image):
+                yield Violation(doc, path, f"image {image!r} is not pinned to a version tag or digest")
+
+
 def _helm_sources(node: Any, path: str) -> Iterator[tuple[str, dict[str, Any]]]:
     if isinstance(node, dict):
         if "chart" in node and "repoURL" in node:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from sitegen.layout import ClusterLayout
+from sitegen.model import Site
 
 if TYPE_CHECKING:
     from sitegen.stacks import VariantBuild
@@ -210,13 +211,27 @@ kubectl directpv discover --nodes {",".join(h.name for h in aistor.pool(site.sto
 kubectl directpv init drives.yaml --dangerous
 ```
 
-The vault must hold, before the storage apps sync: `aistor/aistor/root` (user, password),
-`aistor/license` (license), `powerscale/csi` (username, password), `powerscale/ca` (ca),
-`argocd/repositories/site-gitops` (username, password). External Secrets reads them through the
-Kubernetes auth mount `{site.secrets.vault.auth_mount}-<cluster>` and role `{site.secrets.vault.role}`.
+Then give each S3 consumer of the hub its bucket and a key of its own (`mc` against the ObjectStore,
+with the root credentials), and put the keys in the vault (`aistor/users/<consumer>`: access_key,
+secret_key):
+
+```sh
+{_buckets(site)}
+```
 """
         )
         step += 1
+    lines.append(
+        f"""### {step}. The vault
+
+Every credential reaches the clusters through External Secrets, which reads them through the Kubernetes
+auth mount `{site.secrets.vault.auth_mount}-<cluster>` and role `{site.secrets.vault.role}`.
+Before the apps that use them sync, the vault must hold (key: properties):
+
+{_vault_keys(build)}
+"""
+    )
+    step += 1
     spokes = [c for c in layout.clusters if c.name != hub.name]
     if spokes:
         names = ", ".join(c.name for c in spokes)
@@ -231,3 +246,33 @@ Secrets runs; until then, create the same Secret by hand with `argocd cluster ad
 """
         )
     return "\n".join(lines)
+
+
+def _buckets(site: Site) -> str:
+    services = site.services
+    buckets = {"loki": [services.logs.bucket, services.logs.ruler_bucket]}
+    if services.registry.storage == "aistor":
+        buckets["harbor"] = [services.registry.bucket]
+    lines = []
+    for user, names in buckets.items():
+        lines += [f"mc mb --ignore-existing site/{b}" for b in names]
+        lines.append(
+            f"mc admin user svcacct add site <root-user> --name {user}   # scope: " + ", ".join(names)
+        )
+    return "\n".join(lines)
+
+
+def _vault_keys(build: VariantBuild) -> str:
+    """The vault keys and properties every ExternalSecret of the variant reads: computed, never listed by hand."""
+    keys: dict[str, set[str]] = {}
+    charts = [*build.app_charts.values(), build.bootstrap]
+    for chart in charts:
+        for doc in chart.documents:
+            if doc.get("kind") != "ExternalSecret":
+                continue
+            for item in doc["spec"].get("data", []):
+                ref = item["remoteRef"]
+                keys.setdefault(ref["key"], set()).add(ref.get("property", ""))
+    return "\n".join(
+        f"- `{k}`: {', '.join(sorted(p for p in props if p))}" for k, props in sorted(keys.items())
+    )

@@ -713,6 +713,76 @@ CASES = [
         "kubernetes",
         "(got '1.35')",
     ),
+    # --- services and dashboards --------------------------------------------------------------
+    case(
+        "platform-volumes-without-infra",
+        remove_item("storage.yaml", "local_cache", "pools", item="infra"),
+        "storage.yaml",
+        "local_cache.pools",
+        "must list 'infra': Prometheus, Alertmanager, Loki and Harbor keep their volumes there",
+    ),
+    case(
+        "prometheus-volume-larger-than-the-node",
+        set_value("services.yaml", "monitoring", "prometheus", "volume_gb", value=16000),
+        "services.yaml",
+        "monitoring.prometheus.volume_gb",
+        "with logs.volume_gb it exceeds the 15360 GB of NVMe of an infra node",
+    ),
+    case(
+        "prometheus-retention-zero",
+        set_value("services.yaml", "monitoring", "prometheus", "retention_days", value=0),
+        "services.yaml",
+        "monitoring.prometheus.retention_days",
+        "greater than or equal to 1",
+    ),
+    case(
+        "serving-unknown-tenant",
+        set_value("services.yaml", "serving", "tenant", value="nobody"),
+        "services.yaml",
+        "serving.tenant",
+        "unknown tenant 'nobody'",
+    ),
+    case(
+        "registry-unknown-powerscale-class",
+        both(
+            set_value("services.yaml", "registry", "storage", value="powerscale"),
+            set_value("services.yaml", "registry", "powerscale_class", value="scratch"),
+        ),
+        "services.yaml",
+        "registry.powerscale_class",
+        "unknown PowerScale class 'scratch'",
+    ),
+    case(
+        "bucket-name-uppercase",
+        set_value("services.yaml", "logs", "bucket", value="Loki_Chunks"),
+        "services.yaml",
+        "logs.bucket",
+        "should match pattern",
+    ),
+    case(
+        "dashboard-unknown-datasource",
+        write_text(
+            "dashboards/gpu.json",
+            '{"uid": "site-gpu", "title": "GPUs", "panels": [{"datasource": {"uid": "influx"}}]}',
+        ),
+        "dashboards/gpu.json",
+        "panels[0].datasource",
+        "data source 'influx' is not provisioned (one of loki, prometheus)",
+    ),
+    case(
+        "dashboard-not-json",
+        write_text("dashboards/gpu.json", '{"uid": "site-gpu",'),
+        "dashboards/gpu.json",
+        "",
+        "JSON error: line 1, column 20: Expecting property name",
+    ),
+    case(
+        "dashboard-duplicate-uid",
+        write_text("dashboards/zz.json", '{"uid": "site-gpu", "title": "again", "panels": [{}]}'),
+        "dashboards/zz.json",
+        "uid",
+        "uid 'site-gpu' is also gpu's",
+    ),
     # --- faults in two files: the first file in load order is named --------------------------
     case(
         "first-of-two-faults",

@@ -159,7 +159,8 @@ APP_BREAKERS = {
 
 
 def test_every_rule_has_a_breaker():
-    assert {r.id for r in RULES} == {*BREAKERS, *APP_BREAKERS, "UNQ-001"}
+    # PIN-003 breaks a values file: test_platform_services.test_chart_images_set_in_values_are_pinned
+    assert {r.id for r in RULES} == {*BREAKERS, *APP_BREAKERS, "UNQ-001", "PIN-003"}
 
 
 @pytest.mark.parametrize("rule_id", sorted(APP_BREAKERS))

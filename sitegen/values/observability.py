@@ -290,7 +290,6 @@ LOKI_SCHEMA_FROM = "2026-01-01"  # first day of the v13 TSDB schema; a schema ch
 class LokiValues(Values):
     deploymentMode: str = "SimpleScalable"
     loki: dict[str, Any]
-    global_: dict[str, Any] = Field(alias="global")
     write: dict[str, Any]
     read: dict[str, Any]
     backend: dict[str, Any]
@@ -317,6 +316,9 @@ def loki_values(site: Site, layout: VariantLayout, cluster: ClusterLayout) -> Lo
             "replicas": replicas,
             "maxUnavailable": 1,
             "resources": requests(cpu, memory, limit),
+            # S3 keys reach Loki only as environment, expanded in its config (-config.expand-env)
+            "extraArgs": ["-config.expand-env=true"],
+            "extraEnvFrom": [{"secretRef": {"name": LOKI_S3_SECRET}}],
             "extraVolumes": [{"name": "aistor-ca", "secret": {"secretName": AISTOR_CA_SECRET}}],
             "extraVolumeMounts": [{"name": "aistor-ca", "mountPath": ca_mount, "readOnly": True}],
             **system,
@@ -355,10 +357,6 @@ def loki_values(site: Site, layout: VariantLayout, cluster: ClusterLayout) -> Lo
             },
             "limits_config": {"retention_period": f"{logs.retention_days * 24}h"},
             "compactor": {"retention_enabled": True, "delete_request_store": "s3"},
-        },
-        global_={
-            "extraArgs": ["-config.expand-env=true"],
-            "extraEnvFrom": [{"secretRef": {"name": LOKI_S3_SECRET}}],
         },
         write=component(3, "1", "4Gi", "8Gi", volume=True),
         read=component(3, "1", "4Gi", "8Gi", volume=False),

@@ -1,0 +1,339 @@
+"""Platform services on the infra pool: observability, registry and AI serving (issue 7 invariants)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+import pytest
+import yaml
+
+from sitegen.apps import cluster_apps
+from sitegen.config import load_site
+from sitegen.layout import resolve
+from sitegen.policy import NODE_AGENTS, _values_components, pod_spec, targeted_pools, tolerated_taints
+from sitegen.stacks import synthesize
+from sitegen.tree import load_tree
+
+from .conftest import DIST, edit_yaml, invoke_sitegen
+
+OBSERVABILITY = {
+    "kube-prometheus-stack",
+    "smartctl-exporter",
+    "otel-node",
+    "opentelemetry-operator",
+    "loki",
+    "otel-gateway",
+    "grafana",
+    "observability",
+}
+SERVICES = OBSERVABILITY | {
+    "cert-manager",
+    "envoy-gateway",
+    "gateway",
+    "metrics-server",
+    "coredns",
+    "harbor",
+    "harbor-config",
+    "vllm",
+    "models",
+}
+# the only service workloads that run outside the system pool, and where
+OFF_INFRA = {"models": "gpu"}
+
+
+def _one(path: Path) -> dict[str, Any]:
+    (doc,) = [d for d in yaml.safe_load_all(path.read_text()) if d]
+    return doc
+
+
+@pytest.fixture(scope="module")
+def docs():
+    return load_tree(DIST)
+
+
+def _app_of(doc) -> str:
+    parts = doc.file.parts
+    return PurePosixPath(parts[-1]).stem if doc.is_values else parts[3]
+
+
+def _service_workloads(docs, site):
+    """(doc, path, pod spec or values component, cluster layout) of every service workload in dist/."""
+    layouts = {v: resolve(site, v) for v in site.variants}
+    for doc in docs:
+        if doc.is_host_file or doc.area not in ("apps", "values") or _app_of(doc) not in SERVICES:
+            continue
+        cluster = next(c for c in layouts[doc.variant].clusters if c.name == doc.cluster)
+        if doc.is_values:
+            for path, spec in _values_components(doc.body, "$"):
+                yield doc, path, spec, cluster
+        else:
+            found = pod_spec(doc)
+            if found and doc.kind != "DaemonSet" and "sitegen.io/partial" not in str(doc.body["metadata"]):
+                yield doc, found[0], found[1], cluster
+
+
+def _is_agent(doc, path: str) -> bool:
+    return f"values:{_app_of(doc)}:{path}" in NODE_AGENTS
+
+
+def test_every_service_component_selects_the_system_pool(docs, site):
+    """Deployments and StatefulSets of the services (and every component of their values) land on
+    exactly the system pool: infra on the hub, the small control plane of the AIStor cluster."""
+    seen = set()
+    for doc, path, spec, cluster in _service_workloads(docs, site):
+        if _is_agent(doc, path):
+            continue
+        app = _app_of(doc)
+        seen.add(app)
+        pools = [p.name for p in targeted_pools(spec, cluster.pools)]
+        expected = OFF_INFRA.get(app, cluster.system_pool.name)
+        assert pools == [expected], f"{doc.file} {path}: {pools}"
+    assert SERVICES - {"observability", "gateway", "coredns", "otel-node", "smartctl-exporter"} <= seen
+
+
+def test_node_agents_tolerate_exactly_every_pool_taint(docs, site):
+    agents = {
+        "kube-prometheus-stack": "$['prometheus-node-exporter']",
+        "smartctl-exporter": "$",
+        "otel-node": "$",
+    }
+    checked = 0
+    for doc in docs:
+        if not doc.is_values or _app_of(doc) not in agents:
+            continue
+        layout = resolve(site, doc.variant)
+        cluster = next(c for c in layout.clusters if c.name == doc.cluster)
+        components = dict(_values_components(doc.body, "$"))
+        spec = components[agents[_app_of(doc)]]
+        every_taint = {t for p in cluster.pools for t in p.taints}
+        assert every_taint, "a cluster without taints would make this test vacuous"
+        assert tolerated_taints(spec, cluster.pools) == every_taint
+        assert targeted_pools(spec, cluster.pools) == list(cluster.pools)
+        checked += 1
+    assert checked == 3 * 3  # three agents in each of the three clusters
+
+
+def test_inventory_lists_every_service_with_chart_and_version(site):
+    result = invoke_sitegen("apps", "--dist", DIST)
+    assert result.exit_code == 0, result.stdout
+    rows = [line.split() for line in result.stdout.splitlines()]
+    for variant in site.variants:
+        layout = resolve(site, variant)
+        for cluster in layout.clusters:
+            for app in cluster_apps(site, layout, cluster):
+                if not app.chart:
+                    continue
+                pin = site.versions.charts[app.chart]
+                row = next(r for r in rows if r[:3] == [variant, cluster.name, f"{cluster.name}-{app.name}"])
+                assert row[3] == app.project and row[4] == app.namespace
+                assert row[6:8] == [pin.chart, pin.version], row
+
+
+def test_chart_images_set_in_values_are_pinned(tree):
+    from .conftest import validate
+
+    path = tree / "one-cluster/values/ai/vllm.yaml"
+    path.write_text(path.read_text().replace("tag: v0.1.12", "tag: latest"))
+    result = validate(tree)
+    assert "PIN-003 pinned-chart-images: $.routerSpec: image 'lmcache/lmstack-router:latest'" in result.stdout
+
+
+def _values(variant: str, cluster: str, app: str) -> dict[str, Any]:
+    return _one(DIST / variant / "values" / cluster / f"{app}.yaml")
+
+
+def test_prometheus_is_ha_with_retention_and_storage_from_config(site):
+    prom = site.services.monitoring.prometheus
+    spec = _values("one-cluster", "ai", "kube-prometheus-stack")["prometheus"]["prometheusSpec"]
+    assert spec["replicas"] == prom.replicas == 2 and spec["podAntiAffinity"] == "hard"
+    assert spec["retention"] == f"{prom.retention_days}d"
+    claim = spec["storageSpec"]["volumeClaimTemplate"]["spec"]
+    assert claim["resources"]["requests"]["storage"] == f"{prom.volume_gb}G"
+    assert claim["storageClassName"] == "local-nvme"
+    # blocks stop at 85 % of the volume, computed, not typed
+    assert spec["retentionSize"] == f"{int(prom.volume_gb * 0.85)}GB"
+    assert spec["enableRemoteWriteReceiver"] is False
+    assert _values("two-cluster", "ai", "kube-prometheus-stack")["prometheus"]["prometheusSpec"][
+        "enableRemoteWriteReceiver"
+    ]
+
+
+def test_the_aistor_cluster_runs_agents_that_deliver_to_the_hub(site):
+    values = _values("two-cluster", "aistor", "kube-prometheus-stack")
+    assert values["prometheus"]["agentMode"] is True
+    assert values["alertmanager"] == {"enabled": False} and values["defaultRules"] == {"create": False}
+    (remote,) = values["prometheus"]["prometheusSpec"]["remoteWrite"]
+    hostname = site.services.monitoring.telemetry_hostname
+    assert remote["url"] == f"https://{hostname}/api/v1/write"
+    assert values["prometheus"]["prometheusSpec"]["externalLabels"] == {"cluster": "aistor"}
+    collector = _values("two-cluster", "aistor", "otel-node")
+    assert collector["config"]["exporters"]["otlphttp"]["endpoint"] == f"https://{hostname}"
+    # no duplicate control services there
+    apps = {p.stem for p in (DIST / "two-cluster/values/aistor").glob("*.yaml")}
+    assert not apps & {"grafana", "loki", "otel-gateway", "harbor", "argo-cd", "cert-manager", "vllm"}
+    # the hub lets exactly those two paths in, behind basic authentication
+    route = _one(DIST / "two-cluster/apps/ai/gateway/monitoring.httproute.telemetry.yaml")
+    assert [r["matches"][0]["path"]["value"] for r in route["spec"]["rules"]] == ["/api/v1/write", "/v1/logs"]
+    policy = _one(DIST / "two-cluster/apps/ai/gateway/monitoring.securitypolicy.telemetry.yaml")
+    assert policy["spec"]["targetRefs"][0]["name"] == "telemetry"
+    assert not list((DIST / "one-cluster/apps/ai/gateway").glob("*telemetry*"))
+
+
+def _rules() -> dict[str, list[dict[str, Any]]]:
+    doc = _one(DIST / "one-cluster/apps/ai/observability/monitoring.prometheusrule.site.yaml")
+    return {g["name"]: g["rules"] for g in doc["spec"]["groups"]}
+
+
+def test_alerts_cover_the_sites_own_risks():
+    alerts = {r["alert"] for rules in _rules().values() for r in rules}
+    assert {
+        "GpuXid",
+        "GpuFatalXid",
+        "NvmeWear",
+        "AIStorDriveOffline",
+        "NdrLinkDown",
+        "EtcdDatabaseNearQuota",
+    } <= alerts
+    values = _values("one-cluster", "ai", "kube-prometheus-stack")
+    assert values["kubeEtcd"]["enabled"] and values["defaultRules"]["create"]
+
+
+def test_alert_thresholds_follow_the_model(config_copy):
+    rules = _rules()
+    missing = next(r for r in rules["site-gpu"] if r["alert"] == "GpuMissing")
+    assert missing["expr"].endswith("< 8") and "gpu01|gpu02" in missing["expr"]
+    parity = next(r for r in rules["site-storage"] if r["alert"] == "AIStorDrivesAtParity")
+    assert parity["expr"] == "minio_cluster_drive_offline_total >= 4"
+    ndr = [r for r in rules["site-fabric"] if r["alert"] == "NdrPortMissing"]
+    assert [r["expr"].split("<")[1].strip() for r in ndr] == ["4", "2"]  # gpu, storage ports
+    # another parity, and the 8-rail profile, move the alerts with them
+    edit_yaml(config_copy, "storage.yaml", lambda d: d["aistor"].update(parity=3))
+    for config, check in (
+        (config_copy, lambda g: _alert(g, "site-storage", "AIStorDrivesAtParity").endswith(">= 3")),
+        (
+            config_copy / "examples/hgx-b300-8rail",
+            lambda g: _alert(g, "site-fabric", "NdrPortMissing").endswith("< 8"),
+        ),
+    ):
+        files = synthesize(load_site(config), ["one-cluster"])
+        (doc,) = [f for f in files if f.path.name == "monitoring.prometheusrule.site.yaml"]
+        assert check({g["name"]: g["rules"] for g in doc.documents[0]["spec"]["groups"]})
+
+
+def _alert(groups: dict[str, list[dict[str, Any]]], group: str, name: str) -> str:
+    return next(r["expr"] for r in groups[group] if r["alert"] == name)
+
+
+def test_scrape_targets_dcgm_aistor_cilium_hubble():
+    gpu = _values("one-cluster", "ai", "gpu-operator")
+    assert gpu["dcgmExporter"]["serviceMonitor"]["enabled"] is True
+    store = _one(DIST / "one-cluster/apps/ai/aistor/aistor.objectstore.aistor.yaml")
+    assert store["spec"]["prometheusOperator"] is True
+    monitors = {
+        p.name.split(".")[2]: _one(p)
+        for p in (DIST / "one-cluster/apps/ai/observability").glob("*.podmonitor.*")
+    }
+    assert {m: d["spec"]["podMetricsEndpoints"][0]["port"] for m, d in monitors.items()} == {
+        "cilium-agent": "prometheus",
+        "hubble": "hubble-metrics",
+        "cilium-operator": "prometheus",
+    }
+    cilium = _values("one-cluster", "ai", "cilium")
+    assert cilium["prometheus"]["enabled"] and cilium["operator"]["prometheus"]["enabled"]
+    assert cilium["hubble"]["metrics"]["enabled"]
+    # every selector of the chart is open, so these monitors are picked up
+    spec = _values("one-cluster", "ai", "kube-prometheus-stack")["prometheus"]["prometheusSpec"]
+    assert (
+        spec["podMonitorSelectorNilUsesHelmValues"] is False
+        and spec["ruleSelectorNilUsesHelmValues"] is False
+    )
+
+
+def test_node_series_carry_their_pool(site):
+    exporter = _values("one-cluster", "ai", "kube-prometheus-stack")["prometheus-node-exporter"]
+    monitor = exporter["prometheus"]["monitor"]
+    assert monitor["attachMetadata"] == {"node": True}
+    pools = {
+        r["replacement"]: r["sourceLabels"][0] for r in monitor["relabelings"] if r["targetLabel"] == "pool"
+    }
+    assert pools["gpu"] == "__meta_kubernetes_node_labelpresent_node_role_kubernetes_io_gpu"
+    assert set(pools) == set(site.pools)
+
+
+def test_grafana_has_both_data_sources_and_the_repo_dashboards(site):
+    values = _values("one-cluster", "ai", "grafana")
+    sources = {d["uid"]: d["url"] for d in values["datasources"]["datasources.yaml"]["datasources"]}
+    assert sources == {
+        "prometheus": "http://kube-prometheus-stack-prometheus.monitoring.svc.cluster.local:9090",
+        "loki": "http://loki-gateway.loki.svc.cluster.local",
+    }
+    assert values["admin"]["existingSecret"] == "grafana-admin"
+    folder = DIST / "one-cluster/apps/ai/observability"
+    for name, dashboard in site.dashboards.items():
+        cm = _one(folder / f"grafana.configmap.dashboard-{name}.yaml")
+        assert cm["metadata"]["labels"] == {"grafana_dashboard": "1"}
+        assert json.loads(cm["data"][f"{name}.json"])["uid"] == dashboard.uid
+    assert {"gpu", "aistor", "cluster"} <= set(site.dashboards)
+    route = _one(DIST / "one-cluster/apps/ai/gateway/grafana.httproute.grafana.yaml")
+    assert route["spec"]["hostnames"] == [site.services.monitoring.grafana_hostname]
+
+
+def test_loki_keeps_chunks_in_aistor_with_credentials_by_reference(site):
+    one = _values("one-cluster", "ai", "loki")
+    assert one["deploymentMode"] == "SimpleScalable"
+    s3 = one["loki"]["storage"]["s3"]
+    assert s3["endpoint"] == "minio.aistor.svc.cluster.local"
+    assert s3["accessKeyId"] == "${AWS_ACCESS_KEY_ID}"  # expanded from the ExternalSecret, not a value
+    assert one["loki"]["storage"]["bucketNames"]["chunks"] == site.services.logs.bucket
+    assert one["write"]["extraEnvFrom"] == [{"secretRef": {"name": "loki-s3"}}]
+    secret = _one(DIST / "one-cluster/apps/ai/observability/loki.externalsecret.loki-s3.yaml")
+    assert secret["spec"]["secretStoreRef"]["kind"] == "ClusterSecretStore"
+    # the AIStor cluster of its own is reached under its S3 name
+    two = _values("two-cluster", "ai", "loki")["loki"]["storage"]["s3"]
+    assert two["endpoint"] == site.storage.aistor.s3_hostname
+    gateway = _values("one-cluster", "ai", "otel-gateway")
+    assert (
+        gateway["config"]["exporters"]["otlphttp/loki"]["endpoint"]
+        == "http://loki-gateway.loki.svc.cluster.local/otlp"
+    )
+
+
+def test_harbor_stores_images_in_aistor_or_powerscale(config_copy, site):
+    values = _values("one-cluster", "ai", "harbor")
+    storage = values["persistence"]["imageChartStorage"]
+    assert storage["type"] == "s3" and storage["s3"]["existingSecret"] == "harbor-s3"
+    assert storage["s3"]["bucket"] == site.services.registry.bucket
+    job = _one(DIST / "one-cluster/apps/ai/harbor-config/harbor.job.harbor-proxy-caches.yaml")
+    env = {e["name"]: e.get("value") for e in job["spec"]["template"]["spec"]["containers"][0]["env"]}
+    assert env["PROXY_CACHES"].splitlines() == [
+        f"{name} {c.type} {c.url}" for name, c in sorted(site.services.registry.proxy_cache.items())
+    ]
+    edit_yaml(config_copy, "services.yaml", lambda d: d["registry"].update(storage="powerscale"))
+    files = synthesize(load_site(config_copy), ["one-cluster"])
+    (harbor,) = [f for f in files if f.path.name == "harbor.yaml"]
+    persistence = harbor.documents[0]["persistence"]
+    assert persistence["imageChartStorage"] == {"type": "filesystem"}
+    assert persistence["persistentVolumeClaim"]["registry"]["storageClass"] == "archive"
+    assert not [f for f in files if f.path.name == "harbor.externalsecret.harbor-s3.yaml"]
+
+
+def test_model_servers_use_the_gpu_template_and_the_router_lists_every_replica(site):
+    sts = _one(DIST / "one-cluster/apps/ai/models/ai-research.statefulset.llama-3-3-70b.yaml")
+    pod = sts["spec"]["template"]["spec"]
+    assert pod["runtimeClassName"] == "nvidia"
+    assert pod["nodeSelector"] == {"node-role.kubernetes.io/gpu": "true"}
+    (container,) = pod["containers"]
+    gpus = site.hardware["dell-xe9780"].gpu.count
+    assert container["resources"]["limits"]["nvidia.com/gpu"] == str(gpus)
+    args = container["command"]
+    assert args[args.index("--tensor-parallel-size") + 1] == str(gpus)
+    assert re.fullmatch(r"vllm/vllm-openai:v\d+\.\d+\.\d+", container["image"])
+    router = _values("one-cluster", "ai", "vllm")["routerSpec"]
+    assert router["tag"] != "latest" and router["serviceDiscovery"] == "static"
+    replicas = sum(m.replicas for m in site.services.serving.models)
+    assert len(router["staticBackends"].split(",")) == len(router["staticModels"].split(",")) == replicas
+    route = _one(DIST / "one-cluster/apps/ai/gateway/ai-research.httproute.llm.yaml")
+    assert route["spec"]["rules"][0]["backendRefs"] == [{"name": "vllm-router-service", "port": 80}]
