@@ -50,10 +50,11 @@ _Dumper.add_representer(str, _str)
 
 
 def render(file: OutputFile) -> str:
-    if file.text is not None:
-        return f"<!-- {GENERATED} -->\n{file.text}"
     lines = [GENERATED, *file.header.splitlines()]
     head = "".join(f"# {line}".rstrip() + "\n" for line in lines)
+    if file.text is not None:
+        # Markdown shows `#` lines as headings: its banner is an HTML comment
+        return f"<!-- {GENERATED} -->\n{file.text}" if file.path.suffix == ".md" else head + file.text
     body = yaml.dump_all(
         (_sorted(doc, top=True) for doc in file.documents),
         Dumper=_Dumper,

@@ -11,6 +11,7 @@ import re
 from collections import Counter
 from functools import cached_property
 from typing import Annotated, Any, Literal
+from urllib.parse import urlparse
 
 from pydantic import (
     AfterValidator,
@@ -647,6 +648,15 @@ class Site(Strict):
         if len({m.name for m in serving.models}) != len(serving.models):
             raise ConfigError(("services", "serving", "models"), "model names must be unique")
         registry = self.services.registry
+        upstreams: dict[str, str] = {}
+        for name, cache in registry.proxy_cache.items():
+            host = "docker.io" if cache.type == "docker-hub" else urlparse(cache.url).hostname or ""
+            if host in upstreams:
+                raise ConfigError(
+                    ("services", "registry", "proxy_cache", name, "url"),
+                    f"{host} is already cached by {upstreams[host]!r} (one containerd mirror per registry)",
+                )
+            upstreams[host] = name
         if (
             registry.storage == "powerscale"
             and registry.powerscale_class not in self.storage.powerscale.classes

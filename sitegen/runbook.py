@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from sitegen.layout import ClusterLayout
+from sitegen.mirrors import upstream
 from sitegen.model import Site
 
 if TYPE_CHECKING:
@@ -160,7 +161,24 @@ def runbook(build: VariantBuild) -> str:
         f"this repository at `{site.gitops.revision}`, kubectl against the cluster being built.",
         "",
     ]
-    step = 1
+    registry = site.services.registry
+    trust = (
+        " Nodes must trust the site CA (OS trust store) for Harbor's certificate."
+        if site.services.certificates.issuer == "internal-ca"
+        else ""
+    )
+    lines += [
+        "## Every host\n",
+        f"""### 1. containerd pulls through Harbor
+
+Copy `dist/{variant}/containerd/certs.d/` to `/etc/containerd/certs.d/` on every host and set the CRI
+registry `config_path` to that directory (containerd 2: `[plugins.'io.containerd.cri.v1.images'.registry]`).
+Images of {", ".join(f"`{upstream(c)[0]}`" for _, c in sorted(registry.proxy_cache.items()))} are then pulled
+through Harbor's proxy caches at `{registry.hostname}`; each upstream stays the fallback, so pulls work
+before Harbor runs.{trust}
+""",
+    ]
+    step = 2
     ordered = [hub, *(c for c in layout.clusters if c.name != hub.name)]
     for cluster in ordered:
         lines.append(f"## Cluster `{cluster.name}`\n")

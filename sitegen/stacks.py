@@ -46,6 +46,7 @@ from sitegen.apps import BOOTSTRAP_PROJECT, PROJECTS, AppSpec, cluster_apps
 from sitegen.dist import OutputFile
 from sitegen.erasure import aistor_layout
 from sitegen.layout import ClusterLayout, PoolLayout, VariantLayout, resolve
+from sitegen.mirrors import mirror_files
 from sitegen.model import Site
 from sitegen.runbook import runbook
 from sitegen.values import chart_values
@@ -668,6 +669,7 @@ class VariantBuild:
         files.append(
             OutputFile(PurePosixPath(self.layout.name, "bootstrap", "RUNBOOK.md"), [], text=runbook(self))
         )
+        files += mirror_files(self.site, self.layout.name)
         return files
 
 

@@ -753,6 +753,19 @@ CASES = [
         "unknown PowerScale class 'scratch'",
     ),
     case(
+        "proxy-cache-twice-for-one-registry",
+        set_value(
+            "services.yaml",
+            "registry",
+            "proxy_cache",
+            "nvcr2",
+            value={"type": "docker-registry", "url": "https://nvcr.io"},
+        ),
+        "services.yaml",
+        "registry.proxy_cache.nvcr2.url",
+        "nvcr.io is already cached by 'nvcr' (one containerd mirror per registry)",
+    ),
+    case(
         "bucket-name-uppercase",
         set_value("services.yaml", "logs", "bucket", value="Loki_Chunks"),
         "services.yaml",

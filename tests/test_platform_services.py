@@ -337,3 +337,27 @@ def test_model_servers_use_the_gpu_template_and_the_router_lists_every_replica(s
     assert len(router["staticBackends"].split(",")) == len(router["staticModels"].split(",")) == replicas
     route = _one(DIST / "one-cluster/apps/ai/gateway/ai-research.httproute.llm.yaml")
     assert route["spec"]["rules"][0]["backendRefs"] == [{"name": "vllm-router-service", "port": 80}]
+
+
+def test_every_node_pulls_the_upstream_registries_through_harbor(site):
+    import tomllib
+
+    registry = site.services.registry
+    folder = DIST / "one-cluster/containerd/certs.d"
+    assert {p.name for p in folder.iterdir()} == {
+        "docker.io",
+        "ghcr.io",
+        "nvcr.io",
+        "quay.io",
+        "registry.k8s.io",
+    }
+    for project, cache in registry.proxy_cache.items():
+        name = "docker.io" if cache.type == "docker-hub" else cache.url.removeprefix("https://")
+        hosts = tomllib.loads((folder / name / "hosts.toml").read_text())
+        assert hosts["host"] == {
+            f"https://{registry.hostname}/v2/{project}": {
+                "capabilities": ["pull", "resolve"],
+                "override_path": True,
+            }
+        }
+        assert hosts["server"].startswith("https://")  # the upstream stays the fallback
