@@ -60,7 +60,10 @@ from sitegen.values.observability import (
     OTLP_HTTP_PORT,
     PROMETHEUS_SERVICE,
     REMOTE_WRITE_SECRET,
+    SITE_CA_KEY,
+    SITE_CA_SECRET,
     TELEMETRY_USERS,
+    trusts_site_ca,
 )
 from sitegen.values.platform import HARBOR_S3_SECRET, HARBOR_SERVICE, ROUTER_PORT, ROUTER_SERVICE
 
@@ -329,8 +332,21 @@ def _observability(
                 "basic": '{{ printf "%s:%s" .username .password | b64enc }}',
             },
         )
+        if trusts_site_ca(site):
+            # the certificate only, never the key
+            VaultSecret(
+                chart,
+                "SiteCA",
+                name=SITE_CA_SECRET,
+                namespace=spec.namespace,
+                store=store,
+                key="pki/site-ca",
+                properties=[SITE_CA_KEY],
+            )
         return
-    SiteAlerts(chart, "Alerts", namespace=spec.namespace, risks=site_risks(site, cluster))
+    SiteAlerts(
+        chart, "Alerts", namespace=spec.namespace, risks=site_risks(site, resolve(site, chart.variant))
+    )
     grafana = names["grafana"].namespace
     Dashboards(chart, "Dashboards", namespace=grafana, dashboards=dict(site.dashboards))
     VaultSecret(
@@ -379,20 +395,23 @@ def aistor_ca(chart: Construct, id: str, *, namespace: str, store: str) -> None:
     )
 
 
-def site_risks(site: Site, cluster: ClusterLayout) -> SiteRisks:
+def site_risks(site: Site, layout: VariantLayout) -> SiteRisks:
+    """The risks of every cluster of the variant: the hub evaluates the rules, on its own series and on
+    those the other clusters' agents write to it."""
+    pools = [p for c in layout.clusters for p in c.pools]
     return SiteRisks(
         gpus_per_node={
             p.name: (p.hardware.gpu.count, tuple(h.name for h in p.hosts))
-            for p in cluster.pools
+            for p in pools
             if p.hardware.gpu is not None
         },
         fabric_pools=tuple(
             FabricPool(p.name, tuple(nic.name for nic in site.fabric.nics[p.name]))
-            for p in cluster.pools
+            for p in pools
             if p.name in site.fabric.nics
         ),
         aistor_parity=aistor_layout(site).parity
-        if any(p.name == site.storage.aistor.pool for p in cluster.pools)
+        if any(p.name == site.storage.aistor.pool for p in pools)
         else None,
     )
 

@@ -171,6 +171,11 @@ def test_the_aistor_cluster_runs_agents_that_deliver_to_the_hub(site):
     assert values["prometheus"]["prometheusSpec"]["externalLabels"] == {"cluster": "aistor"}
     collector = _values("two-cluster", "aistor", "otel-node")
     assert collector["config"]["exporters"]["otlphttp"]["endpoint"] == f"https://{hostname}"
+    # the Gateway's certificate is the site CA's: both agents trust it (the certificate, never the key)
+    assert remote["tlsConfig"] == {"ca": {"secret": {"name": "site-ca-cert", "key": "tls.crt"}}}
+    assert collector["config"]["exporters"]["otlphttp"]["tls"] == {"ca_file": "/etc/site-ca/tls.crt"}
+    ca = _one(DIST / "two-cluster/apps/aistor/observability/monitoring.externalsecret.site-ca-cert.yaml")
+    assert [d["remoteRef"]["property"] for d in ca["spec"]["data"]] == ["tls.crt"]
     # no duplicate control services there
     apps = {p.stem for p in (DIST / "two-cluster/values/aistor").glob("*.yaml")}
     assert not apps & {"grafana", "loki", "otel-gateway", "harbor", "argo-cd", "cert-manager", "vllm"}
@@ -203,6 +208,12 @@ def test_alerts_cover_the_sites_own_risks():
 
 def test_alert_thresholds_follow_the_model(config_copy):
     rules = _rules()
+    # the hub of two clusters alerts on the AIStor cluster's series too (its agent writes them there)
+    two = _one(DIST / "two-cluster/apps/ai/observability/monitoring.prometheusrule.site.yaml")
+    assert (
+        two["spec"]
+        == _one(DIST / "one-cluster/apps/ai/observability/monitoring.prometheusrule.site.yaml")["spec"]
+    )
     missing = next(r for r in rules["site-gpu"] if r["alert"] == "GpuMissing")
     assert missing["expr"].endswith("< 8") and "gpu01|gpu02" in missing["expr"]
     parity = next(r for r in rules["site-storage"] if r["alert"] == "AIStorDrivesAtParity")

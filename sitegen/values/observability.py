@@ -31,7 +31,16 @@ REMOTE_WRITE_SECRET = "remote-write"  # basic-auth pair of the agents, from the 
 TELEMETRY_USERS = "telemetry-users"  # htpasswd the Gateway checks the agents against
 LOKI_S3_SECRET = "loki-s3"
 AISTOR_CA_SECRET = "aistor-ca"
+# The site CA's certificate, for clients outside the hub that reach the Gateway (internal-ca issuer only:
+# an ACME certificate chains to the public roots the images already trust).
+SITE_CA_SECRET = "site-ca-cert"
+SITE_CA_KEY = "tls.crt"
+SITE_CA_MOUNT = "/etc/site-ca"
 ALL_TAINTS = [{"operator": "Exists"}]  # node agents: every pool, whatever its taints and effects
+
+
+def trusts_site_ca(site: Site) -> bool:
+    return site.services.certificates.issuer == "internal-ca"
 
 
 def cluster_url(service: str, namespace: str, cluster: ClusterLayout, port: int | None = None) -> str:
@@ -164,6 +173,11 @@ def kube_prometheus_stack_values(
                             "username": {"name": REMOTE_WRITE_SECRET, "key": "username"},
                             "password": {"name": REMOTE_WRITE_SECRET, "key": "password"},
                         },
+                        **(
+                            {"tlsConfig": {"ca": {"secret": {"name": SITE_CA_SECRET, "key": SITE_CA_KEY}}}}
+                            if trusts_site_ca(site)
+                            else {}
+                        ),
                     }
                 ],
                 "resources": requests("500m", "2Gi", "8Gi"),
@@ -396,6 +410,8 @@ class OtelCollectorValues(Values):
     image: dict[str, str]
     command: dict[str, str] = {"name": "otelcol-k8s"}  # the binary of the k8s distribution image
     extraEnvs: list[dict[str, Any]] | None = None
+    extraVolumes: list[dict[str, Any]] | None = None
+    extraVolumeMounts: list[dict[str, Any]] | None = None
     replicaCount: int | None = None
     nodeSelector: dict[str, str] | None = None
     tolerations: list[dict[str, str]]
@@ -415,6 +431,7 @@ def _collector_image(site: Site) -> dict[str, str]:
 def otel_node_values(site: Site, layout: VariantLayout, cluster: ClusterLayout) -> OtelCollectorValues:
     """One collector per node: container logs of every pool, to the hub's gateway collector."""
     extra_envs = None
+    volumes: tuple[list[dict[str, Any]], list[dict[str, Any]]] | tuple[None, None] = (None, None)
     if cluster.name == layout.hub.name:
         exporter: dict[str, Any] = {
             "endpoint": cluster_url(OTEL_GATEWAY, MONITORING_NS, cluster, OTLP_HTTP_PORT)
@@ -431,11 +448,19 @@ def otel_node_values(site: Site, layout: VariantLayout, cluster: ClusterLayout) 
                 "valueFrom": {"secretKeyRef": {"name": REMOTE_WRITE_SECRET, "key": "basic"}},
             }
         ]
+        if trusts_site_ca(site):
+            exporter["tls"] = {"ca_file": f"{SITE_CA_MOUNT}/{SITE_CA_KEY}"}
+            volumes = (
+                [{"name": "site-ca", "secret": {"secretName": SITE_CA_SECRET}}],
+                [{"name": "site-ca", "mountPath": SITE_CA_MOUNT, "readOnly": True}],
+            )
     return OtelCollectorValues(
         mode="daemonset",
         fullnameOverride="otel-node",
         image=_collector_image(site),
         extraEnvs=extra_envs,
+        extraVolumes=volumes[0],
+        extraVolumeMounts=volumes[1],
         tolerations=ALL_TAINTS,
         resources=requests("100m", "256Mi", "1Gi"),
         # storeCheckpoints keeps file offsets across restarts (and makes the chart read logs as root)
