@@ -48,7 +48,6 @@ def harbor_values(site: Site, layout: VariantLayout, cluster: ClusterLayout) -> 
         return {"storageClass": storage_class, "size": size}
 
     claims: dict[str, Any] = {
-        "jobservice": {"jobLog": claim("5G")},
         "database": claim("50G"),
         "redis": claim("5G"),
         "trivy": claim("20G"),
@@ -87,7 +86,8 @@ def harbor_values(site: Site, layout: VariantLayout, cluster: ClusterLayout) -> 
         nginx={"replicas": 2, **system},
         portal={"replicas": 2, **system},
         core={"replicas": 2, "resources": requests("500m", "1Gi", "2Gi"), **system},
-        jobservice={"replicas": 2, **system},
+        # job logs in the database: a file log would need one volume shared by both replicas
+        jobservice={"replicas": 2, "jobLoggers": ["database"], **system},
         registry={"replicas": 2, **system},
         trivy={"replicas": 1, "resources": requests("200m", "512Mi", "2Gi"), **system},
         exporter={"replicas": 1, **system},
