@@ -347,7 +347,7 @@ def _observability(cluster: ClusterLayout, rbac: tuple[tuple[str, str], ...], is
             "observability",
             Layer.FOUNDATION,
             MONITORING_NS,
-            order=8,  # its CRDs (ServiceMonitor, PrometheusRule) come before every chart's monitors
+            order=2,  # its CRDs (ServiceMonitor, PrometheusRule) come before every chart's monitors
             chart="kube-prometheus-stack",
             chart_cluster_kinds=(*rbac, CRD, *webhooks),
             # node-exporter uses the host's network and PID namespaces, smartctl reads the drives,

@@ -192,11 +192,8 @@ def kube_prometheus_stack_values(
         prometheus=prometheus,
         prometheusOperator={
             "resources": requests("100m", "256Mi", "1Gi"),
-            "admissionWebhooks": {
-                # the hub has cert-manager; elsewhere the chart's certgen job signs the webhook
-                "certManager": {"enabled": is_hub},
-                "patch": {"enabled": not is_hub, **system},
-            },
+            # the chart's certgen job signs the webhook: cert-manager comes later (and only on the hub)
+            "admissionWebhooks": {"patch": {"enabled": True, **system}},
             **system,
         },
         kube_state_metrics={"resources": requests("100m", "256Mi", "2Gi"), **system},
@@ -383,6 +380,7 @@ def loki_values(site: Site, layout: VariantLayout, cluster: ClusterLayout) -> Lo
 
 class OtelOperatorValues(Values):
     replicaCount: int = 2
+    pdb: dict[str, Any] = {"create": True, "minAvailable": 1}
     nodeSelector: dict[str, str]
     tolerations: list[dict[str, str]]
     manager: dict[str, Any]

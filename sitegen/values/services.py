@@ -8,6 +8,8 @@ from sitegen.layout import ClusterLayout, VariantLayout
 from sitegen.model import Site
 from sitegen.values.base import Values, placed, requests
 
+PDB = {"podDisruptionBudget": {"enabled": True, "minAvailable": 1}}
+
 
 class CertManagerValues(Values):
     crds: dict[str, bool] = {"enabled": True, "keep": True}
@@ -18,6 +20,8 @@ class CertManagerValues(Values):
     webhook: dict[str, Any]
     cainjector: dict[str, Any]
     startupapicheck: dict[str, Any]
+    podDisruptionBudget: dict[str, Any] = {"enabled": True, "minAvailable": 1}
+    prometheus: dict[str, Any] = {"enabled": True, "servicemonitor": {"enabled": True}}
     # certificates for Gateway listeners and ACME HTTP-01 through HTTPRoutes
     config: dict[str, Any] = {
         "apiVersion": "controller.config.cert-manager.io/v1alpha1",
@@ -30,8 +34,8 @@ def cert_manager_values(site: Site, layout: VariantLayout, cluster: ClusterLayou
     system = placed(cluster.system_pool.placement)
     return CertManagerValues(
         resources=requests("50m", "128Mi", "512Mi"),
-        webhook={"replicaCount": 2, "resources": requests("20m", "64Mi", "256Mi"), **system},
-        cainjector={"replicaCount": 2, "resources": requests("20m", "128Mi", "512Mi"), **system},
+        webhook={"replicaCount": 2, "resources": requests("20m", "64Mi", "256Mi"), **PDB, **system},
+        cainjector={"replicaCount": 2, "resources": requests("20m", "128Mi", "512Mi"), **PDB, **system},
         startupapicheck=system,
         **system,
     )
@@ -60,6 +64,7 @@ class MetricsServerValues(Values):
     # Kubelet serving certificates are self-signed (kubeadm default, no CSR approver yet): metrics-server
     # talks to the node IP without verifying it. Moving kubelets to serverTLSBootstrap removes this.
     args: list[str] = ["--kubelet-preferred-address-types=InternalIP", "--kubelet-insecure-tls"]
+    serviceMonitor: dict[str, bool] = {"enabled": True}
     podDisruptionBudget: dict[str, Any] = {"enabled": True, "minAvailable": 1}
 
 
