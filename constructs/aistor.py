@@ -13,7 +13,7 @@ from typing import Any
 
 from constructs import Construct
 from constructs.fabric import RDMA_PREFIX, rail_resource
-from constructs.objects import api_object
+from constructs.objects import RESTRICTED_CONTAINER, SKIP_DRY_RUN, api_object
 from constructs.secrets import VaultSecret
 from sitegen.erasure import ErasureLayout
 from sitegen.layout import PoolLayout
@@ -25,12 +25,6 @@ DRIVE_FILL = 0.97
 # Requests above half a node keep two AIStor servers off one node, whatever the labels.
 NODE_SHARE = 0.75
 LICENSE_ANNOTATION = {"aistor.min.io/license": "Enterprise"}
-RESTRICTED_CONTAINER = {
-    "allowPrivilegeEscalation": False,
-    "capabilities": {"drop": ["ALL"]},
-    "runAsNonRoot": True,
-    "seccompProfile": {"type": "RuntimeDefault"},
-}
 
 
 def volume_size(drive_gb: int) -> str:
@@ -114,7 +108,7 @@ class ObjectStore(Construct):
         metadata = {
             "name": name,
             "namespace": namespace,
-            "annotations": {"argocd.argoproj.io/sync-options": "SkipDryRunOnMissingResource=true"},
+            "annotations": SKIP_DRY_RUN,
         }
         api_object(self, "Resource", "aistor.min.io/v1", "ObjectStore", metadata, spec=spec)
         VaultSecret(

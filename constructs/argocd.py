@@ -18,7 +18,6 @@ from constructs.secrets import VaultSecret
 
 ARGO = "argoproj.io/v1alpha1"
 SYNC_WAVE = "argocd.argoproj.io/sync-wave"
-SYNC_OPTIONS = "argocd.argoproj.io/sync-options"
 RETRY = {"limit": 10, "backoff": {"duration": "10s", "factor": 2, "maxDuration": "5m"}}
 
 

@@ -9,14 +9,13 @@ from typing import Any
 from cdk8s import ApiObject, JsonPatch
 
 from constructs import Construct
-from constructs.objects import api_object
+from constructs.objects import PARTIAL_OBJECT, SKIP_DRY_RUN, api_object
 from constructs.secrets import VaultSecret
 from sitegen.layout import Placement
 from sitegen.model import Certificates
 
 GATEWAY_API = "gateway.networking.k8s.io/v1"
 ISSUER = "site"
-SKIP_DRY_RUN = {"argocd.argoproj.io/sync-options": "SkipDryRunOnMissingResource=true"}
 
 
 def _object(
@@ -272,7 +271,7 @@ class CoreDnsPlacement(Construct):
                 "name": "coredns",
                 "namespace": "kube-system",
                 "annotations": {
-                    "argocd.argoproj.io/sync-options": "ServerSideApply=true,Prune=false,Delete=false",
+                    **PARTIAL_OBJECT,
                     "sitegen.io/partial": "true",
                 },
             },

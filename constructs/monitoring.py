@@ -11,10 +11,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from constructs import Construct
-from constructs.objects import api_object
+from constructs.objects import SKIP_DRY_RUN, api_object
 
 MONITORING = "monitoring.coreos.com/v1"
-SKIP_DRY_RUN = {"argocd.argoproj.io/sync-options": "SkipDryRunOnMissingResource=true"}
 # The pool label node-level series carry: added by the node-exporter ServiceMonitor's relabelling.
 POOL_LABEL = "pool"
 # Xid codes that mean a GPU needs draining or a reset, not a retry: 48 double-bit ECC, 63/64 row

@@ -5,13 +5,13 @@ from __future__ import annotations
 from cdk8s_plus_27 import k8s
 
 from constructs import Construct
+from constructs.objects import PARTIAL_OBJECT
 from sitegen.layout import Placement, PoolLayout
 
 # A kubelet may not set node-role.kubernetes.io/* on itself (NodeRestriction), so Argo CD applies
 # the labels server-side as partial Nodes. It must never prune or delete a Node. Taints are left to
 # kubeadm registration: an applied `spec.taints` list would be owned whole and erase the taints
 # the node lifecycle controller adds (unreachable, not-ready).
-NODE_SYNC_OPTIONS = "ServerSideApply=true,Prune=false,Delete=false"
 
 
 class NodePool(Construct):
@@ -27,7 +27,7 @@ class NodePool(Construct):
                 metadata=k8s.ObjectMeta(
                     name=host.name,
                     labels=pool.labels,
-                    annotations={"argocd.argoproj.io/sync-options": NODE_SYNC_OPTIONS},
+                    annotations=PARTIAL_OBJECT,
                 ),
             )
 

@@ -8,6 +8,20 @@ from cdk8s import ApiObject, JsonPatch
 
 from constructs import Construct
 
+SYNC_OPTIONS = "argocd.argoproj.io/sync-options"
+# For a CR whose CRD another Application installs: Argo CD skips the dry run until the CRD exists.
+SKIP_DRY_RUN = {SYNC_OPTIONS: "SkipDryRunOnMissingResource=true"}
+# Fields of an object another owner created (kubeadm, the kubelet): applied server-side, never pruned
+# or deleted by Argo CD.
+PARTIAL_OBJECT = {SYNC_OPTIONS: "ServerSideApply=true,Prune=false,Delete=false"}
+# The container context the `restricted` Pod Security level asks for.
+RESTRICTED_CONTAINER = {
+    "allowPrivilegeEscalation": False,
+    "capabilities": {"drop": ["ALL"]},
+    "runAsNonRoot": True,
+    "seccompProfile": {"type": "RuntimeDefault"},
+}
+
 
 def api_object(
     scope: Construct,

@@ -9,7 +9,7 @@ from __future__ import annotations
 from cdk8s_plus_27 import k8s
 
 from constructs import Construct
-from constructs.objects import api_object
+from constructs.objects import SKIP_DRY_RUN, api_object
 from constructs.secrets import VaultSecret
 from sitegen.model import PowerScale
 
@@ -91,7 +91,7 @@ class PowerScaleSnapshots(Construct):
         super().__init__(scope, id)
         metadata = {
             "name": "powerscale",
-            "annotations": {"argocd.argoproj.io/sync-options": "SkipDryRunOnMissingResource=true"},
+            "annotations": SKIP_DRY_RUN,
         }
         api_object(
             self,

@@ -7,17 +7,10 @@ the configured ones through Harbor's REST API and leaves existing ones alone.
 from __future__ import annotations
 
 from constructs import Construct
-from constructs.objects import api_object
+from constructs.objects import RESTRICTED_CONTAINER, api_object
 from constructs.secrets import VaultSecret
 from sitegen.layout import Placement
 from sitegen.model import ImagePin, Registry
-
-RESTRICTED_CONTAINER = {
-    "allowPrivilegeEscalation": False,
-    "capabilities": {"drop": ["ALL"]},
-    "runAsNonRoot": True,
-    "seccompProfile": {"type": "RuntimeDefault"},
-}
 
 PROXY_CACHE_SCRIPT = """\
 set -eu

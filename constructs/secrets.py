@@ -9,11 +9,10 @@ from __future__ import annotations
 from typing import Any
 
 from constructs import Construct
-from constructs.objects import api_object
+from constructs.objects import SKIP_DRY_RUN, api_object
 from sitegen.model import Secrets
 
 ESO = "external-secrets.io/v1"
-SYNC_OPTIONS = "argocd.argoproj.io/sync-options"
 
 
 class SecretStore(Construct):
@@ -80,6 +79,6 @@ class VaultSecret(Construct):
             "name": name,
             "namespace": namespace,
             # The CRD arrives with the External Secrets app.
-            "annotations": {SYNC_OPTIONS: "SkipDryRunOnMissingResource=true", **(metadata_annotations or {})},
+            "annotations": {**SKIP_DRY_RUN, **(metadata_annotations or {})},
         }
         api_object(self, "Resource", ESO, "ExternalSecret", metadata, spec=spec)

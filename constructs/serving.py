@@ -12,24 +12,14 @@ from constructs.objects import api_object
 from constructs.secrets import VaultSecret
 from sitegen.layout import ClusterLayout, PoolLayout
 from sitegen.model import Fabric, ImagePin, ServedModel, Serving
+from sitegen.values.platform import ENGINE_PORT
 
-ENGINE_PORT = 8000
 HF_TOKEN_SECRET = "hf-token"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 
 
 def gpu_pool(cluster: ClusterLayout) -> PoolLayout:
     return next(p for p in cluster.pools if p.hardware.gpu is not None)
-
-
-def engine_backends(serving: Serving, cluster: ClusterLayout) -> list[tuple[str, str]]:
-    """(URL, served model name) of every engine replica: StatefulSet pods under a headless Service."""
-    domain = cluster.spec.dns_domain
-    return [
-        (f"http://{m.name}-{i}.{m.name}.{serving.tenant}.svc.{domain}:{ENGINE_PORT}", m.name)
-        for m in serving.models
-        for i in range(m.replicas)
-    ]
 
 
 class ModelServer(Construct):

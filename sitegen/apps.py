@@ -34,6 +34,13 @@ RBAC_CLUSTER_ROLE = ("rbac.authorization.k8s.io", "ClusterRole")
 RBAC_CLUSTER_ROLE_BINDING = ("rbac.authorization.k8s.io", "ClusterRoleBinding")
 CRD = ("apiextensions.k8s.io", "CustomResourceDefinition")
 
+# Namespaces other apps' values address services in.
+MONITORING_NS = "monitoring"
+GRAFANA_NS = "grafana"
+LOKI_NS = "loki"
+OTEL_OPERATOR_NS = "opentelemetry-operator-system"
+HARBOR_NS = "harbor"
+
 
 @dataclass(frozen=True)
 class Project:
@@ -338,8 +345,6 @@ def _services(
 def _observability(cluster: ClusterLayout, rbac: tuple[tuple[str, str], ...], is_hub: bool) -> list[AppSpec]:
     """The hub runs the whole stack; another cluster only its node agents, a Prometheus agent and
     the log collector, both delivering to the hub."""
-    from sitegen.values.observability import GRAFANA_NS, LOKI_NS, MONITORING_NS, OTEL_OPERATOR_NS
-
     webhooks = (ADMISSION_MUTATING, ADMISSION_VALIDATING)
     apps = [
         AppSpec(
@@ -418,19 +423,17 @@ def _observability(cluster: ClusterLayout, rbac: tuple[tuple[str, str], ...], is
 
 
 def _registry_and_serving(site: Site, has_gpus: bool) -> list[AppSpec]:
-    from sitegen.values.platform import HARBOR_SERVICE
-
     apps = [
         AppSpec(
             "harbor",
             "registry",
             Layer.SERVICES,
-            HARBOR_SERVICE,
+            HARBOR_NS,
             order=1,
             chart="harbor",
             namespace_psa="baseline",
         ),
-        AppSpec("harbor-config", "registry", Layer.RESOURCES, HARBOR_SERVICE, order=5, skip_dry_run=True),
+        AppSpec("harbor-config", "registry", Layer.RESOURCES, HARBOR_NS, order=5, skip_dry_run=True),
     ]
     if has_gpus:
         tenant = site.services.serving.tenant

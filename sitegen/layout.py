@@ -76,6 +76,11 @@ class VariantLayout:
         """The cluster with the infra pool: Argo CD runs there and manages every cluster."""
         return next(c for c in self.clusters if any(p.role == INFRA_ROLE for p in c.pools))
 
+    @property
+    def spokes(self) -> tuple[ClusterLayout, ...]:
+        """The clusters the hub manages besides itself; their telemetry flows to the hub."""
+        return tuple(c for c in self.clusters if c.name != self.hub.name)
+
     def server(self, cluster: ClusterLayout) -> str:
         """The API URL Argo CD on the hub uses for `cluster`."""
         if cluster.name == self.hub.name:

@@ -510,7 +510,17 @@ class Logs(Strict):
 
 class ProxyCache(Strict):
     type: Literal["docker-hub", "docker-registry", "github-ghcr", "quay", "harbor"]
-    url: Annotated[str, Field(pattern=r"^https://\S+$")]
+    url: Annotated[str, Field(pattern=r"^https://\S+$")]  # what Harbor's registry endpoint takes
+
+    @property
+    def registry(self) -> str:
+        """The registry name images carry (Docker Hub's URL is its web site, its images say docker.io)."""
+        return "docker.io" if self.type == "docker-hub" else urlparse(self.url).hostname or self.url
+
+    @property
+    def api(self) -> str:
+        """Where a client pulls from without the cache."""
+        return "https://registry-1.docker.io" if self.type == "docker-hub" else self.url
 
 
 class Registry(Strict):
@@ -650,13 +660,12 @@ class Site(Strict):
         registry = self.services.registry
         upstreams: dict[str, str] = {}
         for name, cache in registry.proxy_cache.items():
-            host = "docker.io" if cache.type == "docker-hub" else urlparse(cache.url).hostname or ""
-            if host in upstreams:
+            if cache.registry in upstreams:
                 raise ConfigError(
                     ("services", "registry", "proxy_cache", name, "url"),
-                    f"{host} is already cached by {upstreams[host]!r} (one containerd mirror per registry)",
+                    f"{cache.registry} is already cached by {upstreams[cache.registry]!r} (one containerd mirror per registry)",
                 )
-            upstreams[host] = name
+            upstreams[cache.registry] = name
         if (
             registry.storage == "powerscale"
             and registry.powerscale_class not in self.storage.powerscale.classes

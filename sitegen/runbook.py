@@ -8,7 +8,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from sitegen.layout import ClusterLayout
-from sitegen.mirrors import upstream
 from sitegen.model import Site
 
 if TYPE_CHECKING:
@@ -173,13 +172,13 @@ def runbook(build: VariantBuild) -> str:
 
 Copy `dist/{variant}/containerd/certs.d/` to `/etc/containerd/certs.d/` on every host and set the CRI
 registry `config_path` to that directory (containerd 2: `[plugins.'io.containerd.cri.v1.images'.registry]`).
-Images of {", ".join(f"`{upstream(c)[0]}`" for _, c in sorted(registry.proxy_cache.items()))} are then pulled
+Images of {", ".join(f"`{c.registry}`" for _, c in sorted(registry.proxy_cache.items()))} are then pulled
 through Harbor's proxy caches at `{registry.hostname}`; each upstream stays the fallback, so pulls work
 before Harbor runs.{trust}
 """,
     ]
     step = 2
-    ordered = [hub, *(c for c in layout.clusters if c.name != hub.name)]
+    ordered = [hub, *layout.spokes]
     for cluster in ordered:
         lines.append(f"## Cluster `{cluster.name}`\n")
         body, step = _cluster_steps(build, cluster, step)
@@ -250,7 +249,7 @@ Before the apps that use them sync, the vault must hold (key: properties):
 """
     )
     step += 1
-    spokes = [c for c in layout.clusters if c.name != hub.name]
+    spokes = layout.spokes
     if spokes:
         names = ", ".join(c.name for c in spokes)
         lines.append(

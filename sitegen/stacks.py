@@ -55,6 +55,7 @@ from sitegen.values.gpu_operator import RUNTIME_CLASS
 from sitegen.values.observability import (
     AISTOR_CA_SECRET,
     GRAFANA_ADMIN_SECRET,
+    GRAFANA_SERVICE,
     LOKI_S3_SECRET,
     OTEL_GATEWAY,
     OTLP_HTTP_PORT,
@@ -73,10 +74,10 @@ REPO_DIST = PurePosixPath("dist")  # where dist/ sits in the GitOps repository A
 class AppChart(Chart):
     """One Argo CD Application: `dist/<variant>/apps/<cluster>/<app>/`, one file per object."""
 
-    def __init__(self, scope: Construct, *, variant: str, cluster: str, app: str) -> None:
-        super().__init__(scope, f"{variant}-{cluster}-{app}", disable_resource_name_hashes=True)
-        self.folder = PurePosixPath(variant, "apps", cluster, app)
-        self.variant = variant
+    def __init__(self, scope: Construct, *, layout: VariantLayout, cluster: str, app: str) -> None:
+        super().__init__(scope, f"{layout.name}-{cluster}-{app}", disable_resource_name_hashes=True)
+        self.folder = PurePosixPath(layout.name, "apps", cluster, app)
+        self.layout = layout  # the variant: renderers that look beyond their cluster read it here
 
     @cached_property
     def documents(self) -> list[dict[str, Any]]:
@@ -251,7 +252,7 @@ def _gateway(chart: AppChart, site: Site, cluster: ClusterLayout, apps: list[App
         store=site.secrets.store,
         gateway=("site", spec.namespace),
     )
-    routes = _routes(site, apps, multi_cluster=len(site.variants[chart.variant].clusters) > 1)
+    routes = _routes(site, apps, spokes=bool(chart.layout.spokes))
     SiteGateway(
         chart,
         "Gateway",
@@ -262,7 +263,7 @@ def _gateway(chart: AppChart, site: Site, cluster: ClusterLayout, apps: list[App
     )
 
 
-def _routes(site: Site, apps: list[AppSpec], *, multi_cluster: bool) -> list[Route]:
+def _routes(site: Site, apps: list[AppSpec], *, spokes: bool) -> list[Route]:
     """The web front ends of the hub, and the door for the telemetry of the other clusters."""
     namespace = {a.name: a.namespace for a in apps}
     services = site.services
@@ -274,7 +275,10 @@ def _routes(site: Site, apps: list[AppSpec], *, multi_cluster: bool) -> list[Rou
             (Backend(f"{ARGOCD_FULLNAME}-server", 80),),
         ),
         Route(
-            "grafana", namespace["grafana"], services.monitoring.grafana_hostname, (Backend("grafana", 80),)
+            "grafana",
+            namespace["grafana"],
+            services.monitoring.grafana_hostname,
+            (Backend(GRAFANA_SERVICE, 80),),
         ),
         # image layers take longer than any fixed request timeout
         Route(
@@ -294,7 +298,7 @@ def _routes(site: Site, apps: list[AppSpec], *, multi_cluster: bool) -> list[Rou
                 (Backend(ROUTER_SERVICE, ROUTER_PORT, timeout="0s"),),
             )
         )
-    if multi_cluster:
+    if spokes:
         routes.append(
             Route(
                 "telemetry",
@@ -344,9 +348,7 @@ def _observability(
                 properties=[SITE_CA_KEY],
             )
         return
-    SiteAlerts(
-        chart, "Alerts", namespace=spec.namespace, risks=site_risks(site, resolve(site, chart.variant))
-    )
+    SiteAlerts(chart, "Alerts", namespace=spec.namespace, risks=site_risks(site, chart.layout))
     grafana = names["grafana"].namespace
     Dashboards(chart, "Dashboards", namespace=grafana, dashboards=dict(site.dashboards))
     VaultSecret(
@@ -370,7 +372,7 @@ def _observability(
         template={"AWS_ACCESS_KEY_ID": "{{ .access_key }}", "AWS_SECRET_ACCESS_KEY": "{{ .secret_key }}"},
     )
     aistor_ca(chart, "LokiAIStorCA", namespace=loki, store=store)
-    if len(site.variants[chart.variant].clusters) > 1:
+    if chart.layout.spokes:
         # htpasswd lines ({SHA}) of the clients that deliver telemetry from the other clusters
         VaultSecret(
             chart,
@@ -499,7 +501,7 @@ class VariantBuild:
         apps = self.apps[cluster.name]
         for spec in apps:
             if spec.rendered:
-                chart = AppChart(app, variant=variant, cluster=cluster.name, app=spec.name)
+                chart = AppChart(app, layout=self.layout, cluster=cluster.name, app=spec.name)
                 _renderer(spec)(chart, self.site, cluster, apps, spec)
                 self.app_charts[(cluster.name, spec.name)] = chart
             else:

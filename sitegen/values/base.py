@@ -10,7 +10,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from sitegen.layout import Placement
+from sitegen.layout import Placement, PoolLayout
 
 
 class Values(BaseModel):
@@ -29,3 +29,16 @@ def requests(cpu: str, memory: str, memory_limit: str | None = None) -> dict[str
 
 def placed(placement: Placement) -> dict[str, Any]:
     return {"nodeSelector": placement.node_selector, "tolerations": list(placement.tolerations)}
+
+
+def required_affinity(pools: list[PoolLayout]) -> dict[str, Any]:
+    """Node affinity to any of `pools`, for charts (or components) that take no nodeSelector."""
+    terms = [
+        {
+            "matchExpressions": [
+                {"key": k, "operator": "In", "values": [v]} for k, v in p.placement.node_selector.items()
+            ]
+        }
+        for p in pools
+    ]
+    return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}}

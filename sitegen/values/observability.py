@@ -12,18 +12,17 @@ from typing import Any
 from pydantic import Field
 
 from constructs.local_cache import CLASS_NAME as LOCAL_NVME
+from sitegen.apps import LOKI_NS, MONITORING_NS
 from sitegen.layout import ClusterLayout, PoolLayout, VariantLayout
 from sitegen.model import ROLE_PREFIX, Site
+from sitegen.objectstore import s3_endpoint
 from sitegen.values.base import Values, placed, requests
 
-MONITORING_NS = "monitoring"
-GRAFANA_NS = "grafana"
-LOKI_NS = "loki"
-OTEL_OPERATOR_NS = "opentelemetry-operator-system"
 # Service names the charts derive from their release names (pinned by the app names in apps.py).
 PROMETHEUS_SERVICE = "kube-prometheus-stack-prometheus"
 ALERTMANAGER_SERVICE = "kube-prometheus-stack-alertmanager"
 LOKI_GATEWAY = "loki-gateway"
+GRAFANA_SERVICE = "grafana"
 OTEL_GATEWAY = "otel-gateway"
 OTLP_HTTP_PORT = 4318
 GRAFANA_ADMIN_SECRET = "grafana-admin"
@@ -83,6 +82,13 @@ def _meta_name(label: str) -> str:
     return "".join(c if c.isalnum() else "_" for c in label)
 
 
+# Select every monitor of the cluster, not only those carrying the chart's release label.
+EVERY_TARGET = {
+    f"{kind}SelectorNilUsesHelmValues": False
+    for kind in ("serviceMonitor", "podMonitor", "probe", "scrapeConfig")
+}
+
+
 class KubePrometheusStackValues(Values):
     crds: dict[str, Any] = {"enabled": True}
     # Grafana is its own app; the chart's Kubernetes dashboards still ship as ConfigMaps for it.
@@ -123,14 +129,10 @@ def kube_prometheus_stack_values(
                 "retentionSize": prom.retention_size,
                 "storageSpec": _volume(prom.volume_gb),
                 "externalLabels": external_labels,
-                # select every monitor and rule of the cluster, not only the chart's own
-                "serviceMonitorSelectorNilUsesHelmValues": False,
-                "podMonitorSelectorNilUsesHelmValues": False,
-                "ruleSelectorNilUsesHelmValues": False,
-                "probeSelectorNilUsesHelmValues": False,
-                "scrapeConfigSelectorNilUsesHelmValues": False,
+                **EVERY_TARGET,
+                "ruleSelectorNilUsesHelmValues": False,  # and every rule
                 # the agents of the other clusters write here, through the Gateway
-                "enableRemoteWriteReceiver": len(layout.clusters) > 1,
+                "enableRemoteWriteReceiver": bool(layout.spokes),
                 "resources": requests("4", "32Gi", "64Gi"),
                 **system,
             },
@@ -161,10 +163,7 @@ def kube_prometheus_stack_values(
             "prometheusSpec": {
                 "replicas": 1,
                 "externalLabels": external_labels,
-                "serviceMonitorSelectorNilUsesHelmValues": False,
-                "podMonitorSelectorNilUsesHelmValues": False,
-                "probeSelectorNilUsesHelmValues": False,
-                "scrapeConfigSelectorNilUsesHelmValues": False,
+                **EVERY_TARGET,
                 "remoteWrite": [
                     {
                         "url": f"https://{monitoring.telemetry_hostname}/api/v1/write",
@@ -315,8 +314,6 @@ class LokiValues(Values):
 
 
 def loki_values(site: Site, layout: VariantLayout, cluster: ClusterLayout) -> LokiValues:
-    from sitegen.objectstore import s3_endpoint
-
     logs = site.services.logs
     s3 = s3_endpoint(site, layout, cluster)
     system = placed(cluster.system_pool.placement)
@@ -391,10 +388,9 @@ class OtelOperatorValues(Values):
 
 
 def otel_operator_values(site: Site, layout: VariantLayout, cluster: ClusterLayout) -> OtelOperatorValues:
-    image = site.versions.images["opentelemetry-collector"]
     return OtelOperatorValues(
         manager={
-            "collectorImage": {"repository": image.repository, "tag": image.tag},
+            "collectorImage": _collector_image(site),
             "resources": requests("100m", "128Mi", "512Mi"),
             "serviceMonitor": {"enabled": True},
         },
@@ -429,7 +425,7 @@ def _collector_image(site: Site) -> dict[str, str]:
 def otel_node_values(site: Site, layout: VariantLayout, cluster: ClusterLayout) -> OtelCollectorValues:
     """One collector per node: container logs of every pool, to the hub's gateway collector."""
     extra_envs = None
-    volumes: tuple[list[dict[str, Any]], list[dict[str, Any]]] | tuple[None, None] = (None, None)
+    volumes = mounts = None
     if cluster.name == layout.hub.name:
         exporter: dict[str, Any] = {
             "endpoint": cluster_url(OTEL_GATEWAY, MONITORING_NS, cluster, OTLP_HTTP_PORT)
@@ -448,17 +444,15 @@ def otel_node_values(site: Site, layout: VariantLayout, cluster: ClusterLayout) 
         ]
         if trusts_site_ca(site):
             exporter["tls"] = {"ca_file": f"{SITE_CA_MOUNT}/{SITE_CA_KEY}"}
-            volumes = (
-                [{"name": "site-ca", "secret": {"secretName": SITE_CA_SECRET}}],
-                [{"name": "site-ca", "mountPath": SITE_CA_MOUNT, "readOnly": True}],
-            )
+            volumes = [{"name": "site-ca", "secret": {"secretName": SITE_CA_SECRET}}]
+            mounts = [{"name": "site-ca", "mountPath": SITE_CA_MOUNT, "readOnly": True}]
     return OtelCollectorValues(
         mode="daemonset",
         fullnameOverride="otel-node",
         image=_collector_image(site),
         extraEnvs=extra_envs,
-        extraVolumes=volumes[0],
-        extraVolumeMounts=volumes[1],
+        extraVolumes=volumes,
+        extraVolumeMounts=mounts,
         tolerations=ALL_TAINTS,
         resources=requests("100m", "256Mi", "1Gi"),
         # storeCheckpoints keeps file offsets across restarts (and makes the chart read logs as root)

@@ -6,15 +6,16 @@ from typing import Any
 
 from constructs.local_cache import CLASS_NAME as LOCAL_NVME
 from sitegen.layout import ClusterLayout, VariantLayout
-from sitegen.model import Site
+from sitegen.model import Serving, Site
 from sitegen.objectstore import s3_endpoint
-from sitegen.values.base import Values, placed, requests
+from sitegen.values.base import Values, placed, requests, required_affinity
 from sitegen.values.observability import AISTOR_CA_SECRET
 
 HARBOR_SERVICE = "harbor"
 HARBOR_ADMIN_SECRET = "harbor-admin"
 HARBOR_SECRET_KEY = "harbor-secret-key"
 HARBOR_S3_SECRET = "harbor-s3"
+ENGINE_PORT = 8000  # vLLM's API and metrics port in the model servers
 ROUTER_PORT = 80  # the router Service's port (the chart's servicePort)
 ROUTER_SERVICE = "vllm-router-service"  # `<release>-router-service`, release = app `vllm`
 
@@ -96,6 +97,16 @@ def harbor_values(site: Site, layout: VariantLayout, cluster: ClusterLayout) -> 
     )
 
 
+def engine_backends(serving: Serving, cluster: ClusterLayout) -> list[tuple[str, str]]:
+    """(URL, served model name) of every engine replica: StatefulSet pods under a headless Service."""
+    domain = cluster.spec.dns_domain
+    return [
+        (f"http://{m.name}-{i}.{m.name}.{serving.tenant}.svc.{domain}:{ENGINE_PORT}", m.name)
+        for m in serving.models
+        for i in range(m.replicas)
+    ]
+
+
 class VllmStackValues(Values):
     # The model servers are rendered by the generator (GpuPodTemplate), not by the chart.
     servingEngineSpec: dict[str, bool] = {"enableEngine": False}
@@ -103,13 +114,9 @@ class VllmStackValues(Values):
 
 
 def vllm_stack_values(site: Site, layout: VariantLayout, cluster: ClusterLayout) -> VllmStackValues:
-    from constructs.serving import engine_backends
-
     serving = site.services.serving
     image = site.versions.images["vllm-router"]
     backends = engine_backends(serving, cluster)
-    # the chart has no nodeSelector/tolerations for the router: required node affinity instead
-    selector = cluster.system_pool.placement.node_selector
     return VllmStackValues(
         routerSpec={
             "repository": image.repository,
@@ -124,19 +131,8 @@ def vllm_stack_values(site: Site, layout: VariantLayout, cluster: ClusterLayout)
             "staticBackends": ",".join(url for url, _ in backends),
             "staticModels": ",".join(model for _, model in backends),
             "resources": requests("1", "2Gi", "4Gi"),
-            "affinity": {
-                "nodeAffinity": {
-                    "requiredDuringSchedulingIgnoredDuringExecution": {
-                        "nodeSelectorTerms": [
-                            {
-                                "matchExpressions": [
-                                    {"key": k, "operator": "In", "values": [v]} for k, v in selector.items()
-                                ]
-                            }
-                        ]
-                    }
-                }
-            },
+            # the chart has no nodeSelector or tolerations for the router
+            "affinity": required_affinity([cluster.system_pool]),
             "serviceMonitor": {"enabled": True},
         }
     )

@@ -8,19 +8,7 @@ from pydantic import Field
 
 from sitegen.layout import ClusterLayout, PoolLayout, VariantLayout
 from sitegen.model import Site
-from sitegen.values.base import Values, placed, requests
-
-
-def _affinity(pools: list[PoolLayout]) -> dict[str, Any]:
-    terms = [
-        {
-            "matchExpressions": [
-                {"key": k, "operator": "In", "values": [v]} for k, v in p.placement.node_selector.items()
-            ]
-        }
-        for p in pools
-    ]
-    return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}}
+from sitegen.values.base import Values, placed, requests, required_affinity
 
 
 def _tolerations(pools: list[PoolLayout]) -> list[dict[str, str]]:
@@ -130,7 +118,7 @@ def topolvm_values(site: Site, layout: VariantLayout, cluster: ClusterLayout) ->
 
     cache = site.storage.local_cache
     pools = [p for p in cluster.pools if p.name in cache.pools]
-    on_cache = {"affinity": _affinity(pools), "tolerations": _tolerations(pools)}
+    on_cache = {"affinity": required_affinity(pools), "tolerations": _tolerations(pools)}
     return TopoLvmValues(
         lvmd={
             "deviceClasses": [
