@@ -9,6 +9,8 @@ NPM_STAMP := node_modules/.installed
 # pip warns about every index location of the machine's pip.conf that does not exist here
 PIP_NOISE := is ignored: it is neither a file nor a directory
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
+# The site's read-only inputs beside the checkout (CRDs for `validate`); override for another location.
+export SITEGEN_CRDS ?= ../shared/crds
 
 .PHONY: synth test lint plan validate bench deps lock imports clean
 

@@ -15,9 +15,7 @@ from constructs import Construct
 from constructs.fabric import RDMA_PREFIX, rail_resource
 from constructs.objects import RESTRICTED_CONTAINER, SKIP_DRY_RUN, api_object
 from constructs.secrets import VaultSecret
-from sitegen.erasure import ErasureLayout
-from sitegen.layout import PoolLayout
-from sitegen.model import AIStorTier, Fabric, ImagePin
+from sitegen.model import AIStorTier, ErasureLayout, Fabric, ImagePin, PoolLayout
 
 DRIVE_CLASS = "directpv-min-io"  # AIStor Volume Manager's StorageClass (one volume per drive)
 # A PVC slightly below the drive: the filesystem takes a few percent of the raw bytes.

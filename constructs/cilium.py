@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from constructs import Construct
 from constructs.objects import api_object
-from sitegen.layout import ClusterLayout
+from sitegen.model import ClusterLayout
 
 
 class LoadBalancerPool(Construct):

@@ -11,8 +11,7 @@ from cdk8s import ApiObject, JsonPatch
 from constructs import Construct
 from constructs.objects import PARTIAL_OBJECT, SKIP_DRY_RUN, api_object
 from constructs.secrets import VaultSecret
-from sitegen.layout import Placement
-from sitegen.model import Certificates
+from sitegen.model import Certificates, Placement
 
 GATEWAY_API = "gateway.networking.k8s.io/v1"
 ISSUER = "site"

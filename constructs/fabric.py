@@ -17,8 +17,7 @@ from cdk8s import ApiObject, ApiObjectMetadata
 from constructs import Construct
 from constructs.objects import api_object
 from imports.com.nvidia import nv_ipam
-from sitegen.layout import ClusterLayout, PoolLayout
-from sitegen.model import Fabric, ImagePin, Nic
+from sitegen.model import ClusterLayout, Fabric, ImagePin, Nic, PoolLayout
 
 MELLANOX = "mellanox.com/v1alpha1"
 NV_IPAM = "nv-ipam.nvidia.com/v1alpha1"

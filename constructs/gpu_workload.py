@@ -16,11 +16,10 @@ from cdk8s import ApiObject
 from constructs import Construct
 from constructs.fabric import RDMA_PREFIX, rail_network, rail_resource
 from constructs.objects import api_object
-from sitegen.layout import PoolLayout
-from sitegen.model import Fabric, ImagePin
-from sitegen.values.gpu_operator import RUNTIME_CLASS
+from sitegen.model import Fabric, ImagePin, PoolLayout
 
 GPU_RESOURCE = "nvidia.com/gpu"
+RUNTIME_CLASS = "nvidia"  # created by the GPU Operator; GPU workloads name it
 PRIMARY_INTERFACE = "eth0"  # Cilium's pod interface: NCCL bootstrap only, never the data path
 SHM_GIB_PER_GPU = 8
 # Share of a node's cores and memory a full-node job may request (the rest is for the node's agents).

@@ -6,10 +6,11 @@ from cdk8s_plus_27 import k8s
 
 from constructs import Construct
 from constructs.host_file import HostFile
-from sitegen.layout import ClusterLayout
-from sitegen.model import ImagePin
+from sitegen.model import ClusterLayout, ImagePin
 
 MANIFEST_DIR = "/etc/kubernetes/manifests"
+POD_NAME = "kube-vip"
+NAMESPACE = "kube-system"
 
 
 class KubeVipStaticPod(Construct):
@@ -48,7 +49,7 @@ class KubeVipStaticPod(Construct):
             "vip_subnet": "32",
             "vip_arp": "true",
             "cp_enable": "true",
-            "cp_namespace": "kube-system",
+            "cp_namespace": NAMESPACE,
             "svc_enable": "false",  # Service load balancers belong to Cilium LB-IPAM
             "vip_leaderelection": "true",
             "vip_leaseduration": "5",
@@ -61,7 +62,7 @@ class KubeVipStaticPod(Construct):
         k8s.KubePod(
             self.file,
             "Resource",
-            metadata=k8s.ObjectMeta(name="kube-vip", namespace="kube-system"),
+            metadata=k8s.ObjectMeta(name=POD_NAME, namespace=NAMESPACE),
             spec=k8s.PodSpec(
                 host_network=True,
                 host_aliases=[k8s.HostAlias(hostnames=["kubernetes"], ip="127.0.0.1")],

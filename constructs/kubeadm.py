@@ -10,8 +10,7 @@ from typing import Any
 
 from constructs import Construct
 from constructs.host_file import HostFile, config_document
-from sitegen.layout import ClusterLayout, PoolLayout
-from sitegen.model import Host
+from sitegen.model import ClusterLayout, Host, PoolLayout
 
 KUBEADM = "kubeadm.k8s.io/v1beta4"
 CRI_SOCKET = "unix:///var/run/containerd/containerd.sock"

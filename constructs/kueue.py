@@ -14,8 +14,7 @@ from constructs import Construct
 from constructs.fabric import RDMA_HCA_MAX, RDMA_PREFIX, rail_resource
 from constructs.objects import api_object
 from imports.io.x_k8s import kueue
-from sitegen.layout import PoolLayout
-from sitegen.model import Fabric
+from sitegen.model import Fabric, PoolLayout
 
 KUEUE = "kueue.x-k8s.io/v1beta2"
 GPU_RESOURCE = "nvidia.com/gpu"

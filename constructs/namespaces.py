@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from cdk8s_plus_27 import k8s
 
 from constructs import Construct
-from sitegen.apps import PsaLevel
 
 PSA = "pod-security.kubernetes.io/"
+PsaLevel = Literal["privileged", "baseline", "restricted"]
 
 
 def psa_labels(level: PsaLevel, kubernetes_minor: str) -> dict[str, str]:

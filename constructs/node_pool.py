@@ -6,7 +6,7 @@ from cdk8s_plus_27 import k8s
 
 from constructs import Construct
 from constructs.objects import PARTIAL_OBJECT
-from sitegen.layout import Placement, PoolLayout
+from sitegen.model import Placement, PoolLayout
 
 # A kubelet may not set node-role.kubernetes.io/* on itself (NodeRestriction), so Argo CD applies
 # the labels server-side as partial Nodes. It must never prune or delete a Node. Taints are left to

@@ -9,8 +9,9 @@ from __future__ import annotations
 from constructs import Construct
 from constructs.objects import RESTRICTED_CONTAINER, api_object
 from constructs.secrets import VaultSecret
-from sitegen.layout import Placement
-from sitegen.model import ImagePin, Registry
+from sitegen.model import ImagePin, Placement, Registry
+
+ADMIN_PASSWORD_KEY = "HARBOR_ADMIN_PASSWORD"  # the key of the admin Secret the chart and the Job read
 
 PROXY_CACHE_SCRIPT = """\
 set -eu
@@ -32,24 +33,35 @@ EOF
 
 
 class HarborSecrets(Construct):
+    """The admin password, the key Harbor encrypts stored credentials with and, with `s3_secret`,
+    the image store's S3 keys: each a Secret of the given name."""
+
     def __init__(
-        self, scope: Construct, id: str, *, namespace: str, store: str, s3_secret: str | None
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        namespace: str,
+        store: str,
+        admin_secret: str,
+        secret_key_secret: str,
+        s3_secret: str | None,
     ) -> None:
         super().__init__(scope, id)
         VaultSecret(
             self,
             "Admin",
-            name="harbor-admin",
+            name=admin_secret,
             namespace=namespace,
             store=store,
             key="harbor/admin",
             properties=["password"],
-            template={"HARBOR_ADMIN_PASSWORD": "{{ .password }}"},
+            template={ADMIN_PASSWORD_KEY: "{{ .password }}"},
         )
         VaultSecret(
             self,
             "SecretKey",
-            name="harbor-secret-key",
+            name=secret_key_secret,
             namespace=namespace,
             store=store,
             key="harbor/secret-key",
@@ -82,6 +94,7 @@ class ProxyCacheProjects(Construct):
         api: str,
         image: ImagePin,
         placement: Placement,
+        admin_secret: str,
     ) -> None:
         super().__init__(scope, id)
         caches = "\n".join(f"{name} {c.type} {c.url}" for name, c in sorted(registry.proxy_cache.items()))
@@ -122,8 +135,8 @@ class ProxyCacheProjects(Construct):
                                         "name": "HARBOR_ADMIN_PASSWORD",
                                         "valueFrom": {
                                             "secretKeyRef": {
-                                                "name": "harbor-admin",
-                                                "key": "HARBOR_ADMIN_PASSWORD",
+                                                "name": admin_secret,
+                                                "key": ADMIN_PASSWORD_KEY,
                                             }
                                         },
                                     },

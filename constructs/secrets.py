@@ -18,7 +18,16 @@ ESO = "external-secrets.io/v1"
 class SecretStore(Construct):
     """The cluster's view of the site vault: Kubernetes auth, one auth mount per cluster."""
 
-    def __init__(self, scope: Construct, id: str, *, secrets: Secrets, cluster: str, namespace: str) -> None:
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        secrets: Secrets,
+        cluster: str,
+        namespace: str,
+        service_account: str,
+    ) -> None:
         super().__init__(scope, id)
         vault = secrets.vault
         spec = {
@@ -32,7 +41,7 @@ class SecretStore(Construct):
                             # each cluster has its own service-account issuer, hence its own auth mount
                             "mountPath": f"{vault.auth_mount}-{cluster}",
                             "role": vault.role,
-                            "serviceAccountRef": {"name": "external-secrets", "namespace": namespace},
+                            "serviceAccountRef": {"name": service_account, "namespace": namespace},
                         }
                     },
                 }

@@ -10,10 +10,9 @@ from constructs.gpu_workload import GpuPodTemplate
 from constructs.local_cache import CLASS_NAME as LOCAL_NVME
 from constructs.objects import api_object
 from constructs.secrets import VaultSecret
-from sitegen.layout import ClusterLayout, PoolLayout
-from sitegen.model import Fabric, ImagePin, ServedModel, Serving
-from sitegen.values.platform import ENGINE_PORT
+from sitegen.model import ClusterLayout, Fabric, ImagePin, PoolLayout, ServedModel, Serving
 
+ENGINE_PORT = 8000  # vLLM's API and metrics port in the model servers
 HF_TOKEN_SECRET = "hf-token"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 

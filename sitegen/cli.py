@@ -1,4 +1,8 @@
-"""Command line: `sitegen synth` (the main job), `sitegen plan`."""
+"""Command line: `sitegen synth` (the main job), `plan`, `validate`, `apps`, `rules`.
+
+The top of the pipeline: it loads the model, hands it to composition, checks and reports, and turns
+every config fault into one `error:` line and exit code 2.
+"""
 
 from __future__ import annotations
 
@@ -14,8 +18,7 @@ _REPO = Path(__file__).resolve().parent.parent
 if str(_REPO) not in sys.path:
     sys.path.insert(0, str(_REPO))
 
-from sitegen.config import ConfigFault, load_site  # noqa: E402
-from sitegen.model import Site  # noqa: E402
+from sitegen.model import ConfigFault, Site, load_site  # noqa: E402
 
 CONFIG_OPTION = click.option(
     "--config",
@@ -45,8 +48,10 @@ def _require_dirs(*paths: Path) -> None:
 
 
 def _load(config_dir: Path) -> Site:
+    from sitegen.compose.apps import pin_needs
+
     try:
-        return load_site(config_dir)
+        return load_site(config_dir, pin_needs())
     except ConfigFault as fault:
         click.echo(f"error: {fault}", err=True)
         sys.exit(2)
@@ -84,8 +89,8 @@ def synth(config_dir: Path, variants: tuple[str, ...], out_dir: Path) -> None:
                 err=True,
             )
             sys.exit(2)
-    from sitegen.dist import write_dist
-    from sitegen.stacks import synthesize
+    from sitegen.compose.variant import synthesize
+    from sitegen.compose.writer import write_dist
 
     chosen = list(variants) or list(site.variants)
     files = synthesize(site, chosen)
@@ -97,7 +102,7 @@ def synth(config_dir: Path, variants: tuple[str, ...], out_dir: Path) -> None:
 @CONFIG_OPTION
 def plan(config_dir: Path) -> None:
     """Print capacity and fabric figures per pool and for the site."""
-    from sitegen.plan import render_plan
+    from sitegen.report.plan import render_plan
 
     click.echo(render_plan(_load(config_dir)), nl=False)
 
@@ -110,14 +115,16 @@ def plan(config_dir: Path) -> None:
     "crd_dirs",
     type=click.Path(path_type=Path, file_okay=False),
     multiple=True,
-    help="CRD directory (repeatable). Default: ../shared/crds. CRDs rendered into the tree count too.",
+    envvar="SITEGEN_CRDS",
+    required=True,
+    help="CRD directory (repeatable; or $SITEGEN_CRDS, `:`-separated). CRDs rendered into the tree count too.",
 )
 def validate(config_dir: Path, dist_dir: Path, crd_dirs: tuple[Path, ...]) -> None:
     """Check every document offline: schemas (core strict, CRDs, host configs) and policy rules."""
     site = _load(config_dir)
-    dirs = list(crd_dirs) or [Path("../shared/crds")]
+    dirs = list(crd_dirs)
     _require_dirs(dist_dir, *dirs)
-    from sitegen.validate import validate_tree
+    from sitegen.check.validate import validate_tree
 
     report = validate_tree(dist_dir, site, dirs)
     for finding in report.findings:
@@ -133,7 +140,7 @@ def apps(config_dir: Path, dist_dir: Path) -> None:
     """Expand every ApplicationSet offline and print the app inventory; exit 1 on a broken app."""
     site = _load(config_dir)
     _require_dirs(dist_dir)
-    from sitegen.inventory import inventory
+    from sitegen.report.inventory import inventory
 
     table, problems = inventory(dist_dir, site)
     click.echo(table)
@@ -143,12 +150,18 @@ def apps(config_dir: Path, dist_dir: Path) -> None:
 
 
 @cli.command()
-def rules() -> None:
-    """List the policy rules with their rationale."""
-    from sitegen.policy import RULES
+@CONFIG_OPTION
+def rules(config_dir: Path) -> None:
+    """List the policy rules with their rationale, then the allow-lists the components declare."""
+    site = _load(config_dir)
+    from sitegen.check.allowlists import allow_lists
+    from sitegen.check.rules import RULES
 
-    for r in RULES:
+    for r in sorted(RULES, key=lambda r: r.id):
         click.echo(f"{r.id}  {r.name:<22} {r.rationale}")
+    click.echo()
+    for line in allow_lists(site).lines():
+        click.echo(line)
 
 
 def main() -> None:

@@ -14,8 +14,7 @@ import yaml
 from click.testing import CliRunner, Result
 
 import sitegen  # noqa: F401  (selects the project's Node for jsii before cdk8s loads)
-from sitegen.config import load_site
-from sitegen.model import Site
+from sitegen.model import Site, load_site
 
 REPO = Path(__file__).resolve().parent.parent
 CONFIG = REPO / "config"

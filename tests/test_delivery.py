@@ -8,9 +8,9 @@ import shutil
 import pytest
 import yaml
 
-from sitegen.appsets import applications
-from sitegen.stacks import synthesize
-from sitegen.tree import load_tree
+from sitegen.check.appsets import applications
+from sitegen.check.tree import load_tree
+from sitegen.compose.variant import synthesize
 
 from .conftest import DIST, add, invoke_sitegen, validate
 

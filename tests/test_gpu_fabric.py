@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 import yaml
 
-from sitegen.config import load_site
-from sitegen.dist import write_dist
-from sitegen.policy import NODE_AGENTS, site_agents
-from sitegen.stacks import synthesize
-from sitegen.validate import validate_tree
+from sitegen.check.allowlists import allow_lists
+from sitegen.check.validate import validate_tree
+from sitegen.compose.variant import synthesize
+from sitegen.compose.writer import write_dist
+from sitegen.model import load_site
 
 from .conftest import CONFIG, CRDS, DIST
 
@@ -81,7 +81,7 @@ def test_gpu_operator_values():
 
 def test_only_gpu_workloads_tolerate_the_gpu_taint(site):
     """Every place in dist/ tolerating dedicated=gpu is a GPU operand, a listed all-node agent, or selects GPU nodes."""
-    agents = {**NODE_AGENTS, **site_agents(site)}
+    agents = allow_lists(site).agents_of("one-cluster", "ai")
     allowed = {
         (
             f"values/ai/{key.split(':')[1]}.yaml",

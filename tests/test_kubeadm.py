@@ -10,7 +10,7 @@ from cdk8s import Testing as K8sTesting
 from constructs.host_file import HostFile
 from constructs.kube_vip import KubeVipStaticPod
 from constructs.kubeadm import KubeadmConfigs
-from sitegen.layout import resolve
+from sitegen.model import resolve
 
 
 def _files(site, variant="one-cluster", cluster="ai"):

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from sitegen.config import load_site
-from sitegen.model import ROLE_PREFIX
+from sitegen.model import ROLE_PREFIX, load_site
 
 from .conftest import CONFIG, edit_yaml
 

@@ -6,7 +6,7 @@ import pytest
 from cdk8s import Testing as K8sTesting  # pytest would collect a class named Testing
 
 from constructs.node_pool import NodePool
-from sitegen.layout import resolve
+from sitegen.model import resolve
 
 SEED_LABELS = {
     "gpu": {

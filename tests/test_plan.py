@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sitegen.plan import compute_plan, render_plan
+from sitegen.report.plan import compute_plan, render_plan
 
 from .conftest import REPO, run_sitegen
 

@@ -10,12 +10,12 @@ from typing import Any
 import pytest
 import yaml
 
-from sitegen.apps import cluster_apps
-from sitegen.config import load_site
-from sitegen.layout import resolve
-from sitegen.policy import NODE_AGENTS, _values_components, pod_spec, targeted_pools, tolerated_taints
-from sitegen.stacks import synthesize
-from sitegen.tree import load_tree
+from sitegen.check.allowlists import allow_lists
+from sitegen.check.placement import pod_spec, targeted_pools, tolerated_taints, values_components
+from sitegen.check.tree import load_tree
+from sitegen.compose.apps import variant_apps
+from sitegen.compose.variant import synthesize
+from sitegen.model import load_site, resolve
 
 from .conftest import DIST, edit_yaml, invoke_sitegen
 
@@ -67,7 +67,7 @@ def _service_workloads(docs, site):
             continue
         cluster = next(c for c in layouts[doc.variant].clusters if c.name == doc.cluster)
         if doc.is_values:
-            for path, spec in _values_components(doc.body, "$"):
+            for path, spec in values_components(doc.body):
                 yield doc, path, spec, cluster
         else:
             found = pod_spec(doc)
@@ -75,16 +75,17 @@ def _service_workloads(docs, site):
                 yield doc, found[0], found[1], cluster
 
 
-def _is_agent(doc, path: str) -> bool:
-    return f"values:{_app_of(doc)}:{path}" in NODE_AGENTS
+def _is_agent(doc, path: str, allow) -> bool:
+    return f"values:{_app_of(doc)}:{path}" in allow.agents_of(doc.variant, doc.cluster)
 
 
 def test_every_service_component_selects_the_system_pool(docs, site):
     """Deployments and StatefulSets of the services (and every component of their values) land on
     exactly the system pool: infra on the hub, the small control plane of the AIStor cluster."""
     seen = set()
+    allow = allow_lists(site)
     for doc, path, spec, cluster in _service_workloads(docs, site):
-        if _is_agent(doc, path):
+        if _is_agent(doc, path, allow):
             continue
         app = _app_of(doc)
         seen.add(app)
@@ -106,7 +107,7 @@ def test_node_agents_tolerate_exactly_every_pool_taint(docs, site):
             continue
         layout = resolve(site, doc.variant)
         cluster = next(c for c in layout.clusters if c.name == doc.cluster)
-        components = dict(_values_components(doc.body, "$"))
+        components = dict(values_components(doc.body))
         spec = components[agents[_app_of(doc)]]
         every_taint = {t for p in cluster.pools for t in p.taints}
         assert every_taint, "a cluster without taints would make this test vacuous"
@@ -123,12 +124,12 @@ def test_inventory_lists_every_service_with_chart_and_version(site):
     for variant in site.variants:
         layout = resolve(site, variant)
         for cluster in layout.clusters:
-            for app in cluster_apps(site, layout, cluster):
-                if not app.chart:
+            for app in variant_apps(site, layout).by_cluster[cluster.name]:
+                if not app.chart_key:
                     continue
-                pin = site.versions.charts[app.chart]
+                pin = site.versions.charts[app.chart_key]
                 row = next(r for r in rows if r[:3] == [variant, cluster.name, f"{cluster.name}-{app.name}"])
-                assert row[3] == app.project and row[4] == app.namespace
+                assert row[3] == app.project.name and row[4] == app.namespace
                 assert row[6:8] == [pin.chart, pin.version], row
 
 

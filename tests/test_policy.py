@@ -6,7 +6,11 @@ from typing import Any
 
 import pytest
 
-from sitegen.policy import NODE_AGENTS, RULES, NodeAgent, image_is_pinned
+from sitegen.check import validate as validate_module
+from sitegen.check.allowlists import AllowLists, allow_lists
+from sitegen.check.rules import RULES
+from sitegen.check.rules.pins import image_is_pinned
+from sitegen.components.base import NodeAgent
 
 from .conftest import add, validate
 
@@ -238,7 +242,15 @@ def test_compliant_workloads_pass(tree):
 
 
 def test_listed_node_agent_must_tolerate_exactly_its_pools(tree, monkeypatch):
-    monkeypatch.setitem(NODE_AGENTS, "DaemonSet/demo/agent", NodeAgent(frozenset({"*"}), "test agent"))
+    def with_agent(site) -> AllowLists:
+        found = allow_lists(site)
+        agents = {
+            key: {**agents, "DaemonSet/demo/agent": NodeAgent(frozenset({"*"}), "test agent")}
+            for key, agents in found.agents.items()
+        }
+        return AllowLists(agents, found.privileged_namespaces, found.privileged_workloads)
+
+    monkeypatch.setattr(validate_module, "allow_lists", with_agent)
     every_taint = [CP_TAINT, GPU_TAINT, AISTOR_TAINT]
     rel = add(
         tree, "one-cluster/apps/ai/agent/ds.yaml", workload("DaemonSet", "agent", tolerations=every_taint)

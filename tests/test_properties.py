@@ -11,11 +11,10 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sitegen.config import load_site
-from sitegen.dist import write_dist
-from sitegen.erasure import symmetric_set_sizes
-from sitegen.stacks import synthesize
-from sitegen.validate import validate_tree
+from sitegen.check.validate import validate_tree
+from sitegen.compose.variant import synthesize
+from sitegen.compose.writer import write_dist
+from sitegen.model import load_site, symmetric_set_sizes
 
 from .conftest import CONFIG, CRDS, invoke_sitegen
 

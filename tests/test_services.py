@@ -7,8 +7,8 @@ from typing import Any
 
 import yaml
 
-from sitegen.config import load_site
-from sitegen.stacks import synthesize
+from sitegen.compose.variant import synthesize
+from sitegen.model import load_site
 
 from .conftest import DIST, edit_yaml
 

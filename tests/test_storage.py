@@ -9,11 +9,10 @@ from typing import Any
 import pytest
 import yaml
 
-from sitegen.config import load_site
-from sitegen.erasure import aistor_layout, alternatives
-from sitegen.layout import resolve
-from sitegen.policy import NODE_AGENTS, site_agents, targeted_pools, tolerated_taints
-from sitegen.stacks import synthesize
+from sitegen.check.allowlists import allow_lists
+from sitegen.check.placement import targeted_pools, tolerated_taints
+from sitegen.compose.variant import synthesize
+from sitegen.model import load_site, resolve
 
 from .conftest import DIST, edit_yaml
 
@@ -30,10 +29,10 @@ def _object_store(variant: str = "one-cluster", cluster: str = "ai") -> dict[str
 
 
 def test_usable_capacity_follows_the_erasure_layout(site):
-    layout = aistor_layout(site)
+    layout = site.aistor_layout()
     assert (layout.sets, layout.set_size, layout.parity) == (48, 15, 4)
     assert layout.raw_gb == 22_118_400 and layout.usable_gb == 16_220_160  # 16.22 PB of 22.12 PB
-    table = {(a.set_size, a.parity): round(a.usable_gb / 1e6, 2) for a in alternatives(site)}
+    table = {(a.set_size, a.parity): round(a.usable_gb / 1e6, 2) for a in site.aistor_alternatives()}
     assert (
         table[(15, 3)] == 17.69
         and table[(16, 4)] == 16.59
@@ -73,7 +72,7 @@ def test_rdma_switch_selects_the_rdma_build(config_copy):
 
 
 def test_nothing_but_aistor_tolerates_the_aistor_taint(site):
-    agents = {**NODE_AGENTS, **site_agents(site)}
+    agents = allow_lists(site).agents_of("one-cluster", "ai")
     everywhere = {f"values/ai/{k.split(':')[1]}.yaml" for k, a in agents.items() if "*" in a.pools}
     for path in DIST.glob("one-cluster/**/*.yaml"):
         rel = str(path.relative_to(DIST / "one-cluster"))

@@ -9,8 +9,8 @@ from pathlib import PurePosixPath
 
 import pytest
 
-from sitegen import dist
-from sitegen.dist import OutputFile, write_dist
+from sitegen.compose import writer as dist
+from sitegen.compose.writer import OutputFile, write_dist
 
 from .conftest import DIST, REPO, SITEGEN, run_sitegen, tree_bytes
 

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 import yaml
 
-from sitegen.schemas import SchemaCatalog, strict_crd_schema
+from sitegen.check.schemas import SchemaCatalog, strict_crd_schema
 
 from .conftest import DIST, add, invoke_sitegen, validate
 

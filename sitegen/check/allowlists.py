@@ -1,0 +1,65 @@
+"""The reviewed exceptions the policy rules allow, derived from the components' declarations.
+
+Nothing here is a hand list of components: a component that needs a privileged namespace or runs a
+node agent says so in its own module, with the reason, and it shows up here (and in `sitegen rules`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from constructs.kube_vip import NAMESPACE as KUBE_VIP_NAMESPACE
+from constructs.kube_vip import POD_NAME as KUBE_VIP_POD
+from sitegen.components.base import NodeAgent
+from sitegen.compose.apps import variant_apps
+from sitegen.model import Site, resolve
+
+SYSTEM_NAMESPACE = "kube-system"
+
+
+@dataclass(frozen=True)
+class AllowLists:
+    # (variant, cluster) -> policy key (`values:<app>:<path>` or `Kind/namespace/name`) -> agent
+    agents: Mapping[tuple[str, str], Mapping[str, NodeAgent]]
+    privileged_namespaces: Mapping[str, str]  # namespace -> why
+    privileged_workloads: Mapping[str, str]  # `Kind/namespace/name` -> why
+
+    def agents_of(self, variant: str, cluster: str | None) -> Mapping[str, NodeAgent]:
+        return self.agents.get((variant, cluster or ""), {})
+
+    def lines(self) -> list[str]:
+        """The allow-lists as text, one entry a line, sorted: what `sitegen rules` prints."""
+        out = ["privileged namespaces:"]
+        out += [f"  {ns}: {why}" for ns, why in sorted(self.privileged_namespaces.items())]
+        out.append("privileged workloads:")
+        out += [f"  {key}: {why}" for key, why in sorted(self.privileged_workloads.items())]
+        out.append("node agents:")
+        every: dict[str, NodeAgent] = {}
+        for agents in self.agents.values():
+            for key, agent in agents.items():
+                every.setdefault(key, agent)
+        for key, agent in sorted(every.items()):
+            out.append(f"  {key} -> {', '.join(sorted(agent.pools))}: {agent.why}")
+        return out
+
+
+def allow_lists(site: Site) -> AllowLists:
+    agents: dict[tuple[str, str], dict[str, NodeAgent]] = {}
+    privileged = {
+        SYSTEM_NAMESPACE: "static control-plane pods (etcd, API server, kube-vip) and the CNI need host access"
+    }
+    for variant in site.variants:
+        apps = variant_apps(site, resolve(site, variant))
+        for ctx, component in apps.members():
+            agents.setdefault((variant, ctx.cluster.name), {}).update(component.node_agents(ctx))
+            if component.security is not None and component.security.level == "privileged":
+                privileged.setdefault(component.namespace, component.security.why)
+    return AllowLists(
+        agents=agents,
+        privileged_namespaces=privileged,
+        privileged_workloads={
+            f"Pod/{KUBE_VIP_NAMESPACE}/{KUBE_VIP_POD}": "ARP and IPVS for the API VIP need host networking "
+            "and NET_ADMIN/NET_RAW"
+        },
+    )

@@ -1,0 +1,17 @@
+"""The policy rules `validate` runs after the schemas, by kind: placement, Pod Security, secrets, pins,
+names, Applications. Each has an id, a name and a one-line rationale (`sitegen rules`)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from sitegen.check.rules import applications, names, pins, placement, pod_security, secrets  # noqa: F401
+from sitegen.check.rules.base import RULES, Context, Rule, Violation
+
+__all__ = ["RULES", "Context", "Rule", "Violation", "run_rules"]
+
+
+def run_rules(ctx: Context) -> Iterator[tuple[Rule, Violation]]:
+    for r in RULES:
+        for violation in r.check(ctx):
+            yield r, violation

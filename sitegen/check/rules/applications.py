@@ -1,0 +1,166 @@
+"""Application rules: what the ApplicationSets expand to exists, deploys where declared, and stays
+inside its project."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from fnmatch import fnmatchcase
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from sitegen.check.appsets import ExpandedApp
+from sitegen.check.rules.base import Context, Violation, rule
+from sitegen.check.tree import Document
+from sitegen.compose import paths
+
+
+def _tree_path(ctx: Context, repo_path: str) -> Path | None:
+    """Argo CD paths are repository paths; dist/ sits at the repository root."""
+    rel = paths.from_repo(repo_path)
+    return ctx.root / rel if rel is not None else None
+
+
+def _at(app: ExpandedApp, detail: str) -> str:
+    return f"{app.element_path} -> {app.name}{detail}"
+
+
+@rule("APP-000", "appsets-expand", "an ApplicationSet that cannot be expanded offline cannot be reviewed")
+def _appsets_expand(ctx: Context) -> Iterator[Violation]:
+    for doc, error in ctx.expand_errors:
+        yield Violation(doc, error.path, error.message)
+
+
+@rule(
+    "APP-001",
+    "source-paths",
+    "an Application pointing at a missing folder syncs nothing, or prunes everything",
+)
+def _source_paths(ctx: Context) -> Iterator[Violation]:
+    for app in ctx.apps:
+        for i, source in enumerate(app.sources):
+            if "path" not in source:
+                continue
+            folder = _tree_path(ctx, str(source["path"]))
+            if folder is None or not folder.is_dir() or not any(folder.rglob("*.yaml")):
+                yield Violation(
+                    app.source, _at(app, f".sources[{i}].path"), f"{source['path']} holds no YAML"
+                )
+
+
+@rule("APP-002", "values-files", "a missing $values file silently installs a chart with its defaults")
+def _values_files(ctx: Context) -> Iterator[Violation]:
+    for app in ctx.apps:
+        refs = {s.get("ref") for s in app.sources if s.get("ref")}
+        for i, source in enumerate(app.sources):
+            for j, value_file in enumerate(((source.get("helm") or {}).get("valueFiles")) or []):
+                where = _at(app, f".sources[{i}].helm.valueFiles[{j}]")
+                ref, _, rest = str(value_file).partition("/")
+                if not ref.startswith("$") or ref[1:] not in refs:
+                    yield Violation(app.source, where, f"{value_file} names no `ref` source")
+                    continue
+                target = _tree_path(ctx, rest)
+                if target is None or not target.is_file():
+                    yield Violation(app.source, where, f"{rest} does not exist")
+
+
+@rule(
+    "APP-003",
+    "destinations",
+    "an Application for an undeclared cluster deploys nowhere or somewhere unintended",
+)
+def _destinations(ctx: Context) -> Iterator[Violation]:
+    for app in ctx.apps:
+        layout = ctx.layouts.get(app.source.variant)
+        servers = {layout.server(c) for c in layout.clusters} if layout else set()
+        server, _ = app.destination
+        if server not in servers:
+            yield Violation(
+                app.source, _at(app, ".destination.server"), f"{server} is no cluster of this variant"
+            )
+
+
+def _projects(ctx: Context, variant: str) -> dict[str, dict[str, Any]]:
+    return {
+        d.name: d.body.get("spec") or {}
+        for d in ctx.docs
+        if d.variant == variant and d.group == "argoproj.io" and d.kind == "AppProject"
+    }
+
+
+def _matches(entries: list[dict[str, Any]], group: str, kind: str) -> bool:
+    return any(
+        fnmatchcase(group, e.get("group", "")) and fnmatchcase(kind, e.get("kind", "")) for e in entries
+    )
+
+
+def _rendered_under(ctx: Context, app: ExpandedApp) -> Iterator[Document]:
+    for source in app.sources:
+        folder = _tree_path(ctx, str(source.get("path", ""))) if "path" in source else None
+        if folder is None:
+            continue
+        prefix = PurePosixPath(folder.relative_to(ctx.root).as_posix())
+        yield from (d for d in ctx.docs if d.file.is_relative_to(prefix))
+
+
+@rule(
+    "APP-004",
+    "project-admits",
+    "every Application stays inside its project: repositories, destinations, kinds",
+)
+def _project_admits(ctx: Context) -> Iterator[Violation]:
+    for app in ctx.apps:
+        project = _projects(ctx, app.source.variant).get(app.project)
+        if project is None:
+            yield Violation(app.source, _at(app, ".project"), f"project {app.project!r} is not declared")
+            continue
+        for i, source in enumerate(app.sources):
+            repo = str(source.get("repoURL", ""))
+            if not any(
+                fnmatchcase(repo, p) for p in project.get("sourceRepos") or [] if not p.startswith("!")
+            ):
+                yield Violation(
+                    app.source,
+                    _at(app, f".sources[{i}].repoURL"),
+                    f"{repo} not in {app.project}'s sourceRepos",
+                )
+        server, namespace = app.destination
+        destinations = project.get("destinations") or []
+        if not any(
+            fnmatchcase(server, d.get("server", "")) and fnmatchcase(namespace, d.get("namespace", ""))
+            for d in destinations
+        ):
+            yield Violation(
+                app.source,
+                _at(app, ".destination"),
+                f"{server} {namespace} not in {app.project}'s destinations",
+            )
+        refused: dict[tuple[str, str], list[Document]] = {}
+        for doc in _rendered_under(ctx, app):
+            if doc.namespace and not any(
+                fnmatchcase(server, d.get("server", ""))
+                and fnmatchcase(doc.namespace, d.get("namespace", ""))
+                for d in destinations
+            ):
+                yield Violation(
+                    doc,
+                    "$.metadata.namespace",
+                    f"namespace {doc.namespace} not in {app.project}'s destinations",
+                )
+            if not doc.namespace:
+                ok = _matches(project.get("clusterResourceWhitelist") or [], doc.group, doc.kind)
+            else:
+                allowed = project.get("namespaceResourceWhitelist")
+                denied = project.get("namespaceResourceBlacklist") or []
+                ok = (allowed is None or _matches(allowed, doc.group, doc.kind)) and not _matches(
+                    denied, doc.group, doc.kind
+                )
+            if not ok:
+                refused.setdefault((doc.group, doc.kind), []).append(doc)
+        for (group, kind), docs in sorted(refused.items()):
+            scope = "namespaced" if docs[0].namespace else "cluster-scoped"
+            yield Violation(
+                app.source,
+                _at(app, ".project"),
+                f"{app.project} does not admit {scope} {group or 'core'}/{kind} "
+                f"({len(docs)} objects, e.g. {docs[0].file})",
+            )

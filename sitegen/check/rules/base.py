@@ -1,0 +1,70 @@
+"""What a policy rule is: an id, a name, a one-line rationale and a check over the whole tree."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sitegen.check.allowlists import AllowLists
+from sitegen.check.appsets import ExpandedApp, ExpandError
+from sitegen.check.placement import Workload, workloads
+from sitegen.check.tree import Document
+from sitegen.components.base import NodeAgent
+from sitegen.model import ClusterLayout, PoolLayout, VariantLayout
+
+
+@dataclass(frozen=True)
+class Violation:
+    doc: Document
+    path: str
+    message: str
+
+
+@dataclass(frozen=True)
+class Context:
+    docs: list[Document]
+    layouts: dict[str, VariantLayout]
+    allow: AllowLists
+    root: Path = Path("dist")
+    apps: list[ExpandedApp] = field(default_factory=list)
+    expand_errors: list[tuple[Document, ExpandError]] = field(default_factory=list)
+
+    def cluster(self, doc: Document) -> ClusterLayout | None:
+        layout = self.layouts.get(doc.variant)
+        if layout is None or doc.cluster is None:
+            return None
+        return next((c for c in layout.clusters if c.name == doc.cluster), None)
+
+    def pools(self, doc: Document) -> tuple[PoolLayout, ...]:
+        cluster = self.cluster(doc)
+        return cluster.pools if cluster else ()
+
+    def agents(self, doc: Document) -> Mapping[str, NodeAgent]:
+        return self.allow.agents_of(doc.variant, doc.cluster)
+
+    def workloads(self, scheduled_only: bool = True) -> Iterator[Workload]:
+        for doc in self.docs:
+            yield from workloads([doc], self.agents(doc), scheduled_only)
+
+
+Check = Callable[[Context], Iterator[Violation]]
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    name: str
+    rationale: str
+    check: Check
+
+
+RULES: list[Rule] = []
+
+
+def rule(id: str, name: str, rationale: str) -> Callable[[Check], Check]:
+    def register(check: Check) -> Check:
+        RULES.append(Rule(id, name, rationale, check))
+        return check
+
+    return register

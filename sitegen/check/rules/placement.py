@@ -1,0 +1,115 @@
+"""Placement rules: every pod selects one pool, services run on the system pool, dedicated and
+control-plane taints are tolerated only where they must be, node agents reach exactly their pools."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from sitegen.check.placement import reached_pools, taints_of, targeted_pools, tolerated_taints
+from sitegen.check.rules.base import Context, Violation, rule
+from sitegen.model import PoolLayout, Taint
+
+
+def _names(pools: list[PoolLayout]) -> str:
+    return ", ".join(p.name for p in pools) or "none"
+
+
+def _taint_text(taints: set[Taint]) -> str:
+    return ", ".join(sorted(f"{t.key}={t.value or ''}:{t.effect}" for t in taints)) or "none"
+
+
+@rule("PLC-001", "select-a-pool", "an unplaced pod lands anywhere; a selector spanning pools is ambiguous")
+def _select_a_pool(ctx: Context) -> Iterator[Violation]:
+    for w in ctx.workloads():
+        targets = targeted_pools(w.placement, ctx.pools(w.doc))
+        if not targets:
+            yield Violation(w.doc, f"{w.path}.nodeSelector", "selects no pool of its cluster")
+        elif w.kind != "DaemonSet" and w.agent is None and len(targets) != 1:
+            yield Violation(w.doc, f"{w.path}.nodeSelector", f"selects several pools ({_names(targets)})")
+
+
+@rule(
+    "PLC-002",
+    "services-on-infra",
+    "cluster services run on the infra pool, never on compute or control-plane",
+)
+def _services_on_infra(ctx: Context) -> Iterator[Violation]:
+    for w in ctx.workloads():
+        cluster = ctx.cluster(w.doc)
+        if not w.is_service or cluster is None:
+            continue
+        for pool in targeted_pools(w.placement, cluster.pools):
+            dedicated = pool.taints and not pool.is_control_plane
+            if pool.name != cluster.system_pool.name and not dedicated:
+                yield Violation(
+                    w.doc,
+                    f"{w.path}.nodeSelector",
+                    f"a service on pool {pool.name}; services select {cluster.system_pool.name}",
+                )
+
+
+@rule(
+    "PLC-003",
+    "dedicated-taints",
+    "only GPU workloads tolerate dedicated=gpu, only AIStor workloads dedicated=aistor",
+)
+def _dedicated_taints(ctx: Context) -> Iterator[Violation]:
+    for w in ctx.workloads():
+        if w.agent is not None:
+            continue  # node agents are judged by PLC-005
+        pools = ctx.pools(w.doc)
+        targets = targeted_pools(w.placement, pools)
+        dedicated = {t for p in pools if not p.is_control_plane for t in p.taints}
+        stray = (tolerated_taints(w.placement, pools) & dedicated) - taints_of(targets)
+        if stray:
+            yield Violation(
+                w.doc,
+                f"{w.path}.tolerations",
+                f"tolerates {_taint_text(stray)} without selecting that pool (selects {_names(targets)})",
+            )
+
+
+@rule("PLC-004", "control-plane-taint", "nothing but listed node agents runs beside etcd and the API server")
+def _control_plane_taint(ctx: Context) -> Iterator[Violation]:
+    for w in ctx.workloads():
+        cluster = ctx.cluster(w.doc)
+        if cluster is None or w.agent is not None:
+            continue
+        cp_taints = set(cluster.control_plane.taints)
+        # A cluster without an infra pool runs its services on its control plane (see ClusterLayout).
+        on_system_cp = cluster.system_pool.is_control_plane and targeted_pools(
+            w.placement, cluster.pools
+        ) == [cluster.control_plane]
+        if tolerated_taints(w.placement, cluster.pools) & cp_taints and not on_system_cp:
+            yield Violation(
+                w.doc,
+                f"{w.path}.tolerations",
+                "tolerates the control-plane taint but is no listed node agent",
+            )
+
+
+@rule("PLC-005", "agents-reach", "a node agent tolerates exactly the taints of the pools it must reach")
+def _agents_reach(ctx: Context) -> Iterator[Violation]:
+    for w in ctx.workloads():
+        agent = w.agent
+        if w.kind != "DaemonSet" and agent is None:
+            continue
+        pools = ctx.pools(w.doc)
+        targets = targeted_pools(w.placement, pools)
+        if agent is not None:
+            wanted = reached_pools(agent, pools)
+            # a DaemonSet only lands where it tolerates every scheduling taint
+            tolerable = tolerated_taints(w.placement, pools)
+            targets = [p for p in targets if set(p.taints) <= tolerable]
+            if {p.name for p in targets} != {p.name for p in wanted}:
+                yield Violation(
+                    w.doc, f"{w.path}.nodeSelector", f"reaches {_names(targets)}, must reach {_names(wanted)}"
+                )
+                continue
+        tolerated, needed = tolerated_taints(w.placement, pools), taints_of(targets)
+        if tolerated != needed:
+            yield Violation(
+                w.doc,
+                f"{w.path}.tolerations",
+                f"tolerates {_taint_text(tolerated)}; the pools it reaches ({_names(targets)}) need {_taint_text(needed)}",
+            )

@@ -1,0 +1,87 @@
+"""Pod Security rules: every namespace is labelled, `privileged` only where a component said why, and
+our own workloads run `restricted` unless listed."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from constructs.namespaces import PSA
+from sitegen.check.rules.base import Context, Violation, rule
+from sitegen.check.tree import Document
+
+_LEVELS = ("privileged", "baseline", "restricted")
+PARTIAL = "sitegen.io/partial"
+
+
+def _namespaces(ctx: Context) -> Iterator[tuple[Document, dict[str, str]]]:
+    for doc in ctx.docs:
+        if doc.kind == "Namespace" and doc.group == "":
+            yield doc, (doc.body.get("metadata") or {}).get("labels") or {}
+
+
+@rule("PSA-001", "namespace-psa-labels", "an unlabelled namespace falls back to the cluster default level")
+def _namespace_labels(ctx: Context) -> Iterator[Violation]:
+    for doc, labels in _namespaces(ctx):
+        for mode in ("enforce", "audit", "warn"):
+            if labels.get(PSA + mode) not in _LEVELS:
+                yield Violation(
+                    doc, f"$.metadata.labels['{PSA}{mode}']", f"missing or invalid Pod Security {mode}"
+                )
+
+
+@rule(
+    "PSA-002",
+    "privileged-namespaces",
+    "privileged is granted per namespace, only to reviewed node-level agents",
+)
+def _privileged_namespaces(ctx: Context) -> Iterator[Violation]:
+    for doc, labels in _namespaces(ctx):
+        if labels.get(PSA + "enforce") == "privileged" and doc.name not in ctx.allow.privileged_namespaces:
+            yield Violation(
+                doc, f"$.metadata.labels['{PSA}enforce']", "privileged, but not on the privileged list"
+            )
+
+
+def is_partial(doc: Document) -> bool:
+    """A partial object patches a few fields into a workload another owner defines (kubeadm's CoreDNS)."""
+    return ((doc.body.get("metadata") or {}).get("annotations") or {}).get(PARTIAL) == "true"
+
+
+def containers(path: str, spec: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+    for key in ("initContainers", "containers"):
+        for i, container in enumerate(spec.get(key) or []):
+            yield f"{path}.{key}[{i}]", container
+
+
+def _restricted_problems(spec: dict[str, Any], container: dict[str, Any]) -> list[str]:
+    pod_ctx, ctx = spec.get("securityContext") or {}, container.get("securityContext") or {}
+    problems = []
+    requests = (container.get("resources") or {}).get("requests") or {}
+    if not {"cpu", "memory"} <= set(requests):
+        problems.append("resources.requests needs cpu and memory")
+    if ctx.get("privileged"):
+        problems.append("privileged")
+    if ctx.get("allowPrivilegeEscalation") is not False:
+        problems.append("allowPrivilegeEscalation must be false")
+    if ctx.get("runAsNonRoot", pod_ctx.get("runAsNonRoot")) is not True:
+        problems.append("runAsNonRoot must be true")
+    if "ALL" not in ((ctx.get("capabilities") or {}).get("drop") or []):
+        problems.append("capabilities must drop ALL")
+    seccomp = (ctx.get("seccompProfile") or pod_ctx.get("seccompProfile") or {}).get("type")
+    if seccomp not in ("RuntimeDefault", "Localhost"):
+        problems.append("seccompProfile must be RuntimeDefault")
+    return problems
+
+
+@rule(
+    "SEC-002", "restricted-workloads", "our workloads state their resources and run restricted unless listed"
+)
+def _restricted_workloads(ctx: Context) -> Iterator[Violation]:
+    for w in ctx.workloads(scheduled_only=False):
+        if w.agent_key in ctx.allow.privileged_workloads or is_partial(w.doc):
+            continue
+        for cpath, container in containers(w.path, w.spec):
+            problems = _restricted_problems(w.spec, container)
+            if problems:
+                yield Violation(w.doc, cpath, "; ".join(problems))

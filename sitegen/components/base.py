@@ -1,0 +1,190 @@
+"""What a component is: one Argo CD Application of one cluster, and everything the generator knows of it.
+
+A component module declares, in one place: its app (project, layer, namespace, Pod Security level and
+why), when it applies to a cluster, the chart and image pins it needs, what it must come after, its
+typed Helm values or the objects it renders, the names other components use, and its policy
+declarations (node agents and the pools they reach, S3 buckets it consumes, web routes it serves).
+The registry lists the components; everything else (apps per cluster, sync order, projects, required
+pins, allow-lists, the runbook's lists) is derived from it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import IntEnum
+from typing import TYPE_CHECKING, ClassVar
+
+from constructs import Construct
+from constructs.argocd import GroupKind
+from constructs.edge import Route
+from constructs.namespaces import PsaLevel
+
+if TYPE_CHECKING:
+    from sitegen.components.context import ClusterContext, ClusterScope
+    from sitegen.components.values import Values
+
+
+class Layer(IntEnum):
+    """Argo CD has no dependencies between Applications; layers order them by sync wave."""
+
+    FOUNDATION = 0  # namespaces, node labels, CNI, CRDs and operators, Argo CD itself
+    RESOURCES = 1  # custom resources of those operators
+    SERVICES = 2  # cluster services
+    TENANTS = 3  # workloads of the site's users
+
+
+@dataclass(frozen=True)
+class Project:
+    """An Argo CD AppProject: a folder of components/ is one project."""
+
+    name: str
+    description: str
+
+
+@dataclass(frozen=True)
+class NamespaceSecurity:
+    """The Pod Security level a component's namespace enforces, and why it needs that level."""
+
+    level: PsaLevel
+    why: str
+
+
+EVERY_POOL = "*"
+
+
+@dataclass(frozen=True)
+class NodeAgent:
+    """A workload that must run on the nodes of several pools: it tolerates exactly their taints."""
+
+    pools: frozenset[str]  # pool names it must reach; EVERY_POOL = every pool of the cluster
+    why: str
+    # Where the chart places the agent by itself, when its values have no node selector.
+    implied_selector: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class S3Access:
+    """An S3 consumer: its AIStor user and the buckets it writes (created by the runbook)."""
+
+    user: str
+    buckets: tuple[str, ...]
+
+
+RBAC = (
+    GroupKind("rbac.authorization.k8s.io", "ClusterRole"),
+    GroupKind("rbac.authorization.k8s.io", "ClusterRoleBinding"),
+)
+CRD = GroupKind("apiextensions.k8s.io", "CustomResourceDefinition")
+WEBHOOKS = (
+    GroupKind("admissionregistration.k8s.io", "MutatingWebhookConfiguration"),
+    GroupKind("admissionregistration.k8s.io", "ValidatingWebhookConfiguration"),
+)
+VALIDATING_WEBHOOK = WEBHOOKS[1]
+CSI_DRIVER = GroupKind("storage.k8s.io", "CSIDriver")
+STORAGE_CLASS = GroupKind("storage.k8s.io", "StorageClass")
+PRIORITY_CLASS = GroupKind("scheduling.k8s.io", "PriorityClass")
+API_SERVICE = GroupKind("apiregistration.k8s.io", "APIService")
+
+
+class Component:
+    """Base of every component. Subclasses set the class attributes and override what they need.
+
+    An instance is the component in one cluster; most components have one instance where they apply,
+    a family (the tenants) has one per member.
+    """
+
+    name: str  # the Argo CD app name (the chart key where it can be)
+    project: ClassVar[Project]
+    layer: ClassVar[Layer]
+    order: ClassVar[int] = 0  # position inside the layer (sync wave = 10 * layer + order)
+    # Destination namespace; cluster-scoped-only apps use kube-system, which always exists.
+    namespace: str = "kube-system"
+    # The namespace this component creates, with its Pod Security level; None: not ours to create.
+    security: ClassVar[NamespaceSecurity | None] = None
+    # versions.yaml images this component sets, each with what uses it (a missing pin names it).
+    images: ClassVar[Mapping[str, str]] = {}
+    # Components of the same cluster this one must come after.
+    after: ClassVar[tuple[type[Component], ...]] = ()
+    # CRs whose CRD another app installs: skip the dry run until it exists (retries cover the gap).
+    skip_dry_run: ClassVar[bool] = False
+
+    @classmethod
+    def applies(cls, scope: ClusterScope) -> bool:
+        """Whether the cluster gets this component."""
+        return True
+
+    @classmethod
+    def instances(cls, scope: ClusterScope) -> list[Component]:
+        return [cls()] if cls.applies(scope) else []
+
+    @property
+    def chart_key(self) -> str | None:
+        return None
+
+    @property
+    def rendered(self) -> bool:
+        return self.chart_key is None
+
+    def dependencies(self, ctx: ClusterContext) -> tuple[type[Component], ...]:
+        """What this instance must come after in its cluster (default: `after`)."""
+        return self.after
+
+    def node_agents(self, scope: ClusterScope) -> Mapping[str, NodeAgent]:
+        """Node agents by policy key: `values:<app>:<JSON path>` or `Kind/namespace/name`."""
+        return {}
+
+    def s3_access(self, ctx: ClusterContext) -> list[S3Access]:
+        """The AIStor users and buckets this component writes to."""
+        return []
+
+    def routes(self, ctx: ClusterContext) -> list[Route]:
+        """The web front ends this component serves through the site Gateway."""
+        return []
+
+    @property
+    def sync_options(self) -> list[str]:
+        # Server-side apply everywhere: large CRDs (ApplicationSet is 1.4 MB) exceed the client-side
+        # last-applied annotation, and partial Node objects need it.
+        options = ["ServerSideApply=true"]
+        if self.skip_dry_run:
+            options.append("SkipDryRunOnMissingResource=true")
+        return options
+
+    @property
+    def wave(self) -> int:
+        return 10 * int(self.layer) + self.order
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name}>"
+
+
+class RenderedComponent(Component):
+    """A component whose objects cdk8s renders: `dist/<variant>/apps/<cluster>/<name>/`."""
+
+    def render(self, scope: Construct, ctx: ClusterContext) -> None:
+        raise NotImplementedError
+
+
+class ChartComponent(Component):
+    """An upstream Helm chart at its pinned version, with values generated from the site model."""
+
+    chart: ClassVar[str]  # key of versions.yaml `charts`
+    release: ClassVar[str | None] = None  # Helm release name when it must differ from the app name
+    # Cluster-scoped kinds the chart renders (reviewed; rendered apps are read from their objects).
+    cluster_kinds: ClassVar[tuple[GroupKind, ...]] = ()
+
+    @property
+    def chart_key(self) -> str | None:
+        return self.chart
+
+    @property
+    def release_name(self) -> str:
+        return self.release or self.name
+
+    def values(self, ctx: ClusterContext) -> Values:
+        raise NotImplementedError
+
+    def agent_key(self, path: str) -> str:
+        """The policy key of a component of this chart's values, at JSON `path`."""
+        return f"values:{self.name}:{path}"

@@ -1,0 +1,96 @@
+"""The component registry: every component of the generator, one line each, in a stable order.
+
+Apps per cluster, sync order, AppProjects, required pins, policy allow-lists and the runbook's lists
+are all derived from this list; adding a component is one module and one line here.
+"""
+
+from __future__ import annotations
+
+from sitegen.components.base import Component
+from sitegen.components.edge.cert_manager import CertManager
+from sitegen.components.edge.envoy_gateway import EnvoyGateway
+from sitegen.components.edge.gateway import Gateway
+from sitegen.components.gpu.gpu_operator import GpuOperator
+from sitegen.components.gpu.gpu_queues import GpuQueues
+from sitegen.components.gpu.kueue import Kueue
+from sitegen.components.hardware.node_feature_discovery import NodeFeatureDiscovery
+from sitegen.components.networking.cilium import Cilium
+from sitegen.components.networking.cilium_lb import CiliumLb
+from sitegen.components.networking.fabric import Fabric
+from sitegen.components.networking.network_operator import NetworkOperator
+from sitegen.components.observability.grafana import Grafana
+from sitegen.components.observability.kube_prometheus_stack import KubePrometheusStack
+from sitegen.components.observability.loki import Loki
+from sitegen.components.observability.observability import Observability
+from sitegen.components.observability.opentelemetry_operator import OpentelemetryOperator
+from sitegen.components.observability.otel_gateway import OtelGateway
+from sitegen.components.observability.otel_node import OtelNode
+from sitegen.components.observability.smartctl_exporter import SmartctlExporter
+from sitegen.components.platform.argo_cd import ArgoCd
+from sitegen.components.platform.coredns import CoreDns
+from sitegen.components.platform.external_secrets import ExternalSecrets
+from sitegen.components.platform.metrics_server import MetricsServer
+from sitegen.components.platform.namespaces import Namespaces
+from sitegen.components.platform.secret_store import SecretStore
+from sitegen.components.platform_nodes.nodes import Nodes
+from sitegen.components.registry.harbor import Harbor
+from sitegen.components.registry.harbor_config import HarborConfig
+from sitegen.components.serving.models import Models
+from sitegen.components.serving.vllm import Vllm
+from sitegen.components.storage.aistor import AIStor
+from sitegen.components.storage.aistor_operator import AIStorOperator
+from sitegen.components.storage.aistor_volume_manager import AIStorVolumeManager
+from sitegen.components.storage.local_nvme import LocalNvme
+from sitegen.components.storage.powerscale import PowerScale
+from sitegen.components.storage.powerscale_csi import PowerScaleCsi
+from sitegen.components.storage.topolvm import TopoLvm
+from sitegen.components.tenants.tenant import Tenant
+
+COMPONENTS: tuple[type[Component], ...] = (
+    # platform
+    Nodes,
+    Namespaces,
+    ArgoCd,
+    ExternalSecrets,
+    SecretStore,
+    MetricsServer,
+    CoreDns,
+    # networking and hardware
+    Cilium,
+    CiliumLb,
+    NodeFeatureDiscovery,
+    NetworkOperator,
+    Fabric,
+    # gpu
+    GpuOperator,
+    Kueue,
+    GpuQueues,
+    # storage
+    AIStorVolumeManager,
+    AIStorOperator,
+    AIStor,
+    PowerScaleCsi,
+    PowerScale,
+    TopoLvm,
+    LocalNvme,
+    # edge
+    CertManager,
+    EnvoyGateway,
+    Gateway,
+    # observability
+    KubePrometheusStack,
+    SmartctlExporter,
+    OtelNode,
+    OpentelemetryOperator,
+    Loki,
+    OtelGateway,
+    Grafana,
+    Observability,
+    # registry and serving
+    Harbor,
+    HarborConfig,
+    Vllm,
+    Models,
+    # tenants
+    Tenant,
+)

@@ -1,0 +1,87 @@
+"""What a component sees of the site: one cluster of one variant, and the components present.
+
+`ClusterScope` is what decides whether a component applies; `ClusterContext` adds the components the
+cluster (and the variant) actually has, reached by type, never by name string.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TypeVar
+
+from sitegen.components.base import Component
+from sitegen.model import ClusterLayout, ImagePin, Placement, PoolLayout, Site, VariantLayout
+
+C = TypeVar("C", bound=Component)
+
+
+@dataclass(frozen=True)
+class ClusterScope:
+    site: Site
+    variant: VariantLayout
+    cluster: ClusterLayout
+
+    @property
+    def is_hub(self) -> bool:
+        """The cluster Argo CD and the central services run on."""
+        return self.cluster.name == self.variant.hub.name
+
+    @property
+    def pool_names(self) -> frozenset[str]:
+        return frozenset(p.name for p in self.cluster.pools)
+
+    @property
+    def gpu_pools(self) -> list[PoolLayout]:
+        return [p for p in self.cluster.pools if p.hardware.gpu is not None]
+
+    @property
+    def has_gpus(self) -> bool:
+        return bool(self.gpu_pools)
+
+    @property
+    def fabric_pools(self) -> list[PoolLayout]:
+        """Pools with NICs on the NDR rails."""
+        return [p for p in self.cluster.pools if p.name in self.site.fabric.nics]
+
+    @property
+    def on_fabric(self) -> bool:
+        return bool(self.fabric_pools)
+
+    @property
+    def system_placement(self) -> Placement:
+        return self.cluster.system_pool.placement
+
+    @property
+    def store(self) -> str:
+        """The ClusterSecretStore every ExternalSecret reads from."""
+        return self.site.secrets.store
+
+    def image(self, key: str) -> ImagePin:
+        return self.site.versions.images[key]
+
+    def service_url(self, service: str, namespace: str, port: int | None = None) -> str:
+        """A Service of this cluster by its full DNS name, over plain HTTP."""
+        host = f"{service}.{namespace}.svc.{self.cluster.spec.dns_domain}"
+        return f"http://{host}:{port}" if port else f"http://{host}"
+
+
+@dataclass(frozen=True)
+class ClusterContext(ClusterScope):
+    components: tuple[Component, ...]  # this cluster's, in sync order
+    variant_components: Mapping[str, tuple[Component, ...]]  # every cluster's of the variant
+
+    def find(self, kind: type[C]) -> C | None:
+        return next((c for c in self.components if isinstance(c, kind)), None)
+
+    def get(self, kind: type[C]) -> C:
+        found = self.find(kind)
+        if found is None:
+            raise LookupError(f"cluster {self.cluster.name} has no {kind.__name__} component")
+        return found
+
+    def all(self, kind: type[C]) -> list[C]:
+        return [c for c in self.components if isinstance(c, kind)]
+
+    def has(self, kind: type[Component]) -> bool:
+        return self.find(kind) is not None

@@ -1,0 +1,71 @@
+"""`cert-manager`: certificates for the Gateway and the webhooks, on the hub's system pool."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from sitegen.components.base import CRD, RBAC, WEBHOOKS, ChartComponent, Layer, NamespaceSecurity
+from sitegen.components.context import ClusterContext, ClusterScope
+from sitegen.components.edge import PROJECT
+from sitegen.components.values import ON, Pdb, Placed, Resources, Toggle, Values, placed, requests
+
+
+class Crds(Values):
+    enabled: bool = True
+    keep: bool = True
+
+
+class Replicated(Placed):
+    replicaCount: int
+    resources: Resources
+    podDisruptionBudget: Pdb = Pdb()
+
+
+class Prometheus(Values):
+    enabled: bool = True
+    servicemonitor: Toggle = ON
+
+
+class ControllerConfig(Values):
+    """Certificates for Gateway listeners and ACME HTTP-01 through HTTPRoutes."""
+
+    apiVersion: Literal["controller.config.cert-manager.io/v1alpha1"] = (
+        "controller.config.cert-manager.io/v1alpha1"
+    )
+    kind: Literal["ControllerConfiguration"] = "ControllerConfiguration"
+    enableGatewayAPI: bool = True
+
+
+class CertManagerValues(Replicated):
+    crds: Crds = Crds()
+    webhook: Replicated
+    cainjector: Replicated
+    startupapicheck: Placed
+    prometheus: Prometheus = Prometheus()
+    config: ControllerConfig = ControllerConfig()
+
+
+class CertManager(ChartComponent):
+    name = "cert-manager"
+    chart = "cert-manager"
+    project = PROJECT
+    layer = Layer.FOUNDATION
+    order = 7
+    namespace = "cert-manager"
+    security = NamespaceSecurity("restricted", "the chart's pods run restricted")
+    cluster_kinds = (*RBAC, CRD, *WEBHOOKS)
+
+    @classmethod
+    def applies(cls, scope: ClusterScope) -> bool:
+        return scope.is_hub
+
+    def values(self, ctx: ClusterContext) -> CertManagerValues:
+        system = placed(ctx.system_placement)
+        return CertManagerValues(
+            replicaCount=2,
+            resources=requests("50m", "128Mi", "512Mi"),
+            webhook=Replicated(replicaCount=2, resources=requests("20m", "64Mi", "256Mi"), **system),
+            cainjector=Replicated(replicaCount=2, resources=requests("20m", "128Mi", "512Mi"), **system),
+            startupapicheck=Placed(**system),
+            **system,
+        )

@@ -1,0 +1,166 @@
+"""`gpu-operator`: operands on the GPU pool only, the B300 driver branch, DMA-BUF GPUDirect RDMA."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Literal
+
+from constructs.gpu_workload import RUNTIME_CLASS
+from sitegen.components.base import CRD, RBAC, ChartComponent, GroupKind, Layer, NamespaceSecurity, NodeAgent
+from sitegen.components.context import ClusterContext, ClusterScope
+from sitegen.components.gpu import PROJECT
+from sitegen.components.hardware.node_feature_discovery import NodeFeatureDiscovery
+from sitegen.components.values import OFF, ON, Placed, Resources, Toggle, Toleration, Values, placed, requests
+
+# The operator labels every node with an NVIDIA PCI device; its operands select on these labels.
+GPU_PRESENT = {"nvidia.com/gpu.present": "true"}
+# What `daemonsets.tolerations` replaces: the operator's own default toleration.
+DEFAULT_OPERAND_TOLERATION = Toleration(key="nvidia.com/gpu", operator="Exists", effect="NoSchedule")
+
+
+class Operator(Placed):
+    runtimeClass: str
+    resources: Resources
+
+
+class RollingUpdate(Values):
+    maxUnavailable: str
+
+
+class Daemonsets(Values):
+    priorityClassName: str
+    updateStrategy: Literal["RollingUpdate", "OnDelete"]
+    rollingUpdate: RollingUpdate
+    tolerations: list[Toleration]
+
+
+class DriverRdma(Values):
+    enabled: bool
+    useHostMofed: bool
+
+
+class UpgradePolicy(Values):
+    autoUpgrade: bool
+    maxParallelUpgrades: int
+    maxUnavailable: str
+
+
+class Driver(Values):
+    enabled: bool = True
+    repository: str
+    image: str
+    version: str
+    kernelModuleType: Literal["auto", "open", "proprietary"]
+    rdma: DriverRdma
+    upgradePolicy: UpgradePolicy
+
+
+class DcgmExporterMonitor(Values):
+    enabled: bool
+    serviceMonitor: Toggle
+
+
+class Mig(Values):
+    strategy: Literal["single", "mixed"]
+
+
+class MigConfig(Values):
+    default: str
+
+
+class MigManager(Values):
+    enabled: bool
+    config: MigConfig
+
+
+class EnvVar(Values):
+    name: str
+    value: str
+
+
+class ValidatorPlugin(Values):
+    env: list[EnvVar]
+
+
+class Validator(Values):
+    plugin: ValidatorPlugin
+
+
+class GpuOperatorValues(Values):
+    nfd: Toggle = OFF  # the cluster's single NFD is its own app
+    operator: Operator
+    cdi: Toggle = ON
+    daemonsets: Daemonsets
+    driver: Driver
+    toolkit: Toggle = ON
+    devicePlugin: Toggle = ON
+    gfd: Toggle = ON
+    dcgm: Toggle = OFF  # the exporter embeds its own host engine
+    dcgmExporter: DcgmExporterMonitor = DcgmExporterMonitor(enabled=True, serviceMonitor=ON)
+    gdrcopy: Toggle = ON
+    mig: Mig = Mig(strategy="single")
+    # B300 stays whole: MIG is configured per node only when someone asks for it.
+    migManager: MigManager = MigManager(enabled=True, config=MigConfig(default="all-disabled"))
+    validator: Validator = Validator(
+        plugin=ValidatorPlugin(env=[EnvVar(name="WITH_WORKLOAD", value="false")])
+    )
+    nodeStatusExporter: Toggle = OFF
+    ccManager: Toggle = OFF
+
+
+class GpuOperator(ChartComponent):
+    name = "gpu-operator"
+    chart = "gpu-operator"
+    project = PROJECT
+    layer = Layer.FOUNDATION
+    order = 4
+    namespace = "gpu-operator"
+    security = NamespaceSecurity(
+        "privileged", "driver container, toolkit and device plugin load kernel modules and run privileged"
+    )
+    images = {"nvidia-driver": "the GPU Operator's driver"}
+    cluster_kinds = (*RBAC, CRD, GroupKind("nvidia.com", "ClusterPolicy"))
+    after = (NodeFeatureDiscovery,)  # the operator finds GPU nodes by NFD's PCI labels
+
+    @classmethod
+    def applies(cls, scope: ClusterScope) -> bool:
+        return scope.has_gpus
+
+    def node_agents(self, scope: ClusterScope) -> Mapping[str, NodeAgent]:
+        return {
+            self.agent_key("$.daemonsets"): NodeAgent(
+                frozenset(p.name for p in scope.gpu_pools),
+                "driver, toolkit, device plugin, GFD, DCGM exporter, MIG manager, validator: GPU nodes only",
+                implied_selector=GPU_PRESENT,
+            )
+        }
+
+    def values(self, ctx: ClusterContext) -> GpuOperatorValues:
+        driver = ctx.image("nvidia-driver")
+        repository, _, image = driver.repository.rpartition("/")
+        return GpuOperatorValues(
+            operator=Operator(
+                runtimeClass=RUNTIME_CLASS,
+                resources=requests("200m", "256Mi", "1Gi"),
+                **placed(ctx.system_placement),
+            ),
+            daemonsets=Daemonsets(
+                priorityClassName="system-node-critical",
+                updateStrategy="RollingUpdate",
+                rollingUpdate=RollingUpdate(maxUnavailable="1"),
+                # Replaces the operator's default list, so that default is repeated.
+                tolerations=[
+                    DEFAULT_OPERAND_TOLERATION,
+                    *(Toleration(**t) for p in ctx.gpu_pools for t in p.placement.tolerations),
+                ],
+            ),
+            driver=Driver(
+                repository=repository,
+                image=image,
+                version=driver.tag,
+                kernelModuleType="open",  # required by B300 and by DMA-BUF GPUDirect RDMA
+                # GPUDirect RDMA through DMA-BUF (open modules, kernel >= 5.12): no legacy nvidia-peermem.
+                rdma=DriverRdma(enabled=False, useHostMofed=False),
+                upgradePolicy=UpgradePolicy(autoUpgrade=True, maxParallelUpgrades=1, maxUnavailable="25%"),
+            ),
+        )

@@ -1,0 +1,45 @@
+"""`kueue`: the job-queueing controller ("job scheduler components" of the seed), on the system pool."""
+
+from __future__ import annotations
+
+from sitegen.components.base import CRD, RBAC, WEBHOOKS, ChartComponent, Layer, NamespaceSecurity
+from sitegen.components.context import ClusterContext, ClusterScope
+from sitegen.components.gpu import PROJECT
+from sitegen.components.values import Placed, Resources, Values, placed, requests
+
+
+class Manager(Values):
+    resources: Resources
+
+
+class ControllerManager(Placed):
+    replicas: int
+    manager: Manager
+
+
+class KueueValues(Values):
+    controllerManager: ControllerManager
+
+
+class Kueue(ChartComponent):
+    name = "kueue"
+    chart = "kueue"
+    project = PROJECT
+    layer = Layer.FOUNDATION
+    order = 4
+    namespace = "kueue-system"
+    security = NamespaceSecurity("baseline", "the chart's pods are not verified against restricted")
+    cluster_kinds = (*RBAC, CRD, *WEBHOOKS)
+
+    @classmethod
+    def applies(cls, scope: ClusterScope) -> bool:
+        return scope.has_gpus
+
+    def values(self, ctx: ClusterContext) -> KueueValues:
+        return KueueValues(
+            controllerManager=ControllerManager(
+                replicas=2,  # leader election; the webhook stays available during a restart
+                manager=Manager(resources=requests("500m", "512Mi", "2Gi")),
+                **placed(ctx.system_placement),
+            )
+        )

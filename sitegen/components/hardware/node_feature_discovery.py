@@ -1,0 +1,100 @@
+"""`node-feature-discovery`: the cluster's only NFD (both NVIDIA charts' bundled copies are off)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from sitegen.components.base import CRD, EVERY_POOL, RBAC, ChartComponent, Layer, NamespaceSecurity, NodeAgent
+from sitegen.components.context import ClusterContext, ClusterScope
+from sitegen.components.hardware import PROJECT
+from sitegen.components.values import Placed, Resources, Toleration, Values, placed, requests
+
+# nvidia.com labels (GPU Feature Discovery's) pass the master's namespace filter.
+EXTRA_LABEL_NAMESPACES = ["nvidia.com"]
+# PCI classes 02 (network, incl. 0207 InfiniBand) and 03 (display, incl. 0302 3D) give the
+# pci-10de / pci-15b3 labels the GPU and Network Operators key on.
+PCI_CLASSES = ["02", "03", "0b40", "12"]
+
+
+class MasterConfig(Values):
+    extraLabelNs: list[str]
+
+
+class PciSource(Values):
+    deviceClassWhitelist: list[str]
+    deviceLabelFields: list[str]
+
+
+class Sources(Values):
+    pci: PciSource
+
+
+class WorkerConfig(Values):
+    sources: Sources
+
+
+class Master(Placed):
+    resources: Resources
+    config: MasterConfig
+
+
+class Worker(Values):
+    tolerations: list[Toleration]
+    resources: Resources
+    config: WorkerConfig
+
+
+class Gc(Placed):
+    resources: Resources
+
+
+class NfdValues(Values):
+    master: Master
+    worker: Worker
+    gc: Gc
+
+
+class NodeFeatureDiscovery(ChartComponent):
+    name = "node-feature-discovery"
+    chart = "node-feature-discovery"
+    project = PROJECT
+    layer = Layer.FOUNDATION
+    order = 3
+    namespace = "node-feature-discovery"
+    security = NamespaceSecurity("privileged", "the worker reads host paths (/sys, /proc, /etc/os-release)")
+    cluster_kinds = (*RBAC, CRD)
+
+    @classmethod
+    def applies(cls, scope: ClusterScope) -> bool:
+        return scope.has_gpus or scope.on_fabric
+
+    def node_agents(self, scope: ClusterScope) -> Mapping[str, NodeAgent]:
+        return {
+            self.agent_key("$.worker"): NodeAgent(
+                frozenset({EVERY_POOL}), "hardware labels on every node, GPU and storage nodes included"
+            )
+        }
+
+    def values(self, ctx: ClusterContext) -> NfdValues:
+        system = placed(ctx.system_placement)
+        every_taint = sorted(
+            {t for p in ctx.cluster.pools for t in p.taints}, key=lambda t: (t.key, t.value or "")
+        )
+        return NfdValues(
+            master=Master(
+                resources=requests("100m", "256Mi", "1Gi"),
+                config=MasterConfig(extraLabelNs=EXTRA_LABEL_NAMESPACES),
+                **system,
+            ),
+            # The worker must tolerate every pool taint before GPU or storage nodes can be labelled.
+            worker=Worker(
+                tolerations=[Toleration(**t.toleration()) for t in every_taint],
+                resources=requests("50m", "128Mi", "512Mi"),
+                config=WorkerConfig(
+                    sources=Sources(
+                        pci=PciSource(deviceClassWhitelist=PCI_CLASSES, deviceLabelFields=["vendor"])
+                    )
+                ),
+            ),
+            gc=Gc(resources=requests("10m", "64Mi", "256Mi"), **system),
+        )

@@ -1,0 +1,149 @@
+"""`cilium`: the primary CNI of every cluster, with kube-proxy replacement and Hubble."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Literal
+
+from pydantic import Field
+
+from sitegen.components.base import EVERY_POOL, RBAC, ChartComponent, Layer, NodeAgent
+from sitegen.components.context import ClusterContext, ClusterScope
+from sitegen.components.networking import PROJECT
+from sitegen.components.platform.namespaces import Namespaces
+from sitegen.components.platform_nodes.nodes import Nodes
+from sitegen.components.values import (
+    EVERY_TAINT,
+    OFF,
+    ON,
+    Placed,
+    Resources,
+    Toggle,
+    Toleration,
+    Values,
+    placed,
+    requests,
+)
+
+
+class CiliumCluster(Values):
+    name: str
+    id: int = Field(ge=1, le=255)
+
+
+class CiliumIpamOperator(Values):
+    clusterPoolIPv4PodCIDRList: list[str]
+    clusterPoolIPv4MaskSize: int = Field(ge=16, le=28)
+
+
+class CiliumIpam(Values):
+    mode: Literal["cluster-pool"] = "cluster-pool"
+    operator: CiliumIpamOperator
+
+
+class CiliumPlacedComponent(Placed):
+    enabled: bool | None = None
+    replicas: int | None = None
+    resources: Resources
+    prometheus: Toggle | None = None
+
+
+class CiliumHubbleTlsAuto(Values):
+    # helm-generated certificates differ on every render; Argo CD would never converge
+    method: Literal["helm", "certmanager", "cronJob"] = "cronJob"
+
+
+class CiliumHubbleTls(Values):
+    auto: CiliumHubbleTlsAuto = CiliumHubbleTlsAuto()
+
+
+class CiliumHubbleMetrics(Values):
+    enabled: list[str]
+
+
+class CiliumHubble(Values):
+    enabled: bool = True
+    metrics: CiliumHubbleMetrics
+    relay: CiliumPlacedComponent
+    ui: CiliumPlacedComponent
+    tls: CiliumHubbleTls = CiliumHubbleTls()
+
+
+class Bpf(Values):
+    masquerade: bool
+
+
+class Cni(Values):
+    exclusive: bool
+
+
+class CiliumValues(Values):
+    cluster: CiliumCluster
+    k8sServiceHost: str
+    k8sServicePort: int
+    kubeProxyReplacement: bool = True
+    routingMode: Literal["native", "tunnel"] = "native"
+    ipv4NativeRoutingCIDR: str
+    # Nodes share the 100GbE L2 segment, so each installs direct routes to the others' pod CIDRs.
+    autoDirectNodeRoutes: bool = True
+    enableIPv4Masquerade: bool = True
+    bpf: Bpf = Bpf(masquerade=True)
+    ipam: CiliumIpam
+    # Only the Ethernet bond: IPoIB rail devices must never carry the primary network.
+    devices: list[str]
+    # Multus chains the RDMA rails after Cilium; an exclusive CNI would delete its config.
+    cni: Cni = Cni(exclusive=False)
+    l2announcements: Toggle = ON
+    externalIPs: Toggle = ON
+    gatewayAPI: Toggle = OFF
+    prometheus: Toggle = ON
+    resources: Resources
+    # The agent is a node agent: it must run on every node, whatever the taint.
+    tolerations: list[Toleration] = EVERY_TAINT
+    operator: CiliumPlacedComponent
+    hubble: CiliumHubble
+
+
+class Cilium(ChartComponent):
+    name = "cilium"
+    chart = "cilium"
+    project = PROJECT
+    layer = Layer.FOUNDATION
+    order = 1
+    after = (Nodes, Namespaces)  # the operator selects the system pool by its role label
+    cluster_kinds = RBAC
+
+    def node_agents(self, scope: ClusterScope) -> Mapping[str, NodeAgent]:
+        return {
+            self.agent_key("$"): NodeAgent(
+                frozenset({EVERY_POOL}), "the CNI agent: no pod networking on a node without it"
+            )
+        }
+
+    def values(self, ctx: ClusterContext) -> CiliumValues:
+        spec = ctx.cluster.spec
+        system = placed(ctx.system_placement)
+        return CiliumValues(
+            cluster=CiliumCluster(name=ctx.cluster.name, id=spec.id),
+            # The VIP, not the DNS name: the agent must reach the API before cluster DNS exists.
+            k8sServiceHost=str(spec.api.vip),
+            k8sServicePort=spec.api.port,
+            ipv4NativeRoutingCIDR=str(spec.pod_cidr),
+            ipam=CiliumIpam(
+                operator=CiliumIpamOperator(
+                    clusterPoolIPv4PodCIDRList=[str(spec.pod_cidr)], clusterPoolIPv4MaskSize=24
+                )
+            ),
+            devices=[ctx.site.network.kubernetes.interface],
+            resources=requests("200m", "512Mi"),
+            operator=CiliumPlacedComponent(
+                replicas=2, resources=requests("100m", "256Mi"), prometheus=ON, **system
+            ),
+            hubble=CiliumHubble(
+                metrics=CiliumHubbleMetrics(
+                    enabled=["dns", "drop", "tcp", "flow", "port-distribution", "icmp"]
+                ),
+                relay=CiliumPlacedComponent(enabled=True, resources=requests("100m", "128Mi"), **system),
+                ui=CiliumPlacedComponent(enabled=True, resources=requests("50m", "64Mi"), **system),
+            ),
+        )

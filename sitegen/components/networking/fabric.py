@@ -1,0 +1,55 @@
+"""`fabric`: the NDR rails as Network Operator resources (NicClusterPolicy, per-pool RDMA resources,
+an IP pool per rail, a rail network per tenant); see constructs/fabric.py."""
+
+from __future__ import annotations
+
+from constructs import Construct
+from constructs.fabric import FabricImages, RailFabric
+from sitegen.components.base import Layer, RenderedComponent
+from sitegen.components.context import ClusterContext, ClusterScope
+from sitegen.components.networking import PROJECT
+from sitegen.components.networking.network_operator import NetworkOperator
+from sitegen.components.tenants.tenant import Tenant
+
+IMAGES = {
+    "network-operator-multus-cni": "the NicClusterPolicy",
+    "network-operator-plugins": "the NicClusterPolicy",
+    "network-operator-ipoib-cni": "the NicClusterPolicy",
+    "network-operator-nvidia-k8s-ipam": "the NicClusterPolicy",
+    "network-operator-k8s-rdma-shared-dev-plugin": "the NicNodePolicies",
+    "network-operator-doca-driver": "the NicNodePolicies with fabric.driver doca-container",
+}
+
+
+class Fabric(RenderedComponent):
+    name = "fabric"
+    project = PROJECT
+    layer = Layer.RESOURCES
+    order = 1
+    skip_dry_run = True
+    images = IMAGES
+    after = (NetworkOperator,)
+    namespace = NetworkOperator.namespace  # the IP pools live with the operator
+
+    @classmethod
+    def applies(cls, scope: ClusterScope) -> bool:
+        return scope.on_fabric
+
+    def render(self, scope: Construct, ctx: ClusterContext) -> None:
+        images = ctx.site.versions.images
+        RailFabric(
+            scope,
+            "Fabric",
+            cluster=ctx.cluster,
+            fabric=ctx.site.fabric,
+            images=FabricImages(
+                multus=images["network-operator-multus-cni"],
+                cni_plugins=images["network-operator-plugins"],
+                ipoib=images["network-operator-ipoib-cni"],
+                nv_ipam=images["network-operator-nvidia-k8s-ipam"],
+                rdma_shared_device_plugin=images["network-operator-k8s-rdma-shared-dev-plugin"],
+                doca_driver=images["network-operator-doca-driver"],
+            ),
+            ipam_namespace=self.namespace,
+            tenants=[t.tenant for t in ctx.all(Tenant)],
+        )

@@ -1,0 +1,47 @@
+"""`network-operator`: the NVIDIA Network Operator controller; its resources are the `fabric` app."""
+
+from __future__ import annotations
+
+from sitegen.components.base import CRD, RBAC, VALIDATING_WEBHOOK, ChartComponent, Layer, NamespaceSecurity
+from sitegen.components.context import ClusterContext, ClusterScope
+from sitegen.components.hardware.node_feature_discovery import NodeFeatureDiscovery
+from sitegen.components.networking import PROJECT
+from sitegen.components.values import OFF, Placed, Resources, Toggle, Values, placed, requests
+
+
+class BundledNfd(Values):
+    enabled: bool = False
+    deployNodeFeatureRules: bool = False
+
+
+class Operator(Placed):
+    resources: Resources
+
+
+class NetworkOperatorValues(Values):
+    nfd: BundledNfd = BundledNfd()  # the cluster's single NFD is its own app
+    sriovNetworkOperator: Toggle = OFF
+    operator: Operator
+
+
+class NetworkOperator(ChartComponent):
+    name = "network-operator"
+    chart = "network-operator"
+    project = PROJECT
+    layer = Layer.FOUNDATION
+    order = 4
+    namespace = "nvidia-network-operator"
+    security = NamespaceSecurity(
+        "privileged", "RDMA device plugin, Multus and CNI installers write to the host"
+    )
+    cluster_kinds = (*RBAC, CRD, VALIDATING_WEBHOOK)
+    after = (NodeFeatureDiscovery,)  # its operands select on NFD's PCI labels
+
+    @classmethod
+    def applies(cls, scope: ClusterScope) -> bool:
+        return scope.on_fabric
+
+    def values(self, ctx: ClusterContext) -> NetworkOperatorValues:
+        return NetworkOperatorValues(
+            operator=Operator(resources=requests("100m", "256Mi", "1Gi"), **placed(ctx.system_placement))
+        )

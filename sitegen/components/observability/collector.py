@@ -1,0 +1,82 @@
+"""Values of the opentelemetry-collector chart, which two components deploy: `otel-node` (a collector
+per node) and `otel-gateway` (the hub's gateway collector)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from sitegen.components.values import (
+    EnvVar,
+    Image,
+    Pdb,
+    Placed,
+    Resources,
+    Toggle,
+    Values,
+    Volume,
+    VolumeMount,
+)
+
+CHART = "opentelemetry-collector"
+COLLECTOR_IMAGE = "opentelemetry-collector"
+OTLP_HTTP_PORT = 4318
+
+
+class Command(Values):
+    name: str
+
+
+class Preset(Values):
+    enabled: bool
+    storeCheckpoints: bool | None = None
+
+
+class Presets(Values):
+    logsCollection: Preset | None = None
+    kubernetesAttributes: Preset | None = None
+
+
+class Pipeline(Values):
+    receivers: list[str]
+    processors: list[str]
+    exporters: list[str]
+
+
+class Pipelines(Values):
+    logs: Pipeline
+
+
+class Service(Values):
+    pipelines: Pipelines
+
+
+class ExporterTls(Values):
+    ca_file: str
+
+
+class OtlpHttpExporter(Values):
+    endpoint: str
+    headers: dict[str, str] | None = None
+    tls: ExporterTls | None = None
+
+
+class CollectorConfig(Values):
+    # the collector's own config: exporters by `<type>/<name>` (free keys), the rest typed
+    exporters: dict[str, OtlpHttpExporter]
+    service: Service
+
+
+class OtelCollectorValues(Placed):
+    mode: Literal["daemonset", "deployment"]
+    fullnameOverride: str
+    image: Image
+    command: Command = Command(name="otelcol-k8s")  # the binary of the k8s distribution image
+    extraEnvs: list[EnvVar] | None = None
+    extraVolumes: list[Volume] | None = None
+    extraVolumeMounts: list[VolumeMount] | None = None
+    replicaCount: int | None = None
+    resources: Resources
+    presets: Presets
+    config: CollectorConfig
+    podDisruptionBudget: Pdb | None = None
+    serviceMonitor: Toggle = Toggle(enabled=True)

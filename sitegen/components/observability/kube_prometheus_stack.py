@@ -1,0 +1,361 @@
+"""`kube-prometheus-stack`: Prometheus, Alertmanager, the operator, kube-state-metrics and node-exporter.
+
+The hub runs HA Prometheus on local NVMe with the site's rules; any other cluster runs Prometheus in
+agent mode, writing to the hub through the Gateway.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Literal
+
+from pydantic import Field
+
+from constructs.local_cache import CLASS_NAME as LOCAL_NVME
+from sitegen.components.base import (
+    CRD,
+    EVERY_POOL,
+    RBAC,
+    WEBHOOKS,
+    ChartComponent,
+    Layer,
+    NamespaceSecurity,
+    NodeAgent,
+)
+from sitegen.components.context import ClusterContext, ClusterScope
+from sitegen.components.edge.gateway import SITE_CA_KEY, SITE_CA_SECRET, trusts_site_ca
+from sitegen.components.observability import PROJECT
+from sitegen.components.observability.telemetry import REMOTE_WRITE_SECRET
+from sitegen.components.values import (
+    EVERY_TAINT,
+    OFF,
+    ON,
+    Pdb,
+    Placed,
+    Resources,
+    SecretKeyRef,
+    Toggle,
+    Toleration,
+    Values,
+    placed,
+    requests,
+)
+from sitegen.model import ROLE_PREFIX, PoolLayout
+
+NAMESPACE = "monitoring"
+# Service names the chart derives from its release name (the app name).
+PROMETHEUS_SERVICE = "kube-prometheus-stack-prometheus"
+PROMETHEUS_PORT = 9090
+
+
+class StorageRequest(Values):
+    storage: str
+
+
+class StorageResources(Values):
+    requests: StorageRequest
+
+
+class VolumeClaimSpec(Values):
+    storageClassName: str
+    accessModes: list[str]
+    resources: StorageResources
+
+
+class VolumeClaimTemplate(Values):
+    spec: VolumeClaimSpec
+
+
+class StorageSpec(Values):
+    volumeClaimTemplate: VolumeClaimTemplate
+
+
+def local_volume(size_gb: int) -> StorageSpec:
+    return StorageSpec(
+        volumeClaimTemplate=VolumeClaimTemplate(
+            spec=VolumeClaimSpec(
+                storageClassName=LOCAL_NVME,
+                accessModes=["ReadWriteOnce"],
+                resources=StorageResources(requests=StorageRequest(storage=f"{size_gb}G")),
+            )
+        )
+    )
+
+
+class RemoteWriteAuth(Values):
+    username: SecretKeyRef
+    password: SecretKeyRef
+
+
+class CaSecret(Values):
+    secret: SecretKeyRef
+
+
+class TlsConfig(Values):
+    ca: CaSecret
+
+
+class RemoteWrite(Values):
+    url: str
+    name: str
+    basicAuth: RemoteWriteAuth
+    tlsConfig: TlsConfig | None = None
+
+
+class PrometheusSpec(Placed):
+    replicas: int
+    podAntiAffinity: Literal["soft", "hard"] | None = None
+    retention: str | None = None
+    retentionSize: str | None = None
+    storageSpec: StorageSpec | None = None
+    externalLabels: dict[str, str]
+    # Select every monitor of the cluster, not only those carrying the chart's release label.
+    serviceMonitorSelectorNilUsesHelmValues: bool = False
+    podMonitorSelectorNilUsesHelmValues: bool = False
+    probeSelectorNilUsesHelmValues: bool = False
+    scrapeConfigSelectorNilUsesHelmValues: bool = False
+    ruleSelectorNilUsesHelmValues: bool | None = None
+    enableRemoteWriteReceiver: bool | None = None
+    remoteWrite: list[RemoteWrite] | None = None
+    resources: Resources
+
+
+class Prometheus(Values):
+    agentMode: bool | None = None
+    podDisruptionBudget: Pdb | None = None
+    prometheusSpec: PrometheusSpec
+
+
+class AlertmanagerSpec(Placed):
+    replicas: int
+    podAntiAffinity: Literal["soft", "hard"]
+    storage: StorageSpec
+    resources: Resources
+
+
+class Alertmanager(Values):
+    enabled: bool | None = None
+    podDisruptionBudget: Pdb | None = None
+    alertmanagerSpec: AlertmanagerSpec | None = None
+
+
+class RuleToggles(Values):
+    kubeControllerManager: bool
+    kubeSchedulerAlerting: bool
+    kubeSchedulerRecording: bool
+    kubeProxy: bool
+
+
+class DefaultRules(Values):
+    create: bool
+    rules: RuleToggles | None = None
+
+
+class AdmissionPatch(Placed):
+    enabled: bool
+
+
+class AdmissionWebhooks(Values):
+    patch: AdmissionPatch
+
+
+class PrometheusOperator(Placed):
+    resources: Resources
+    admissionWebhooks: AdmissionWebhooks
+
+
+class KubeStateMetrics(Placed):
+    resources: Resources
+
+
+class Relabeling(Values):
+    sourceLabels: list[str]
+    regex: str | None = None
+    targetLabel: str
+    replacement: str | None = None
+    action: Literal["replace"]
+
+
+class AttachMetadata(Values):
+    node: bool
+
+
+class NodeMonitor(Values):
+    attachMetadata: AttachMetadata
+    relabelings: list[Relabeling]
+
+
+class NodeExporterPrometheus(Values):
+    monitor: NodeMonitor
+
+
+class NodeExporter(Values):
+    tolerations: list[Toleration]
+    resources: Resources
+    prometheus: NodeExporterPrometheus
+
+
+class ChartGrafana(Values):
+    enabled: bool
+    forceDeployDashboards: bool
+
+
+class EtcdService(Values):
+    port: int
+    targetPort: int
+
+
+class KubeEtcd(Values):
+    enabled: bool
+    service: EtcdService
+
+
+class KubePrometheusStackValues(Values):
+    crds: Toggle = ON
+    # Grafana is its own app; the chart's Kubernetes dashboards still ship as ConfigMaps for it.
+    grafana: ChartGrafana = ChartGrafana(enabled=False, forceDeployDashboards=True)
+    defaultRules: DefaultRules
+    alertmanager: Alertmanager
+    prometheus: Prometheus
+    prometheusOperator: PrometheusOperator
+    kubeStateMetrics: Toggle = ON
+    kube_state_metrics: KubeStateMetrics = Field(alias="kube-state-metrics")
+    nodeExporter: Toggle = ON
+    prometheus_node_exporter: NodeExporter = Field(alias="prometheus-node-exporter")
+    # kubeadm keeps both bound to 127.0.0.1 (CIS 1.3.7, 1.4.2): not scraped, and no alerts that would
+    # fire for the missing targets.
+    kubeControllerManager: Toggle = OFF
+    kubeScheduler: Toggle = OFF
+    # Cilium replaces kube-proxy.
+    kubeProxy: Toggle = OFF
+    # etcd serves /metrics over plain HTTP on :2381 (listen-metrics-urls in the kubeadm config).
+    kubeEtcd: KubeEtcd = KubeEtcd(enabled=True, service=EtcdService(port=2381, targetPort=2381))
+
+
+def pool_relabelings(pools: tuple[PoolLayout, ...]) -> list[Relabeling]:
+    """Give node-level series a `node` and a `pool` label, read from the node's role label."""
+    rules = [
+        Relabeling(sourceLabels=["__meta_kubernetes_pod_node_name"], targetLabel="node", action="replace")
+    ]
+    for pool in pools:
+        meta = "__meta_kubernetes_node_labelpresent_" + "".join(
+            c if c.isalnum() else "_" for c in ROLE_PREFIX + pool.role
+        )
+        rules.append(
+            Relabeling(
+                sourceLabels=[meta], regex="true", targetLabel="pool", replacement=pool.name, action="replace"
+            )
+        )
+    return rules
+
+
+class KubePrometheusStack(ChartComponent):
+    name = "kube-prometheus-stack"
+    chart = "kube-prometheus-stack"
+    project = PROJECT
+    layer = Layer.FOUNDATION
+    order = 2  # its CRDs (ServiceMonitor, PrometheusRule) come before every chart's monitors
+    namespace = NAMESPACE
+    security = NamespaceSecurity(
+        "privileged",
+        "node-exporter shares the host's network and PID namespaces, smartctl reads the NVMe devices, "
+        "the log collector reads /var/log/pods",
+    )
+    cluster_kinds = (*RBAC, CRD, *WEBHOOKS)
+
+    def node_agents(self, scope: ClusterScope) -> Mapping[str, NodeAgent]:
+        return {
+            self.agent_key("$['prometheus-node-exporter']"): NodeAgent(
+                frozenset({EVERY_POOL}), "node metrics (InfiniBand ports included) of every node"
+            )
+        }
+
+    def values(self, ctx: ClusterContext) -> KubePrometheusStackValues:
+        system = placed(ctx.system_placement)
+        monitoring = ctx.site.services.monitoring
+        external_labels = {"cluster": ctx.cluster.name}
+        if ctx.is_hub:
+            prom = monitoring.prometheus
+            prometheus = Prometheus(
+                podDisruptionBudget=Pdb(),
+                prometheusSpec=PrometheusSpec(
+                    replicas=prom.replicas,
+                    podAntiAffinity="hard",  # the two copies never share a node
+                    retention=f"{prom.retention_days}d",
+                    retentionSize=prom.retention_size,
+                    storageSpec=local_volume(prom.volume_gb),
+                    externalLabels=external_labels,
+                    ruleSelectorNilUsesHelmValues=False,  # and every rule
+                    # the agents of the other clusters write here, through the Gateway
+                    enableRemoteWriteReceiver=bool(ctx.variant.spokes),
+                    resources=requests("4", "32Gi", "64Gi"),
+                    **system,
+                ),
+            )
+            alertmanager = Alertmanager(
+                podDisruptionBudget=Pdb(),
+                alertmanagerSpec=AlertmanagerSpec(
+                    replicas=monitoring.alertmanager_replicas,
+                    podAntiAffinity="hard",
+                    storage=local_volume(10),
+                    resources=requests("100m", "256Mi", "1Gi"),
+                    **system,
+                ),
+            )
+            rules = DefaultRules(
+                create=True,
+                rules=RuleToggles(
+                    kubeControllerManager=False,
+                    kubeSchedulerAlerting=False,
+                    kubeSchedulerRecording=False,
+                    kubeProxy=False,
+                ),
+            )
+        else:
+            tls = None
+            if trusts_site_ca(ctx.site):
+                tls = TlsConfig(ca=CaSecret(secret=SecretKeyRef(name=SITE_CA_SECRET, key=SITE_CA_KEY)))
+            prometheus = Prometheus(
+                agentMode=True,
+                prometheusSpec=PrometheusSpec(
+                    replicas=1,
+                    externalLabels=external_labels,
+                    remoteWrite=[
+                        RemoteWrite(
+                            url=f"https://{monitoring.telemetry_hostname}/api/v1/write",
+                            name=ctx.variant.hub.name,
+                            basicAuth=RemoteWriteAuth(
+                                username=SecretKeyRef(name=REMOTE_WRITE_SECRET, key="username"),
+                                password=SecretKeyRef(name=REMOTE_WRITE_SECRET, key="password"),
+                            ),
+                            tlsConfig=tls,
+                        )
+                    ],
+                    resources=requests("500m", "2Gi", "8Gi"),
+                    **system,
+                ),
+            )
+            alertmanager = Alertmanager(enabled=False)
+            rules = DefaultRules(create=False)  # rules are evaluated by the hub, on the series written there
+        return KubePrometheusStackValues(
+            defaultRules=rules,
+            alertmanager=alertmanager,
+            prometheus=prometheus,
+            prometheusOperator=PrometheusOperator(
+                resources=requests("100m", "256Mi", "1Gi"),
+                # the chart's certgen job signs the webhook: cert-manager comes later (and only on the hub)
+                admissionWebhooks=AdmissionWebhooks(patch=AdmissionPatch(enabled=True, **system)),
+                **system,
+            ),
+            kube_state_metrics=KubeStateMetrics(resources=requests("100m", "256Mi", "2Gi"), **system),
+            prometheus_node_exporter=NodeExporter(
+                tolerations=EVERY_TAINT,
+                resources=requests("50m", "64Mi", "256Mi"),
+                prometheus=NodeExporterPrometheus(
+                    monitor=NodeMonitor(
+                        attachMetadata=AttachMetadata(node=True),
+                        relabelings=pool_relabelings(ctx.cluster.pools),
+                    )
+                ),
+            ),
+        )

@@ -1,0 +1,223 @@
+"""`loki`: logs in SimpleScalable mode on the hub, chunks and rules in AIStor buckets."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from constructs.local_cache import CLASS_NAME as LOCAL_NVME
+from sitegen.components.base import RBAC, ChartComponent, Layer, NamespaceSecurity, S3Access
+from sitegen.components.context import ClusterContext, ClusterScope
+from sitegen.components.observability import PROJECT
+from sitegen.components.observability.kube_prometheus_stack import KubePrometheusStack
+from sitegen.components.storage.aistor import CA_SECRET as AISTOR_CA_SECRET
+from sitegen.components.storage.aistor import s3_endpoint
+from sitegen.components.storage.local_nvme import LocalNvme
+from sitegen.components.values import (
+    OFF,
+    EnvFromSource,
+    Placed,
+    Resources,
+    SecretRef,
+    Toggle,
+    Values,
+    Volume,
+    VolumeMount,
+    placed,
+    requests,
+    secret_volume,
+)
+
+GATEWAY_SERVICE = "loki-gateway"
+S3_SECRET = "loki-s3"  # AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, from the vault
+S3_VAULT_KEY = "aistor/users/loki"
+SCHEMA_FROM = "2026-01-01"  # first day of the v13 TSDB schema; a schema change adds a dated entry
+CA_MOUNT = "/etc/aistor-ca"
+
+
+class SchemaIndex(Values):
+    prefix: str
+    period: str
+
+
+class SchemaPeriod(Values):
+    from_: str = Field(alias="from")
+    store: Literal["tsdb"]
+    object_store: Literal["s3"]
+    schema_: str = Field(alias="schema")
+    index: SchemaIndex
+
+
+class SchemaConfig(Values):
+    configs: list[SchemaPeriod]
+
+
+class BucketNames(Values):
+    chunks: str
+    ruler: str
+
+
+class HttpConfig(Values):
+    ca_file: str
+
+
+class S3(Values):
+    endpoint: str
+    region: str
+    s3ForcePathStyle: bool
+    insecure: bool
+    accessKeyId: str
+    secretAccessKey: str
+    http_config: HttpConfig
+
+
+class Storage(Values):
+    type: Literal["s3"]
+    bucketNames: BucketNames
+    s3: S3
+
+
+class Limits(Values):
+    retention_period: str
+
+
+class Compactor(Values):
+    retention_enabled: bool
+    delete_request_store: str
+
+
+class LokiConfig(Values):
+    auth_enabled: bool
+    schemaConfig: SchemaConfig
+    storage: Storage
+    limits_config: Limits
+    compactor: Compactor
+
+
+class Persistence(Values):
+    storageClass: str
+    size: str
+
+
+class Target(Placed):
+    """One of the write, read and backend targets: scaled apart, S3 keys from the environment."""
+
+    replicas: int
+    maxUnavailable: int
+    resources: Resources
+    extraArgs: list[str]
+    extraEnvFrom: list[EnvFromSource]
+    extraVolumes: list[Volume]
+    extraVolumeMounts: list[VolumeMount]
+    persistence: Persistence | None = None
+
+
+class Gateway(Placed):
+    replicas: int
+    resources: Resources
+
+
+class Cache(Placed):
+    allocatedMemory: int
+
+
+class ServiceMonitorOn(Values):
+    serviceMonitor: Toggle
+
+
+class LokiValues(Values):
+    deploymentMode: Literal["SimpleScalable"] = "SimpleScalable"
+    loki: LokiConfig
+    write: Target
+    read: Target
+    backend: Target
+    gateway: Gateway
+    chunksCache: Cache
+    resultsCache: Cache
+    # the canary is a DaemonSet on every node: GPU and storage nodes run no probe of ours
+    lokiCanary: Toggle = OFF
+    test: Toggle = OFF
+    minio: Toggle = OFF
+    monitoring: ServiceMonitorOn = ServiceMonitorOn(serviceMonitor=Toggle(enabled=True))
+
+
+class Loki(ChartComponent):
+    name = "loki"
+    chart = "loki"
+    project = PROJECT
+    layer = Layer.SERVICES
+    order = 1
+    namespace = "loki"
+    security = NamespaceSecurity("baseline", "the chart's pods are not verified against restricted")
+    cluster_kinds = RBAC  # the rules sidecar watches ConfigMaps cluster-wide
+    after = (KubePrometheusStack, LocalNvme)  # its ServiceMonitors' CRD, its volumes' class
+
+    @classmethod
+    def applies(cls, scope: ClusterScope) -> bool:
+        return scope.is_hub
+
+    def s3_access(self, ctx: ClusterContext) -> list[S3Access]:
+        logs = ctx.site.services.logs
+        return [S3Access("loki", (logs.bucket, logs.ruler_bucket))]
+
+    def values(self, ctx: ClusterContext) -> LokiValues:
+        logs = ctx.site.services.logs
+        s3 = s3_endpoint(ctx.site, ctx.cluster)
+        system = placed(ctx.system_placement)
+        ca_volume, ca_mount = secret_volume("aistor-ca", AISTOR_CA_SECRET, CA_MOUNT)
+
+        def target(replicas: int, cpu: str, memory: str, limit: str, volume: bool) -> Target:
+            return Target(
+                replicas=replicas,
+                maxUnavailable=1,
+                resources=requests(cpu, memory, limit),
+                # S3 keys reach Loki only as environment, expanded in its config (-config.expand-env)
+                extraArgs=["-config.expand-env=true"],
+                extraEnvFrom=[EnvFromSource(secretRef=SecretRef(name=S3_SECRET))],
+                extraVolumes=[ca_volume],
+                extraVolumeMounts=[ca_mount],
+                persistence=Persistence(storageClass=LOCAL_NVME, size=f"{logs.volume_gb}G")
+                if volume
+                else None,
+                **system,
+            )
+
+        return LokiValues(
+            loki=LokiConfig(
+                auth_enabled=False,  # one tenant: the site
+                schemaConfig=SchemaConfig(
+                    configs=[
+                        SchemaPeriod(
+                            from_=SCHEMA_FROM,
+                            store="tsdb",
+                            object_store="s3",
+                            schema_="v13",
+                            index=SchemaIndex(prefix="loki_index_", period="24h"),
+                        )
+                    ]
+                ),
+                storage=Storage(
+                    type="s3",
+                    bucketNames=BucketNames(chunks=logs.bucket, ruler=logs.ruler_bucket),
+                    s3=S3(
+                        endpoint=s3.host,
+                        region=s3.region,
+                        s3ForcePathStyle=True,
+                        insecure=False,
+                        # expanded by Loki from the environment (-config.expand-env), never written here
+                        accessKeyId="${AWS_ACCESS_KEY_ID}",
+                        secretAccessKey="${AWS_SECRET_ACCESS_KEY}",
+                        http_config=HttpConfig(ca_file=f"{CA_MOUNT}/ca.crt"),
+                    ),
+                ),
+                limits_config=Limits(retention_period=f"{logs.retention_days * 24}h"),
+                compactor=Compactor(retention_enabled=True, delete_request_store="s3"),
+            ),
+            write=target(3, "1", "4Gi", "8Gi", volume=True),
+            read=target(3, "1", "4Gi", "8Gi", volume=False),
+            backend=target(3, "500m", "2Gi", "4Gi", volume=True),
+            gateway=Gateway(replicas=2, resources=requests("100m", "128Mi", "512Mi"), **system),
+            chunksCache=Cache(allocatedMemory=4096, **system),
+            resultsCache=Cache(allocatedMemory=1024, **system),
+        )

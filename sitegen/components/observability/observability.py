@@ -1,0 +1,132 @@
+"""`observability`: what the charts cannot express: Cilium's pod monitors, the site's alert rules and
+dashboards, and the credentials the observability charts read (all from the vault).
+
+On the hub: the rules (for every cluster of the variant: the others' agents write to the hub),
+dashboards, Grafana's admin, Loki's S3 keys and the AIStor CA, the telemetry door's htpasswd. On any
+other cluster: the basic-auth pair its agents deliver with, and the site CA's certificate.
+"""
+
+from __future__ import annotations
+
+from constructs import Construct
+from constructs.monitoring import CILIUM_TARGETS, Dashboards, FabricPool, PodMonitors, SiteAlerts, SiteRisks
+from constructs.secrets import VaultSecret
+from sitegen.components.base import Layer, RenderedComponent
+from sitegen.components.context import ClusterContext
+from sitegen.components.edge.gateway import SITE_CA_KEY, SITE_CA_SECRET, SITE_CA_VAULT_KEY, trusts_site_ca
+from sitegen.components.observability import PROJECT
+from sitegen.components.observability.grafana import ADMIN_SECRET, ADMIN_VAULT_KEY, Grafana
+from sitegen.components.observability.kube_prometheus_stack import NAMESPACE, KubePrometheusStack
+from sitegen.components.observability.loki import S3_SECRET, S3_VAULT_KEY, Loki
+from sitegen.components.observability.otel_gateway import OtelGateway
+from sitegen.components.observability.telemetry import (
+    CLIENT_VAULT_KEY,
+    HTPASSWD_VAULT_KEY,
+    REMOTE_WRITE_SECRET,
+    TELEMETRY_USERS,
+)
+from sitegen.components.storage.aistor import ca_secret as aistor_ca
+from sitegen.model import Site, VariantLayout
+
+
+class Observability(RenderedComponent):
+    name = "observability"
+    project = PROJECT
+    layer = Layer.RESOURCES
+    order = 5
+    namespace = NAMESPACE
+    skip_dry_run = True
+    after = (KubePrometheusStack,)
+
+    def render(self, scope: Construct, ctx: ClusterContext) -> None:
+        PodMonitors(scope, "Cilium", namespace=self.namespace, targets=CILIUM_TARGETS)
+        if ctx.has(Grafana):
+            self._hub(scope, ctx)
+        else:
+            self._agent_credentials(scope, ctx)
+
+    def _agent_credentials(self, scope: Construct, ctx: ClusterContext) -> None:
+        """A cluster without the stack: the credentials its agents deliver to the hub with."""
+        VaultSecret(
+            scope,
+            "RemoteWrite",
+            name=REMOTE_WRITE_SECRET,
+            namespace=self.namespace,
+            store=ctx.store,
+            key=CLIENT_VAULT_KEY,
+            properties=["username", "password"],
+            template={
+                "username": "{{ .username }}",
+                "password": "{{ .password }}",
+                "basic": '{{ printf "%s:%s" .username .password | b64enc }}',
+            },
+        )
+        if trusts_site_ca(ctx.site):
+            # the certificate only, never the key
+            VaultSecret(
+                scope,
+                "SiteCA",
+                name=SITE_CA_SECRET,
+                namespace=self.namespace,
+                store=ctx.store,
+                key=SITE_CA_VAULT_KEY,
+                properties=[SITE_CA_KEY],
+            )
+
+    def _hub(self, scope: Construct, ctx: ClusterContext) -> None:
+        SiteAlerts(scope, "Alerts", namespace=self.namespace, risks=site_risks(ctx.site, ctx.variant))
+        grafana = ctx.get(Grafana).namespace
+        Dashboards(scope, "Dashboards", namespace=grafana, dashboards=dict(ctx.site.dashboards))
+        VaultSecret(
+            scope,
+            "GrafanaAdmin",
+            name=ADMIN_SECRET,
+            namespace=grafana,
+            store=ctx.store,
+            key=ADMIN_VAULT_KEY,
+            properties=["admin-user", "admin-password"],
+        )
+        loki = ctx.get(Loki).namespace
+        VaultSecret(
+            scope,
+            "LokiS3",
+            name=S3_SECRET,
+            namespace=loki,
+            store=ctx.store,
+            key=S3_VAULT_KEY,
+            properties=["access_key", "secret_key"],
+            template={"AWS_ACCESS_KEY_ID": "{{ .access_key }}", "AWS_SECRET_ACCESS_KEY": "{{ .secret_key }}"},
+        )
+        aistor_ca(scope, "LokiAIStorCA", namespace=loki, store=ctx.store)
+        if ctx.variant.spokes:
+            # htpasswd lines ({SHA}) of the clients that deliver telemetry from the other clusters
+            VaultSecret(
+                scope,
+                "TelemetryUsers",
+                name=TELEMETRY_USERS,
+                namespace=ctx.get(OtelGateway).namespace,
+                store=ctx.store,
+                key=HTPASSWD_VAULT_KEY,
+                properties=[".htpasswd"],
+            )
+
+
+def site_risks(site: Site, variant: VariantLayout) -> SiteRisks:
+    """The risks of every cluster of the variant: the hub evaluates the rules, on its own series and on
+    those the other clusters' agents write to it."""
+    pools = [p for c in variant.clusters for p in c.pools]
+    return SiteRisks(
+        gpus_per_node={
+            p.name: (p.hardware.gpu.count, tuple(h.name for h in p.hosts))
+            for p in pools
+            if p.hardware.gpu is not None
+        },
+        fabric_pools=tuple(
+            FabricPool(p.name, tuple(nic.name for nic in site.fabric.nics[p.name]))
+            for p in pools
+            if p.name in site.fabric.nics
+        ),
+        aistor_parity=site.aistor_layout().parity
+        if any(p.name == site.storage.aistor.pool for p in pools)
+        else None,
+    )

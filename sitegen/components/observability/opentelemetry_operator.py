@@ -1,0 +1,71 @@
+"""`opentelemetry-operator`: the OpenTelemetry operator on the hub, its webhook signed by cert-manager."""
+
+from __future__ import annotations
+
+from sitegen.components.base import CRD, RBAC, WEBHOOKS, ChartComponent, Layer, NamespaceSecurity
+from sitegen.components.context import ClusterContext, ClusterScope
+from sitegen.components.edge.cert_manager import CertManager
+from sitegen.components.observability import PROJECT
+from sitegen.components.observability.collector import COLLECTOR_IMAGE
+from sitegen.components.values import (
+    OFF,
+    ON,
+    Image,
+    Placed,
+    Resources,
+    Toggle,
+    Values,
+    image,
+    placed,
+    requests,
+)
+
+
+class Pdb(Values):
+    create: bool = True
+    minAvailable: int = 1
+
+
+class Manager(Values):
+    collectorImage: Image
+    resources: Resources
+    serviceMonitor: Toggle
+
+
+class AdmissionWebhooks(Values):
+    certManager: Toggle = ON
+    autoGenerateCert: Toggle = OFF
+
+
+class OtelOperatorValues(Placed):
+    replicaCount: int = 2
+    pdb: Pdb = Pdb()
+    manager: Manager
+    admissionWebhooks: AdmissionWebhooks = AdmissionWebhooks()
+
+
+class OpentelemetryOperator(ChartComponent):
+    name = "opentelemetry-operator"
+    chart = "opentelemetry-operator"
+    project = PROJECT
+    layer = Layer.FOUNDATION
+    order = 8
+    namespace = "opentelemetry-operator-system"
+    security = NamespaceSecurity("restricted", "the operator runs restricted")
+    cluster_kinds = (*RBAC, CRD, *WEBHOOKS)
+    after = (CertManager,)  # its webhook certificate
+    images = {COLLECTOR_IMAGE: "the collectors the operator runs"}
+
+    @classmethod
+    def applies(cls, scope: ClusterScope) -> bool:
+        return scope.is_hub
+
+    def values(self, ctx: ClusterContext) -> OtelOperatorValues:
+        return OtelOperatorValues(
+            manager=Manager(
+                collectorImage=image(ctx.image(COLLECTOR_IMAGE)),
+                resources=requests("100m", "128Mi", "512Mi"),
+                serviceMonitor=ON,
+            ),
+            **placed(ctx.system_placement),
+        )

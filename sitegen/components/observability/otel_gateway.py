@@ -1,0 +1,85 @@
+"""`otel-gateway`: the hub's gateway collector: OTLP in from every node collector, logs out to Loki;
+and, with other clusters, the telemetry door of the site Gateway."""
+
+from __future__ import annotations
+
+from constructs.edge import Backend, Route
+from sitegen.components.base import ChartComponent, Layer
+from sitegen.components.context import ClusterContext, ClusterScope
+from sitegen.components.observability import PROJECT
+from sitegen.components.observability.collector import (
+    CHART,
+    COLLECTOR_IMAGE,
+    OTLP_HTTP_PORT,
+    CollectorConfig,
+    OtelCollectorValues,
+    OtlpHttpExporter,
+    Pipeline,
+    Pipelines,
+    Presets,
+    Service,
+)
+from sitegen.components.observability.kube_prometheus_stack import (
+    NAMESPACE,
+    PROMETHEUS_PORT,
+    PROMETHEUS_SERVICE,
+    KubePrometheusStack,
+)
+from sitegen.components.observability.loki import GATEWAY_SERVICE as LOKI_GATEWAY
+from sitegen.components.observability.loki import Loki
+from sitegen.components.observability.telemetry import TELEMETRY_USERS
+from sitegen.components.values import Pdb, image, placed, requests
+
+SERVICE = "otel-gateway"
+
+
+class OtelGateway(ChartComponent):
+    name = "otel-gateway"
+    chart = CHART
+    project = PROJECT
+    layer = Layer.SERVICES
+    order = 2
+    namespace = NAMESPACE
+    images = {COLLECTOR_IMAGE: "the log collectors"}
+    after = (KubePrometheusStack, Loki)
+
+    @classmethod
+    def applies(cls, scope: ClusterScope) -> bool:
+        return scope.is_hub
+
+    def routes(self, ctx: ClusterContext) -> list[Route]:
+        if not ctx.variant.spokes:
+            return []
+        return [
+            Route(
+                "telemetry",
+                self.namespace,
+                ctx.site.services.monitoring.telemetry_hostname,
+                (
+                    Backend(PROMETHEUS_SERVICE, PROMETHEUS_PORT, path="/api/v1/write"),
+                    Backend(SERVICE, OTLP_HTTP_PORT, path="/v1/logs"),
+                ),
+                basic_auth=TELEMETRY_USERS,
+            )
+        ]
+
+    def values(self, ctx: ClusterContext) -> OtelCollectorValues:
+        loki = ctx.service_url(LOKI_GATEWAY, ctx.get(Loki).namespace)
+        return OtelCollectorValues(
+            mode="deployment",
+            fullnameOverride=SERVICE,
+            image=image(ctx.image(COLLECTOR_IMAGE)),
+            replicaCount=2,
+            resources=requests("500m", "1Gi", "4Gi"),
+            presets=Presets(),
+            podDisruptionBudget=Pdb(),
+            config=CollectorConfig(
+                exporters={"otlphttp/loki": OtlpHttpExporter(endpoint=loki + "/otlp")},
+                service=Service(
+                    pipelines=Pipelines(
+                        logs=Pipeline(receivers=["otlp"], processors=["batch"], exporters=["otlphttp/loki"])
+                    )
+                ),
+            ),
+            **placed(ctx.system_placement),
+        )

@@ -1,0 +1,106 @@
+"""`otel-node`: one log collector per node, every pool: container logs to the hub's gateway collector
+(in-cluster on the hub, through the site Gateway from the other clusters)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from sitegen.components.base import EVERY_POOL, RBAC, ChartComponent, Layer, NodeAgent
+from sitegen.components.context import ClusterContext, ClusterScope
+from sitegen.components.edge.gateway import SITE_CA_KEY, SITE_CA_SECRET, trusts_site_ca
+from sitegen.components.observability import PROJECT
+from sitegen.components.observability.collector import (
+    CHART,
+    COLLECTOR_IMAGE,
+    OTLP_HTTP_PORT,
+    CollectorConfig,
+    ExporterTls,
+    OtelCollectorValues,
+    OtlpHttpExporter,
+    Pipeline,
+    Pipelines,
+    Preset,
+    Presets,
+    Service,
+)
+from sitegen.components.observability.kube_prometheus_stack import NAMESPACE, KubePrometheusStack
+from sitegen.components.observability.otel_gateway import SERVICE as GATEWAY_SERVICE
+from sitegen.components.observability.telemetry import REMOTE_WRITE_SECRET
+from sitegen.components.values import (
+    EVERY_TAINT,
+    EnvVar,
+    EnvVarSource,
+    SecretKeyRef,
+    image,
+    requests,
+    secret_volume,
+)
+
+SITE_CA_MOUNT = "/etc/site-ca"
+
+
+class OtelNode(ChartComponent):
+    name = "otel-node"
+    chart = CHART
+    project = PROJECT
+    layer = Layer.SERVICES
+    order = 2
+    namespace = NAMESPACE
+    images = {COLLECTOR_IMAGE: "the log collectors"}
+    cluster_kinds = RBAC  # k8sattributes reads pods and namespaces
+    after = (KubePrometheusStack,)  # its ServiceMonitor's CRD
+
+    def node_agents(self, scope: ClusterScope) -> Mapping[str, NodeAgent]:
+        return {self.agent_key("$"): NodeAgent(frozenset({EVERY_POOL}), "container logs of every node")}
+
+    def values(self, ctx: ClusterContext) -> OtelCollectorValues:
+        extra_envs = volumes = mounts = None
+        if ctx.is_hub:
+            exporter = OtlpHttpExporter(
+                endpoint=ctx.service_url(GATEWAY_SERVICE, self.namespace, OTLP_HTTP_PORT)
+            )
+        else:
+            # through the site Gateway, which asks for the same basic-auth pair as remote write
+            tls = None
+            if trusts_site_ca(ctx.site):
+                tls = ExporterTls(ca_file=f"{SITE_CA_MOUNT}/{SITE_CA_KEY}")
+                volume, mount = secret_volume("site-ca", SITE_CA_SECRET, SITE_CA_MOUNT)
+                volumes, mounts = [volume], [mount]
+            exporter = OtlpHttpExporter(
+                endpoint=f"https://{ctx.site.services.monitoring.telemetry_hostname}",
+                headers={"Authorization": "Basic ${env:TELEMETRY_AUTH}"},
+                tls=tls,
+            )
+            extra_envs = [
+                EnvVar(
+                    name="TELEMETRY_AUTH",
+                    valueFrom=EnvVarSource(secretKeyRef=SecretKeyRef(name=REMOTE_WRITE_SECRET, key="basic")),
+                )
+            ]
+        return OtelCollectorValues(
+            mode="daemonset",
+            fullnameOverride=self.name,
+            image=image(ctx.image(COLLECTOR_IMAGE)),
+            extraEnvs=extra_envs,
+            extraVolumes=volumes,
+            extraVolumeMounts=mounts,
+            tolerations=EVERY_TAINT,
+            resources=requests("100m", "256Mi", "1Gi"),
+            # storeCheckpoints keeps file offsets across restarts (and makes the chart read logs as root)
+            presets=Presets(
+                logsCollection=Preset(enabled=True, storeCheckpoints=True),
+                kubernetesAttributes=Preset(enabled=True),
+            ),
+            config=CollectorConfig(
+                exporters={"otlphttp": exporter},
+                service=Service(
+                    pipelines=Pipelines(
+                        logs=Pipeline(
+                            receivers=["filelog"],
+                            processors=["k8sattributes", "batch"],
+                            exporters=["otlphttp"],
+                        )
+                    )
+                ),
+            ),
+        )

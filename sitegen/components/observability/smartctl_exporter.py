@@ -1,0 +1,34 @@
+"""`smartctl-exporter`: NVMe wear and spare of every node's drives (node-exporter has no wear metric)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from sitegen.components.base import EVERY_POOL, ChartComponent, Layer, NodeAgent
+from sitegen.components.context import ClusterContext, ClusterScope
+from sitegen.components.observability import PROJECT
+from sitegen.components.observability.kube_prometheus_stack import NAMESPACE, KubePrometheusStack
+from sitegen.components.values import EVERY_TAINT, ON, Resources, Toggle, Toleration, Values, requests
+
+
+class SmartctlExporterValues(Values):
+    # smartctl reads the NVMe SMART log through the device nodes: the chart runs it privileged.
+    tolerations: list[Toleration] = EVERY_TAINT
+    resources: Resources
+    serviceMonitor: Toggle = ON
+
+
+class SmartctlExporter(ChartComponent):
+    name = "smartctl-exporter"
+    chart = "prometheus-smartctl-exporter"
+    project = PROJECT
+    layer = Layer.SERVICES
+    order = 1
+    namespace = NAMESPACE
+    after = (KubePrometheusStack,)  # its ServiceMonitor's CRD
+
+    def node_agents(self, scope: ClusterScope) -> Mapping[str, NodeAgent]:
+        return {self.agent_key("$"): NodeAgent(frozenset({EVERY_POOL}), "NVMe wear of every node's drives")}
+
+    def values(self, ctx: ClusterContext) -> SmartctlExporterValues:
+        return SmartctlExporterValues(resources=requests("20m", "32Mi", "128Mi"))

@@ -1,0 +1,182 @@
+"""`argo-cd`: Argo CD on the hub's system pool, managing every cluster of the variant."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import yaml
+from pydantic import Field
+
+from constructs.edge import Backend, Route
+from sitegen.components.base import CRD, RBAC, ChartComponent, Component, Layer, NamespaceSecurity
+from sitegen.components.context import ClusterContext, ClusterScope
+from sitegen.components.platform import PROJECT
+from sitegen.components.values import OFF, Pdb, Placed, Resources, Toggle, Values, placed, requests
+
+# the usual object names (argocd-server, ...), which the HTTPRoute and runbook name
+FULLNAME = "argocd"
+SERVER_SERVICE = f"{FULLNAME}-server"
+
+# Argo CD's own default exclusions (3.x) plus high-churn objects of this site's operators. Setting
+# the key replaces the defaults, so they are repeated here.
+_EXCLUSIONS = [
+    {"apiGroups": ["", "discovery.k8s.io"], "kinds": ["Endpoints", "EndpointSlice"]},
+    {"apiGroups": ["coordination.k8s.io"], "kinds": ["Lease"]},
+    {
+        "apiGroups": ["authentication.k8s.io", "authorization.k8s.io"],
+        "kinds": [
+            "SelfSubjectReview",
+            "TokenReview",
+            "LocalSubjectAccessReview",
+            "SelfSubjectAccessReview",
+            "SelfSubjectRulesReview",
+            "SubjectAccessReview",
+        ],
+    },
+    {"apiGroups": ["certificates.k8s.io"], "kinds": ["CertificateSigningRequest"]},
+    {"apiGroups": ["cert-manager.io"], "kinds": ["CertificateRequest"]},
+    {"apiGroups": ["cilium.io"], "kinds": ["CiliumIdentity", "CiliumEndpoint", "CiliumEndpointSlice"]},
+    {"apiGroups": ["nfd.k8s-sigs.io"], "kinds": ["NodeFeature"]},
+    {"apiGroups": ["kueue.x-k8s.io"], "kinds": ["Workload"]},
+]
+
+# Application health was removed in Argo CD 1.8; restoring it lets a parent app wait on children.
+_APPLICATION_HEALTH = """hs = {}
+hs.status = "Progressing"
+hs.message = ""
+if obj.status ~= nil and obj.status.health ~= nil then
+  hs.status = obj.status.health.status
+  if obj.status.health.message ~= nil then
+    hs.message = obj.status.health.message
+  end
+end
+return hs
+"""
+
+
+class GlobalAffinity(Values):
+    podAntiAffinity: Literal["", "soft", "hard"]
+
+
+class ArgoGlobal(Placed):
+    domain: str
+    affinity: GlobalAffinity = GlobalAffinity(podAntiAffinity="hard")
+
+
+class ArgoCm(Values):
+    url: str
+    resource_exclusions: str = Field(alias="resource.exclusions")
+    application_health: str = Field(alias="resource.customizations.health.argoproj.io_Application")
+    timeout_reconciliation: str = Field(alias="timeout.reconciliation")
+
+
+class ArgoParams(Values):
+    controller_diff_server_side: Literal["true", "false"] = Field(alias="controller.diff.server.side")
+    server_insecure: Literal["true", "false"] = Field(alias="server.insecure")
+
+
+class OciRepository(Values):
+    """OCI Helm registries need a repository entry with enableOCI; it holds no credentials."""
+
+    name: str
+    url: str
+    type: Literal["helm"] = "helm"
+    enableOCI: Literal["true"] = "true"
+
+
+class ArgoConfigs(Values):
+    cm: ArgoCm
+    params: ArgoParams
+    repositories: dict[str, OciRepository]
+
+
+class ArgoComponent(Values):
+    replicas: int = Field(ge=1)
+    resources: Resources
+    pdb: Pdb = Pdb()
+
+
+class RedisHaProxy(Placed):
+    pass
+
+
+class RedisHa(Placed):
+    enabled: bool = True
+    haproxy: RedisHaProxy
+
+
+class ArgoCrds(Values):
+    install: bool = True
+    keep: bool = True
+
+
+class ArgoCDValues(Values):
+    fullnameOverride: str = FULLNAME
+    global_: ArgoGlobal = Field(alias="global")
+    crds: ArgoCrds = ArgoCrds()
+    configs: ArgoConfigs
+    controller: ArgoComponent
+    server: ArgoComponent
+    repoServer: ArgoComponent
+    applicationSet: ArgoComponent
+    redis_ha: RedisHa = Field(alias="redis-ha")
+    # Single sign-on is the site's choice; until configured, Dex stays off.
+    dex: Toggle = OFF
+
+
+class ArgoCd(ChartComponent):
+    name = "argo-cd"
+    chart = "argo-cd"
+    project = PROJECT
+    layer = Layer.FOUNDATION
+    order = 2
+    security = NamespaceSecurity(
+        "baseline", "the chart's redis-ha and haproxy are not verified against restricted; audit and warn are"
+    )
+    cluster_kinds = (*RBAC, CRD)
+
+    def __init__(self, namespace: str) -> None:
+        self.namespace = namespace
+
+    @classmethod
+    def instances(cls, scope: ClusterScope) -> list[Component]:
+        return [cls(scope.site.gitops.argocd.namespace)] if scope.is_hub else []
+
+    def routes(self, ctx: ClusterContext) -> list[Route]:
+        return [
+            Route("argocd", self.namespace, ctx.site.gitops.argocd.hostname, (Backend(SERVER_SERVICE, 80),))
+        ]
+
+    def values(self, ctx: ClusterContext) -> ArgoCDValues:
+        site = ctx.site
+        on_system = placed(ctx.system_placement)
+        return ArgoCDValues(
+            global_=ArgoGlobal(domain=site.gitops.argocd.hostname, **on_system),
+            configs=ArgoConfigs(
+                cm=ArgoCm(
+                    url=f"https://{site.gitops.argocd.hostname}",
+                    resource_exclusions=yaml.safe_dump(_EXCLUSIONS, sort_keys=False),
+                    application_health=_APPLICATION_HEALTH,
+                    timeout_reconciliation="180s",
+                ),
+                # TLS ends at the site Gateway; the server speaks plain HTTP inside the cluster
+                params=ArgoParams(controller_diff_server_side="true", server_insecure="true"),
+                repositories=_oci_repositories(ctx),
+            ),
+            # One controller shard per cluster it manages.
+            controller=ArgoComponent(
+                replicas=len(ctx.variant.clusters), resources=requests("1", "2Gi", "4Gi")
+            ),
+            server=ArgoComponent(replicas=2, resources=requests("250m", "256Mi", "1Gi")),
+            repoServer=ArgoComponent(replicas=2, resources=requests("500m", "512Mi", "2Gi")),
+            applicationSet=ArgoComponent(replicas=2, resources=requests("100m", "128Mi", "512Mi")),
+            redis_ha=RedisHa(haproxy=RedisHaProxy(**on_system), **on_system),
+        )
+
+
+def _oci_repositories(ctx: ClusterContext) -> dict[str, OciRepository]:
+    charts = ctx.site.versions.charts
+    keys = {c.chart_key for components in ctx.variant_components.values() for c in components if c.chart_key}
+    return {
+        key: OciRepository(name=key, url=charts[key].argo_repo) for key in sorted(keys) if charts[key].is_oci
+    }

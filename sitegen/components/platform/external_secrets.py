@@ -1,0 +1,48 @@
+"""`external-secrets`: the controller that writes every credential of the site from the vault."""
+
+from __future__ import annotations
+
+from sitegen.components.base import CRD, RBAC, VALIDATING_WEBHOOK, ChartComponent, Layer, NamespaceSecurity
+from sitegen.components.context import ClusterContext
+from sitegen.components.platform import PROJECT
+from sitegen.components.values import Placed, Resources, placed, requests
+
+# The service account the ClusterSecretStore authenticates to the vault with (the chart's default).
+SERVICE_ACCOUNT = "external-secrets"
+
+
+class Webhook(Placed):
+    replicaCount: int
+    resources: Resources
+
+
+class CertController(Placed):
+    resources: Resources
+
+
+class ExternalSecretsValues(Placed):
+    installCRDs: bool = True
+    replicaCount: int = 2
+    resources: Resources
+    webhook: Webhook
+    certController: CertController
+
+
+class ExternalSecrets(ChartComponent):
+    name = "external-secrets"
+    chart = "external-secrets"
+    project = PROJECT
+    layer = Layer.FOUNDATION
+    order = 5
+    namespace = "external-secrets"
+    security = NamespaceSecurity("baseline", "the chart's pods are not verified against restricted")
+    cluster_kinds = (*RBAC, CRD, VALIDATING_WEBHOOK)
+
+    def values(self, ctx: ClusterContext) -> ExternalSecretsValues:
+        system = placed(ctx.system_placement)
+        return ExternalSecretsValues(
+            resources=requests("100m", "128Mi", "512Mi"),
+            webhook=Webhook(replicaCount=2, resources=requests("50m", "64Mi", "256Mi"), **system),
+            certController=CertController(resources=requests("50m", "64Mi", "256Mi"), **system),
+            **system,
+        )

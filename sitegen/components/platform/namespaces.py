@@ -1,0 +1,27 @@
+"""`namespaces`: the namespace of every component that declares one, with its Pod Security labels."""
+
+from __future__ import annotations
+
+from constructs import Construct
+from constructs.namespaces import AppNamespace
+from sitegen.components.base import Layer, RenderedComponent
+from sitegen.components.context import ClusterContext
+from sitegen.components.platform import PROJECT
+
+
+class Namespaces(RenderedComponent):
+    name = "namespaces"
+    project = PROJECT
+    layer = Layer.FOUNDATION
+
+    def render(self, scope: Construct, ctx: ClusterContext) -> None:
+        minor = ctx.site.versions.kubernetes_minor
+        for component in ctx.components:
+            if component.security is not None:
+                AppNamespace(
+                    scope,
+                    component.namespace,
+                    name=component.namespace,
+                    level=component.security.level,
+                    kubernetes_minor=minor,
+                )

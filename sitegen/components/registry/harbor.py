@@ -1,0 +1,191 @@
+"""`harbor`: the site's image registry and its pull-through caches, on the hub's system pool.
+
+Images go to an AIStor bucket (or a PowerScale volume, by config); every credential comes from the
+vault; TLS ends at the site Gateway.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from constructs.edge import Backend, Route
+from constructs.local_cache import CLASS_NAME as LOCAL_NVME
+from constructs.registry import ADMIN_PASSWORD_KEY
+from sitegen.components.base import ChartComponent, Layer, NamespaceSecurity, S3Access
+from sitegen.components.context import ClusterContext, ClusterScope
+from sitegen.components.registry import PROJECT
+from sitegen.components.storage.aistor import CA_SECRET as AISTOR_CA_SECRET
+from sitegen.components.storage.aistor import s3_endpoint
+from sitegen.components.storage.local_nvme import LocalNvme
+from sitegen.components.values import ON, Placed, Resources, Toggle, Values, placed, requests
+
+SERVICE = "harbor"
+ADMIN_SECRET = "harbor-admin"
+SECRET_KEY_SECRET = "harbor-secret-key"
+S3_SECRET = "harbor-s3"
+
+
+class ClusterIP(Values):
+    name: str
+
+
+class ExposeTls(Values):
+    enabled: bool
+
+
+class Expose(Values):
+    type: Literal["clusterIP"]
+    tls: ExposeTls
+    clusterIP: ClusterIP
+
+
+class Claim(Values):
+    storageClass: str
+    size: str
+    accessMode: Literal["ReadWriteOnce", "ReadWriteMany"] | None = None
+
+
+class Claims(Values):
+    database: Claim
+    redis: Claim
+    trivy: Claim
+    registry: Claim | None = None
+
+
+class S3Storage(Values):
+    region: str
+    bucket: str
+    regionendpoint: str
+    existingSecret: str
+    secure: bool
+    v4auth: bool
+
+
+class ImageChartStorage(Values):
+    type: Literal["s3", "filesystem"]
+    # S3-compatible stores cannot serve the registry's redirects to signed URLs to every client
+    disableredirect: bool | None = None
+    s3: S3Storage | None = None
+
+
+class Persistence(Values):
+    enabled: bool
+    persistentVolumeClaim: Claims
+    imageChartStorage: ImageChartStorage
+
+
+class Metrics(Values):
+    enabled: bool
+    serviceMonitor: Toggle
+
+
+class Replicated(Placed):
+    replicas: int
+    resources: Resources | None = None
+
+
+class JobService(Replicated):
+    jobLoggers: list[Literal["file", "database", "stdout"]]
+
+
+class Internal(Values):
+    type: Literal["internal"]
+    internal: Placed
+
+
+class HarborValues(Values):
+    expose: Expose
+    externalURL: str
+    existingSecretAdminPassword: str = ADMIN_SECRET
+    existingSecretAdminPasswordKey: str = ADMIN_PASSWORD_KEY
+    existingSecretSecretKey: str = SECRET_KEY_SECRET
+    persistence: Persistence
+    # The site's trust anchor for S3: the registry verifies AIStor's certificate with it.
+    caBundleSecretName: str | None = None
+    metrics: Metrics = Metrics(enabled=True, serviceMonitor=ON)
+    nginx: Replicated
+    portal: Replicated
+    core: Replicated
+    jobservice: JobService
+    registry: Replicated
+    trivy: Replicated
+    exporter: Replicated
+    database: Internal
+    redis: Internal
+
+
+class Harbor(ChartComponent):
+    name = "harbor"
+    chart = "harbor"
+    project = PROJECT
+    layer = Layer.SERVICES
+    order = 1
+    namespace = "harbor"
+    security = NamespaceSecurity("baseline", "the chart's pods are not verified against restricted")
+    after = (LocalNvme,)
+
+    @classmethod
+    def applies(cls, scope: ClusterScope) -> bool:
+        return scope.is_hub
+
+    def s3_access(self, ctx: ClusterContext) -> list[S3Access]:
+        registry = ctx.site.services.registry
+        return [S3Access("harbor", (registry.bucket,))] if registry.storage == "aistor" else []
+
+    def routes(self, ctx: ClusterContext) -> list[Route]:
+        # image layers take longer than any fixed request timeout
+        hostname = ctx.site.services.registry.hostname
+        return [Route("harbor", self.namespace, hostname, (Backend(SERVICE, 80, timeout="0s"),))]
+
+    def values(self, ctx: ClusterContext) -> HarborValues:
+        registry = ctx.site.services.registry
+        system = placed(ctx.system_placement)
+        ca = registry_claim = None
+        if registry.storage == "aistor":
+            s3 = s3_endpoint(ctx.site, ctx.cluster)
+            image_storage = ImageChartStorage(
+                type="s3",
+                disableredirect=True,
+                s3=S3Storage(
+                    region=s3.region,
+                    bucket=registry.bucket,
+                    regionendpoint=s3.url,
+                    existingSecret=S3_SECRET,
+                    secure=True,
+                    v4auth=True,
+                ),
+            )
+            ca = AISTOR_CA_SECRET
+        else:
+            image_storage = ImageChartStorage(type="filesystem")
+            registry_claim = Claim(
+                storageClass=registry.powerscale_class,
+                accessMode="ReadWriteMany",  # NFS: every registry replica mounts it
+                size=f"{registry.volume_gb}G",
+            )
+        claims = Claims(
+            database=Claim(storageClass=LOCAL_NVME, size="50G"),
+            redis=Claim(storageClass=LOCAL_NVME, size="5G"),
+            trivy=Claim(storageClass=LOCAL_NVME, size="20G"),
+            registry=registry_claim,
+        )
+        # Stateless parts run twice; the internal database and Redis are single pods by design of the chart.
+        return HarborValues(
+            # TLS ends at the site Gateway; Harbor's own nginx is plain HTTP behind it
+            expose=Expose(type="clusterIP", tls=ExposeTls(enabled=False), clusterIP=ClusterIP(name=SERVICE)),
+            externalURL=f"https://{registry.hostname}",
+            persistence=Persistence(
+                enabled=True, persistentVolumeClaim=claims, imageChartStorage=image_storage
+            ),
+            caBundleSecretName=ca,
+            nginx=Replicated(replicas=2, **system),
+            portal=Replicated(replicas=2, **system),
+            core=Replicated(replicas=2, resources=requests("500m", "1Gi", "2Gi"), **system),
+            # job logs in the database: a file log would need one volume shared by both replicas
+            jobservice=JobService(replicas=2, jobLoggers=["database"], **system),
+            registry=Replicated(replicas=2, **system),
+            trivy=Replicated(replicas=1, resources=requests("200m", "512Mi", "2Gi"), **system),
+            exporter=Replicated(replicas=1, **system),
+            database=Internal(type="internal", internal=Placed(**system)),
+            redis=Internal(type="internal", internal=Placed(**system)),
+        )

@@ -1,0 +1,49 @@
+"""`harbor-config`: Harbor's credentials from the vault and its proxy-cache projects (a Sync-hook Job)."""
+
+from __future__ import annotations
+
+from constructs import Construct
+from constructs.registry import HarborSecrets, ProxyCacheProjects
+from sitegen.components.base import Layer, RenderedComponent
+from sitegen.components.context import ClusterContext, ClusterScope
+from sitegen.components.registry import PROJECT
+from sitegen.components.registry.harbor import ADMIN_SECRET, S3_SECRET, SECRET_KEY_SECRET, SERVICE, Harbor
+from sitegen.components.storage.aistor import ca_secret as aistor_ca
+
+
+class HarborConfig(RenderedComponent):
+    name = "harbor-config"
+    project = PROJECT
+    layer = Layer.RESOURCES
+    order = 5
+    namespace = Harbor.namespace
+    skip_dry_run = True
+    images = {"curl": "Harbor's proxy-cache projects"}
+
+    @classmethod
+    def applies(cls, scope: ClusterScope) -> bool:
+        return Harbor.applies(scope)
+
+    def render(self, scope: Construct, ctx: ClusterContext) -> None:
+        on_aistor = ctx.site.services.registry.storage == "aistor"
+        HarborSecrets(
+            scope,
+            "Secrets",
+            namespace=self.namespace,
+            store=ctx.store,
+            admin_secret=ADMIN_SECRET,
+            secret_key_secret=SECRET_KEY_SECRET,
+            s3_secret=S3_SECRET if on_aistor else None,
+        )
+        if on_aistor:
+            aistor_ca(scope, "AIStorCA", namespace=self.namespace, store=ctx.store)
+        ProxyCacheProjects(
+            scope,
+            "ProxyCaches",
+            registry=ctx.site.services.registry,
+            namespace=self.namespace,
+            api=ctx.service_url(SERVICE, self.namespace) + "/api/v2.0",
+            image=ctx.image("curl"),
+            placement=ctx.system_placement,
+            admin_secret=ADMIN_SECRET,
+        )

@@ -1,0 +1,41 @@
+"""`models`: one vLLM StatefulSet per configured model on the GPU pool, built from the GPU workload
+template, queued through the serving tenant's Kueue queue."""
+
+from __future__ import annotations
+
+from constructs import Construct
+from constructs.serving import ServingModels
+from sitegen.components.base import Component, Layer, RenderedComponent
+from sitegen.components.context import ClusterContext, ClusterScope
+from sitegen.components.serving import PROJECT
+from sitegen.components.storage.local_nvme import LocalNvme
+from sitegen.components.tenants.tenant import Tenant
+
+
+class Models(RenderedComponent):
+    name = "models"
+    project = PROJECT
+    layer = Layer.TENANTS
+    order = 1
+    skip_dry_run = True
+    images = {"vllm-openai": "the model servers"}
+    after = (Tenant, LocalNvme)  # the serving tenant's namespace and queue, the weights cache
+
+    def __init__(self, namespace: str) -> None:
+        self.namespace = namespace
+
+    @classmethod
+    def instances(cls, scope: ClusterScope) -> list[Component]:
+        serving = scope.site.services.serving
+        return [cls(serving.tenant)] if scope.is_hub and scope.has_gpus else []
+
+    def render(self, scope: Construct, ctx: ClusterContext) -> None:
+        ServingModels(
+            scope,
+            "Models",
+            serving=ctx.site.services.serving,
+            cluster=ctx.cluster,
+            fabric=ctx.site.fabric,
+            image=ctx.image("vllm-openai"),
+            store=ctx.store,
+        )

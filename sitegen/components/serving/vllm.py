@@ -1,0 +1,107 @@
+"""`vllm`: the vLLM production-stack router on the hub's system pool, in front of the model servers
+(the `models` app), each engine replica listed by its stable DNS name."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from constructs.edge import Backend, Route
+from constructs.serving import ENGINE_PORT
+from sitegen.components.base import ChartComponent, Component, Layer
+from sitegen.components.context import ClusterContext, ClusterScope
+from sitegen.components.serving import PROJECT
+from sitegen.components.values import (
+    ON,
+    Affinity,
+    Pdb,
+    Resources,
+    Toggle,
+    Values,
+    requests,
+    required_affinity,
+)
+from sitegen.model import ClusterLayout, Serving
+
+ROUTER_PORT = 80  # the router Service's port (the chart's servicePort)
+ROUTER_SERVICE = "vllm-router-service"  # `<release>-router-service`, release = the app name
+
+
+def engine_backends(serving: Serving, cluster: ClusterLayout) -> list[tuple[str, str]]:
+    """(URL, served model name) of every engine replica: StatefulSet pods under a headless Service."""
+    domain = cluster.spec.dns_domain
+    return [
+        (f"http://{m.name}-{i}.{m.name}.{serving.tenant}.svc.{domain}:{ENGINE_PORT}", m.name)
+        for m in serving.models
+        for i in range(m.replicas)
+    ]
+
+
+class EngineSpec(Values):
+    enableEngine: bool
+
+
+class RouterSpec(Values):
+    repository: str
+    tag: str
+    imagePullPolicy: Literal["IfNotPresent", "Always"]
+    replicaCount: int
+    pdb: Pdb
+    routingLogic: str
+    # engines are StatefulSet pods with stable names, listed one by one so the router can
+    # route per engine (prefix-aware routing needs to know which engine holds a prefix)
+    serviceDiscovery: Literal["static", "k8s"]
+    staticBackends: str
+    staticModels: str
+    resources: Resources
+    # the chart has no nodeSelector or tolerations for the router
+    affinity: Affinity
+    serviceMonitor: Toggle
+
+
+class VllmStackValues(Values):
+    # The model servers are rendered by the generator (GpuPodTemplate), not by the chart.
+    servingEngineSpec: EngineSpec = EngineSpec(enableEngine=False)
+    routerSpec: RouterSpec
+
+
+class Vllm(ChartComponent):
+    name = "vllm"
+    chart = "vllm-stack"
+    project = PROJECT
+    layer = Layer.SERVICES
+    order = 4
+    images = {"vllm-router": "the vLLM router"}
+
+    def __init__(self, namespace: str) -> None:
+        self.namespace = namespace
+
+    @classmethod
+    def instances(cls, scope: ClusterScope) -> list[Component]:
+        serving = scope.site.services.serving
+        return [cls(serving.tenant)] if scope.is_hub and scope.has_gpus else []
+
+    def routes(self, ctx: ClusterContext) -> list[Route]:
+        hostname = ctx.site.services.serving.hostname
+        # completions stream for minutes
+        return [Route("llm", self.namespace, hostname, (Backend(ROUTER_SERVICE, ROUTER_PORT, timeout="0s"),))]
+
+    def values(self, ctx: ClusterContext) -> VllmStackValues:
+        serving = ctx.site.services.serving
+        image = ctx.image("vllm-router")
+        backends = engine_backends(serving, ctx.cluster)
+        return VllmStackValues(
+            routerSpec=RouterSpec(
+                repository=image.repository,
+                tag=image.tag,
+                imagePullPolicy="IfNotPresent",
+                replicaCount=serving.router_replicas,
+                pdb=Pdb(),
+                routingLogic=serving.routing,
+                serviceDiscovery="static",
+                staticBackends=",".join(url for url, _ in backends),
+                staticModels=",".join(model for _, model in backends),
+                resources=requests("1", "2Gi", "4Gi"),
+                affinity=required_affinity([ctx.cluster.system_pool]),
+                serviceMonitor=ON,
+            )
+        )

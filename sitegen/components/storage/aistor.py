@@ -1,0 +1,90 @@
+"""`aistor`: the AIStor ObjectStore on the storage pool, its licence and root credentials, and how
+the hub's services reach its S3 API.
+
+In-cluster when AIStor shares the consumer's cluster, else on the AIStor cluster's load-balancer
+address under `storage.aistor.s3_hostname`; either way over TLS with the operator's certificate, whose
+CA each consumer gets from the vault (`aistor/ca`) as the Secret `aistor-ca`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from constructs import Construct
+from constructs.aistor import ObjectStore, license_secret
+from constructs.secrets import VaultSecret
+from sitegen.components.base import Layer, NamespaceSecurity, RenderedComponent
+from sitegen.components.context import ClusterContext, ClusterScope
+from sitegen.components.storage import PROJECT
+from sitegen.components.storage.aistor_operator import AIStorOperator
+from sitegen.components.storage.aistor_volume_manager import AIStorVolumeManager
+from sitegen.model import ClusterLayout, Site
+
+OBJECT_STORE = "aistor"  # the ObjectStore's name and namespace
+S3_SERVICE = "minio"  # the operator's S3 Service of an ObjectStore
+REGION = "us-east-1"  # AIStor's default region; S3 clients sign requests with it
+CA_SECRET = "aistor-ca"  # the AIStor CA, in each consumer's namespace
+
+
+@dataclass(frozen=True)
+class S3Endpoint:
+    host: str
+    region: str = REGION
+
+    @property
+    def url(self) -> str:
+        return f"https://{self.host}"
+
+
+def s3_endpoint(site: Site, consumer: ClusterLayout) -> S3Endpoint:
+    if any(p.name == site.storage.aistor.pool for p in consumer.pools):
+        return S3Endpoint(f"{S3_SERVICE}.{OBJECT_STORE}.svc.{consumer.spec.dns_domain}")
+    return S3Endpoint(site.storage.aistor.s3_hostname)
+
+
+def ca_secret(scope: Construct, id: str, *, namespace: str, store: str) -> None:
+    """The AIStor CA as the Secret `aistor-ca` in a consumer's namespace."""
+    VaultSecret(
+        scope, id, name=CA_SECRET, namespace=namespace, store=store, key="aistor/ca", properties=["ca.crt"]
+    )
+
+
+class AIStor(RenderedComponent):
+    name = "aistor"
+    project = PROJECT
+    layer = Layer.RESOURCES
+    order = 3
+    namespace = OBJECT_STORE
+    skip_dry_run = True
+    security = NamespaceSecurity(
+        "baseline", "the ObjectStore's pods run restricted; the operator's sidecars are not verified"
+    )
+    images = {
+        "aistor-server": "the ObjectStore",
+        "aistor-server-rdma": "the ObjectStore with storage.aistor.rdma on",
+    }
+    after = (AIStorOperator, AIStorVolumeManager)
+
+    @classmethod
+    def applies(cls, scope: ClusterScope) -> bool:
+        return scope.site.storage.aistor.pool in scope.pool_names
+
+    def render(self, scope: Construct, ctx: ClusterContext) -> None:
+        site = ctx.site
+        tier = site.storage.aistor
+        ObjectStore(
+            scope,
+            "ObjectStore",
+            name=OBJECT_STORE,
+            namespace=self.namespace,
+            pool=ctx.cluster.pool(tier.pool),
+            tier=tier,
+            layout=site.aistor_layout(),
+            image=ctx.image("aistor-server-rdma" if tier.rdma else "aistor-server"),
+            fabric=site.fabric,
+            external=ctx.cluster.system_pool.is_control_plane,  # an AIStor cluster of its own serves S3 outward
+            store=ctx.store,
+        )
+        # AIStor (server and volume manager) runs read-only without its licence
+        for licensed in (ctx.get(AIStorOperator), ctx.get(AIStorVolumeManager)):
+            license_secret(scope, f"License-{licensed.name}", namespace=licensed.namespace, store=ctx.store)

@@ -1,0 +1,38 @@
+"""`powerscale`: the CSI driver's credentials by reference, a StorageClass per use, snapshots."""
+
+from __future__ import annotations
+
+from constructs import Construct
+from constructs.powerscale import PowerScaleAccess, PowerScaleClasses, PowerScaleSnapshots
+from sitegen.components.base import Layer, RenderedComponent
+from sitegen.components.context import ClusterContext, ClusterScope
+from sitegen.components.storage import PROJECT
+from sitegen.components.storage.powerscale_csi import PowerScaleCsi
+
+
+class PowerScale(RenderedComponent):
+    name = "powerscale"
+    project = PROJECT
+    layer = Layer.RESOURCES
+    order = 3
+    namespace = PowerScaleCsi.namespace
+    skip_dry_run = True
+    after = (PowerScaleCsi,)
+
+    @classmethod
+    def applies(cls, scope: ClusterScope) -> bool:
+        return PowerScaleCsi.applies(scope)
+
+    def render(self, scope: Construct, ctx: ClusterContext) -> None:
+        csi = ctx.get(PowerScaleCsi)
+        powerscale = ctx.site.storage.powerscale
+        PowerScaleAccess(
+            scope,
+            "Access",
+            powerscale=powerscale,
+            release=csi.release_name,
+            namespace=csi.namespace,
+            store=ctx.store,
+        )
+        PowerScaleClasses(scope, "Classes", powerscale=powerscale)
+        PowerScaleSnapshots(scope, "Snapshots")

@@ -1,0 +1,71 @@
+"""`powerscale-csi`: Dell's CSI driver for PowerScale (chart csi-isilon), on the pools that mount NFS."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from sitegen.components.base import CSI_DRIVER, RBAC, ChartComponent, Layer, NamespaceSecurity, NodeAgent
+from sitegen.components.context import ClusterContext, ClusterScope
+from sitegen.components.storage import PROJECT
+from sitegen.components.values import ON, Placed, Toggle, Toleration, Values, placed, tolerations_of
+
+
+class Controller(Placed):
+    controllerCount: int
+
+
+class Node(Values):
+    tolerations: list[Toleration]
+
+
+class CsiIsilonValues(Values):
+    controller: Controller
+    node: Node
+    isiAccessZone: str
+    isiPath: str
+    isiAuthType: int = 1  # session-based authentication
+    skipCertificateValidation: bool = False  # the OneFS CA comes with the credentials
+    certSecretCount: int = 1
+    enableQuota: bool = True
+    allowedNetworks: list[str]
+    snapshot: Toggle = ON
+    resizer: Toggle = ON
+
+
+class PowerScaleCsi(ChartComponent):
+    name = "powerscale-csi"
+    chart = "csi-isilon"
+    # Dell's convention; the chart mounts the Secrets `<release>-creds` and `<release>-certs-0`.
+    release = "isilon"
+    project = PROJECT
+    layer = Layer.FOUNDATION
+    order = 6
+    namespace = "isilon"
+    security = NamespaceSecurity("privileged", "the PowerScale CSI node plugin mounts NFS for the kubelet")
+    cluster_kinds = (*RBAC, CSI_DRIVER)
+
+    @classmethod
+    def applies(cls, scope: ClusterScope) -> bool:
+        return bool(scope.pool_names & set(scope.site.storage.powerscale.mount_pools))
+
+    def node_agents(self, scope: ClusterScope) -> Mapping[str, NodeAgent]:
+        return {
+            self.agent_key("$.node"): NodeAgent(
+                frozenset(scope.site.storage.powerscale.mount_pools),
+                "PowerScale CSI node plugin on the pools that mount NFS",
+            )
+        }
+
+    def values(self, ctx: ClusterContext) -> CsiIsilonValues:
+        ps = ctx.site.storage.powerscale
+        mounting = [p for p in ctx.cluster.pools if p.name in ps.mount_pools]
+        return CsiIsilonValues(
+            controller=Controller(controllerCount=2, **placed(ctx.system_placement)),
+            # The chart places the node plugin by taint only: it tolerates the taints of the tainted pools
+            # that mount NFS; the untainted ones are all listed in config (a model rule).
+            node=Node(tolerations=tolerations_of(mounting)),
+            isiAccessZone=ps.access_zone,
+            isiPath=ps.base_path,
+            # NFS exports only to the Kubernetes plane, where the node IPs live
+            allowedNetworks=[str(ctx.site.network.kubernetes.cidr)],
+        )

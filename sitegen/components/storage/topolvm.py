@@ -1,0 +1,113 @@
+"""`topolvm`: local NVMe volumes from an LVM volume group on the local-cache pools."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from pydantic import Field
+
+from constructs.local_cache import DEVICE_CLASS
+from sitegen.components.base import (
+    CRD,
+    CSI_DRIVER,
+    PRIORITY_CLASS,
+    RBAC,
+    ChartComponent,
+    Layer,
+    NamespaceSecurity,
+    NodeAgent,
+)
+from sitegen.components.context import ClusterContext, ClusterScope
+from sitegen.components.storage import PROJECT
+from sitegen.components.values import (
+    OFF,
+    Affinity,
+    Placed,
+    Toggle,
+    Toleration,
+    Values,
+    placed,
+    required_affinity,
+    tolerations_of,
+)
+
+
+class DeviceClass(Values):
+    name: str
+    volume_group: str = Field(alias="volume-group")
+    default: bool
+    spare_gb: int = Field(alias="spare-gb")
+
+
+class OnCachePools(Values):
+    affinity: Affinity
+    tolerations: list[Toleration]
+
+
+class Lvmd(OnCachePools):
+    deviceClasses: list[DeviceClass]
+
+
+class CapacityTracking(Values):
+    enabled: bool
+
+
+class Controller(Placed):
+    replicaCount: int
+    storageCapacityTracking: CapacityTracking
+
+
+class Webhooks(Values):
+    podMutatingWebhook: Toggle
+    pvcMutatingWebhook: Toggle
+
+
+class TopoLvmValues(Values):
+    lvmd: Lvmd
+    node: OnCachePools
+    controller: Controller
+    scheduler: Toggle = OFF  # storage capacity tracking instead
+    webhook: Webhooks = Webhooks(podMutatingWebhook=OFF, pvcMutatingWebhook=OFF)
+    cert_manager: Toggle = Field(default=OFF, alias="cert-manager")
+    storageClasses: tuple[()] = ()  # none from the chart: the class is the `local-nvme` app
+
+
+class TopoLvm(ChartComponent):
+    name = "topolvm"
+    chart = "topolvm"
+    project = PROJECT
+    layer = Layer.FOUNDATION
+    order = 6
+    namespace = "topolvm-system"
+    security = NamespaceSecurity("privileged", "lvmd manages the LVM volume group of the local NVMe cache")
+    cluster_kinds = (*RBAC, CRD, CSI_DRIVER, PRIORITY_CLASS)
+
+    @classmethod
+    def applies(cls, scope: ClusterScope) -> bool:
+        return bool(scope.pool_names & set(scope.site.storage.local_cache.pools))
+
+    def node_agents(self, scope: ClusterScope) -> Mapping[str, NodeAgent]:
+        cache = frozenset(scope.site.storage.local_cache.pools)
+        return {
+            self.agent_key("$.node"): NodeAgent(cache, "TopoLVM node plugin on the local-cache pools"),
+            self.agent_key("$.lvmd"): NodeAgent(cache, "lvmd on the local-cache pools"),
+        }
+
+    def values(self, ctx: ClusterContext) -> TopoLvmValues:
+        cache = ctx.site.storage.local_cache
+        pools = [p for p in ctx.cluster.pools if p.name in cache.pools]
+        on_cache = {"affinity": required_affinity(pools), "tolerations": tolerations_of(pools)}
+        return TopoLvmValues(
+            lvmd=Lvmd(
+                deviceClasses=[
+                    DeviceClass(name=DEVICE_CLASS, volume_group=cache.volume_group, default=True, spare_gb=10)
+                ],
+                **on_cache,
+            ),
+            node=OnCachePools(**on_cache),
+            controller=Controller(
+                replicaCount=2,
+                storageCapacityTracking=CapacityTracking(enabled=True),
+                **placed(ctx.system_placement),
+            ),
+        )

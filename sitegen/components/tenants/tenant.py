@@ -1,0 +1,47 @@
+"""`tenant-<name>`: a tenant's namespace, its Kueue LocalQueue, its rail networks (the `fabric` app)
+and, where config asks, the multi-node NCCL all-reduce benchmark."""
+
+from __future__ import annotations
+
+from constructs import Construct
+from constructs.gpu_workload import NcclAllReduceJob
+from constructs.kueue import TenantQueue
+from sitegen.components.base import Component, Layer, NamespaceSecurity, RenderedComponent
+from sitegen.components.context import ClusterContext, ClusterScope
+from sitegen.components.gpu.gpu_queues import GpuQueues
+from sitegen.components.tenants import PROJECT
+
+
+class Tenant(RenderedComponent):
+    name = "tenant"
+    project = PROJECT
+    layer = Layer.TENANTS
+    skip_dry_run = True
+    # GPU pods (RuntimeClass nvidia) are exempt from Pod Security: RDMA needs IPC_LOCK.
+    security = NamespaceSecurity(
+        "baseline", "tenant workloads; GPU pods are exempt through their RuntimeClass"
+    )
+    images = {"nvidia-pytorch": "the NCCL all-reduce benchmark"}
+    after = (GpuQueues,)
+
+    def __init__(self, tenant: str) -> None:
+        self.tenant = tenant
+        self.name = f"tenant-{tenant}"
+        self.namespace = tenant
+
+    @classmethod
+    def instances(cls, scope: ClusterScope) -> list[Component]:
+        return [cls(name) for name in scope.site.tenants] if scope.has_gpus else []
+
+    def render(self, scope: Construct, ctx: ClusterContext) -> None:
+        TenantQueue(scope, "Queue", tenant=self.tenant)
+        if ctx.site.tenants[self.tenant].nccl_benchmark:
+            NcclAllReduceJob(
+                scope,
+                "NcclAllReduce",
+                pool=ctx.gpu_pools[0],
+                fabric=ctx.site.fabric,
+                namespace=self.tenant,
+                queue=self.tenant,
+                image=ctx.image("nvidia-pytorch"),
+            )

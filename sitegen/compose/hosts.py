@@ -1,0 +1,63 @@
+"""What the bootstrap places on hosts: kubeadm configs, the kube-vip static pod and API server
+policies per cluster, and the containerd mirrors every host pulls through.
+
+One `hosts.toml` per upstream registry (containerd's `config_path` layout): the upstream stays the
+fallback, so nodes pull before Harbor exists (bootstrap) and while it is down.
+"""
+
+from __future__ import annotations
+
+from constructs import Construct
+from constructs.gpu_workload import RUNTIME_CLASS
+from constructs.kube_vip import KubeVipStaticPod
+from constructs.kubeadm import KubeadmConfigs
+from sitegen.compose import paths
+from sitegen.compose.charts import HostFilesChart
+from sitegen.compose.writer import OutputFile
+from sitegen.model import ClusterLayout, Site
+
+HOST_IMAGES = {"kube-vip": "the API VIP static pod"}
+
+
+def host_files(scope: Construct, site: Site, variant: str, cluster: ClusterLayout) -> HostFilesChart:
+    chart = HostFilesChart(
+        scope, f"{variant}-{cluster.name}-kubeadm", folder=paths.kubeadm_dir(variant, cluster.name)
+    )
+    has_gpus = any(p.hardware.gpu is not None for p in cluster.pools)
+    KubeadmConfigs(
+        chart,
+        "Kubeadm",
+        cluster=cluster,
+        kubernetes_version=site.versions.kubernetes,
+        # GPU pods need IPC_LOCK for RDMA, which no Pod Security level but privileged allows.
+        psa_exempt_runtime_classes=[RUNTIME_CLASS] if has_gpus else [],
+    )
+    for bootstrap in (True, False):
+        KubeVipStaticPod(
+            chart,
+            "KubeVipInit" if bootstrap else "KubeVip",
+            cluster=cluster,
+            image=site.versions.images["kube-vip"],
+            interface=site.network.kubernetes.interface,
+            bootstrap=bootstrap,
+        )
+    return chart
+
+
+def mirror_files(site: Site, variant: str) -> list[OutputFile]:
+    registry = site.services.registry
+    files = []
+    for project, cache in sorted(registry.proxy_cache.items()):
+        header = (
+            f"registry.proxy_cache.{project} of config/services.yaml.\n"
+            f"On every host: /etc/containerd/{paths.CERTS_D}/{cache.registry}/hosts.toml"
+        )
+        text = (
+            f'server = "{cache.api}"\n'
+            "\n"
+            f'[host."https://{registry.hostname}/v2/{project}"]\n'
+            '  capabilities = ["pull", "resolve"]\n'
+            "  override_path = true\n"
+        )
+        files.append(OutputFile(paths.mirror_file(variant, cache.registry), [], header, text=text))
+    return files

@@ -1,0 +1,67 @@
+"""The dist/ layout, defined once: every writer and reader of the tree takes its paths from here.
+
+dist/<variant>/apps/<cluster>/<app>/      every object of one Argo CD Application, a file each
+dist/<variant>/values/<cluster>/<app>.yaml the Helm values an upstream chart is rendered with
+dist/<variant>/kubeadm/<cluster>/          host files: kubeadm configs, static pods, API server policies
+dist/<variant>/bootstrap/                  what the root Application syncs, and the runbook
+dist/<variant>/containerd/certs.d/         containerd registry mirrors for every host
+"""
+
+from __future__ import annotations
+
+from pathlib import PurePosixPath
+
+REPO_DIST = PurePosixPath("dist")  # where dist/ sits in the GitOps repository Argo CD reads
+
+APPS = "apps"
+VALUES = "values"
+KUBEADM = "kubeadm"
+BOOTSTRAP = "bootstrap"
+CONTAINERD = "containerd"
+CERTS_D = "certs.d"
+RUNBOOK = "RUNBOOK.md"
+CLUSTER_AREAS = (APPS, KUBEADM, VALUES)  # areas whose next folder is a cluster
+
+
+def app_dir(variant: str, cluster: str, app: str) -> PurePosixPath:
+    return PurePosixPath(variant, APPS, cluster, app)
+
+
+def cluster_apps_dir(variant: str, cluster: str) -> PurePosixPath:
+    return PurePosixPath(variant, APPS, cluster)
+
+
+def values_file(variant: str, cluster: str, app: str) -> PurePosixPath:
+    return PurePosixPath(variant, VALUES, cluster, f"{app}.yaml")
+
+
+def cluster_values_dir(variant: str, cluster: str) -> PurePosixPath:
+    return PurePosixPath(variant, VALUES, cluster)
+
+
+def kubeadm_dir(variant: str, cluster: str) -> PurePosixPath:
+    return PurePosixPath(variant, KUBEADM, cluster)
+
+
+def bootstrap_dir(variant: str) -> PurePosixPath:
+    return PurePosixPath(variant, BOOTSTRAP)
+
+
+def mirrors_dir(variant: str) -> PurePosixPath:
+    """containerd's `config_path` layout: `certs.d/<registry>/hosts.toml`."""
+    return PurePosixPath(variant, CONTAINERD, CERTS_D)
+
+
+def mirror_file(variant: str, registry: str) -> PurePosixPath:
+    return mirrors_dir(variant) / registry / "hosts.toml"
+
+
+def in_repo(path: PurePosixPath) -> PurePosixPath:
+    """A dist/ path as Argo CD and the runbook name it: relative to the repository root."""
+    return REPO_DIST / path
+
+
+def from_repo(repo_path: str) -> PurePosixPath | None:
+    """A repository path back to a dist/ path, or None when it lies outside dist/."""
+    path = PurePosixPath(repo_path)
+    return path.relative_to(REPO_DIST) if path.is_relative_to(REPO_DIST) and path != REPO_DIST else None

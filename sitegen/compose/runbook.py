@@ -1,0 +1,292 @@
+"""The ordered bootstrap runbook of a variant: from bare hosts to Argo CD owning everything.
+
+Every command names files of dist/ by their path in the repository; a test checks each one exists.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from sitegen.components.networking.cilium import Cilium
+from sitegen.components.platform.argo_cd import ArgoCd
+from sitegen.components.platform.namespaces import Namespaces
+from sitegen.compose import paths
+from sitegen.compose.apps import VariantApps
+from sitegen.model import ClusterLayout
+
+
+def _cluster_steps(apps: VariantApps, cluster: ClusterLayout, step: int) -> tuple[list[str], int]:
+    variant = apps.layout.name
+    site = apps.site
+    ctx = apps.context(cluster)
+    kdir = paths.in_repo(paths.kubeadm_dir(variant, cluster.name))
+    first, *others = cluster.control_plane.hosts
+    api = cluster.spec.api
+    out: list[str] = []
+
+    def section(title: str, body: str) -> None:
+        nonlocal step
+        out.append(f"### {step}. {title}\n\n{body.strip()}\n")
+        step += 1
+
+    cp_names = ", ".join(h.name for h in cluster.control_plane.hosts)
+    section(
+        f"Control-plane host files ({cp_names})",
+        f"""
+`{api.dns_name}` must resolve to the VIP {api.vip} before anything starts. On every control-plane host:
+
+```sh
+install -D -m 0600 {kdir}/audit-policy.yaml /etc/kubernetes/audit/policy.yaml
+install -D -m 0600 {kdir}/admission-config.yaml /etc/kubernetes/admission/admission.yaml
+```
+
+Secrets at rest: create `/etc/kubernetes/enc/enc.yaml` once on {first.name} (an `EncryptionConfiguration`
+with an `aescbc` provider whose key is `head -c 32 /dev/urandom | base64`), keep the key in the site vault,
+and copy the file, mode 0600, to every other control-plane host. It is never written to git.
+""",
+    )
+    section(
+        f"First control-plane node: kubeadm init on {first.name}",
+        f"""
+```sh
+install -D -m 0600 {kdir}/kube-vip-init.yaml /etc/kubernetes/manifests/kube-vip.yaml
+export KUBEADM_TOKEN="$(kubeadm token generate)" KUBEADM_CERTIFICATE_KEY="$(kubeadm certs certificate-key)"
+envsubst < {kdir}/init-{first.name}.yaml > /tmp/kubeadm.yaml
+kubeadm config validate --config /tmp/kubeadm.yaml
+kubeadm init --upload-certs --config /tmp/kubeadm.yaml
+install -m 0600 {kdir}/kube-vip.yaml /etc/kubernetes/manifests/kube-vip.yaml   # back to admin.conf
+export KUBEADM_CA_CERT_HASH="sha256:$(openssl x509 -pubkey -in /etc/kubernetes/pki/ca.crt \\
+  | openssl pkey -pubin -outform der | sha256sum | cut -d' ' -f1)"
+```
+
+Store the three `KUBEADM_*` values in the site vault for the joins below. kubectl from here on uses
+`KUBECONFIG=/etc/kubernetes/admin.conf` of {first.name} (or a copy on an admin workstation). The uploaded certificates
+expire after two hours; `kubeadm init phase upload-certs --upload-certs` renews them.
+""",
+    )
+    for host in others:
+        name = f"join-control-plane-{host.name}.yaml"
+        section(
+            f"Control-plane join: {host.name} (one at a time)",
+            f"""
+```sh
+install -D -m 0600 {kdir}/kube-vip.yaml /etc/kubernetes/manifests/kube-vip.yaml
+envsubst < {kdir}/{name} > /tmp/kubeadm.yaml
+kubeadm join --config /tmp/kubeadm.yaml
+kubectl -n kube-system wait --for=condition=Ready --timeout=10m pod/etcd-{host.name}
+```
+
+The new etcd member must be Ready (it joined as a learner and was promoted) before the next node joins.
+""",
+        )
+    for pool in cluster.worker_pools:
+        section(
+            f"Worker join: pool {pool.name} ({len(pool.hosts)} hosts)",
+            f"""
+On each host, with `NODE_NAME` and `NODE_IP` from the list in the file's header:
+
+```sh
+export NODE_NAME=<host> NODE_IP=<address>
+envsubst < {kdir}/join-{pool.name}.yaml > /tmp/kubeadm.yaml
+kubeadm join --config /tmp/kubeadm.yaml
+```
+
+The pool's taints ({", ".join(f"{t.key}={t.value or ''}:{t.effect}" for t in pool.taints) or "none"}) are set
+as the node registers.
+""",
+        )
+    app_dir = paths.in_repo(paths.cluster_apps_dir(variant, cluster.name))
+    cilium = ctx.get(Cilium)
+    cilium_pin = site.versions.charts[cilium.chart]
+    cilium_values = paths.in_repo(paths.values_file(variant, cluster.name, cilium.name))
+    namespaces = (
+        f"kubectl apply --server-side -f {app_dir}/{Namespaces.name}/\n" if ctx.has(Namespaces) else ""
+    )
+    section(
+        "Node labels and namespaces",
+        f"""
+Nodes stay NotReady until the CNI runs; labels can go on now (Argo CD adopts these objects later):
+
+```sh
+kubectl apply --server-side -f {app_dir}/nodes/
+{namespaces}```
+""",
+    )
+    cache_pools = [p for p in cluster.pools if p.name in site.storage.local_cache.pools]
+    if cache_pools:
+        vg = site.storage.local_cache.volume_group
+        names = ", ".join(p.name for p in cache_pools)
+        section(
+            f"Local NVMe cache: volume group on the {names} hosts",
+            f"""
+TopoLVM carves cache volumes out of one LVM volume group per node. On every {names} host, over its
+local NVMe drives (never the OS disk):
+
+```sh
+pvcreate /dev/nvme1n1 && vgcreate {vg} /dev/nvme1n1   # list every cache drive of the host
+```
+""",
+        )
+    section(
+        "Primary CNI: Cilium from its generated values",
+        f"""
+No pod, Argo CD included, starts before the CNI.
+
+```sh
+helm install {cilium.release_name} {cilium_pin.chart} --repo {cilium_pin.repo} --version {cilium_pin.version} \\
+  --namespace {cilium.namespace} -f {cilium_values}
+kubectl wait --for=condition=Ready --timeout=15m nodes --all
+```
+""",
+    )
+    return out, step
+
+
+def runbook(apps: VariantApps, documents: Iterable[dict[str, Any]]) -> str:
+    """The runbook of a variant; `documents` are every rendered object (its vault keys are read there)."""
+    layout = apps.layout
+    variant = layout.name
+    site = apps.site
+    hub = layout.hub
+    argo = apps.context(hub).get(ArgoCd)
+    argocd = site.versions.charts[argo.chart]
+    ns = argo.namespace
+    bootstrap = paths.in_repo(paths.bootstrap_dir(variant))
+    lines = [
+        f"# Bootstrap runbook: {variant}",
+        "",
+        f"{layout.description} Clusters: {', '.join(c.name for c in layout.clusters)}; Argo CD runs on "
+        f"`{hub.name}` and manages every cluster. Run the steps in order; commands run from a checkout of "
+        f"this repository at `{site.gitops.revision}`, kubectl against the cluster being built.",
+        "",
+    ]
+    registry = site.services.registry
+    trust = (
+        " Nodes must trust the site CA (OS trust store) for Harbor's certificate."
+        if site.services.certificates.issuer == "internal-ca"
+        else ""
+    )
+    lines += [
+        "## Every host\n",
+        f"""### 1. containerd pulls through Harbor
+
+Copy `{paths.in_repo(paths.mirrors_dir(variant))}/` to `/etc/containerd/certs.d/` on every host and set the CRI
+registry `config_path` to that directory (containerd 2: `[plugins.'io.containerd.cri.v1.images'.registry]`).
+Images of {", ".join(f"`{c.registry}`" for _, c in sorted(registry.proxy_cache.items()))} are then pulled
+through Harbor's proxy caches at `{registry.hostname}`; each upstream stays the fallback, so pulls work
+before Harbor runs.{trust}
+""",
+    ]
+    step = 2
+    ordered = [hub, *layout.spokes]
+    for cluster in ordered:
+        lines.append(f"## Cluster `{cluster.name}`\n")
+        body, step = _cluster_steps(apps, cluster, step)
+        lines += body
+    lines.append(f"## Argo CD on `{hub.name}`\n")
+    lines.append(
+        f"""### {step}. Argo CD from its generated values
+
+```sh
+helm install {argo.release_name} {argocd.chart} --repo {argocd.repo} --version {argocd.version} \\
+  --namespace {ns} -f {paths.in_repo(paths.values_file(variant, hub.name, argo.name))}
+kubectl -n {ns} wait --for=condition=Available --timeout=10m deployment -l app.kubernetes.io/part-of=argocd
+```
+
+If `{site.gitops.repo_url}` needs credentials, create its repository Secret from the site vault now
+(an ExternalSecret once External Secrets runs); none is stored here.
+"""
+    )
+    step += 1
+    lines.append(
+        f"""### {step}. The root Application
+
+```sh
+kubectl apply --server-side -f {bootstrap}/{ns}.appproject.bootstrap.yaml
+kubectl apply --server-side -f {bootstrap}/{ns}.application.root.yaml
+```
+
+The root Application syncs `{bootstrap}/`: the locked `default` project, one project per
+team, one ApplicationSet per project and source type, and the registration of spoke clusters. From here on
+Argo CD owns everything, the CNI and itself included: its Applications `{hub.name}-cilium` and
+`{hub.name}-argo-cd` adopt the Helm releases installed above (same release names and values).
+"""
+    )
+    step += 1
+    aistor = next(
+        (c for c in layout.clusters if any(p.name == site.storage.aistor.pool for p in c.pools)), None
+    )
+    if aistor is not None:
+        lines.append(
+            f"""### {step}. AIStor drives and secrets
+
+Once `{aistor.name}-aistor-volume-manager` is Healthy, hand the {site.storage.aistor.pool} pool's NVMe drives
+to it (an imperative step of the volume manager), then let the ObjectStore claim them:
+
+```sh
+kubectl directpv discover --nodes {",".join(h.name for h in aistor.pool(site.storage.aistor.pool).hosts[:1])},...
+kubectl directpv init drives.yaml --dangerous
+```
+
+Then give each S3 consumer of the hub its bucket and a key of its own (`mc` against the ObjectStore,
+with the root credentials), and put the keys in the vault (`aistor/users/<consumer>`: access_key,
+secret_key):
+
+```sh
+{_buckets(apps)}
+```
+"""
+        )
+        step += 1
+    lines.append(
+        f"""### {step}. The vault
+
+Every credential reaches the clusters through External Secrets, which reads them through the Kubernetes
+auth mount `{site.secrets.vault.auth_mount}-<cluster>` and role `{site.secrets.vault.role}`.
+Before the apps that use them sync, the vault must hold (key: properties):
+
+{_vault_keys(documents)}
+"""
+    )
+    step += 1
+    spokes = layout.spokes
+    if spokes:
+        names = ", ".join(c.name for c in spokes)
+        lines.append(
+            f"""### {step}. Register the spoke clusters ({names})
+
+For each spoke, put a service-account token with cluster-admin on that cluster and its CA (base64) in the
+site vault under `argocd/clusters/<cluster>` (properties `token`, `caData`). The ExternalSecret
+`cluster-<cluster>` in `{bootstrap}/` turns them into Argo CD's cluster Secret once External
+Secrets runs; until then, create the same Secret by hand with `argocd cluster add`. Its labels
+(`sitegen.io/cluster`, `sitegen.io/variant`) are what cluster generators select.
+"""
+        )
+    return "\n".join(lines)
+
+
+def _buckets(apps: VariantApps) -> str:
+    lines = []
+    for ctx, component in apps.in_registry_order():
+        for access in component.s3_access(ctx):
+            lines += [f"mc mb --ignore-existing site/{b}" for b in access.buckets]
+            lines.append(
+                f"mc admin user svcacct add site <root-user> --name {access.user}   # scope: "
+                + ", ".join(access.buckets)
+            )
+    return "\n".join(lines)
+
+
+def _vault_keys(documents: Iterable[dict[str, Any]]) -> str:
+    """The vault keys and properties every ExternalSecret of the variant reads: computed, never listed by hand."""
+    keys: dict[str, set[str]] = {}
+    for doc in documents:
+        if doc.get("kind") != "ExternalSecret":
+            continue
+        for item in doc["spec"].get("data", []):
+            ref = item["remoteRef"]
+            keys.setdefault(ref["key"], set()).add(ref.get("property", ""))
+    return "\n".join(
+        f"- `{k}`: {', '.join(sorted(p for p in props if p))}" for k, props in sorted(keys.items())
+    )

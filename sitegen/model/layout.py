@@ -1,0 +1,134 @@
+"""A variant resolved into clusters and their pools: what each cluster's constructs are built from."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sitegen.model.clusters import Cluster
+from sitegen.model.hardware import Hardware
+from sitegen.model.pools import CONTROL_PLANE_ROLE, INFRA_ROLE, ROLE_PREFIX, Host, Taint
+from sitegen.model.site import Site
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where a workload may run: the pool's node selector and the tolerations for its taints."""
+
+    node_selector: dict[str, str]
+    tolerations: tuple[dict[str, str], ...]
+
+
+@dataclass(frozen=True)
+class PoolLayout:
+    name: str
+    role: str
+    hardware: Hardware
+    labels: dict[str, str]
+    taints: tuple[Taint, ...]
+    hosts: tuple[Host, ...]
+
+    @property
+    def is_control_plane(self) -> bool:
+        return self.role == CONTROL_PLANE_ROLE
+
+    @property
+    def placement(self) -> Placement:
+        role_key = ROLE_PREFIX + self.role
+        return Placement(
+            node_selector={role_key: self.labels[role_key]},
+            tolerations=tuple(t.toleration() for t in self.taints),
+        )
+
+
+@dataclass(frozen=True)
+class ClusterLayout:
+    name: str
+    spec: Cluster
+    pools: tuple[PoolLayout, ...]
+
+    @property
+    def control_plane(self) -> PoolLayout:
+        return next(p for p in self.pools if p.is_control_plane)
+
+    @property
+    def worker_pools(self) -> tuple[PoolLayout, ...]:
+        return tuple(p for p in self.pools if not p.is_control_plane)
+
+    def pool(self, name: str) -> PoolLayout:
+        return next(p for p in self.pools if p.name == name)
+
+    @property
+    def system_pool(self) -> PoolLayout:
+        """Where cluster services run: the infra pool, or in a cluster without one (the AIStor
+        cluster of the two-cluster variant) its small control plane."""
+        return next((p for p in self.pools if p.role == INFRA_ROLE), self.control_plane)
+
+    @property
+    def node_count(self) -> int:
+        return sum(len(p.hosts) for p in self.pools)
+
+
+@dataclass(frozen=True)
+class VariantLayout:
+    name: str
+    description: str
+    clusters: tuple[ClusterLayout, ...]
+
+    @property
+    def hub(self) -> ClusterLayout:
+        """The cluster with the infra pool: Argo CD runs there and manages every cluster."""
+        return next(c for c in self.clusters if any(p.role == INFRA_ROLE for p in c.pools))
+
+    @property
+    def spokes(self) -> tuple[ClusterLayout, ...]:
+        """The clusters the hub manages besides itself; their telemetry flows to the hub."""
+        return tuple(c for c in self.clusters if c.name != self.hub.name)
+
+    def server(self, cluster: ClusterLayout) -> str:
+        """The API URL Argo CD on the hub uses for `cluster`."""
+        if cluster.name == self.hub.name:
+            return IN_CLUSTER
+        return f"https://{cluster.spec.api.endpoint}"
+
+
+IN_CLUSTER = "https://kubernetes.default.svc"
+
+
+def resolve(site: Site, variant: str) -> VariantLayout:
+    """Assign pools to clusters; a carved control plane takes its hosts out of the source pool."""
+    spec = site.variants[variant]
+    carved = {
+        host
+        for vc in spec.clusters.values()
+        if vc.control_plane is not None
+        for host in vc.control_plane.hosts
+    }
+    cp_pool = site.pools[site.control_plane_pool]
+    clusters = []
+    for cname, vc in spec.clusters.items():
+        pools = [
+            PoolLayout(
+                name=name,
+                role=site.pools[name].role,
+                hardware=site.hardware_of(name),
+                labels=site.node_labels(name),
+                taints=tuple(site.pools[name].taints),
+                hosts=tuple(h for h in site.pools[name].hosts if h.name not in carved),
+            )
+            for name in vc.pools
+        ]
+        if vc.control_plane is not None:
+            source = site.pools[vc.control_plane.from_pool]
+            pools.insert(
+                0,
+                PoolLayout(
+                    name=site.control_plane_pool,
+                    role=CONTROL_PLANE_ROLE,
+                    hardware=site.hardware[source.hardware],
+                    labels=site.node_labels(site.control_plane_pool),
+                    taints=tuple(cp_pool.taints),
+                    hosts=tuple(h for h in source.hosts if h.name in vc.control_plane.hosts),
+                ),
+            )
+        clusters.append(ClusterLayout(name=cname, spec=site.clusters[cname], pools=tuple(pools)))
+    return VariantLayout(name=variant, description=spec.description, clusters=tuple(clusters))

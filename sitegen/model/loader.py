@@ -1,0 +1,166 @@
+"""Load config/ (and the bases it overlays) into the site model; every fault becomes one `ConfigFault` naming file and field."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from sitegen.model.fields import ConfigError, dotted
+from sitegen.model.site import Site
+from sitegen.model.versions import PinNeeds, check_pins
+
+DASHBOARDS = "dashboards"  # a directory of Grafana dashboard JSON files, not a YAML section
+SECTIONS = tuple(f for f in Site.model_fields if f != DASHBOARDS)
+
+
+class ConfigFault(Exception):
+    """A config problem, printed as exactly one line: `<file>: <field>: <message>`."""
+
+    def __init__(self, file: Path, field: str, message: str):
+        super().__init__(f"{file}: {field + ': ' if field else ''}{message}")
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """PyYAML keeps the last of two equal keys; a repeated pool or host key must fail instead."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            try:
+                hash(key)
+            except TypeError:
+                raise yaml.constructor.ConstructorError(
+                    None,
+                    None,
+                    f"a mapping key must be a scalar, not {type(key).__name__}",
+                    key_node.start_mark,
+                ) from None
+            if key in seen:
+                mark = key_node.start_mark
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"duplicate key {key!r} at line {mark.line + 1}", mark
+                )
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
+def _read(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        raise ConfigFault(path, "", "file is missing")
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise ConfigFault(path, "", f"not UTF-8 (byte {err.start})") from None
+    except OSError as err:
+        raise ConfigFault(path, "", f"cannot read: {err.strerror}") from None
+    try:
+        data = yaml.load(text, Loader=_UniqueKeyLoader)
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+        problem = getattr(err, "problem", None) or str(err).splitlines()[0]
+        raise ConfigFault(path, "", f"YAML error: {where}{problem}") from None
+    if data is None:
+        raise ConfigFault(path, "", "file is empty")
+    if not isinstance(data, dict):
+        raise ConfigFault(path, "", f"top level must be a mapping, got {type(data).__name__}")
+    return data
+
+
+OVERLAY = "overlay.yaml"
+
+
+def _chain(config_dir: Path) -> list[Path]:
+    """The config directory and the bases it overlays, nearest first."""
+    chain = [config_dir]
+    while (config_dir / OVERLAY).is_file():
+        overlay = _read(config_dir / OVERLAY)
+        unknown = sorted(set(overlay) - {"base", "description"})
+        if unknown or not isinstance(overlay.get("base"), str):
+            raise ConfigFault(
+                config_dir / OVERLAY, unknown[0] if unknown else "base", "expected `base: <dir>`"
+            )
+        config_dir = (config_dir / overlay["base"]).resolve()
+        if not config_dir.is_dir() or config_dir in chain or len(chain) > 8:
+            raise ConfigFault(chain[-1] / OVERLAY, "base", f"{overlay['base']} is no config directory")
+        chain.append(config_dir)
+    return chain
+
+
+def _merge(base: Any, top: Any) -> Any:
+    """Mappings merge key by key; anything else in the overlay replaces the base value."""
+    if isinstance(base, dict) and isinstance(top, dict):
+        return {**base, **{k: _merge(base.get(k), v) if k in base else v for k, v in top.items()}}
+    return top
+
+
+def load_site(config_dir: Path, needs: PinNeeds | None = None) -> Site:
+    """The validated site; with `needs`, every chart and image pin the generator uses must exist."""
+    if not config_dir.is_dir():
+        raise ConfigFault(config_dir, "", "config directory does not exist")
+    chain = _chain(config_dir)
+    raw: dict[str, Any] = {}
+    files: dict[str, Path] = {}
+    for section in SECTIONS:
+        present = [d / f"{section}.yaml" for d in chain if (d / f"{section}.yaml").exists()]
+        if not present:
+            raise ConfigFault(config_dir / f"{section}.yaml", "", "file is missing")
+        for path in reversed(present):
+            raw[section] = _merge(raw.get(section), _read(path))
+        files[section] = _relative(present[0], config_dir)
+    dashboards: dict[str, Path] = {}
+    for directory in reversed(chain):
+        for path in sorted((directory / DASHBOARDS).glob("*.json")):
+            dashboards[path.stem] = path
+    raw[DASHBOARDS] = {name: _read_json(path) for name, path in sorted(dashboards.items())}
+    for name, path in dashboards.items():
+        files[f"{DASHBOARDS}/{name}"] = _relative(path, config_dir)
+    try:
+        site = Site.model_validate(raw)
+        if needs is not None:
+            check_pins(site.versions, needs)
+        return site
+    except ValidationError as err:
+        first = err.errors(include_url=False)[0]
+        loc = tuple(first["loc"])
+        message = first["msg"].removeprefix("Value error, ")
+        shown = repr(first["input"])
+        if (
+            first["type"] not in ("missing", "extra_forbidden")
+            and not isinstance(first["input"], dict | list)
+            and shown not in message
+        ):
+            message += f" (got {shown})"
+        raise _fault(files, loc, message) from None
+    except ConfigError as err:
+        raise _fault(files, err.loc, err.message) from None
+
+
+def _relative(path: Path, config_dir: Path) -> Path:
+    """A base file is named relative to the directory the user gave, not by absolute path."""
+    try:
+        return config_dir / path.resolve().relative_to(config_dir.resolve())
+    except ValueError:
+        return config_dir / os.path.relpath(path.resolve(), config_dir.resolve())
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_bytes().decode("utf-8"))
+    except UnicodeDecodeError as err:
+        raise ConfigFault(path, "", f"not UTF-8 (byte {err.start})") from None
+    except json.JSONDecodeError as err:
+        raise ConfigFault(path, "", f"JSON error: line {err.lineno}, column {err.colno}: {err.msg}") from None
+
+
+def _fault(files: dict[str, Path], loc: tuple[str | int, ...], message: str) -> ConfigFault:
+    section, *rest = loc or ("",)
+    if section == DASHBOARDS and rest and f"{DASHBOARDS}/{rest[0]}" in files:
+        section, *rest = (f"{DASHBOARDS}/{rest[0]}", *rest[1:])
+    return ConfigFault(files.get(str(section), Path(f"{section}.yaml")), dotted(tuple(rest)), message)

@@ -1,0 +1,30 @@
+"""config/network.yaml: the management and 100GbE Kubernetes planes."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import Field, PositiveInt
+
+from sitegen.model.fields import Cidr, Strict
+
+
+class Plane(Strict):
+    vlan: Annotated[int, Field(ge=1, le=4094)]
+    cidr: Cidr
+
+
+class KubernetesPlane(Plane):
+    interface: str
+    link_gbps: PositiveInt
+    mtu: Annotated[int, Field(ge=1280, le=9216)]
+
+
+class Management(Strict):
+    bmc: Plane
+    os: Plane
+
+
+class Network(Strict):
+    management: Management
+    kubernetes: KubernetesPlane

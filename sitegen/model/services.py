@@ -1,0 +1,161 @@
+"""config/services.yaml: the choices of the platform services (certificates, gateway, monitoring,
+logs, registry, serving), and the checks that span other files."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+from urllib.parse import urlparse
+
+from pydantic import Field
+
+from sitegen.model.clusters import Cluster
+from sitegen.model.fields import Address, BucketName, ConfigError, DnsLabel, DnsName, HttpsUrl, Strict
+from sitegen.model.hardware import Hardware
+from sitegen.model.pools import INFRA_ROLE, Pool
+from sitegen.model.storage import Storage
+from sitegen.model.tenants import Tenant
+
+RETENTION_FILL = 0.85  # share of a Prometheus volume its blocks may fill
+
+
+class Acme(Strict):
+    server: HttpsUrl
+    email: Annotated[str, Field(pattern=r"^[^@\s]+@[^@\s]+$")]
+
+
+class Certificates(Strict):
+    issuer: Literal["internal-ca", "acme"]
+    acme: Acme | None = None
+
+
+class GatewayConfig(Strict):
+    address: Address
+
+
+class Prometheus(Strict):
+    replicas: Annotated[int, Field(ge=1, le=5)] = 2
+    retention_days: Annotated[int, Field(ge=1)]
+    volume_gb: Annotated[int, Field(ge=20)]  # per replica, on the system pool's local NVMe
+
+    @property
+    def retention_size(self) -> str:
+        """Prometheus deletes old blocks at this size, before the volume fills (WAL and compaction
+        need headroom)."""
+        return f"{int(self.volume_gb * RETENTION_FILL)}GB"
+
+
+class Monitoring(Strict):
+    prometheus: Prometheus
+    alertmanager_replicas: Annotated[int, Field(ge=1, le=5)] = 3
+    grafana_hostname: DnsName
+    # Where the agents of other clusters deliver to the hub, through the Gateway: metrics by Prometheus
+    # remote write, logs by OTLP.
+    telemetry_hostname: DnsName
+
+
+class Logs(Strict):
+    retention_days: Annotated[int, Field(ge=1)]
+    bucket: BucketName  # the chunk and index bucket in AIStor
+    ruler_bucket: BucketName
+    volume_gb: Annotated[int, Field(ge=1)]  # per write/backend replica: WAL and compactor scratch
+
+
+class ProxyCache(Strict):
+    type: Literal["docker-hub", "docker-registry", "github-ghcr", "quay", "harbor"]
+    url: HttpsUrl  # what Harbor's registry endpoint takes
+
+    @property
+    def registry(self) -> str:
+        """The registry name images carry (Docker Hub's URL is its web site, its images say docker.io)."""
+        return "docker.io" if self.type == "docker-hub" else urlparse(self.url).hostname or self.url
+
+    @property
+    def api(self) -> str:
+        """Where a client pulls from without the cache."""
+        return "https://registry-1.docker.io" if self.type == "docker-hub" else self.url
+
+
+class Registry(Strict):
+    hostname: DnsName
+    storage: Literal["aistor", "powerscale"]
+    bucket: BucketName  # with storage aistor
+    powerscale_class: str = "archive"  # with storage powerscale: the class of the image volume
+    volume_gb: Annotated[int, Field(ge=1)]  # registry volume with storage powerscale
+    # Harbor projects that pull through to these registries: `<hostname>/<project>/<image>`.
+    proxy_cache: dict[DnsLabel, ProxyCache] = Field(min_length=1)
+
+
+class ServedModel(Strict):
+    name: DnsLabel
+    source: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9._-]+$")]  # Hugging Face id
+    replicas: Annotated[int, Field(ge=1)] = 1
+    max_model_len: Annotated[int, Field(ge=1024)]
+    cache_gb: Annotated[int, Field(ge=1)]  # weights cache on the node's local NVMe
+
+
+class Serving(Strict):
+    hostname: DnsName
+    tenant: DnsLabel  # whose namespace and GPU quota the model servers use
+    router_replicas: Annotated[int, Field(ge=1)] = 2
+    routing: Literal["roundrobin", "session", "prefixaware", "kvaware"] = "roundrobin"
+    models: list[ServedModel] = Field(min_length=1)
+
+
+class Services(Strict):
+    certificates: Certificates
+    gateway: GatewayConfig
+    monitoring: Monitoring
+    logs: Logs
+    registry: Registry
+    serving: Serving
+
+
+def check_services(
+    services: Services,
+    *,
+    clusters: dict[str, Cluster],
+    pools: dict[str, Pool],
+    hardware: dict[str, Hardware],
+    storage: Storage,
+    tenants: dict[str, Tenant],
+) -> None:
+    certs = services.certificates
+    if certs.issuer == "acme" and certs.acme is None:
+        raise ConfigError(("services", "certificates", "acme"), "issuer acme needs the acme server and email")
+    address = services.gateway.address
+    if not any(address in c.load_balancer_cidr for c in clusters.values()):
+        raise ConfigError(
+            ("services", "gateway", "address"), f"{address} is in no cluster's load-balancer pool"
+        )
+    infra = next(n for n, p in pools.items() if p.role == INFRA_ROLE)
+    if infra not in storage.local_cache.pools:
+        raise ConfigError(
+            ("storage", "local_cache", "pools"),
+            f"must list {infra!r}: Prometheus, Alertmanager, Loki and Harbor keep their volumes there",
+        )
+    nvme_gb = hardware[pools[infra].hardware].nvme.total_gb
+    monitoring, logs = services.monitoring, services.logs
+    if monitoring.prometheus.volume_gb + logs.volume_gb > nvme_gb:
+        raise ConfigError(
+            ("services", "monitoring", "prometheus", "volume_gb"),
+            f"with logs.volume_gb it exceeds the {nvme_gb} GB of NVMe of an {infra} node",
+        )
+    serving = services.serving
+    if serving.tenant not in tenants:
+        raise ConfigError(("services", "serving", "tenant"), f"unknown tenant {serving.tenant!r}")
+    if len({m.name for m in serving.models}) != len(serving.models):
+        raise ConfigError(("services", "serving", "models"), "model names must be unique")
+    registry = services.registry
+    upstreams: dict[str, str] = {}
+    for name, cache in registry.proxy_cache.items():
+        if cache.registry in upstreams:
+            raise ConfigError(
+                ("services", "registry", "proxy_cache", name, "url"),
+                f"{cache.registry} is already cached by {upstreams[cache.registry]!r} (one containerd mirror per registry)",
+            )
+        upstreams[cache.registry] = name
+    if registry.storage == "powerscale" and registry.powerscale_class not in storage.powerscale.classes:
+        raise ConfigError(
+            ("services", "registry", "powerscale_class"),
+            f"unknown PowerScale class {registry.powerscale_class!r}",
+        )

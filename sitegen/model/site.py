@@ -1,0 +1,108 @@
+"""The site: every config file's model in one object, validated once, with the figures derived from it.
+
+Each top-level field is one file of config/ (`pools` is config/pools.yaml, ...). The checks that span
+files live beside the models they check; here they only run, in an order where later rules rely on
+references earlier rules proved valid.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+
+from pydantic import Field, model_validator
+
+from sitegen.model.clusters import Cluster, check_cidrs, check_clusters
+from sitegen.model.dashboards import Dashboard, check_dashboards
+from sitegen.model.erasure import ErasureLayout, alternative_set_sizes, erasure_layout
+from sitegen.model.fabric import Fabric, check_fabric
+from sitegen.model.fields import DnsLabel, Strict
+from sitegen.model.gitops import GitOps
+from sitegen.model.hardware import Hardware
+from sitegen.model.network import Network
+from sitegen.model.pools import CONTROL_PLANE_ROLE, INFRA_ROLE, Pool, check_hosts, check_pool_hardware
+from sitegen.model.secrets import Secrets
+from sitegen.model.services import Services, check_services
+from sitegen.model.storage import Storage, check_storage
+from sitegen.model.tenants import Tenant
+from sitegen.model.variants import Variant, check_variants
+from sitegen.model.versions import Versions
+
+
+class Site(Strict):
+    hardware: dict[DnsLabel, Hardware] = Field(min_length=1)
+    pools: dict[DnsLabel, Pool] = Field(min_length=1)
+    network: Network
+    fabric: Fabric
+    clusters: dict[DnsLabel, Cluster] = Field(min_length=1)
+    variants: dict[DnsLabel, Variant] = Field(min_length=1)
+    storage: Storage
+    versions: Versions
+    gitops: GitOps
+    tenants: dict[DnsLabel, Tenant] = {}
+    secrets: Secrets
+    services: Services
+    dashboards: dict[DnsLabel, Dashboard] = {}
+
+    @model_validator(mode="after")
+    def _check(self) -> Site:
+        check_pool_hardware(self.pools, self.hardware)
+        check_hosts(self.pools, self.network)
+        check_fabric(self.fabric, self.pools, self.hardware)
+        check_clusters(self.clusters, self.pools, self.network)
+        check_cidrs(self.network, self.fabric, self.clusters)
+        check_variants(self.variants, self.clusters, self.pools)
+        check_storage(self.storage, self.pools, self.hardware)
+        check_services(
+            self.services,
+            clusters=self.clusters,
+            pools=self.pools,
+            hardware=self.hardware,
+            storage=self.storage,
+            tenants=self.tenants,
+        )
+        check_dashboards(self.dashboards)
+        return self
+
+    # --- derived views -------------------------------------------------------------------------
+
+    def hardware_of(self, pool: str) -> Hardware:
+        return self.hardware[self.pools[pool].hardware]
+
+    def node_labels(self, pool: str) -> dict[str, str]:
+        """The pool's labels plus those that follow from its hardware, sorted for stable output."""
+        labels = dict(self.pools[pool].labels)
+        gpu = self.hardware_of(pool).gpu
+        if gpu is not None:
+            labels["gpu-count"] = str(gpu.count)
+        return dict(sorted(labels.items()))
+
+    @cached_property
+    def control_plane_pool(self) -> str:
+        return next(n for n, p in self.pools.items() if p.role == CONTROL_PLANE_ROLE)
+
+    @cached_property
+    def infra_pool(self) -> str:
+        return next(n for n, p in self.pools.items() if p.role == INFRA_ROLE)
+
+    @property
+    def default_variant(self) -> str:
+        return next(iter(self.variants))
+
+    def aistor_layout(self, set_size: int | None = None, parity: int | None = None) -> ErasureLayout:
+        """The configured erasure layout of the AIStor pool, or the one given (for the alternatives)."""
+        tier = self.storage.aistor
+        nvme = self.hardware_of(tier.pool).nvme
+        return erasure_layout(
+            servers=self.pools[tier.pool].count,
+            drives_per_server=nvme.drives,
+            drive_gb=nvme.drive_gb,
+            set_size=set_size if set_size is not None else tier.explicit_set_size,
+            parity=parity if parity is not None else tier.explicit_parity,
+        )
+
+    def aistor_alternatives(self) -> list[ErasureLayout]:
+        """The set sizes worth comparing, each at EC:2 to EC:4."""
+        base = self.aistor_layout()
+        return [
+            self.aistor_layout(size, parity) for size in alternative_set_sizes(base) for parity in (2, 3, 4)
+        ]

@@ -1,0 +1,1 @@
+"""Reports for people: the capacity plan, the application inventory, the synth benchmark."""

@@ -1,0 +1,205 @@
+"""Capacity and fabric plan: every figure is computed from the site model, none is typed."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+from sitegen.model import Site
+from sitegen.report.table import table
+
+
+@dataclass(frozen=True)
+class Figures:
+    nodes: int = 0
+    cores: int = 0
+    memory_gb: int = 0
+    gpus: int = 0
+    hbm_gb: int = 0
+    nvme_drives: int = 0
+    nvme_gb: int = 0
+    ethernet_ports: int = 0
+    ndr_ports: int = 0
+    ndr_gbps: int = 0
+
+    def __add__(self, other: Figures) -> Figures:
+        return Figures(**{f.name: getattr(self, f.name) + getattr(other, f.name) for f in fields(self)})
+
+
+@dataclass(frozen=True)
+class RailFigures:
+    rail: str
+    ports: dict[str, int]  # pool -> NDR ports on this rail
+    gbps: int
+
+
+@dataclass(frozen=True)
+class Plan:
+    pools: dict[str, Figures]
+    hardware: dict[str, Figures]
+    site: Figures
+    aistor_raw_gb: int
+    aistor_drives: int
+    local_cache_gb: int
+    powerscale_raw_gb: int
+    rails: list[RailFigures]
+
+    def ndr_gbps(self, pool: str) -> int:
+        return self.pools[pool].ndr_gbps
+
+
+def pool_figures(site: Site, pool: str) -> Figures:
+    hw = site.hardware_of(pool)
+    n = site.pools[pool].count
+    gpu = hw.gpu
+    return Figures(
+        nodes=n,
+        cores=n * hw.cpu_cores,
+        memory_gb=n * hw.memory_gb,
+        gpus=n * gpu.count if gpu else 0,
+        hbm_gb=n * gpu.count * gpu.hbm_gb if gpu else 0,
+        nvme_drives=n * hw.nvme.drives,
+        nvme_gb=n * hw.nvme.total_gb,
+        ethernet_ports=n * hw.ethernet_100g_ports,
+        ndr_ports=n * hw.ndr400_ports,
+        ndr_gbps=n * hw.ndr400_ports * site.fabric.link_gbps,
+    )
+
+
+def compute_plan(site: Site) -> Plan:
+    pools = {name: pool_figures(site, name) for name in site.pools}
+    by_hw: dict[str, Figures] = {}
+    for name, figures in pools.items():
+        model = site.pools[name].hardware
+        by_hw[model] = by_hw.get(model, Figures()) + figures
+    total = sum(pools.values(), Figures())
+    fabric = site.fabric
+    rails = []
+    for rail in fabric.rails:
+        ports = {
+            pool: site.pools[pool].count * sum(1 for nic in nics if nic.rail == rail)
+            for pool, nics in fabric.nics.items()
+        }
+        rails.append(RailFigures(rail, ports, sum(ports.values()) * fabric.link_gbps))
+    aistor = pools[site.storage.aistor.pool]
+    return Plan(
+        pools=pools,
+        hardware=dict(sorted(by_hw.items())),
+        site=total,
+        aistor_raw_gb=aistor.nvme_gb,
+        aistor_drives=aistor.nvme_drives,
+        local_cache_gb=sum(pools[p].nvme_gb for p in site.storage.local_cache.pools),
+        powerscale_raw_gb=site.storage.powerscale.raw_gb,
+        rails=rails,
+    )
+
+
+def _num(value: float) -> str:
+    """Seed-style numbers: thousands separators, no trailing zeros (22,118.4; 107.04; 11,136)."""
+    text = f"{value:,.3f}".rstrip("0").rstrip(".")
+    return text or "0"
+
+
+def _tb(gb: int) -> str:
+    return _num(gb / 1000)
+
+
+def render_plan(site: Site) -> str:
+    plan = compute_plan(site)
+    link = site.fabric.link_gbps
+
+    def row(label: str, f: Figures) -> list[str]:
+        return [
+            label,
+            _num(f.nodes),
+            _num(f.cores),
+            _tb(f.memory_gb),
+            _num(f.gpus),
+            _num(f.nvme_drives),
+            _tb(f.nvme_gb),
+            _num(f.ethernet_ports),
+            _num(f.ndr_ports),
+            _num(f.ndr_gbps / 1000),
+        ]
+
+    columns = [
+        "nodes",
+        "cores",
+        "RAM TB",
+        "GPUs",
+        "NVMe",
+        "NVMe TB",
+        "100GbE ports",
+        f"NDR{link} ports",
+        "NDR Tbps",
+    ]
+    out = ["Capacity per pool (decimal units, as the seed counts them)"]
+    out += table(["pool", *columns], [row(n, f) for n, f in plan.pools.items()] + [row("site", plan.site)])
+
+    out += ["", "Capacity per hardware model"]
+    out += table(
+        ["model", *columns],
+        [row(f"{site.hardware[m].vendor} {site.hardware[m].model}", f) for m, f in plan.hardware.items()],
+    )
+
+    ps = site.storage.powerscale
+    hbm = plan.site.hbm_gb
+    gpu_models = sorted({hw.gpu.model for hw in site.hardware.values() if hw.gpu})
+    out += ["", "Storage hierarchy (capacity at the top, speed at the bottom)"]
+    out += table(
+        ["tier", "where", "raw TB"],
+        [
+            [
+                "PowerScale (NFS, external)",
+                f"{ps.nodes}x {ps.model}",
+                f"{_tb(ps.raw_gb)} ({_num(ps.raw_gb / 1e6)} PB)",
+            ],
+            [
+                "AIStor (S3)",
+                f"pool {site.storage.aistor.pool}: {_num(plan.aistor_drives)} NVMe",
+                f"{_tb(plan.aistor_raw_gb)} ({_num(round(plan.aistor_raw_gb / 1e6, 2))} PB), "
+                f"usable {_num(round(site.aistor_layout().usable_gb / 1e6, 2))} PB",
+            ],
+            [
+                "local NVMe cache",
+                "pools " + ", ".join(site.storage.local_cache.pools),
+                _tb(plan.local_cache_gb),
+            ],
+            ["GPU HBM", f"{_num(plan.site.gpus)}x {', '.join(gpu_models)}", _tb(hbm)],
+        ],
+    )
+
+    layout = site.aistor_layout()
+    out += [
+        "",
+        f"AIStor erasure layout: {layout.sets} sets of {layout.set_size} drives at EC:{layout.parity}, "
+        f"{_tb(layout.usable_gb)} TB usable of {_tb(layout.raw_gb)} TB raw ({layout.efficiency:.1%})",
+    ]
+    out += table(
+        ["set size", "parity", "sets", "efficiency", "usable TB", "usable PB"],
+        [
+            [
+                str(alt.set_size),
+                f"EC:{alt.parity}",
+                str(alt.sets),
+                f"{alt.efficiency:.1%}",
+                _tb(alt.usable_gb),
+                _num(round(alt.usable_gb / 1e6, 2)),
+            ]
+            for alt in site.aistor_alternatives()
+        ],
+    )
+
+    pools_on_fabric = list(site.fabric.nics)
+    out += ["", f"NDR{link} fabric: ports per rail and endpoint bandwidth"]
+    out += table(
+        ["rail", *pools_on_fabric, "Tbps"],
+        [[r.rail, *(_num(r.ports[p]) for p in pools_on_fabric), _num(r.gbps / 1000)] for r in plan.rails]
+        + [
+            [
+                "all",
+                *(_num(plan.pools[p].ndr_ports) for p in pools_on_fabric),
+                _num(sum(plan.pools[p].ndr_gbps for p in pools_on_fabric) / 1000),
+            ]
+        ],
+    )
+    return "\n".join(out) + "\n"
