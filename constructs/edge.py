@@ -15,6 +15,7 @@ from sitegen.model import Certificates, Placement
 
 GATEWAY_API = "gateway.networking.k8s.io/v1"
 ISSUER = "site"
+SITE_CA_VAULT_KEY = "pki/site-ca"  # the CA key pair (tls.crt, tls.key) in the vault
 
 
 def _object(
@@ -46,7 +47,7 @@ class SiteIssuer(Construct):
                 name="site-ca",
                 namespace=namespace,
                 store=store,
-                key="pki/site-ca",
+                key=SITE_CA_VAULT_KEY,
                 properties=["tls.crt", "tls.key"],
             )
             spec: dict[str, Any] = {"ca": {"secretName": "site-ca"}}

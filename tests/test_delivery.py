@@ -10,7 +10,6 @@ import yaml
 
 from sitegen.check.appsets import applications
 from sitegen.check.tree import load_tree
-from sitegen.compose.variant import synthesize
 
 from .conftest import DIST, add, invoke_sitegen, validate
 
@@ -225,15 +224,6 @@ def test_expander_catches_a_missing_values_file(tree):
     (tree / "one-cluster/values/ai/cilium.yaml").unlink()
     result = invoke_sitegen("apps", "--dist", tree)
     assert result.exit_code == 1 and "APP-002 values-files" in result.stdout
-
-
-@pytest.mark.parametrize("variant", sorted(EXPECTED_APPS))
-def test_bootstrap_snapshot(site, variant, snapshot):
-    files = synthesize(site, [variant])
-    bootstrap = {
-        str(f.path): f.text or f.documents for f in files if f.path.parts[1] in ("bootstrap", "values")
-    }
-    assert bootstrap == snapshot
 
 
 def test_oci_charts_are_registered_for_argo_cd(apps):

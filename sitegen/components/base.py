@@ -26,7 +26,8 @@ if TYPE_CHECKING:
 
 
 class Layer(IntEnum):
-    """Argo CD has no dependencies between Applications; layers order them by sync wave."""
+    """Argo CD has no dependencies between Applications; layers and declared dependencies order them
+    by sync wave (10 x layer + depth among the layer's dependencies)."""
 
     FOUNDATION = 0  # namespaces, node labels, CNI, CRDs and operators, Argo CD itself
     RESOURCES = 1  # custom resources of those operators
@@ -97,15 +98,17 @@ class Component:
     name: str  # the Argo CD app name (the chart key where it can be)
     project: ClassVar[Project]
     layer: ClassVar[Layer]
-    order: ClassVar[int] = 0  # position inside the layer (sync wave = 10 * layer + order)
     # Destination namespace; cluster-scoped-only apps use kube-system, which always exists.
     namespace: str = "kube-system"
     # The namespace this component creates, with its Pod Security level; None: not ours to create.
     security: ClassVar[NamespaceSecurity | None] = None
     # versions.yaml images this component sets, each with what uses it (a missing pin names it).
     images: ClassVar[Mapping[str, str]] = {}
-    # Components of the same cluster this one must come after.
+    # Components of the same cluster this one must come after (each must be present).
     after: ClassVar[tuple[type[Component], ...]] = ()
+    # Components that must come after this one where the cluster has them: for a companion that
+    # writes what a chart reads (its credentials), so the chart's module need not know the companion.
+    before: ClassVar[tuple[type[Component], ...]] = ()
     # CRs whose CRD another app installs: skip the dry run until it exists (retries cover the gap).
     skip_dry_run: ClassVar[bool] = False
 
@@ -150,10 +153,6 @@ class Component:
         if self.skip_dry_run:
             options.append("SkipDryRunOnMissingResource=true")
         return options
-
-    @property
-    def wave(self) -> int:
-        return 10 * int(self.layer) + self.order
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name}>"

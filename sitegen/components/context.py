@@ -70,6 +70,10 @@ class ClusterScope:
 class ClusterContext(ClusterScope):
     components: tuple[Component, ...]  # this cluster's, in sync order
     variant_components: Mapping[str, tuple[Component, ...]]  # every cluster's of the variant
+    waves: Mapping[str, int]  # sync wave by component name, computed from the declared dependencies
+
+    def wave(self, component: Component) -> int:
+        return self.waves[component.name]
 
     def find(self, kind: type[C]) -> C | None:
         return next((c for c in self.components if isinstance(c, kind)), None)

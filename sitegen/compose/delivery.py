@@ -47,7 +47,7 @@ def element(apps: VariantApps, ctx: ClusterContext, component: Component) -> dic
         "cluster": ctx.cluster.name,
         "app": component.name,
         "layer": component.layer.name.lower(),
-        "wave": str(component.wave),
+        "wave": str(ctx.wave(component)),
         "server": apps.layout.server(ctx.cluster),
         "namespace": component.namespace,
         "syncOptions": component.sync_options,

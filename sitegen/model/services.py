@@ -27,6 +27,12 @@ class Certificates(Strict):
     issuer: Literal["internal-ca", "acme"]
     acme: Acme | None = None
 
+    @property
+    def internal_ca(self) -> bool:
+        """Certificates chain to the site CA, which clients must be given (an ACME certificate chains
+        to the public roots images already trust)."""
+        return self.issuer == "internal-ca"
+
 
 class GatewayConfig(Strict):
     address: Address

@@ -7,6 +7,9 @@ from typing import Literal
 from sitegen.components.base import CRD, RBAC, WEBHOOKS, ChartComponent, Layer, NamespaceSecurity
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.edge import PROJECT
+from sitegen.components.networking.cilium import Cilium
+from sitegen.components.observability.kube_prometheus_stack import KubePrometheusStack
+from sitegen.components.platform.namespaces import Namespaces
 from sitegen.components.values import ON, Pdb, Placed, Resources, Toggle, Values, placed, requests
 
 
@@ -50,7 +53,7 @@ class CertManager(ChartComponent):
     chart = "cert-manager"
     project = PROJECT
     layer = Layer.FOUNDATION
-    order = 7
+    after = (Cilium, Namespaces, KubePrometheusStack)  # its ServiceMonitor
     namespace = "cert-manager"
     security = NamespaceSecurity("restricted", "the chart's pods run restricted")
     cluster_kinds = (*RBAC, CRD, *WEBHOOKS)

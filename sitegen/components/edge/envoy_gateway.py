@@ -5,6 +5,8 @@ from __future__ import annotations
 from sitegen.components.base import CRD, RBAC, WEBHOOKS, ChartComponent, Layer, NamespaceSecurity
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.edge import PROJECT
+from sitegen.components.networking.cilium import Cilium
+from sitegen.components.platform.namespaces import Namespaces
 from sitegen.components.values import Placed, Resources, Values, placed, requests
 
 
@@ -27,7 +29,7 @@ class EnvoyGateway(ChartComponent):
     chart = "envoy-gateway"
     project = PROJECT
     layer = Layer.FOUNDATION
-    order = 7
+    after = (Cilium, Namespaces)
     namespace = "envoy-gateway-system"
     security = NamespaceSecurity("baseline", "the Envoy data plane is not verified against restricted")
     cluster_kinds = (*RBAC, CRD, *WEBHOOKS)

@@ -1,8 +1,5 @@
 """`gateway`: the site's ClusterIssuer, the Gateway with its certificate and Envoy data plane, and an
 HTTPRoute for every web front end a component of the cluster declares (`Component.routes`).
-
-Clients outside the hub trust the Gateway's certificate through the site CA (issuer internal-ca): its
-certificate only, as the Secret `site-ca-cert`.
 """
 
 from __future__ import annotations
@@ -14,27 +11,24 @@ from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.edge import PROJECT
 from sitegen.components.edge.cert_manager import CertManager
 from sitegen.components.edge.envoy_gateway import EnvoyGateway
-from sitegen.model import Site
+from sitegen.components.networking.cilium_lb import CiliumLb
+from sitegen.components.platform.secret_store import SecretStore
 
 GATEWAY = "site"
-SITE_CA_SECRET = "site-ca-cert"
-SITE_CA_KEY = "tls.crt"
-SITE_CA_VAULT_KEY = "pki/site-ca"
-
-
-def trusts_site_ca(site: Site) -> bool:
-    """An ACME certificate chains to the public roots images already trust; the internal CA does not."""
-    return site.services.certificates.issuer == "internal-ca"
 
 
 class Gateway(RenderedComponent):
     name = "gateway"
     project = PROJECT
     layer = Layer.RESOURCES
-    order = 4
+    after = (
+        CertManager,
+        EnvoyGateway,
+        SecretStore,
+        CiliumLb,
+    )  # the issuer's CA from the vault; the Gateway's address
     namespace = EnvoyGateway.namespace
     skip_dry_run = True
-    after = (CertManager, EnvoyGateway)
 
     @classmethod
     def applies(cls, scope: ClusterScope) -> bool:

@@ -10,6 +10,7 @@ from sitegen.components.base import CRD, RBAC, ChartComponent, GroupKind, Layer,
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.gpu import PROJECT
 from sitegen.components.hardware.node_feature_discovery import NodeFeatureDiscovery
+from sitegen.components.observability.kube_prometheus_stack import KubePrometheusStack
 from sitegen.components.values import OFF, ON, Placed, Resources, Toggle, Toleration, Values, placed, requests
 
 # The operator labels every node with an NVIDIA PCI device; its operands select on these labels.
@@ -113,14 +114,16 @@ class GpuOperator(ChartComponent):
     chart = "gpu-operator"
     project = PROJECT
     layer = Layer.FOUNDATION
-    order = 4
+    after = (
+        NodeFeatureDiscovery,
+        KubePrometheusStack,
+    )  # GPU nodes by NFD's PCI labels; the DCGM ServiceMonitor
     namespace = "gpu-operator"
     security = NamespaceSecurity(
         "privileged", "driver container, toolkit and device plugin load kernel modules and run privileged"
     )
     images = {"nvidia-driver": "the GPU Operator's driver"}
     cluster_kinds = (*RBAC, CRD, GroupKind("nvidia.com", "ClusterPolicy"))
-    after = (NodeFeatureDiscovery,)  # the operator finds GPU nodes by NFD's PCI labels
 
     @classmethod
     def applies(cls, scope: ClusterScope) -> bool:

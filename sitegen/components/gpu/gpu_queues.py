@@ -14,7 +14,6 @@ class GpuQueues(RenderedComponent):
     name = "gpu-queues"
     project = PROJECT
     layer = Layer.RESOURCES
-    order = 2
     skip_dry_run = True
     after = (Kueue,)
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 from sitegen.components.base import CRD, RBAC, WEBHOOKS, ChartComponent, Layer, NamespaceSecurity
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.gpu import PROJECT
+from sitegen.components.networking.cilium import Cilium
+from sitegen.components.platform.namespaces import Namespaces
 from sitegen.components.values import Placed, Resources, Values, placed, requests
 
 
@@ -26,7 +28,7 @@ class Kueue(ChartComponent):
     chart = "kueue"
     project = PROJECT
     layer = Layer.FOUNDATION
-    order = 4
+    after = (Cilium, Namespaces)
     namespace = "kueue-system"
     security = NamespaceSecurity("baseline", "the chart's pods are not verified against restricted")
     cluster_kinds = (*RBAC, CRD, *WEBHOOKS)

@@ -7,6 +7,8 @@ from collections.abc import Mapping
 from sitegen.components.base import CRD, EVERY_POOL, RBAC, ChartComponent, Layer, NamespaceSecurity, NodeAgent
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.hardware import PROJECT
+from sitegen.components.networking.cilium import Cilium
+from sitegen.components.platform.namespaces import Namespaces
 from sitegen.components.values import Placed, Resources, Toleration, Values, placed, requests
 
 # nvidia.com labels (GPU Feature Discovery's) pass the master's namespace filter.
@@ -59,7 +61,7 @@ class NodeFeatureDiscovery(ChartComponent):
     chart = "node-feature-discovery"
     project = PROJECT
     layer = Layer.FOUNDATION
-    order = 3
+    after = (Cilium, Namespaces)
     namespace = "node-feature-discovery"
     security = NamespaceSecurity("privileged", "the worker reads host paths (/sys, /proc, /etc/os-release)")
     cluster_kinds = (*RBAC, CRD)

@@ -109,7 +109,6 @@ class Cilium(ChartComponent):
     chart = "cilium"
     project = PROJECT
     layer = Layer.FOUNDATION
-    order = 1
     after = (Nodes, Namespaces)  # the operator selects the system pool by its role label
     cluster_kinds = RBAC
 

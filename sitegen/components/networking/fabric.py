@@ -25,7 +25,6 @@ class Fabric(RenderedComponent):
     name = "fabric"
     project = PROJECT
     layer = Layer.RESOURCES
-    order = 1
     skip_dry_run = True
     images = IMAGES
     after = (NetworkOperator,)

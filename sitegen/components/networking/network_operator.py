@@ -29,13 +29,12 @@ class NetworkOperator(ChartComponent):
     chart = "network-operator"
     project = PROJECT
     layer = Layer.FOUNDATION
-    order = 4
+    after = (NodeFeatureDiscovery,)  # its operands select on NFD's PCI labels
     namespace = "nvidia-network-operator"
     security = NamespaceSecurity(
         "privileged", "RDMA device plugin, Multus and CNI installers write to the host"
     )
     cluster_kinds = (*RBAC, CRD, VALIDATING_WEBHOOK)
-    after = (NodeFeatureDiscovery,)  # its operands select on NFD's PCI labels
 
     @classmethod
     def applies(cls, scope: ClusterScope) -> bool:

@@ -110,11 +110,14 @@ class Grafana(ChartComponent):
     chart = "grafana"
     project = PROJECT
     layer = Layer.SERVICES
-    order = 3
+    after = (
+        KubePrometheusStack,
+        Loki,
+        LocalNvme,
+    )  # data sources; its volume; its admin and dashboards
     namespace = "grafana"
     security = NamespaceSecurity("baseline", "the chart's pods are not verified against restricted")
     cluster_kinds = RBAC  # the dashboards sidecar watches ConfigMaps cluster-wide
-    after = (KubePrometheusStack, Loki, LocalNvme)
 
     @classmethod
     def applies(cls, scope: ClusterScope) -> bool:

@@ -23,9 +23,10 @@ from sitegen.components.base import (
     NodeAgent,
 )
 from sitegen.components.context import ClusterContext, ClusterScope
-from sitegen.components.edge.gateway import SITE_CA_KEY, SITE_CA_SECRET, trusts_site_ca
+from sitegen.components.networking.cilium import Cilium
 from sitegen.components.observability import PROJECT
-from sitegen.components.observability.telemetry import REMOTE_WRITE_SECRET
+from sitegen.components.observability.telemetry import REMOTE_WRITE_SECRET, SITE_CA_KEY, SITE_CA_SECRET
+from sitegen.components.platform.namespaces import Namespaces
 from sitegen.components.values import (
     EVERY_TAINT,
     OFF,
@@ -254,7 +255,10 @@ class KubePrometheusStack(ChartComponent):
     chart = "kube-prometheus-stack"
     project = PROJECT
     layer = Layer.FOUNDATION
-    order = 2  # its CRDs (ServiceMonitor, PrometheusRule) come before every chart's monitors
+    after = (
+        Cilium,
+        Namespaces,
+    )  # its CRDs (ServiceMonitor, PrometheusRule) come before every chart's monitors
     namespace = NAMESPACE
     security = NamespaceSecurity(
         "privileged",
@@ -313,7 +317,7 @@ class KubePrometheusStack(ChartComponent):
             )
         else:
             tls = None
-            if trusts_site_ca(ctx.site):
+            if ctx.site.services.certificates.internal_ca:
                 tls = TlsConfig(ca=CaSecret(secret=SecretKeyRef(name=SITE_CA_SECRET, key=SITE_CA_KEY)))
             prometheus = Prometheus(
                 agentMode=True,

@@ -147,11 +147,13 @@ class Loki(ChartComponent):
     chart = "loki"
     project = PROJECT
     layer = Layer.SERVICES
-    order = 1
+    after = (
+        KubePrometheusStack,
+        LocalNvme,
+    )  # its ServiceMonitors; its volumes' class; its S3 keys and the AIStor CA
     namespace = "loki"
     security = NamespaceSecurity("baseline", "the chart's pods are not verified against restricted")
     cluster_kinds = RBAC  # the rules sidecar watches ConfigMaps cluster-wide
-    after = (KubePrometheusStack, LocalNvme)  # its ServiceMonitors' CRD, its volumes' class
 
     @classmethod
     def applies(cls, scope: ClusterScope) -> bool:

@@ -9,11 +9,11 @@ other cluster: the basic-auth pair its agents deliver with, and the site CA's ce
 from __future__ import annotations
 
 from constructs import Construct
+from constructs.edge import SITE_CA_VAULT_KEY
 from constructs.monitoring import CILIUM_TARGETS, Dashboards, FabricPool, PodMonitors, SiteAlerts, SiteRisks
 from constructs.secrets import VaultSecret
 from sitegen.components.base import Layer, RenderedComponent
 from sitegen.components.context import ClusterContext
-from sitegen.components.edge.gateway import SITE_CA_KEY, SITE_CA_SECRET, SITE_CA_VAULT_KEY, trusts_site_ca
 from sitegen.components.observability import PROJECT
 from sitegen.components.observability.grafana import ADMIN_SECRET, ADMIN_VAULT_KEY, Grafana
 from sitegen.components.observability.kube_prometheus_stack import NAMESPACE, KubePrometheusStack
@@ -23,8 +23,11 @@ from sitegen.components.observability.telemetry import (
     CLIENT_VAULT_KEY,
     HTPASSWD_VAULT_KEY,
     REMOTE_WRITE_SECRET,
+    SITE_CA_KEY,
+    SITE_CA_SECRET,
     TELEMETRY_USERS,
 )
+from sitegen.components.platform.secret_store import SecretStore
 from sitegen.components.storage.aistor import ca_secret as aistor_ca
 from sitegen.model import Site, VariantLayout
 
@@ -33,10 +36,10 @@ class Observability(RenderedComponent):
     name = "observability"
     project = PROJECT
     layer = Layer.RESOURCES
-    order = 5
+    after = (KubePrometheusStack, SecretStore)
+    before = (Loki, Grafana)  # they read the credentials written here
     namespace = NAMESPACE
     skip_dry_run = True
-    after = (KubePrometheusStack,)
 
     def render(self, scope: Construct, ctx: ClusterContext) -> None:
         PodMonitors(scope, "Cilium", namespace=self.namespace, targets=CILIUM_TARGETS)
@@ -61,7 +64,7 @@ class Observability(RenderedComponent):
                 "basic": '{{ printf "%s:%s" .username .password | b64enc }}',
             },
         )
-        if trusts_site_ca(ctx.site):
+        if ctx.site.services.certificates.internal_ca:
             # the certificate only, never the key
             VaultSecret(
                 scope,

@@ -7,6 +7,7 @@ from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.edge.cert_manager import CertManager
 from sitegen.components.observability import PROJECT
 from sitegen.components.observability.collector import COLLECTOR_IMAGE
+from sitegen.components.observability.kube_prometheus_stack import KubePrometheusStack
 from sitegen.components.values import (
     OFF,
     ON,
@@ -49,11 +50,10 @@ class OpentelemetryOperator(ChartComponent):
     chart = "opentelemetry-operator"
     project = PROJECT
     layer = Layer.FOUNDATION
-    order = 8
+    after = (CertManager, KubePrometheusStack)  # its webhook certificate; its ServiceMonitor
     namespace = "opentelemetry-operator-system"
     security = NamespaceSecurity("restricted", "the operator runs restricted")
     cluster_kinds = (*RBAC, CRD, *WEBHOOKS)
-    after = (CertManager,)  # its webhook certificate
     images = {COLLECTOR_IMAGE: "the collectors the operator runs"}
 
     @classmethod

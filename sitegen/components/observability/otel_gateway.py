@@ -38,10 +38,9 @@ class OtelGateway(ChartComponent):
     chart = CHART
     project = PROJECT
     layer = Layer.SERVICES
-    order = 2
+    after = (KubePrometheusStack, Loki)
     namespace = NAMESPACE
     images = {COLLECTOR_IMAGE: "the log collectors"}
-    after = (KubePrometheusStack, Loki)
 
     @classmethod
     def applies(cls, scope: ClusterScope) -> bool:

@@ -7,7 +7,6 @@ from collections.abc import Mapping
 
 from sitegen.components.base import EVERY_POOL, RBAC, ChartComponent, Layer, NodeAgent
 from sitegen.components.context import ClusterContext, ClusterScope
-from sitegen.components.edge.gateway import SITE_CA_KEY, SITE_CA_SECRET, trusts_site_ca
 from sitegen.components.observability import PROJECT
 from sitegen.components.observability.collector import (
     CHART,
@@ -25,7 +24,7 @@ from sitegen.components.observability.collector import (
 )
 from sitegen.components.observability.kube_prometheus_stack import NAMESPACE, KubePrometheusStack
 from sitegen.components.observability.otel_gateway import SERVICE as GATEWAY_SERVICE
-from sitegen.components.observability.telemetry import REMOTE_WRITE_SECRET
+from sitegen.components.observability.telemetry import REMOTE_WRITE_SECRET, SITE_CA_KEY, SITE_CA_SECRET
 from sitegen.components.values import (
     EVERY_TAINT,
     EnvVar,
@@ -44,11 +43,10 @@ class OtelNode(ChartComponent):
     chart = CHART
     project = PROJECT
     layer = Layer.SERVICES
-    order = 2
+    after = (KubePrometheusStack,)  # its ServiceMonitor
     namespace = NAMESPACE
     images = {COLLECTOR_IMAGE: "the log collectors"}
     cluster_kinds = RBAC  # k8sattributes reads pods and namespaces
-    after = (KubePrometheusStack,)  # its ServiceMonitor's CRD
 
     def node_agents(self, scope: ClusterScope) -> Mapping[str, NodeAgent]:
         return {self.agent_key("$"): NodeAgent(frozenset({EVERY_POOL}), "container logs of every node")}
@@ -62,7 +60,7 @@ class OtelNode(ChartComponent):
         else:
             # through the site Gateway, which asks for the same basic-auth pair as remote write
             tls = None
-            if trusts_site_ca(ctx.site):
+            if ctx.site.services.certificates.internal_ca:
                 tls = ExporterTls(ca_file=f"{SITE_CA_MOUNT}/{SITE_CA_KEY}")
                 volume, mount = secret_volume("site-ca", SITE_CA_SECRET, SITE_CA_MOUNT)
                 volumes, mounts = [volume], [mount]

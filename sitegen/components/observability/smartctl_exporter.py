@@ -23,9 +23,8 @@ class SmartctlExporter(ChartComponent):
     chart = "prometheus-smartctl-exporter"
     project = PROJECT
     layer = Layer.SERVICES
-    order = 1
+    after = (KubePrometheusStack,)  # its ServiceMonitor
     namespace = NAMESPACE
-    after = (KubePrometheusStack,)  # its ServiceMonitor's CRD
 
     def node_agents(self, scope: ClusterScope) -> Mapping[str, NodeAgent]:
         return {self.agent_key("$"): NodeAgent(frozenset({EVERY_POOL}), "NVMe wear of every node's drives")}

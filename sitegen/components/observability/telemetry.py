@@ -11,4 +11,8 @@ REMOTE_WRITE_SECRET = (
 )
 TELEMETRY_USERS = "telemetry-users"  # htpasswd the Gateway checks the agents against
 CLIENT_VAULT_KEY = "telemetry/client"
+# With the internal CA, agents trust the Gateway's certificate through the site CA: its certificate
+# only, as this Secret.
+SITE_CA_SECRET = "site-ca-cert"
+SITE_CA_KEY = "tls.crt"
 HTPASSWD_VAULT_KEY = "telemetry/htpasswd"

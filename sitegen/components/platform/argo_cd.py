@@ -10,7 +10,9 @@ from pydantic import Field
 from constructs.edge import Backend, Route
 from sitegen.components.base import CRD, RBAC, ChartComponent, Component, Layer, NamespaceSecurity
 from sitegen.components.context import ClusterContext, ClusterScope
+from sitegen.components.networking.cilium import Cilium
 from sitegen.components.platform import PROJECT
+from sitegen.components.platform.namespaces import Namespaces
 from sitegen.components.values import OFF, Pdb, Placed, Resources, Toggle, Values, placed, requests
 
 # the usual object names (argocd-server, ...), which the HTTPRoute and runbook name
@@ -129,7 +131,7 @@ class ArgoCd(ChartComponent):
     chart = "argo-cd"
     project = PROJECT
     layer = Layer.FOUNDATION
-    order = 2
+    after = (Cilium, Namespaces)  # no pod starts before the CNI
     security = NamespaceSecurity(
         "baseline", "the chart's redis-ha and haproxy are not verified against restricted; audit and warn are"
     )

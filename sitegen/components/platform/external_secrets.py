@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from sitegen.components.base import CRD, RBAC, VALIDATING_WEBHOOK, ChartComponent, Layer, NamespaceSecurity
 from sitegen.components.context import ClusterContext
+from sitegen.components.networking.cilium import Cilium
 from sitegen.components.platform import PROJECT
+from sitegen.components.platform.namespaces import Namespaces
 from sitegen.components.values import Placed, Resources, placed, requests
 
 # The service account the ClusterSecretStore authenticates to the vault with (the chart's default).
@@ -33,7 +35,7 @@ class ExternalSecrets(ChartComponent):
     chart = "external-secrets"
     project = PROJECT
     layer = Layer.FOUNDATION
-    order = 5
+    after = (Cilium, Namespaces)
     namespace = "external-secrets"
     security = NamespaceSecurity("baseline", "the chart's pods are not verified against restricted")
     cluster_kinds = (*RBAC, CRD, VALIDATING_WEBHOOK)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from sitegen.components.base import API_SERVICE, RBAC, ChartComponent, Layer
 from sitegen.components.context import ClusterContext
+from sitegen.components.networking.cilium import Cilium
+from sitegen.components.observability.kube_prometheus_stack import KubePrometheusStack
 from sitegen.components.platform import PROJECT
 from sitegen.components.values import ON, Pdb, Placed, Resources, Toggle, placed, requests
 
@@ -23,7 +25,7 @@ class MetricsServer(ChartComponent):
     chart = "metrics-server"
     project = PROJECT
     layer = Layer.FOUNDATION
-    order = 7
+    after = (Cilium, KubePrometheusStack)  # its ServiceMonitor
     cluster_kinds = (*RBAC, API_SERVICE)
 
     def values(self, ctx: ClusterContext) -> MetricsServerValues:

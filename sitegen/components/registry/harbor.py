@@ -119,10 +119,9 @@ class Harbor(ChartComponent):
     chart = "harbor"
     project = PROJECT
     layer = Layer.SERVICES
-    order = 1
+    after = (LocalNvme,)  # its volumes' class
     namespace = "harbor"
     security = NamespaceSecurity("baseline", "the chart's pods are not verified against restricted")
-    after = (LocalNvme,)
 
     @classmethod
     def applies(cls, scope: ClusterScope) -> bool:

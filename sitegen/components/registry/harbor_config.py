@@ -6,6 +6,7 @@ from constructs import Construct
 from constructs.registry import HarborSecrets, ProxyCacheProjects
 from sitegen.components.base import Layer, RenderedComponent
 from sitegen.components.context import ClusterContext, ClusterScope
+from sitegen.components.platform.secret_store import SecretStore
 from sitegen.components.registry import PROJECT
 from sitegen.components.registry.harbor import ADMIN_SECRET, S3_SECRET, SECRET_KEY_SECRET, SERVICE, Harbor
 from sitegen.components.storage.aistor import ca_secret as aistor_ca
@@ -15,7 +16,8 @@ class HarborConfig(RenderedComponent):
     name = "harbor-config"
     project = PROJECT
     layer = Layer.RESOURCES
-    order = 5
+    after = (SecretStore,)
+    before = (Harbor,)  # Harbor reads the credentials written here
     namespace = Harbor.namespace
     skip_dry_run = True
     images = {"curl": "Harbor's proxy-cache projects"}

@@ -8,6 +8,7 @@ from constructs.serving import ServingModels
 from sitegen.components.base import Component, Layer, RenderedComponent
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.serving import PROJECT
+from sitegen.components.serving.vllm import Vllm
 from sitegen.components.storage.local_nvme import LocalNvme
 from sitegen.components.tenants.tenant import Tenant
 
@@ -16,10 +17,9 @@ class Models(RenderedComponent):
     name = "models"
     project = PROJECT
     layer = Layer.TENANTS
-    order = 1
+    after = (Tenant, Vllm, LocalNvme)  # the serving tenant's queue; the router in front; the weights cache
     skip_dry_run = True
     images = {"vllm-openai": "the model servers"}
-    after = (Tenant, LocalNvme)  # the serving tenant's namespace and queue, the weights cache
 
     def __init__(self, namespace: str) -> None:
         self.namespace = namespace

@@ -9,6 +9,7 @@ from constructs.edge import Backend, Route
 from constructs.serving import ENGINE_PORT
 from sitegen.components.base import ChartComponent, Component, Layer
 from sitegen.components.context import ClusterContext, ClusterScope
+from sitegen.components.observability.kube_prometheus_stack import KubePrometheusStack
 from sitegen.components.serving import PROJECT
 from sitegen.components.values import (
     ON,
@@ -69,7 +70,7 @@ class Vllm(ChartComponent):
     chart = "vllm-stack"
     project = PROJECT
     layer = Layer.SERVICES
-    order = 4
+    after = (KubePrometheusStack,)  # its ServiceMonitor
     images = {"vllm-router": "the vLLM router"}
 
     def __init__(self, namespace: str) -> None:

@@ -15,6 +15,7 @@ from constructs.aistor import ObjectStore, license_secret
 from constructs.secrets import VaultSecret
 from sitegen.components.base import Layer, NamespaceSecurity, RenderedComponent
 from sitegen.components.context import ClusterContext, ClusterScope
+from sitegen.components.platform.secret_store import SecretStore
 from sitegen.components.storage import PROJECT
 from sitegen.components.storage.aistor_operator import AIStorOperator
 from sitegen.components.storage.aistor_volume_manager import AIStorVolumeManager
@@ -53,7 +54,7 @@ class AIStor(RenderedComponent):
     name = "aistor"
     project = PROJECT
     layer = Layer.RESOURCES
-    order = 3
+    after = (AIStorOperator, AIStorVolumeManager, SecretStore)
     namespace = OBJECT_STORE
     skip_dry_run = True
     security = NamespaceSecurity(
@@ -63,7 +64,6 @@ class AIStor(RenderedComponent):
         "aistor-server": "the ObjectStore",
         "aistor-server-rdma": "the ObjectStore with storage.aistor.rdma on",
     }
-    after = (AIStorOperator, AIStorVolumeManager)
 
     @classmethod
     def applies(cls, scope: ClusterScope) -> bool:

@@ -6,6 +6,8 @@ from pydantic import Field
 
 from sitegen.components.base import CRD, RBAC, WEBHOOKS, ChartComponent, Layer, NamespaceSecurity
 from sitegen.components.context import ClusterContext, ClusterScope
+from sitegen.components.networking.cilium import Cilium
+from sitegen.components.platform.namespaces import Namespaces
 from sitegen.components.storage import PROJECT
 from sitegen.components.values import Placed, Resources, Values, placed, requests
 
@@ -29,7 +31,7 @@ class AIStorOperator(ChartComponent):
     chart = "aistor-operator"
     project = PROJECT
     layer = Layer.FOUNDATION
-    order = 6
+    after = (Cilium, Namespaces)
     namespace = "aistor-operator"
     security = NamespaceSecurity("baseline", "the chart's pods are not verified against restricted")
     cluster_kinds = (*RBAC, CRD, *WEBHOOKS)

@@ -12,6 +12,8 @@ from sitegen.components.base import (
     NamespaceSecurity,
 )
 from sitegen.components.context import ClusterContext, ClusterScope
+from sitegen.components.networking.cilium import Cilium
+from sitegen.components.platform.namespaces import Namespaces
 from sitegen.components.storage import PROJECT
 from sitegen.components.values import Placed, Values, placed
 
@@ -30,7 +32,7 @@ class AIStorVolumeManager(ChartComponent):
     chart = "aistor-volumemanager"
     project = PROJECT
     layer = Layer.FOUNDATION
-    order = 6
+    after = (Cilium, Namespaces)
     namespace = "aistor-volume-manager"
     security = NamespaceSecurity("privileged", "the CSI node server formats and mounts the AIStor drives")
     cluster_kinds = (*RBAC, CRD, CSI_DRIVER, STORAGE_CLASS)

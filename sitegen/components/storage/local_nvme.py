@@ -14,7 +14,6 @@ class LocalNvme(RenderedComponent):
     name = "local-nvme"
     project = PROJECT
     layer = Layer.RESOURCES
-    order = 3
     after = (TopoLvm,)
 
     @classmethod

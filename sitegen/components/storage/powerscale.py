@@ -6,6 +6,7 @@ from constructs import Construct
 from constructs.powerscale import PowerScaleAccess, PowerScaleClasses, PowerScaleSnapshots
 from sitegen.components.base import Layer, RenderedComponent
 from sitegen.components.context import ClusterContext, ClusterScope
+from sitegen.components.platform.secret_store import SecretStore
 from sitegen.components.storage import PROJECT
 from sitegen.components.storage.powerscale_csi import PowerScaleCsi
 
@@ -14,10 +15,9 @@ class PowerScale(RenderedComponent):
     name = "powerscale"
     project = PROJECT
     layer = Layer.RESOURCES
-    order = 3
+    after = (PowerScaleCsi, SecretStore)
     namespace = PowerScaleCsi.namespace
     skip_dry_run = True
-    after = (PowerScaleCsi,)
 
     @classmethod
     def applies(cls, scope: ClusterScope) -> bool:

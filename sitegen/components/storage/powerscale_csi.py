@@ -6,6 +6,8 @@ from collections.abc import Mapping
 
 from sitegen.components.base import CSI_DRIVER, RBAC, ChartComponent, Layer, NamespaceSecurity, NodeAgent
 from sitegen.components.context import ClusterContext, ClusterScope
+from sitegen.components.networking.cilium import Cilium
+from sitegen.components.platform.namespaces import Namespaces
 from sitegen.components.storage import PROJECT
 from sitegen.components.values import ON, Placed, Toggle, Toleration, Values, placed, tolerations_of
 
@@ -39,7 +41,7 @@ class PowerScaleCsi(ChartComponent):
     release = "isilon"
     project = PROJECT
     layer = Layer.FOUNDATION
-    order = 6
+    after = (Cilium, Namespaces)
     namespace = "isilon"
     security = NamespaceSecurity("privileged", "the PowerScale CSI node plugin mounts NFS for the kubelet")
     cluster_kinds = (*RBAC, CSI_DRIVER)

@@ -18,6 +18,8 @@ from sitegen.components.base import (
     NodeAgent,
 )
 from sitegen.components.context import ClusterContext, ClusterScope
+from sitegen.components.networking.cilium import Cilium
+from sitegen.components.platform.namespaces import Namespaces
 from sitegen.components.storage import PROJECT
 from sitegen.components.values import (
     OFF,
@@ -77,7 +79,7 @@ class TopoLvm(ChartComponent):
     chart = "topolvm"
     project = PROJECT
     layer = Layer.FOUNDATION
-    order = 6
+    after = (Cilium, Namespaces)
     namespace = "topolvm-system"
     security = NamespaceSecurity("privileged", "lvmd manages the LVM volume group of the local NVMe cache")
     cluster_kinds = (*RBAC, CRD, CSI_DRIVER, PRIORITY_CLASS)
