@@ -27,11 +27,11 @@ EVERY_CLUSTER = {
     "secret-store",
     # observability: node agents, the collector and Prometheus (an agent outside the hub)
     "kube-prometheus-stack",
-    "smartctl-exporter",
+    "prometheus-smartctl-exporter",
     "otel-node",
     "observability",
 }
-AISTOR = {"aistor-operator", "aistor-volume-manager", "aistor"}
+AISTOR = {"aistor-operator", "aistor-volumemanager", "aistor"}
 GPU_AND_NFS = {
     "cert-manager",
     "envoy-gateway",
@@ -41,7 +41,7 @@ GPU_AND_NFS = {
     "kueue",
     "gpu-queues",
     "tenant-ai-research",
-    "powerscale-csi",
+    "csi-isilon",
     "powerscale",
     "topolvm",
     "local-nvme",
@@ -52,7 +52,7 @@ GPU_AND_NFS = {
     "grafana",
     "harbor",
     "harbor-config",
-    "vllm",
+    "vllm-stack",
     "models",
 }
 EXPECTED_APPS = {

@@ -21,7 +21,7 @@ from .conftest import DIST, edit_yaml, invoke_sitegen
 
 OBSERVABILITY = {
     "kube-prometheus-stack",
-    "smartctl-exporter",
+    "prometheus-smartctl-exporter",
     "otel-node",
     "opentelemetry-operator",
     "loki",
@@ -37,7 +37,7 @@ SERVICES = OBSERVABILITY | {
     "coredns",
     "harbor",
     "harbor-config",
-    "vllm",
+    "vllm-stack",
     "models",
 }
 # the only service workloads that run outside the system pool, and where
@@ -92,13 +92,16 @@ def test_every_service_component_selects_the_system_pool(docs, site):
         pools = [p.name for p in targeted_pools(spec, cluster.pools)]
         expected = OFF_INFRA.get(app, cluster.system_pool.name)
         assert pools == [expected], f"{doc.file} {path}: {pools}"
-    assert SERVICES - {"observability", "gateway", "coredns", "otel-node", "smartctl-exporter"} <= seen
+    assert (
+        SERVICES - {"observability", "gateway", "coredns", "otel-node", "prometheus-smartctl-exporter"}
+        <= seen
+    )
 
 
 def test_node_agents_tolerate_exactly_every_pool_taint(docs, site):
     agents = {
         "kube-prometheus-stack": "$['prometheus-node-exporter']",
-        "smartctl-exporter": "$",
+        "prometheus-smartctl-exporter": "$",
         "otel-node": "$",
     }
     checked = 0
@@ -136,7 +139,7 @@ def test_inventory_lists_every_service_with_chart_and_version(site):
 def test_chart_images_set_in_values_are_pinned(tree):
     from .conftest import validate
 
-    path = tree / "one-cluster/values/ai/vllm.yaml"
+    path = tree / "one-cluster/values/ai/vllm-stack.yaml"
     path.write_text(path.read_text().replace("tag: v0.1.12", "tag: latest"))
     result = validate(tree)
     assert "PIN-003 pinned-chart-images: $.routerSpec: image 'lmcache/lmstack-router:latest'" in result.stdout
@@ -179,7 +182,7 @@ def test_the_aistor_cluster_runs_agents_that_deliver_to_the_hub(site):
     assert [d["remoteRef"]["property"] for d in ca["spec"]["data"]] == ["tls.crt"]
     # no duplicate control services there
     apps = {p.stem for p in (DIST / "two-cluster/values/aistor").glob("*.yaml")}
-    assert not apps & {"grafana", "loki", "otel-gateway", "harbor", "argo-cd", "cert-manager", "vllm"}
+    assert not apps & {"grafana", "loki", "otel-gateway", "harbor", "argo-cd", "cert-manager", "vllm-stack"}
     # the hub lets exactly those two paths in, behind basic authentication
     route = _one(DIST / "two-cluster/apps/ai/gateway/monitoring.httproute.telemetry.yaml")
     assert [r["matches"][0]["path"]["value"] for r in route["spec"]["rules"]] == ["/api/v1/write", "/v1/logs"]
@@ -343,12 +346,12 @@ def test_model_servers_use_the_gpu_template_and_the_router_lists_every_replica(s
     args = container["command"]
     assert args[args.index("--tensor-parallel-size") + 1] == str(gpus)
     assert re.fullmatch(r"vllm/vllm-openai:v\d+\.\d+\.\d+", container["image"])
-    router = _values("one-cluster", "ai", "vllm")["routerSpec"]
+    router = _values("one-cluster", "ai", "vllm-stack")["routerSpec"]
     assert router["tag"] != "latest" and router["serviceDiscovery"] == "static"
     replicas = sum(m.replicas for m in site.services.serving.models)
     assert len(router["staticBackends"].split(",")) == len(router["staticModels"].split(",")) == replicas
     route = _one(DIST / "one-cluster/apps/ai/gateway/ai-research.httproute.llm.yaml")
-    assert route["spec"]["rules"][0]["backendRefs"] == [{"name": "vllm-router-service", "port": 80}]
+    assert route["spec"]["rules"][0]["backendRefs"] == [{"name": "vllm-stack-router-service", "port": 80}]
 
 
 def test_every_node_pulls_the_upstream_registries_through_harbor(site):

@@ -90,7 +90,7 @@ def test_nothing_but_aistor_tolerates_the_aistor_taint(site):
 def test_csi_node_plugin_reaches_exactly_the_configured_pools(config_copy, mount_pools):
     edit_yaml(config_copy, "storage.yaml", lambda d: d["powerscale"].update(mount_pools=mount_pools))
     site = load_site(config_copy)
-    (values,) = [f for f in synthesize(site, ["one-cluster"]) if f.path.name == "powerscale-csi.yaml"]
+    (values,) = [f for f in synthesize(site, ["one-cluster"]) if f.path.name == "csi-isilon.yaml"]
     node = values.documents[0]["node"]
     pools = resolve(site, "one-cluster").clusters[0].pools
     tolerated = tolerated_taints(node, pools)
@@ -154,8 +154,8 @@ def test_credentials_only_by_reference():
     assert {
         ("aistor", "aistor-env"),
         ("aistor-operator", "minio-license"),
-        ("isilon", "isilon-creds"),
-        ("isilon", "isilon-certs-0"),
+        ("isilon", "csi-isilon-creds"),
+        ("isilon", "csi-isilon-certs-0"),
         ("argocd", "repo-site-gitops"),
         ("argocd", "cluster-aistor"),
     } <= names

@@ -25,7 +25,7 @@ from sitegen.components.observability.observability import Observability
 from sitegen.components.observability.opentelemetry_operator import OpentelemetryOperator
 from sitegen.components.observability.otel_gateway import OtelGateway
 from sitegen.components.observability.otel_node import OtelNode
-from sitegen.components.observability.smartctl_exporter import SmartctlExporter
+from sitegen.components.observability.prometheus_smartctl_exporter import PrometheusSmartctlExporter
 from sitegen.components.platform.argo_cd import ArgoCd
 from sitegen.components.platform.coredns import CoreDns
 from sitegen.components.platform.external_secrets import ExternalSecrets
@@ -36,13 +36,13 @@ from sitegen.components.platform_nodes.nodes import Nodes
 from sitegen.components.registry.harbor import Harbor
 from sitegen.components.registry.harbor_config import HarborConfig
 from sitegen.components.serving.models import Models
-from sitegen.components.serving.vllm import Vllm
+from sitegen.components.serving.vllm_stack import VllmStack
 from sitegen.components.storage.aistor import AIStor
 from sitegen.components.storage.aistor_operator import AIStorOperator
-from sitegen.components.storage.aistor_volume_manager import AIStorVolumeManager
+from sitegen.components.storage.aistor_volumemanager import AIStorVolumeManager
+from sitegen.components.storage.csi_isilon import CsiIsilon
 from sitegen.components.storage.local_nvme import LocalNvme
 from sitegen.components.storage.powerscale import PowerScale
-from sitegen.components.storage.powerscale_csi import PowerScaleCsi
 from sitegen.components.storage.topolvm import TopoLvm
 from sitegen.components.tenants.tenant import Tenant
 
@@ -69,7 +69,7 @@ COMPONENTS: tuple[type[Component], ...] = (
     AIStorVolumeManager,
     AIStorOperator,
     AIStor,
-    PowerScaleCsi,
+    CsiIsilon,
     PowerScale,
     TopoLvm,
     LocalNvme,
@@ -79,7 +79,7 @@ COMPONENTS: tuple[type[Component], ...] = (
     Gateway,
     # observability
     KubePrometheusStack,
-    SmartctlExporter,
+    PrometheusSmartctlExporter,
     OtelNode,
     OpentelemetryOperator,
     Loki,
@@ -89,7 +89,7 @@ COMPONENTS: tuple[type[Component], ...] = (
     # registry and serving
     Harbor,
     HarborConfig,
-    Vllm,
+    VllmStack,
     Models,
     # tenants
     Tenant,

@@ -44,8 +44,6 @@ from sitegen.components.values import (
 from sitegen.model import ROLE_PREFIX, PoolLayout
 
 NAMESPACE = "monitoring"
-# Service names the chart derives from its release name (the app name).
-PROMETHEUS_SERVICE = "kube-prometheus-stack-prometheus"
 PROMETHEUS_PORT = 9090
 
 
@@ -363,3 +361,8 @@ class KubePrometheusStack(ChartComponent):
                 ),
             ),
         )
+
+
+PROMETHEUS_SERVICE = (
+    f"{KubePrometheusStack.name}-prometheus"  # the chart's name for it: `<release>-prometheus`
+)

@@ -29,7 +29,6 @@ from sitegen.components.values import (
     secret_volume,
 )
 
-GATEWAY_SERVICE = "loki-gateway"
 S3_SECRET = "loki-s3"  # AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, from the vault
 S3_VAULT_KEY = "aistor/users/loki"
 SCHEMA_FROM = "2026-01-01"  # first day of the v13 TSDB schema; a schema change adds a dated entry
@@ -223,3 +222,6 @@ class Loki(ChartComponent):
             chunksCache=Cache(allocatedMemory=4096, **system),
             resultsCache=Cache(allocatedMemory=1024, **system),
         )
+
+
+GATEWAY_SERVICE = f"{Loki.name}-gateway"  # the chart's name for it: `<release>-gateway`

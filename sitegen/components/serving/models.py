@@ -8,7 +8,7 @@ from constructs.serving import ServingModels
 from sitegen.components.base import Component, Layer, RenderedComponent
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.serving import PROJECT
-from sitegen.components.serving.vllm import Vllm
+from sitegen.components.serving.vllm_stack import VllmStack
 from sitegen.components.storage.local_nvme import LocalNvme
 from sitegen.components.tenants.tenant import Tenant
 
@@ -17,7 +17,11 @@ class Models(RenderedComponent):
     name = "models"
     project = PROJECT
     layer = Layer.TENANTS
-    after = (Tenant, Vllm, LocalNvme)  # the serving tenant's queue; the router in front; the weights cache
+    after = (
+        Tenant,
+        VllmStack,
+        LocalNvme,
+    )  # the serving tenant's queue; the router in front; the weights cache
     skip_dry_run = True
     images = {"vllm-openai": "the model servers"}
 

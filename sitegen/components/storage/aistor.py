@@ -18,7 +18,7 @@ from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.platform.secret_store import SecretStore
 from sitegen.components.storage import PROJECT
 from sitegen.components.storage.aistor_operator import AIStorOperator
-from sitegen.components.storage.aistor_volume_manager import AIStorVolumeManager
+from sitegen.components.storage.aistor_volumemanager import AIStorVolumeManager
 from sitegen.model import ClusterLayout, Site
 
 OBJECT_STORE = "aistor"  # the ObjectStore's name and namespace

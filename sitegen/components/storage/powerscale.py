@@ -8,23 +8,23 @@ from sitegen.components.base import Layer, RenderedComponent
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.platform.secret_store import SecretStore
 from sitegen.components.storage import PROJECT
-from sitegen.components.storage.powerscale_csi import PowerScaleCsi
+from sitegen.components.storage.csi_isilon import CsiIsilon
 
 
 class PowerScale(RenderedComponent):
     name = "powerscale"
     project = PROJECT
     layer = Layer.RESOURCES
-    after = (PowerScaleCsi, SecretStore)
-    namespace = PowerScaleCsi.namespace
+    after = (CsiIsilon, SecretStore)
+    namespace = CsiIsilon.namespace
     skip_dry_run = True
 
     @classmethod
     def applies(cls, scope: ClusterScope) -> bool:
-        return PowerScaleCsi.applies(scope)
+        return CsiIsilon.applies(scope)
 
     def render(self, scope: Construct, ctx: ClusterContext) -> None:
-        csi = ctx.get(PowerScaleCsi)
+        csi = ctx.get(CsiIsilon)
         powerscale = ctx.site.storage.powerscale
         PowerScaleAccess(
             scope,

@@ -1,4 +1,4 @@
-"""`powerscale-csi`: Dell's CSI driver for PowerScale (chart csi-isilon), on the pools that mount NFS."""
+"""`csi-isilon`: Dell's CSI driver for PowerScale, on the pools that mount NFS."""
 
 from __future__ import annotations
 
@@ -34,15 +34,13 @@ class CsiIsilonValues(Values):
     resizer: Toggle = ON
 
 
-class PowerScaleCsi(ChartComponent):
-    name = "powerscale-csi"
+class CsiIsilon(ChartComponent):
+    name = "csi-isilon"
     chart = "csi-isilon"
-    # Dell's convention; the chart mounts the Secrets `<release>-creds` and `<release>-certs-0`.
-    release = "isilon"
     project = PROJECT
     layer = Layer.FOUNDATION
     after = (Cilium, Namespaces)
-    namespace = "isilon"
+    namespace = "isilon"  # Dell's documented namespace
     security = NamespaceSecurity("privileged", "the PowerScale CSI node plugin mounts NFS for the kubelet")
     cluster_kinds = (*RBAC, CSI_DRIVER)
 

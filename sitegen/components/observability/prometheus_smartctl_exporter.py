@@ -1,4 +1,4 @@
-"""`smartctl-exporter`: NVMe wear and spare of every node's drives (node-exporter has no wear metric)."""
+"""`prometheus-smartctl-exporter`: NVMe wear and spare of every node's drives (node-exporter has no wear metric)."""
 
 from __future__ import annotations
 
@@ -11,15 +11,15 @@ from sitegen.components.observability.kube_prometheus_stack import NAMESPACE, Ku
 from sitegen.components.values import EVERY_TAINT, ON, Resources, Toggle, Toleration, Values, requests
 
 
-class SmartctlExporterValues(Values):
+class PrometheusSmartctlExporterValues(Values):
     # smartctl reads the NVMe SMART log through the device nodes: the chart runs it privileged.
     tolerations: list[Toleration] = EVERY_TAINT
     resources: Resources
     serviceMonitor: Toggle = ON
 
 
-class SmartctlExporter(ChartComponent):
-    name = "smartctl-exporter"
+class PrometheusSmartctlExporter(ChartComponent):
+    name = "prometheus-smartctl-exporter"
     chart = "prometheus-smartctl-exporter"
     project = PROJECT
     layer = Layer.SERVICES
@@ -29,5 +29,5 @@ class SmartctlExporter(ChartComponent):
     def node_agents(self, scope: ClusterScope) -> Mapping[str, NodeAgent]:
         return {self.agent_key("$"): NodeAgent(frozenset({EVERY_POOL}), "NVMe wear of every node's drives")}
 
-    def values(self, ctx: ClusterContext) -> SmartctlExporterValues:
-        return SmartctlExporterValues(resources=requests("20m", "32Mi", "128Mi"))
+    def values(self, ctx: ClusterContext) -> PrometheusSmartctlExporterValues:
+        return PrometheusSmartctlExporterValues(resources=requests("20m", "32Mi", "128Mi"))

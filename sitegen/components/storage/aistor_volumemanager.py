@@ -1,4 +1,4 @@
-"""`aistor-volume-manager`: AIStor's CSI driver, one volume per NVMe drive of the storage pool."""
+"""`aistor-volumemanager`: AIStor's CSI driver, one volume per NVMe drive of the storage pool."""
 
 from __future__ import annotations
 
@@ -28,12 +28,12 @@ class VolumeManagerValues(Values):
 
 
 class AIStorVolumeManager(ChartComponent):
-    name = "aistor-volume-manager"
+    name = "aistor-volumemanager"
     chart = "aistor-volumemanager"
     project = PROJECT
     layer = Layer.FOUNDATION
     after = (Cilium, Namespaces)
-    namespace = "aistor-volume-manager"
+    namespace = "aistor-volumemanager"
     security = NamespaceSecurity("privileged", "the CSI node server formats and mounts the AIStor drives")
     cluster_kinds = (*RBAC, CRD, CSI_DRIVER, STORAGE_CLASS)
 

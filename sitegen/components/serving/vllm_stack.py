@@ -1,4 +1,4 @@
-"""`vllm`: the vLLM production-stack router on the hub's system pool, in front of the model servers
+"""`vllm-stack`: the vLLM production-stack router on the hub's system pool, in front of the model servers
 (the `models` app), each engine replica listed by its stable DNS name."""
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ from sitegen.components.values import (
 from sitegen.model import ClusterLayout, Serving
 
 ROUTER_PORT = 80  # the router Service's port (the chart's servicePort)
-ROUTER_SERVICE = "vllm-router-service"  # `<release>-router-service`, release = the app name
 
 
 def engine_backends(serving: Serving, cluster: ClusterLayout) -> list[tuple[str, str]]:
@@ -65,8 +64,8 @@ class VllmStackValues(Values):
     routerSpec: RouterSpec
 
 
-class Vllm(ChartComponent):
-    name = "vllm"
+class VllmStack(ChartComponent):
+    name = "vllm-stack"
     chart = "vllm-stack"
     project = PROJECT
     layer = Layer.SERVICES
@@ -84,7 +83,14 @@ class Vllm(ChartComponent):
     def routes(self, ctx: ClusterContext) -> list[Route]:
         hostname = ctx.site.services.serving.hostname
         # completions stream for minutes
-        return [Route("llm", self.namespace, hostname, (Backend(ROUTER_SERVICE, ROUTER_PORT, timeout="0s"),))]
+        return [
+            Route(
+                "llm",
+                self.namespace,
+                hostname,
+                (Backend(f"{self.release_name}-router-service", ROUTER_PORT, timeout="0s"),),
+            )
+        ]
 
     def values(self, ctx: ClusterContext) -> VllmStackValues:
         serving = ctx.site.services.serving
