@@ -11,6 +11,7 @@ from typing import Any
 from cdk8s import ApiObject
 
 from constructs import Construct
+from constructs.host_config import HostConfig
 from constructs.objects import api_object
 
 # Config-file API groups are decoded strictly by their readers and have no ObjectMeta.
@@ -43,6 +44,8 @@ class HostFile(Construct):
         return docs
 
 
-def config_document(scope: Construct, api_version: str, kind: str, body: dict[str, Any]) -> ApiObject:
-    """An untyped config-file document as `scope`'s primary child."""
+def config_document(scope: Construct, config: HostConfig) -> ApiObject:
+    """A typed host config document as `scope`'s primary child."""
+    body = config.document()
+    api_version, kind = body.pop("apiVersion"), body.pop("kind")
     return api_object(scope, "Resource", api_version, kind, None, **body)

@@ -6,13 +6,11 @@ variables (`${KUBEADM_TOKEN}` ...) that the runbook fills in with `envsubst` on 
 
 from __future__ import annotations
 
-from typing import Any
-
 from constructs import Construct
+from constructs import host_config as api
 from constructs.host_file import HostFile, config_document
 from sitegen.model import ClusterLayout, Host, PoolLayout
 
-KUBEADM = "kubeadm.k8s.io/v1beta4"
 CRI_SOCKET = "unix:///var/run/containerd/containerd.sock"
 
 # Host paths the API server reads; the runbook creates them before `kubeadm init`.
@@ -44,23 +42,21 @@ _SECRETS_HEADER = (
 )
 
 
-def _args(**flags: str) -> list[dict[str, str]]:
+def _args(**flags: str) -> list[api.Arg]:
     """v1beta4 extra args are a list of {name, value}; keyword order is kept."""
-    return [{"name": name.replace("_", "-"), "value": value} for name, value in flags.items()]
+    return [api.Arg(name=name.replace("_", "-"), value=value) for name, value in flags.items()]
 
 
-def _taints(pool: PoolLayout) -> list[dict[str, str]]:
-    return [t.model_dump(exclude_none=True) for t in pool.taints]
+def _taints(pool: PoolLayout) -> list[api.Taint]:
+    return [api.Taint(**t.model_dump(exclude_none=True)) for t in pool.taints]
 
 
-def _discovery(cluster: ClusterLayout) -> dict[str, Any]:
-    return {
-        "bootstrapToken": {
-            "apiServerEndpoint": cluster.spec.api.endpoint,
-            "token": TOKEN,
-            "caCertHashes": [CA_CERT_HASH],
-        }
-    }
+def _discovery(cluster: ClusterLayout) -> api.Discovery:
+    return api.Discovery(
+        bootstrapToken=api.BootstrapTokenDiscovery(
+            apiServerEndpoint=cluster.spec.api.endpoint, token=TOKEN, caCertHashes=[CA_CERT_HASH]
+        )
+    )
 
 
 def _self_settable(labels: dict[str, str]) -> dict[str, str]:
@@ -77,32 +73,30 @@ class ClusterConfiguration(Construct):
         spec = cluster.spec
         config_document(
             self,
-            KUBEADM,
-            "ClusterConfiguration",
-            {
-                "clusterName": cluster.name,
-                "kubernetesVersion": kubernetes_version,
-                "controlPlaneEndpoint": spec.api.endpoint,
-                "networking": {
-                    "podSubnet": str(spec.pod_cidr),
-                    "serviceSubnet": str(spec.service_cidr),
-                    "dnsDomain": spec.dns_domain,
-                },
+            api.ClusterConfiguration(
+                clusterName=cluster.name,
+                kubernetesVersion=kubernetes_version,
+                controlPlaneEndpoint=spec.api.endpoint,
+                networking=api.Networking(
+                    podSubnet=str(spec.pod_cidr),
+                    serviceSubnet=str(spec.service_cidr),
+                    dnsDomain=spec.dns_domain,
+                ),
                 # Cilium replaces kube-proxy (kube-proxy replacement against the API VIP).
-                "proxy": {"disabled": True},
-                "etcd": {
-                    "local": {
-                        "dataDir": "/var/lib/etcd",
+                proxy=api.Proxy(disabled=True),
+                etcd=api.Etcd(
+                    local=api.LocalEtcd(
+                        dataDir="/var/lib/etcd",
                         # /metrics and /health only, plain HTTP, for Prometheus; the client port stays mTLS
-                        "extraArgs": _args(
+                        extraArgs=_args(
                             quota_backend_bytes=str(spec.etcd_quota_gib * 2**30),
                             listen_metrics_urls="http://0.0.0.0:2381",
                         ),
-                    }
-                },
-                "apiServer": {
-                    "certSANs": [spec.api.dns_name, str(spec.api.vip)],
-                    "extraArgs": _args(
+                    )
+                ),
+                apiServer=api.ApiServer(
+                    certSANs=[spec.api.dns_name, str(spec.api.vip)],
+                    extraArgs=_args(
                         profiling="false",
                         audit_log_path=f"{AUDIT_LOG_DIR}/audit.log",
                         audit_log_maxage="30",
@@ -114,47 +108,42 @@ class ClusterConfiguration(Construct):
                         enable_admission_plugins="NodeRestriction",
                         tls_cipher_suites=TLS_CIPHER_SUITES,
                     ),
-                    "extraVolumes": [
+                    extraVolumes=[
                         _mount("audit-policy", AUDIT_POLICY.rsplit("/", 1)[0], read_only=True),
                         _mount("audit-log", AUDIT_LOG_DIR, read_only=False),
                         _mount("admission", ADMISSION_CONFIG.rsplit("/", 1)[0], read_only=True),
                         _mount("encryption", ENCRYPTION_CONFIG.rsplit("/", 1)[0], read_only=True),
                     ],
-                },
-                "controllerManager": {
-                    "extraArgs": _args(profiling="false", terminated_pod_gc_threshold="10")
-                },
-                "scheduler": {"extraArgs": _args(profiling="false")},
-            },
+                ),
+                controllerManager=api.ControlPlaneComponent(
+                    extraArgs=_args(profiling="false", terminated_pod_gc_threshold="10")
+                ),
+                scheduler=api.ControlPlaneComponent(extraArgs=_args(profiling="false")),
+            ),
         )
 
 
-def _mount(name: str, path: str, *, read_only: bool) -> dict[str, Any]:
-    return {
-        "name": name,
-        "hostPath": path,
-        "mountPath": path,
-        "readOnly": read_only,
-        "pathType": "DirectoryOrCreate",
-    }
+def _mount(name: str, path: str, *, read_only: bool) -> api.HostPathMount:
+    return api.HostPathMount(
+        name=name, hostPath=path, mountPath=path, readOnly=read_only, pathType="DirectoryOrCreate"
+    )
 
 
-def _registration(host_name: str, node_ip: str, taints: list[dict[str, str]], **extra: str) -> dict[str, Any]:
+def _registration(
+    host_name: str, node_ip: str, taints: list[api.Taint], **extra: str
+) -> api.NodeRegistration:
     # node-ip is explicit: on hosts with management, 100GbE and IPoIB interfaces the kubelet's guess
     # (or kube-vip's VIP) must not become the node's InternalIP.
-    return {
-        "name": host_name,
-        "criSocket": CRI_SOCKET,
-        "kubeletExtraArgs": _args(node_ip=node_ip, **extra),
-        "taints": taints,
-    }
+    return api.NodeRegistration(
+        name=host_name, criSocket=CRI_SOCKET, kubeletExtraArgs=_args(node_ip=node_ip, **extra), taints=taints
+    )
 
 
-def _local_endpoint(cluster: ClusterLayout, host: Host) -> dict[str, Any]:
-    return {"advertiseAddress": str(host.address), "bindPort": cluster.spec.api.port}
+def _local_endpoint(cluster: ClusterLayout, host: Host) -> api.LocalAPIEndpoint:
+    return api.LocalAPIEndpoint(advertiseAddress=str(host.address), bindPort=cluster.spec.api.port)
 
 
-def _control_plane_registration(cluster: ClusterLayout, host: Host) -> dict[str, Any]:
+def _control_plane_registration(cluster: ClusterLayout, host: Host) -> api.NodeRegistration:
     return _registration(host.name, str(host.address), _taints(cluster.control_plane))
 
 
@@ -165,21 +154,19 @@ class InitConfiguration(Construct):
         super().__init__(scope, id)
         config_document(
             self,
-            KUBEADM,
-            "InitConfiguration",
-            {
-                "bootstrapTokens": [
-                    {
-                        "token": TOKEN,
-                        "ttl": "2h0m0s",
-                        "usages": ["signing", "authentication"],
-                        "groups": ["system:bootstrappers:kubeadm:default-node-token"],
-                    }
+            api.InitConfiguration(
+                bootstrapTokens=[
+                    api.BootstrapToken(
+                        token=TOKEN,
+                        ttl="2h0m0s",
+                        usages=["signing", "authentication"],
+                        groups=["system:bootstrappers:kubeadm:default-node-token"],
+                    )
                 ],
-                "certificateKey": CERTIFICATE_KEY,
-                "localAPIEndpoint": _local_endpoint(cluster, host),
-                "nodeRegistration": _control_plane_registration(cluster, host),
-            },
+                certificateKey=CERTIFICATE_KEY,
+                localAPIEndpoint=_local_endpoint(cluster, host),
+                nodeRegistration=_control_plane_registration(cluster, host),
+            ),
         )
 
 
@@ -190,16 +177,16 @@ class KubeletConfiguration(Construct):
         super().__init__(scope, id)
         config_document(
             self,
-            "kubelet.config.k8s.io/v1beta1",
-            "KubeletConfiguration",
-            {
-                "cgroupDriver": "systemd",
-                "authentication": {"anonymous": {"enabled": False}, "webhook": {"enabled": True}},
-                "authorization": {"mode": "Webhook"},
-                "readOnlyPort": 0,
-                "rotateCertificates": True,
-                "clusterDomain": cluster.spec.dns_domain,
-            },
+            api.KubeletConfiguration(
+                cgroupDriver="systemd",
+                authentication=api.KubeletAuthentication(
+                    anonymous=api.Toggle(enabled=False), webhook=api.Toggle(enabled=True)
+                ),
+                authorization=api.KubeletAuthorization(mode="Webhook"),
+                readOnlyPort=0,
+                rotateCertificates=True,
+                clusterDomain=cluster.spec.dns_domain,
+            ),
         )
 
 
@@ -210,16 +197,13 @@ class ControlPlaneJoin(Construct):
         super().__init__(scope, id)
         config_document(
             self,
-            KUBEADM,
-            "JoinConfiguration",
-            {
-                "discovery": _discovery(cluster),
-                "controlPlane": {
-                    "localAPIEndpoint": _local_endpoint(cluster, host),
-                    "certificateKey": CERTIFICATE_KEY,
-                },
-                "nodeRegistration": _control_plane_registration(cluster, host),
-            },
+            api.JoinConfiguration(
+                discovery=_discovery(cluster),
+                controlPlane=api.JoinControlPlane(
+                    localAPIEndpoint=_local_endpoint(cluster, host), certificateKey=CERTIFICATE_KEY
+                ),
+                nodeRegistration=_control_plane_registration(cluster, host),
+            ),
         )
 
 
@@ -236,12 +220,10 @@ class WorkerJoin(Construct):
         extra = {"node_labels": ",".join(f"{k}={v}" for k, v in labels.items())} if labels else {}
         config_document(
             self,
-            KUBEADM,
-            "JoinConfiguration",
-            {
-                "discovery": _discovery(cluster),
-                "nodeRegistration": _registration("${NODE_NAME}", "${NODE_IP}", _taints(pool), **extra),
-            },
+            api.JoinConfiguration(
+                discovery=_discovery(cluster),
+                nodeRegistration=_registration("${NODE_NAME}", "${NODE_IP}", _taints(pool), **extra),
+            ),
         )
 
 
@@ -266,36 +248,40 @@ class ApiServerPolicies(Construct):
         )
         config_document(
             audit,
-            "audit.k8s.io/v1",
-            "Policy",
-            {
-                "omitStages": ["RequestReceived"],
-                "rules": [
-                    {"level": "None", "nonResourceURLs": ["/healthz*", "/livez*", "/readyz*", "/version"]},
-                    {"level": "None", "resources": [{"group": "", "resources": ["events"]}]},
-                    {
-                        "level": "None",
-                        "users": ["system:kube-scheduler", "system:kube-controller-manager"],
-                        "verbs": ["get", "list", "watch"],
-                    },
+            api.AuditPolicy(
+                omitStages=["RequestReceived"],
+                rules=[
+                    api.AuditRule(
+                        level="None", nonResourceURLs=["/healthz*", "/livez*", "/readyz*", "/version"]
+                    ),
+                    api.AuditRule(
+                        level="None", resources=[api.GroupResources(group="", resources=["events"])]
+                    ),
+                    api.AuditRule(
+                        level="None",
+                        users=["system:kube-scheduler", "system:kube-controller-manager"],
+                        verbs=["get", "list", "watch"],
+                    ),
                     # Secret payloads must never reach the log: metadata only.
-                    {
-                        "level": "Metadata",
-                        "resources": [
-                            {"group": "", "resources": ["secrets", "configmaps", "serviceaccounts/token"]},
-                            {"group": "authentication.k8s.io", "resources": ["tokenreviews"]},
+                    api.AuditRule(
+                        level="Metadata",
+                        resources=[
+                            api.GroupResources(
+                                group="", resources=["secrets", "configmaps", "serviceaccounts/token"]
+                            ),
+                            api.GroupResources(group="authentication.k8s.io", resources=["tokenreviews"]),
                         ],
-                    },
-                    {
-                        "level": "RequestResponse",
-                        "resources": [
-                            {"group": "rbac.authorization.k8s.io"},
-                            {"group": "admissionregistration.k8s.io"},
+                    ),
+                    api.AuditRule(
+                        level="RequestResponse",
+                        resources=[
+                            api.GroupResources(group="rbac.authorization.k8s.io"),
+                            api.GroupResources(group="admissionregistration.k8s.io"),
                         ],
-                    },
-                    {"level": "Metadata"},
+                    ),
+                    api.AuditRule(level="Metadata"),
                 ],
-            },
+            ),
         )
         admission = HostFile(
             self,
@@ -306,34 +292,32 @@ class ApiServerPolicies(Construct):
         version = kubernetes_minor
         config_document(
             admission,
-            "apiserver.config.k8s.io/v1",
-            "AdmissionConfiguration",
-            {
-                "plugins": [
-                    {
-                        "name": "PodSecurity",
-                        "configuration": {
-                            "apiVersion": "pod-security.admission.config.k8s.io/v1",
-                            "kind": "PodSecurityConfiguration",
+            api.AdmissionConfiguration(
+                plugins=[
+                    api.AdmissionPlugin(
+                        name="PodSecurity",
+                        configuration=api.PodSecurityConfiguration(
+                            apiVersion="pod-security.admission.config.k8s.io/v1",
+                            kind="PodSecurityConfiguration",
                             # Unlabelled namespaces get baseline; every namespace we render is labelled.
-                            "defaults": {
-                                "enforce": "baseline",
-                                "enforce-version": version,
-                                "audit": "restricted",
-                                "audit-version": version,
-                                "warn": "restricted",
-                                "warn-version": version,
-                            },
+                            defaults=api.PodSecurityDefaults(
+                                enforce="baseline",
+                                enforce_version=version,
+                                audit="restricted",
+                                audit_version=version,
+                                warn="restricted",
+                                warn_version=version,
+                            ),
                             # Static control-plane pods (kube-vip, etcd) live here and need host access.
-                            "exemptions": {
-                                "usernames": [],
-                                "runtimeClasses": exempt_runtime_classes,
-                                "namespaces": ["kube-system"],
-                            },
-                        },
-                    }
+                            exemptions=api.PodSecurityExemptions(
+                                usernames=[],
+                                runtimeClasses=exempt_runtime_classes,
+                                namespaces=["kube-system"],
+                            ),
+                        ),
+                    )
                 ]
-            },
+            ),
         )
 
 

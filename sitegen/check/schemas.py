@@ -4,7 +4,8 @@
   (unknown fields are errors). The 1.5 MB definitions file is loaded once, validators are cached per kind.
 - Custom resources: the `openAPIV3Schema` of the served version in the CRD files, translated into a
   strict JSON schema (unknown fields are errors unless `x-kubernetes-preserve-unknown-fields`).
-- Host config files (kubeadm, kubelet, API server): the typed models in `sitegen.hostconfig`.
+- Host config files (kubeadm, kubelet, API server): the typed models they are built from
+  (`constructs.host_config`); kinds without a CRD at hand: typed stand-ins (`check.crd_standins`).
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ import jsonschema
 import yaml
 from referencing import Registry, Resource
 
-from sitegen.check.hostconfig import HOST_CONFIG_MODELS
+from constructs.host_config import HOST_CONFIG_MODELS
+from sitegen.check.crd_standins import STANDIN_MODELS
 
 # libyaml when present: the CRD files alone are megabytes of YAML
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -124,7 +126,7 @@ class SchemaCatalog:
         api_version, kind = doc.get("apiVersion"), doc.get("kind")
         if not isinstance(api_version, str) or not isinstance(kind, str):
             return [Problem("$", "document has no apiVersion/kind")]
-        model = HOST_CONFIG_MODELS.get((api_version, kind))
+        model = HOST_CONFIG_MODELS.get((api_version, kind)) or STANDIN_MODELS.get((api_version, kind))
         if model is not None:
             return _validate_model(model, doc)
         validator = self._core_validator(api_version, kind) or self._custom_validator(api_version, kind)
