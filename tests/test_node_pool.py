@@ -49,14 +49,6 @@ def test_nodes_are_applied_server_side_and_never_pruned(site):
         assert "spec" not in node  # taints belong to kubeadm registration, see NodePool
 
 
-def test_gpu_pool_snapshot(site, snapshot):
-    assert _nodes(site, "one-cluster", "ai", "gpu") == snapshot
-
-
-def test_carved_control_plane_snapshot(site, snapshot):
-    assert _nodes(site, "two-cluster", "aistor", "control-plane") == snapshot
-
-
 @pytest.mark.parametrize(
     ("pool", "selector", "tolerations"),
     [

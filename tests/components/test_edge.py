@@ -1,0 +1,34 @@
+"""Edge components: cert-manager, Envoy Gateway, and the Gateway with the routes components declare."""
+
+from __future__ import annotations
+
+from sitegen.components.edge.cert_manager import CertManager
+from sitegen.components.edge.envoy_gateway import EnvoyGateway
+from sitegen.components.edge.gateway import Gateway
+
+from .conftest import by_kind, context, render
+
+
+def test_gateway_routes_are_the_ones_components_declare(one, two):
+    for apps, expected in (
+        (one, {"argocd", "grafana", "harbor", "llm"}),
+        (two, {"argocd", "grafana", "harbor", "llm", "telemetry"}),
+    ):
+        docs = render(apps, "ai", Gateway)
+        routes = {r["metadata"]["name"] for r in by_kind(docs, "HTTPRoute")} - {"site-https-redirect"}
+        assert routes == expected
+        declared = {r.name for c in context(apps, "ai").components for r in c.routes(context(apps, "ai"))}
+        assert routes == declared
+        (cert,) = by_kind(docs, "Certificate")
+        assert len(cert["spec"]["dnsNames"]) == len(expected)
+
+
+def test_telemetry_door_asks_for_basic_authentication(two):
+    (policy,) = by_kind(render(two, "ai", Gateway), "SecurityPolicy")
+    assert policy["spec"]["targetRefs"][0]["name"] == "telemetry"
+
+
+def test_edge_runs_on_the_hub_only(two):
+    for kind in (CertManager, EnvoyGateway, Gateway):
+        assert context(two, "ai").has(kind) and not context(two, "aistor").has(kind)
+    assert render(two, "ai", CertManager)["crds"] == {"enabled": True, "keep": True}

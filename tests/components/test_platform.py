@@ -1,0 +1,75 @@
+"""Platform components: nodes, namespaces, Argo CD, External Secrets and the store, metrics-server, CoreDNS."""
+
+from __future__ import annotations
+
+from sitegen.check.placement import targeted_pools, values_components
+from sitegen.components.base import NamespaceSecurity
+from sitegen.components.platform.argo_cd import ArgoCd
+from sitegen.components.platform.coredns import CoreDns
+from sitegen.components.platform.external_secrets import ExternalSecrets
+from sitegen.components.platform.metrics_server import MetricsServer
+from sitegen.components.platform.namespaces import Namespaces
+from sitegen.components.platform.secret_store import SecretStore
+from sitegen.components.platform_nodes.nodes import Nodes
+
+from .conftest import by_kind, context, render
+
+INFRA = {"node-role.kubernetes.io/infra": "true"}
+
+
+def test_nodes_carry_their_pool_labels_and_never_their_taints(one, small):
+    nodes = by_kind(render(one, "ai", Nodes), "Node")
+    assert len(nodes) == sum(p.count for p in small.pools.values())
+    gpu01 = next(n for n in nodes if n["metadata"]["name"] == "gpu01")
+    assert gpu01["metadata"]["labels"] == small.node_labels("gpu")
+    assert all(
+        "spec" not in n and "Prune=false" in n["metadata"]["annotations"]["argocd.argoproj.io/sync-options"]
+        for n in nodes
+    )
+
+
+def test_namespaces_are_those_components_declare_with_their_level(one):
+    ctx = context(one, "ai")
+    declared = {c.namespace: c.security for c in ctx.components if c.security is not None}
+    namespaces = {n["metadata"]["name"]: n["metadata"]["labels"] for n in render(one, "ai", Namespaces)}
+    assert set(namespaces) == set(declared)
+    for name, security in declared.items():
+        assert isinstance(security, NamespaceSecurity)
+        assert namespaces[name]["pod-security.kubernetes.io/enforce"] == security.level
+        assert namespaces[name]["pod-security.kubernetes.io/enforce-version"] == "v1.35"
+
+
+def test_argo_cd_runs_one_controller_shard_per_cluster_on_infra(one, two, small):
+    for apps, clusters in ((one, 1), (two, 2)):
+        values = render(apps, "ai", ArgoCd)
+        assert values["controller"]["replicas"] == clusters
+        assert values["global"]["nodeSelector"] == INFRA
+    oci = {k for k, pin in small.versions.charts.items() if pin.is_oci}
+    assert oci and set(render(one, "ai", ArgoCd)["configs"]["repositories"]) <= oci
+
+
+def test_argo_cd_only_on_the_hub(two):
+    assert context(two, "ai").has(ArgoCd) and not context(two, "aistor").has(ArgoCd)
+
+
+def test_external_secrets_components_all_on_the_system_pool(one, two):
+    for apps, cluster in ((one, "ai"), (two, "aistor")):
+        ctx = context(apps, cluster)
+        values = render(apps, cluster, ExternalSecrets)
+        for path, spec in values_components(values):
+            assert targeted_pools(spec, ctx.cluster.pools) == [ctx.cluster.system_pool], path
+
+
+def test_secret_store_authenticates_per_cluster(two, small):
+    for cluster in ("ai", "aistor"):
+        (store,) = render(two, cluster, SecretStore)
+        auth = store["spec"]["provider"]["vault"]["auth"]["kubernetes"]
+        assert auth["mountPath"] == f"{small.secrets.vault.auth_mount}-{cluster}"
+        assert auth["serviceAccountRef"]["namespace"] == ExternalSecrets.namespace
+
+
+def test_metrics_server_and_coredns_on_infra(one):
+    assert render(one, "ai", MetricsServer)["nodeSelector"] == INFRA
+    (coredns,) = render(one, "ai", CoreDns)
+    assert coredns["metadata"]["annotations"]["sitegen.io/partial"] == "true"
+    assert coredns["spec"]["template"]["spec"]["nodeSelector"] == INFRA

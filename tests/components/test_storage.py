@@ -1,0 +1,61 @@
+"""Storage components: AIStor (operator, volume manager, ObjectStore), PowerScale CSI, TopoLVM."""
+
+from __future__ import annotations
+
+from sitegen.check.placement import targeted_pools
+from sitegen.components.storage.aistor import AIStor, s3_endpoint
+from sitegen.components.storage.aistor_operator import AIStorOperator
+from sitegen.components.storage.aistor_volumemanager import AIStorVolumeManager
+from sitegen.components.storage.csi_isilon import CsiIsilon
+from sitegen.components.storage.local_nvme import LocalNvme
+from sitegen.components.storage.powerscale import PowerScale
+from sitegen.components.storage.topolvm import TopoLvm
+
+from .conftest import by_kind, context, render
+
+
+def test_object_store_spans_the_storage_pool_at_the_configured_parity(one, small):
+    (store,) = by_kind(render(one, "ai", AIStor), "ObjectStore")
+    (pool,) = store["spec"]["pools"]
+    assert pool["servers"] == small.pools["storage"].count == 4
+    assert pool["volumesPerServer"] == small.hardware_of("storage").nvme.drives
+    env = {e["name"]: e["value"] for e in store["spec"]["env"]}
+    assert env["MINIO_STORAGE_CLASS_STANDARD"] == f"EC:{small.aistor_layout().parity}"
+
+
+def test_aistor_licence_reaches_both_licensed_namespaces(one):
+    secrets = by_kind(render(one, "ai", AIStor), "ExternalSecret")
+    licensed = {s["metadata"]["namespace"] for s in secrets if s["metadata"]["name"] == "minio-license"}
+    assert licensed == {AIStorOperator.namespace, AIStorVolumeManager.namespace}
+
+
+def test_aistor_serves_s3_outward_only_from_a_cluster_of_its_own(one, two, small):
+    for apps, cluster, service in ((one, "ai", "ClusterIP"), (two, "aistor", "LoadBalancer")):
+        (store,) = by_kind(render(apps, cluster, AIStor), "ObjectStore")
+        assert store["spec"]["services"]["minio"]["serviceType"] == service
+    assert s3_endpoint(small, context(two, "ai").cluster).host == small.storage.aistor.s3_hostname
+    assert s3_endpoint(small, context(one, "ai").cluster).host.endswith(".svc.cluster.local")
+
+
+def test_volume_manager_node_server_runs_where_aistor_runs(one):
+    values = render(one, "ai", AIStorVolumeManager)
+    pools = context(one, "ai").cluster.pools
+    assert [p.name for p in targeted_pools(values["nodeserver"], pools)] == ["storage"]
+
+
+def test_powerscale_secrets_are_named_for_the_csi_release(one, small):
+    docs = render(one, "ai", PowerScale)
+    names = {d["metadata"]["name"] for d in by_kind(docs, "ExternalSecret")}
+    release = context(one, "ai").get(CsiIsilon).release_name
+    assert names == {f"{release}-creds", f"{release}-certs-0"}
+    classes = {c["metadata"]["name"] for c in by_kind(docs, "StorageClass")}
+    assert classes == {f"powerscale-{use}" for use in small.storage.powerscale.classes}
+
+
+def test_topolvm_runs_on_the_cache_pools_only(one, small):
+    values = render(one, "ai", TopoLvm)
+    pools = context(one, "ai").cluster.pools
+    for part in ("node", "lvmd"):
+        assert {p.name for p in targeted_pools(values[part], pools)} == set(small.storage.local_cache.pools)
+    (cls,) = render(one, "ai", LocalNvme)
+    assert cls["volumeBindingMode"] == "WaitForFirstConsumer"
