@@ -10,57 +10,22 @@ import yaml
 
 from sitegen.check.appsets import applications
 from sitegen.check.tree import load_tree
+from sitegen.compose.apps import variant_apps
+from sitegen.model import resolve
 
 from .conftest import DIST, add, invoke_sitegen, validate
 
-EVERY_CLUSTER = {
-    "coredns",
-    "metrics-server",
-    "namespaces",
-    "nodes",
-    "cilium",
-    "cilium-lb",
-    "node-feature-discovery",
-    "network-operator",
-    "fabric",
-    "external-secrets",
-    "secret-store",
-    # observability: node agents, the collector and Prometheus (an agent outside the hub)
-    "kube-prometheus-stack",
-    "prometheus-smartctl-exporter",
-    "otel-node",
-    "observability",
-}
-AISTOR = {"aistor-operator", "aistor-volumemanager", "aistor"}
-GPU_AND_NFS = {
-    "cert-manager",
-    "envoy-gateway",
-    "gateway",
-    "argo-cd",
-    "gpu-operator",
-    "kueue",
-    "gpu-queues",
-    "tenant-ai-research",
-    "csi-isilon",
-    "powerscale",
-    "topolvm",
-    "local-nvme",
-    # the hub's services
-    "opentelemetry-operator",
-    "loki",
-    "otel-gateway",
-    "grafana",
-    "harbor",
-    "harbor-config",
-    "vllm-stack",
-    "models",
-}
-EXPECTED_APPS = {
-    "one-cluster": {"root"} | {f"ai-{a}" for a in EVERY_CLUSTER | GPU_AND_NFS | AISTOR},
-    "two-cluster": {"root"}
-    | {f"ai-{a}" for a in EVERY_CLUSTER | GPU_AND_NFS}
-    | {f"aistor-{a}" for a in EVERY_CLUSTER | AISTOR},
-}
+VARIANTS = ("one-cluster", "two-cluster")
+
+
+@pytest.fixture(scope="module")
+def expected_apps(site):
+    """What the registry composes, per variant: the ApplicationSets must expand to exactly these."""
+    return {
+        variant: {"root"}
+        | {f"{ctx.cluster.name}-{c.name}" for ctx, c in variant_apps(site, resolve(site, variant)).members()}
+        for variant in VARIANTS
+    }
 
 
 @pytest.fixture(scope="module")
@@ -74,17 +39,19 @@ def _docs(path):
     return [d for d in yaml.safe_load_all(path.read_text()) if d]
 
 
-def test_inventory_lists_every_application(apps):
-    for variant, names in EXPECTED_APPS.items():
+def test_inventory_lists_every_application(apps, expected_apps):
+    assert {"ai-argo-cd", "ai-cilium", "aistor-cilium", "aistor-aistor"} <= expected_apps["two-cluster"]
+    assert not any(a.startswith("aistor-") and "argo-cd" in a for a in expected_apps["two-cluster"])
+    for variant, names in expected_apps.items():
         assert {a.name for a in apps if a.source.variant == variant} == names
 
 
-def test_apps_command_prints_the_inventory():
+def test_apps_command_prints_the_inventory(expected_apps):
     result = invoke_sitegen("apps", "--dist", DIST)
     assert result.exit_code == 0, result.stdout
     assert "ai-argo-cd" in result.stdout and "argo-cd 10.1.1" in result.stdout
     assert result.stdout.strip().endswith(
-        f"{sum(map(len, EXPECTED_APPS.values()))} applications in 2 variants; 0 problems"
+        f"{sum(map(len, expected_apps.values()))} applications in 2 variants; 0 problems"
     )
 
 
@@ -121,7 +88,7 @@ def test_applicationsets_are_safe_by_construction():
 
 
 def test_default_project_is_locked_and_projects_are_narrow():
-    for variant in EXPECTED_APPS:
+    for variant in VARIANTS:
         (default,) = _docs(DIST / variant / "bootstrap/argocd.appproject.default.yaml")
         assert default["spec"]["sourceRepos"] == [] and default["spec"]["destinations"] == []
         for path in (DIST / variant / "bootstrap").glob("argocd.appproject.*.yaml"):
@@ -159,7 +126,7 @@ def test_argocd_runs_highly_available_on_infra():
     assert "Endpoints" in values["configs"]["cm"]["resource.exclusions"]
 
 
-@pytest.mark.parametrize("variant", sorted(EXPECTED_APPS))
+@pytest.mark.parametrize("variant", VARIANTS)
 def test_runbook_names_only_files_that_exist(variant):
     text = (DIST / variant / "bootstrap/RUNBOOK.md").read_text()
     named = set(re.findall(r"dist/[A-Za-z0-9_./-]+", text))
