@@ -43,6 +43,7 @@ from sitegen.components.storage.aistor_volumemanager import AIStorVolumeManager
 from sitegen.components.storage.csi_isilon import CsiIsilon
 from sitegen.components.storage.local_nvme import LocalNvme
 from sitegen.components.storage.powerscale import PowerScale
+from sitegen.components.storage.snapshot_controller import SnapshotController
 from sitegen.components.storage.topolvm import TopoLvm
 from sitegen.components.tenants.tenant import Tenant
 
@@ -70,6 +71,7 @@ COMPONENTS: tuple[type[Component], ...] = (
     AIStorOperator,
     AIStor,
     CsiIsilon,
+    SnapshotController,
     PowerScale,
     TopoLvm,
     LocalNvme,

@@ -9,6 +9,7 @@ from sitegen.components.storage.aistor_volumemanager import AIStorVolumeManager
 from sitegen.components.storage.csi_isilon import CsiIsilon
 from sitegen.components.storage.local_nvme import LocalNvme
 from sitegen.components.storage.powerscale import PowerScale
+from sitegen.components.storage.snapshot_controller import SnapshotController
 from sitegen.components.storage.topolvm import TopoLvm
 
 from .conftest import by_kind, context, render
@@ -59,3 +60,14 @@ def test_topolvm_runs_on_the_cache_pools_only(one, small):
         assert {p.name for p in targeted_pools(values[part], pools)} == set(small.storage.local_cache.pools)
     (cls,) = render(one, "ai", LocalNvme)
     assert cls["volumeBindingMode"] == "WaitForFirstConsumer"
+
+
+def test_snapshot_controller_where_powerscale_takes_snapshots(two):
+    """It installs the VolumeSnapshot CRDs the PowerScale class needs, and syncs before it."""
+    ctx = context(two, "ai")
+    values = render(two, "ai", SnapshotController)
+    assert values["installCRDs"] is True and values["controller"]["nodeSelector"] == {
+        "node-role.kubernetes.io/infra": "true"
+    }
+    assert ctx.wave(ctx.get(SnapshotController)) < ctx.wave(ctx.get(PowerScale))
+    assert not context(two, "aistor").has(SnapshotController)  # the storage pool mounts no PowerScale

@@ -9,13 +9,14 @@ from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.platform.secret_store import SecretStore
 from sitegen.components.storage import PROJECT
 from sitegen.components.storage.csi_isilon import CsiIsilon
+from sitegen.components.storage.snapshot_controller import SnapshotController
 
 
 class PowerScale(RenderedComponent):
     name = "powerscale"
     project = PROJECT
     layer = Layer.RESOURCES
-    after = (CsiIsilon, SecretStore)
+    after = (CsiIsilon, SecretStore, SnapshotController)  # the VolumeSnapshotClass CRD
     namespace = CsiIsilon.namespace
     skip_dry_run = True
 
