@@ -164,5 +164,14 @@ def rules(config_dir: Path) -> None:
         click.echo(line)
 
 
+@cli.command()
+@CONFIG_OPTION
+def components(config_dir: Path) -> None:
+    """Print the component table (Markdown): every registered component and where it runs."""
+    from sitegen.report.components import component_table
+
+    click.echo(component_table(_load(config_dir)), nl=False)
+
+
 def main() -> None:
     cli()
