@@ -78,3 +78,21 @@ def add(tree: Path, rel: str, *docs: dict[str, Any]) -> str:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(yaml.safe_dump_all(docs, sort_keys=False))
     return rel
+
+
+@pytest.fixture(scope="session")
+def synthesized(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The default site synthesized once; bad-input tests copy it as the --out they must not touch."""
+    out = tmp_path_factory.mktemp("synthesized") / "dist"
+    result = run_sitegen("synth", "--out", out)
+    assert result.returncode == 0, result.stderr
+    return out
+
+
+@pytest.fixture
+def out_copy(synthesized: Path, tmp_path: Path) -> Path:
+    """A previous output; a slice of the real tree keeps 80+ cases fast and proves the same."""
+    target = tmp_path / "out"
+    part = Path("one-cluster", "kubeadm")
+    shutil.copytree(synthesized / part, target / part)
+    return target
