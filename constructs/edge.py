@@ -285,6 +285,9 @@ class CoreDnsPlacement(Construct):
                         "metadata": {"labels": labels},
                         "spec": {
                             "nodeSelector": placement.node_selector,
+                            # only where the system pool is tainted (a control plane): an empty list
+                            # would take kubeadm's own tolerations away
+                            **({"tolerations": list(placement.tolerations)} if placement.tolerations else {}),
                             "containers": [{"name": "coredns"}],
                         },
                     },

@@ -1,4 +1,4 @@
-"""Harbor's credentials (all from the vault) and its proxy-cache projects.
+"""Harbor's proxy-cache projects.
 
 Harbor has no API objects for registries and projects: a Job, run by Argo CD on every sync, creates
 the configured ones through Harbor's REST API and leaves existing ones alone.
@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from constructs import Construct
 from constructs.objects import RESTRICTED_CONTAINER, api_object
-from constructs.secrets import VaultSecret
 from sitegen.model import ImagePin, Placement, Registry
 
 ADMIN_PASSWORD_KEY = "HARBOR_ADMIN_PASSWORD"  # the key of the admin Secret the chart and the Job read
@@ -30,57 +29,6 @@ done <<EOF
 $PROXY_CACHES
 EOF
 """
-
-
-class HarborSecrets(Construct):
-    """The admin password, the key Harbor encrypts stored credentials with and, with `s3_secret`,
-    the image store's S3 keys: each a Secret of the given name."""
-
-    def __init__(
-        self,
-        scope: Construct,
-        id: str,
-        *,
-        namespace: str,
-        store: str,
-        admin_secret: str,
-        secret_key_secret: str,
-        s3_secret: str | None,
-    ) -> None:
-        super().__init__(scope, id)
-        VaultSecret(
-            self,
-            "Admin",
-            name=admin_secret,
-            namespace=namespace,
-            store=store,
-            key="harbor/admin",
-            properties=["password"],
-            template={ADMIN_PASSWORD_KEY: "{{ .password }}"},
-        )
-        VaultSecret(
-            self,
-            "SecretKey",
-            name=secret_key_secret,
-            namespace=namespace,
-            store=store,
-            key="harbor/secret-key",
-            properties=["secretKey"],  # 16 characters: Harbor's encryption key for stored credentials
-        )
-        if s3_secret:
-            VaultSecret(
-                self,
-                "S3",
-                name=s3_secret,
-                namespace=namespace,
-                store=store,
-                key="aistor/users/harbor",
-                properties=["access_key", "secret_key"],
-                template={
-                    "REGISTRY_STORAGE_S3_ACCESSKEY": "{{ .access_key }}",
-                    "REGISTRY_STORAGE_S3_SECRETKEY": "{{ .secret_key }}",
-                },
-            )
 
 
 class ProxyCacheProjects(Construct):

@@ -30,6 +30,22 @@ CONFIG_OPTION = click.option(
 )
 
 
+def _mirror(ctx: click.Context, param: click.Parameter, value: Path | None) -> Path | None:
+    if value is not None:
+        os.environ["SITEGEN_CHART_MIRROR"] = str(value)  # read by compose.tools.chart_mirror
+    return value
+
+
+MIRROR_OPTION = click.option(
+    "--chart-mirror",
+    type=click.Path(path_type=Path, file_okay=False),
+    envvar="SITEGEN_CHART_MIRROR",
+    callback=_mirror,
+    expose_value=False,
+    help="Directory of packaged charts (an air-gapped site's mirror) tried before the upstream repositories.",
+)
+
+
 DIST_OPTION = click.option(
     "--dist",
     "dist_dir",
@@ -64,6 +80,7 @@ def cli() -> None:
 
 @cli.command()
 @CONFIG_OPTION
+@MIRROR_OPTION
 @click.option(
     "--variant",
     "variants",
@@ -89,13 +106,39 @@ def synth(config_dir: Path, variants: tuple[str, ...], out_dir: Path) -> None:
                 err=True,
             )
             sys.exit(2)
+    from sitegen.compose.chart_supply import ChartFault
+    from sitegen.compose.hydrate import HydrationError
     from sitegen.compose.variant import synthesize
     from sitegen.compose.writer import write_dist
 
     chosen = list(variants) or list(site.variants)
-    files = synthesize(site, chosen)
+    try:
+        files = synthesize(site, chosen)
+    except (ChartFault, HydrationError) as fault:
+        click.echo(f"error: {fault}", err=True)
+        sys.exit(2)
     write_dist(files, out_dir, chosen if variants else None)
     click.echo(f"synthesized {len(files)} files for {', '.join(chosen)} into {out_dir}")
+
+
+@cli.command()
+@CONFIG_OPTION
+@MIRROR_OPTION
+@click.option("--renew", is_flag=True, help="Rewrite charts.lock from the archives found (on purpose only).")
+def charts(config_dir: Path, renew: bool) -> None:
+    """Put every pinned chart into the cache, checked against charts.lock (or renew the lock)."""
+    from sitegen.compose.chart_supply import ChartFault, supply
+    from sitegen.compose.variant import chart_keys
+
+    site = _load(config_dir)
+    try:
+        found = supply(
+            {k: site.versions.charts[k] for k in chart_keys(site, list(site.variants))}, renew=renew
+        )
+    except ChartFault as fault:
+        click.echo(f"error: {fault}", err=True)
+        sys.exit(2)
+    click.echo(f"{len(found)} charts in the cache{', charts.lock renewed' if renew else ', all as locked'}")
 
 
 @cli.command()

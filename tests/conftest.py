@@ -28,6 +28,14 @@ def site() -> Site:
     return load_site(CONFIG)
 
 
+@pytest.fixture(scope="session")
+def docs():
+    """The committed dist/ read back as documents (bodies are shared: read only)."""
+    from sitegen.check.tree import load_tree
+
+    return load_tree(DIST)
+
+
 @pytest.fixture
 def config_copy(tmp_path: Path) -> Path:
     """A private copy of config/ that a test may break."""

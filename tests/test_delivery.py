@@ -70,12 +70,17 @@ def test_applications_follow_the_layers(apps):
         )
 
 
-def test_chart_apps_take_values_from_this_repo(apps):
-    app = next(a for a in apps if a.name == "ai-argo-cd" and a.source.variant == "two-cluster")
-    chart, values = app.sources
-    assert chart["chart"] == "argo-cd" and chart["targetRevision"] == "10.1.1"
-    assert chart["helm"]["valueFiles"] == ["$values/dist/two-cluster/values/ai/argo-cd.yaml"]
-    assert values["ref"] == "values" and values["repoURL"].endswith("site-gitops.git")
+def test_every_application_is_a_directory_of_this_repo(apps, site):
+    """No Application has a Helm source: what Argo CD applies is the files under dist/, nothing it
+    fetches from a chart repository at sync time."""
+    repo = site.gitops.repo_url
+    for app in apps:
+        for source in app.sources:
+            assert "chart" not in source and "helm" not in source, app.name
+            assert source["path"].startswith(f"dist/{app.source.variant}/"), app.name
+            assert source["repoURL"] == repo
+    chart_app = next(a for a in apps if a.name == "ai-argo-cd" and a.source.variant == "two-cluster")
+    assert [s["path"] for s in chart_app.sources] == ["dist/two-cluster/apps/ai/argo-cd"]
 
 
 def test_applicationsets_are_safe_by_construction():
@@ -98,11 +103,11 @@ def test_default_project_is_locked_and_projects_are_narrow():
     assert nodes["spec"]["clusterResourceWhitelist"] == [{"group": "", "kind": "Node"}]
     assert nodes["spec"]["namespaceResourceBlacklist"] == [{"group": "*", "kind": "*"}]
     (networking,) = _docs(DIST / "two-cluster/bootstrap/argocd.appproject.networking.yaml")
-    assert networking["spec"]["sourceRepos"] == [
-        "https://git.hpc.example.internal/platform/site-gitops.git",
-        "https://helm.cilium.io/",
-        "https://helm.ngc.nvidia.com/nvidia",
-    ]
+    assert networking["spec"]["sourceRepos"] == ["https://git.hpc.example.internal/platform/site-gitops.git"]
+    # kinds derived from what the project's apps render: both lists, nothing more
+    assert {"group": "", "kind": "Secret"} not in networking["spec"]["namespaceResourceWhitelist"]
+    assert {"group": "apps", "kind": "DaemonSet"} in networking["spec"]["namespaceResourceWhitelist"]
+    assert "namespaceResourceBlacklist" not in networking["spec"]
     assert {d["server"] for d in networking["spec"]["destinations"]} == {
         "https://kubernetes.default.svc",
         "https://api.aistor.hpc.example.internal:6443",
@@ -114,14 +119,16 @@ def test_spoke_cluster_is_registered_without_secrets_in_git():
     labels = registration["spec"]["target"]["template"]["metadata"]["labels"]
     assert labels["argocd.argoproj.io/secret-type"] == "cluster" and labels["sitegen.io/cluster"] == "aistor"
     assert not list(DIST.glob("one-cluster/bootstrap/*externalsecret.cluster-*"))
-    assert not [p for p in DIST.rglob("*.yaml") if any(d.get("kind") == "Secret" for d in _docs(p))]
+    assert not list(DIST.glob("*/*/*/*/*.secret.cluster-*"))  # the credential is the vault's only
 
 
 def test_argocd_runs_highly_available_on_infra():
     (values,) = _docs(DIST / "one-cluster/values/ai/argo-cd.yaml")
     infra = {"node-role.kubernetes.io/infra": "true"}
     assert values["global"]["nodeSelector"] == infra
-    assert values["redis-ha"]["enabled"] and values["redis-ha"]["haproxy"]["nodeSelector"] == infra
+    assert values["redis-ha"]["enabled"]
+    haproxy = _docs(DIST / "one-cluster/apps/ai/argo-cd/argocd.deployment.argo-cd-redis-ha-haproxy.yaml")[0]
+    assert haproxy["spec"]["template"]["spec"]["nodeSelector"] == infra  # from global.nodeSelector
     assert min(values[c]["replicas"] for c in ("server", "repoServer", "applicationSet")) >= 2
     assert "Endpoints" in values["configs"]["cm"]["resource.exclusions"]
 
@@ -142,8 +149,8 @@ def test_runbook_order():
         "join-control-plane-cp02",
         "join-control-plane-cp05",
         "join-gpu.yaml",
-        "helm install cilium",
-        "helm install argo-cd",
+        "dist/two-cluster/apps/ai/cilium",
+        "dist/two-cluster/apps/ai/argo-cd",
         "application.root.yaml",
         "Register the spoke",
     ]
@@ -157,7 +164,7 @@ def test_expander_catches_a_removed_path(tree):
     shutil.rmtree(tree / "one-cluster/apps/ai/nodes")
     result = validate(tree)
     assert result.exit_code == 1 and "APP-001 source-paths" in result.stdout
-    assert "platform-nodes-rendered.yaml" in result.stdout
+    assert "argocd.applicationset.platform-nodes.yaml" in result.stdout
 
 
 def test_expander_catches_a_kind_outside_the_whitelist(tree):
@@ -179,26 +186,9 @@ def test_expander_catches_a_kind_outside_the_whitelist(tree):
 
 
 def test_expander_catches_an_undeclared_destination(tree):
-    path = tree / "two-cluster/bootstrap/argocd.applicationset.networking-charts.yaml"
+    path = tree / "two-cluster/bootstrap/argocd.applicationset.networking.yaml"
     path.write_text(
         path.read_text().replace("https://api.aistor.hpc.example.internal:6443", "https://api.x:6443")
     )
     result = invoke_sitegen("apps", "--dist", tree)
     assert result.exit_code == 1 and "APP-003 destinations" in result.stdout
-
-
-def test_expander_catches_a_missing_values_file(tree):
-    (tree / "one-cluster/values/ai/cilium.yaml").unlink()
-    result = invoke_sitegen("apps", "--dist", tree)
-    assert result.exit_code == 1 and "APP-002 values-files" in result.stdout
-
-
-def test_oci_charts_are_registered_for_argo_cd(apps):
-    """Argo CD reaches an OCI Helm registry by a schemeless repoURL plus a repository with enableOCI."""
-    values = _docs(DIST / "one-cluster/values/ai/argo-cd.yaml")[0]
-    registered = {r["url"] for r in values["configs"]["repositories"].values() if r["enableOCI"] == "true"}
-    oci_sources = {
-        s["repoURL"] for a in apps if a.source.variant == "one-cluster" for s in a.sources if "chart" in s
-    } - {s for s in registered if s.startswith("https://")}
-    assert {s for s in oci_sources if not s.startswith("https://")} == registered
-    assert not any(s.startswith("oci://") for s in oci_sources)

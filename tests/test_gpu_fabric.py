@@ -10,10 +10,11 @@ import pytest
 import yaml
 
 from sitegen.check.allowlists import allow_lists
+from sitegen.check.placement import targeted_pools, tolerated_taints, workloads
 from sitegen.check.validate import validate_tree
 from sitegen.compose.variant import synthesize
 from sitegen.compose.writer import write_dist
-from sitegen.model import load_site
+from sitegen.model import load_site, resolve
 
 from .conftest import CONFIG, CRDS, DIST
 
@@ -79,29 +80,22 @@ def test_gpu_operator_values():
     assert values["operator"]["nodeSelector"] == {"node-role.kubernetes.io/infra": "true"}
 
 
-def test_only_gpu_workloads_tolerate_the_gpu_taint(site):
-    """Every place in dist/ tolerating dedicated=gpu is a GPU operand, a listed all-node agent, or selects GPU nodes."""
+def test_only_gpu_workloads_tolerate_the_gpu_taint(docs, site):
+    """Every pod template and operand block in one-cluster tolerating dedicated=gpu, hydrated charts
+    included, is a listed agent that must reach GPU nodes or selects GPU nodes itself."""
+    pools = resolve(site, "one-cluster").clusters[0].pools
+    gpu = next(p for p in pools if p.name == "gpu")
     agents = allow_lists(site).agents_of("one-cluster", "ai")
-    allowed = {
-        (
-            f"values/ai/{key.split(':')[1]}.yaml",
-            key.split(":", 2)[2].replace("['", ".").replace("']", "") + ".tolerations",
-        )
-        for key, agent in agents.items()
-        if key.startswith("values:") and ("*" in agent.pools or "gpu" in agent.pools)
-    }
-    for path in DIST.glob("one-cluster/**/*.yaml"):
-        rel = str(path.relative_to(DIST / "one-cluster"))
-        for doc in _load(path):
-            for where, toleration in _tolerations(doc):
-                if toleration.get("value") != "gpu" and toleration.get("operator") != "Exists":
-                    continue
-                if toleration.get("operator") == "Exists" and toleration.get("key"):
-                    continue
-                if (rel, where) in allowed or (rel, where) == ("values/ai/cilium.yaml", "$.tolerations"):
-                    continue
-                text = json.dumps(doc)
-                assert '"node-role.kubernetes.io/gpu"' in text, f"{rel} {where} tolerates the GPU taint"
+    checked = 0
+    for w in workloads([d for d in docs if d.variant == "one-cluster"], agents):
+        if not set(gpu.taints) & tolerated_taints(w.placement, pools):
+            continue
+        checked += 1
+        if w.agent is not None:
+            assert {"*", "gpu"} & set(w.agent.pools), w.agent_key
+        else:
+            assert gpu in targeted_pools(w.placement, pools), f"{w.doc.file} {w.path} tolerates the GPU taint"
+    assert checked > 5
 
 
 def _device_plugin_resources(tree: Path, variant: str, pool: str) -> set[str]:

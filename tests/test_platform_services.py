@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
-import pytest
 import yaml
 
 from sitegen.check.allowlists import allow_lists
-from sitegen.check.placement import pod_spec, targeted_pools, tolerated_taints, values_components
-from sitegen.check.tree import load_tree
+from sitegen.check.placement import targeted_pools, tolerated_taints, workloads
 from sitegen.compose.apps import variant_apps
 from sitegen.compose.variant import synthesize
 from sitegen.model import load_site, resolve
@@ -49,49 +47,38 @@ def _one(path: Path) -> dict[str, Any]:
     return doc
 
 
-@pytest.fixture(scope="module")
-def docs():
-    return load_tree(DIST)
-
-
 def _app_of(doc) -> str:
-    parts = doc.file.parts
-    return PurePosixPath(parts[-1]).stem if doc.is_values else parts[3]
+    return doc.file.parts[3]
 
 
 def _service_workloads(docs, site):
-    """(doc, path, pod spec or values component, cluster layout) of every service workload in dist/."""
+    """(workload, cluster layout) of every pod template the service apps render into dist/."""
     layouts = {v: resolve(site, v) for v in site.variants}
+    allow = allow_lists(site)
     for doc in docs:
-        if doc.is_host_file or doc.area not in ("apps", "values") or _app_of(doc) not in SERVICES:
+        if (
+            doc.area != "apps"
+            or _app_of(doc) not in SERVICES
+            or "sitegen.io/partial" in str(doc.body["metadata"])
+        ):
             continue
         cluster = next(c for c in layouts[doc.variant].clusters if c.name == doc.cluster)
-        if doc.is_values:
-            for path, spec in values_components(doc.body):
-                yield doc, path, spec, cluster
-        else:
-            found = pod_spec(doc)
-            if found and doc.kind != "DaemonSet" and "sitegen.io/partial" not in str(doc.body["metadata"]):
-                yield doc, found[0], found[1], cluster
+        for w in workloads([doc], allow.agents_of(doc.variant, doc.cluster)):
+            yield w, cluster
 
 
-def _is_agent(doc, path: str, allow) -> bool:
-    return f"values:{_app_of(doc)}:{path}" in allow.agents_of(doc.variant, doc.cluster)
-
-
-def test_every_service_component_selects_the_system_pool(docs, site):
-    """Deployments and StatefulSets of the services (and every component of their values) land on
-    exactly the system pool: infra on the hub, the small control plane of the AIStor cluster."""
+def test_every_service_workload_selects_the_system_pool(docs, site):
+    """Every pod template the services render (Deployments, StatefulSets, cert and hook Jobs) lands
+    on exactly the system pool: infra on the hub, the small control plane of the AIStor cluster."""
     seen = set()
-    allow = allow_lists(site)
-    for doc, path, spec, cluster in _service_workloads(docs, site):
-        if _is_agent(doc, path, allow):
+    for w, cluster in _service_workloads(docs, site):
+        if w.agent is not None:
             continue
-        app = _app_of(doc)
+        app = _app_of(w.doc)
         seen.add(app)
-        pools = [p.name for p in targeted_pools(spec, cluster.pools)]
+        pools = [p.name for p in targeted_pools(w.placement, cluster.pools)]
         expected = OFF_INFRA.get(app, cluster.system_pool.name)
-        assert pools == [expected], f"{doc.file} {path}: {pools}"
+        assert pools == [expected], f"{w.doc.file} {w.path}: {pools}"
     assert (
         SERVICES - {"observability", "gateway", "coredns", "otel-node", "prometheus-smartctl-exporter"}
         <= seen
@@ -100,22 +87,19 @@ def test_every_service_component_selects_the_system_pool(docs, site):
 
 def test_node_agents_tolerate_exactly_every_pool_taint(docs, site):
     agents = {
-        "kube-prometheus-stack": "$['prometheus-node-exporter']",
-        "prometheus-smartctl-exporter": "$",
-        "otel-node": "$",
+        "kube-prometheus-stack": "prometheus-node-exporter",
+        "prometheus-smartctl-exporter": "prometheus-smartctl-exporter",
+        "otel-node": "otel-node-agent",
     }
     checked = 0
-    for doc in docs:
-        if not doc.is_values or _app_of(doc) not in agents:
+    for w, cluster in _service_workloads(docs, site):
+        if w.kind != "DaemonSet" or _app_of(w.doc) not in agents:
             continue
-        layout = resolve(site, doc.variant)
-        cluster = next(c for c in layout.clusters if c.name == doc.cluster)
-        components = dict(values_components(doc.body))
-        spec = components[agents[_app_of(doc)]]
+        assert agents[_app_of(w.doc)] in w.doc.name, w.doc.file
         every_taint = {t for p in cluster.pools for t in p.taints}
         assert every_taint, "a cluster without taints would make this test vacuous"
-        assert tolerated_taints(spec, cluster.pools) == every_taint
-        assert targeted_pools(spec, cluster.pools) == list(cluster.pools)
+        assert tolerated_taints(w.placement, cluster.pools) == every_taint
+        assert targeted_pools(w.placement, cluster.pools) == list(cluster.pools)
         checked += 1
     assert checked == 3 * 3  # three agents in each of the three clusters
 
@@ -133,16 +117,22 @@ def test_inventory_lists_every_service_with_chart_and_version(site):
                 pin = site.versions.charts[app.chart_key]
                 row = next(r for r in rows if r[:3] == [variant, cluster.name, f"{cluster.name}-{app.name}"])
                 assert row[3] == app.project.name and row[4] == app.namespace
-                assert row[6:8] == [pin.chart, pin.version], row
+                assert row[6:9] == [
+                    pin.chart,
+                    pin.version,
+                    f"dist/{variant}/apps/{cluster.name}/{app.name}",
+                ], row
 
 
-def test_chart_images_set_in_values_are_pinned(tree):
+def test_chart_images_are_pinned_in_the_rendered_objects(tree):
+    """Images a chart renders are judged like ours: on the object, whatever values produced them."""
     from .conftest import validate
 
-    path = tree / "one-cluster/values/ai/vllm-stack.yaml"
-    path.write_text(path.read_text().replace("tag: v0.1.12", "tag: latest"))
+    rel = "one-cluster/apps/ai/vllm-stack/ai-research.deployment.vllm-stack-deployment-router.yaml"
+    path = tree / rel
+    path.write_text(path.read_text().replace("lmstack-router:v0.1.12", "lmstack-router:latest"))
     result = validate(tree)
-    assert "PIN-003 pinned-chart-images: $.routerSpec: image 'lmcache/lmstack-router:latest'" in result.stdout
+    assert f"{rel} [doc 0] Deployment ai-research/vllm-stack-deployment-router: PIN-001" in result.stdout
 
 
 def _values(variant: str, cluster: str, app: str) -> dict[str, Any]:

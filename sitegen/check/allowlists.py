@@ -20,10 +20,11 @@ SYSTEM_NAMESPACE = "kube-system"
 
 @dataclass(frozen=True)
 class AllowLists:
-    # (variant, cluster) -> policy key (`values:<app>:<path>` or `Kind/namespace/name`) -> agent
+    # (variant, cluster) -> `Kind/namespace/name` (or `...:$.path` of a CR placement block) -> agent
     agents: Mapping[tuple[str, str], Mapping[str, NodeAgent]]
     privileged_namespaces: Mapping[str, str]  # namespace -> why
     privileged_workloads: Mapping[str, str]  # `Kind/namespace/name` -> why
+    plain_secret_data: Mapping[str, str]  # `Secret/namespace/name:key` -> why it holds no secret
 
     def agents_of(self, variant: str, cluster: str | None) -> Mapping[str, NodeAgent]:
         return self.agents.get((variant, cluster or ""), {})
@@ -34,6 +35,8 @@ class AllowLists:
         out += [f"  {ns}: {why}" for ns, why in sorted(self.privileged_namespaces.items())]
         out.append("privileged workloads:")
         out += [f"  {key}: {why}" for key, why in sorted(self.privileged_workloads.items())]
+        out.append("Secret keys without a secret:")
+        out += [f"  {key}: {why}" for key, why in sorted(self.plain_secret_data.items())]
         out.append("node agents:")
         every: dict[str, NodeAgent] = {}
         for agents in self.agents.values():
@@ -46,6 +49,7 @@ class AllowLists:
 
 def allow_lists(site: Site) -> AllowLists:
     agents: dict[tuple[str, str], dict[str, NodeAgent]] = {}
+    plain: dict[str, str] = {}
     privileged = {
         SYSTEM_NAMESPACE: "static control-plane pods (etcd, API server, kube-vip) and the CNI need host access"
     }
@@ -53,6 +57,7 @@ def allow_lists(site: Site) -> AllowLists:
         apps = variant_apps(site, resolve(site, variant))
         for ctx, component in apps.members():
             agents.setdefault((variant, ctx.cluster.name), {}).update(component.node_agents(ctx))
+            plain.update(component.plain_secret_data(ctx))
             if component.security is not None and component.security.level == "privileged":
                 privileged.setdefault(component.namespace, component.security.why)
     return AllowLists(
@@ -62,4 +67,5 @@ def allow_lists(site: Site) -> AllowLists:
             f"Pod/{KUBE_VIP_NAMESPACE}/{KUBE_VIP_POD}": "ARP and IPVS for the API VIP need host networking "
             "and NET_ADMIN/NET_RAW"
         },
+        plain_secret_data=plain,
     )

@@ -7,10 +7,8 @@ and "tolerates" every pool taint its tolerations match.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from pathlib import PurePosixPath
 from typing import Any
 
 from sitegen.check.tree import Document
@@ -45,34 +43,28 @@ def pod_spec(doc: Document) -> tuple[str, dict[str, Any]] | None:
     return ("$." + ".".join(keys), node) if isinstance(node, dict) else None
 
 
-def values_components(node: Any, path: str = "$") -> Iterator[tuple[str, dict[str, Any]]]:
-    """Every mapping of a values file that carries placement keys: one chart component each."""
-    if isinstance(node, dict):
-        if any(k in node for k in _PLACEMENT_KEYS) and all(
-            isinstance(node.get(k), dict | list) for k in _PLACEMENT_KEYS if k in node
-        ):
-            yield path, node
-        for key, value in node.items():
-            yield from values_components(
-                value, f"{path}.{key}" if re.fullmatch(r"[A-Za-z0-9_]+", key) else f"{path}['{key}']"
-            )
+def _at(node: Any, path: str) -> Any:
+    """The value at a JSON path of plain keys (`$.spec.daemonsets`), or None."""
+    for key in path.removeprefix("$").strip(".").split("."):
+        node = node.get(key) if isinstance(node, dict) and key else node if not key else None
+    return node
 
 
 @dataclass(frozen=True)
 class Workload:
-    """Something the scheduler places: a pod template of a manifest, or a component of a chart's values."""
+    """Something the scheduler places: a pod template, or the placement block of a custom resource
+    whose operator creates the pods (the GPU Operator's ClusterPolicy), named by a node-agent key."""
 
     doc: Document
     path: str
-    spec: dict[str, Any]  # holds nodeSelector, affinity, tolerations (and containers for manifests)
-    kind: str  # manifest kind, or "HelmComponent"
+    spec: dict[str, Any]  # holds nodeSelector, affinity, tolerations (and containers for pod templates)
+    kind: str  # the object's kind, or "CustomResource" for a placement block
     agents: Mapping[str, NodeAgent] = field(default_factory=dict, compare=False)
 
     @property
     def agent_key(self) -> str:
-        if self.kind == "HelmComponent":
-            return f"values:{PurePosixPath(self.doc.file).stem}:{self.path}"
-        return f"{self.doc.kind}/{self.doc.namespace}/{self.doc.name}"
+        ref = f"{self.doc.kind}/{self.doc.namespace}/{self.doc.name}"
+        return f"{ref}:{self.path}" if self.kind == "CustomResource" else ref
 
     @property
     def agent(self) -> NodeAgent | None:
@@ -88,26 +80,29 @@ class Workload:
 
     @property
     def is_service(self) -> bool:
-        return self.kind in ("Deployment", "StatefulSet", "ReplicaSet") or (
-            self.kind == "HelmComponent" and not self.agent
-        )
+        return self.kind in ("Deployment", "StatefulSet", "ReplicaSet")
 
 
 def workloads(
     docs: list[Document], agents: Mapping[str, NodeAgent], scheduled_only: bool = True
 ) -> Iterator[Workload]:
-    """Every workload of `docs`; without `scheduled_only`, host files' pods too but no values components."""
+    """Every pod template of `docs` (values files are inputs, not objects), and the placement blocks
+    of custom resources that node-agent keys name; without `scheduled_only`, host files' pods too."""
+    blocks: dict[str, list[str]] = {}
+    for key in agents:
+        ref, _, path = key.partition(":")
+        if path:
+            blocks.setdefault(ref, []).append(path)
     for doc in docs:
-        if doc.is_values:
-            if scheduled_only:
-                for path, spec in values_components(doc.body):
-                    yield Workload(doc, path, spec, "HelmComponent", agents)
-            continue
-        if scheduled_only and doc.is_host_file:
+        if doc.is_values or (scheduled_only and doc.is_host_file):
             continue
         found = pod_spec(doc)
         if found is not None:
             yield Workload(doc, found[0], found[1], doc.kind, agents)
+        for path in blocks.get(f"{doc.kind}/{doc.namespace}/{doc.name}", []):
+            block = _at(doc.body, path)
+            if isinstance(block, dict):
+                yield Workload(doc, path, block, "CustomResource", agents)
 
 
 def _term_matches(term: dict[str, Any], labels: dict[str, str]) -> bool:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import hashlib
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -19,6 +20,7 @@ class Document:
     file: PurePosixPath  # relative to the dist root
     index: int  # position in a multi-document file
     body: dict[str, Any]
+    digest: bytes = field(default=b"", compare=False)  # of the file's bytes: a key for memoized checks
 
     @property
     def variant(self) -> str:
@@ -68,11 +70,24 @@ class Document:
         return f"{self.kind} {where}".strip()
 
 
+# Parsed bodies by file digest, for the life of the process: a hydrated tree is ~50 MB of YAML, and
+# tests validate many copies that differ in a file or two. Checks treat bodies as read-only.
+_PARSED: dict[bytes, tuple[Any, ...]] = {}
+
+
+def _parse(data: bytes) -> tuple[bytes, tuple[Any, ...]]:
+    digest = hashlib.blake2b(data, digest_size=16).digest()
+    if digest not in _PARSED:
+        _PARSED[digest] = tuple(yaml.load_all(data.decode("utf-8"), Loader=_LOADER))
+    return digest, _PARSED[digest]
+
+
 def load_tree(dist: Path) -> list[Document]:
     docs = []
     for path in sorted(dist.rglob("*.yaml")):
         rel = PurePosixPath(path.relative_to(dist).as_posix())
-        for index, body in enumerate(yaml.load_all(path.read_text(encoding="utf-8"), Loader=_LOADER)):
+        digest, bodies = _parse(path.read_bytes())
+        for index, body in enumerate(bodies):
             if body is not None:
-                docs.append(Document(rel, index, body if isinstance(body, dict) else {"_": body}))
+                docs.append(Document(rel, index, body if isinstance(body, dict) else {"_": body}, digest))
     return docs

@@ -9,8 +9,11 @@ from pathlib import Path, PurePosixPath
 from sitegen.check.allowlists import allow_lists
 from sitegen.check.appsets import applications
 from sitegen.check.rules import Context, run_rules
-from sitegen.check.schemas import SchemaCatalog
-from sitegen.check.tree import load_tree
+from sitegen.check.schemas import Problem, SchemaCatalog
+from sitegen.check.tree import Document, load_tree
+from sitegen.components.base import ChartComponent
+from sitegen.compose.apps import variant_apps
+from sitegen.compose.chart_supply import supply
 from sitegen.model import Site, resolve
 
 
@@ -41,11 +44,36 @@ class Report:
         )
 
 
+def values_charts(site: Site, docs: list[Document]) -> dict[PurePosixPath, tuple[str, Path]]:
+    """Each values file of the tree: the chart it is for and that chart's archive (from the cache)."""
+    keys: dict[tuple[str, str, str], str] = {}
+    for variant in {d.variant for d in docs if d.variant in site.variants}:
+        for ctx, component in variant_apps(site, resolve(site, variant)).members():
+            if isinstance(component, ChartComponent):
+                keys[(variant, ctx.cluster.name, component.name)] = component.chart
+    archives = supply({k: site.versions.charts[k] for k in set(keys.values())})
+    out = {}
+    for doc in docs:
+        key = keys.get((doc.variant, doc.cluster or "", doc.file.stem)) if doc.is_values else None
+        if key is not None:
+            out[doc.file] = (site.versions.charts[key].chart, archives[key].path)
+    return out
+
+
+# Schema problems per (schema sources, file digest, document index), for the life of the process: the
+# same object under the same CRDs validates the same (tests validate many near-identical trees).
+_SCHEMA_MEMO: dict[tuple[object, bytes, int], list[Problem]] = {}
+
+
 def validate_tree(dist: Path, site: Site, crd_dirs: list[Path]) -> Report:
     docs = load_tree(dist)
     catalog = SchemaCatalog(site.versions.kubernetes, crd_dirs)
+    rendered_crds = set()
     for doc in docs:
-        catalog.add_crd(doc.body)  # CRDs rendered into dist/ count too
+        if doc.kind == "CustomResourceDefinition":
+            catalog.add_crd(doc.body)  # CRDs rendered into dist/ count too
+            rendered_crds.add(doc.digest)
+    sources = (site.versions.kubernetes, tuple(str(d.resolve()) for d in crd_dirs), frozenset(rendered_crds))
     findings = []
     for doc in docs:
         if doc.variant not in site.variants:
@@ -55,9 +83,11 @@ def validate_tree(dist: Path, site: Site, crd_dirs: list[Path]) -> Report:
             continue
         if doc.is_values:
             continue  # Helm values are checked by the typed models that write them
+        key = (sources, doc.digest, doc.index)
+        if key not in _SCHEMA_MEMO:
+            _SCHEMA_MEMO[key] = catalog.validate(doc.body)
         findings += [
-            Finding(doc.file, doc.index, doc.ref, "schema", p.path, p.message)
-            for p in catalog.validate(doc.body)
+            Finding(doc.file, doc.index, doc.ref, "schema", p.path, p.message) for p in _SCHEMA_MEMO[key]
         ]
     apps, expand_errors = applications(docs)
     context = Context(
@@ -67,6 +97,7 @@ def validate_tree(dist: Path, site: Site, crd_dirs: list[Path]) -> Report:
         root=dist,
         apps=apps,
         expand_errors=expand_errors,
+        charts=values_charts(site, docs),
     )
     findings += [
         Finding(v.doc.file, v.doc.index, v.doc.ref, f"{r.id} {r.name}", v.path, v.message)

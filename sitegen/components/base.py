@@ -13,16 +13,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import IntEnum
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from constructs import Construct
-from constructs.argocd import GroupKind
 from constructs.edge import Route
 from constructs.namespaces import PsaLevel
+from sitegen.model import Placement
 
 if TYPE_CHECKING:
     from sitegen.components.context import ClusterContext, ClusterScope
     from sitegen.components.values import Values
+    from sitegen.compose.hydrate import ObjectPatch
 
 
 class Layer(IntEnum):
@@ -72,20 +73,39 @@ class S3Access:
     buckets: tuple[str, ...]
 
 
-RBAC = (
-    GroupKind("rbac.authorization.k8s.io", "ClusterRole"),
-    GroupKind("rbac.authorization.k8s.io", "ClusterRoleBinding"),
-)
-CRD = GroupKind("apiextensions.k8s.io", "CustomResourceDefinition")
-WEBHOOKS = (
-    GroupKind("admissionregistration.k8s.io", "MutatingWebhookConfiguration"),
-    GroupKind("admissionregistration.k8s.io", "ValidatingWebhookConfiguration"),
-)
-VALIDATING_WEBHOOK = WEBHOOKS[1]
-CSI_DRIVER = GroupKind("storage.k8s.io", "CSIDriver")
-STORAGE_CLASS = GroupKind("storage.k8s.io", "StorageClass")
-PRIORITY_CLASS = GroupKind("scheduling.k8s.io", "PriorityClass")
-API_SERVICE = GroupKind("apiregistration.k8s.io", "APIService")
+@dataclass(frozen=True)
+class JsonPatch:
+    """One RFC 6902 operation (add, replace, remove) at a JSON pointer of an object."""
+
+    op: str
+    path: str
+    value: Any = None
+
+
+@dataclass(frozen=True)
+class ObjectPatch:
+    """What a chart cannot express: operations on its objects of one kind and name, or (`drop`) the
+    objects left out, because another component owns them. Every patch must match an object."""
+
+    kind: str
+    name: str
+    why: str
+    ops: tuple[JsonPatch, ...] = ()
+    drop: bool = False
+
+
+def placement_patch(kind: str, name: str, placement: Placement, *, why: str) -> ObjectPatch:
+    """Place the pods of a workload the chart gives no placement values for."""
+    spec = "/spec/template/spec"
+    return ObjectPatch(
+        kind,
+        name,
+        why,
+        (
+            JsonPatch("add", f"{spec}/nodeSelector", dict(placement.node_selector)),
+            JsonPatch("add", f"{spec}/tolerations", [dict(t) for t in placement.tolerations]),
+        ),
+    )
 
 
 class Component:
@@ -137,6 +157,10 @@ class Component:
         """Node agents by policy key: `values:<app>:<JSON path>` or `Kind/namespace/name`."""
         return {}
 
+    def plain_secret_data(self, scope: ClusterScope) -> Mapping[str, str]:
+        """Keys of Secrets this component renders that hold no secret (`Secret/namespace/name:key`), why."""
+        return {}
+
     def s3_access(self, ctx: ClusterContext) -> list[S3Access]:
         """The AIStor users and buckets this component writes to."""
         return []
@@ -166,12 +190,16 @@ class RenderedComponent(Component):
 
 
 class ChartComponent(Component):
-    """An upstream Helm chart at its pinned version, with values generated from the site model."""
+    """An upstream Helm chart at its pinned version, with values generated from the site model,
+    rendered at synth into the app's folder like any other component (see compose/hydrate.py)."""
 
     chart: ClassVar[str]  # key of versions.yaml `charts`
     release: ClassVar[str | None] = None  # Helm release name when it must differ from the app name
-    # Cluster-scoped kinds the chart renders (reviewed; rendered apps are read from their objects).
-    cluster_kinds: ClassVar[tuple[GroupKind, ...]] = ()
+    # API group/versions of the CRDs the chart installs: given to every chart of the cluster as API
+    # versions it may use; synth fails when they differ from the CRDs the chart renders.
+    serves: ClassVar[tuple[str, ...]] = ()
+    # API group/versions the running software registers itself (no CRD in the chart).
+    serves_at_runtime: ClassVar[tuple[str, ...]] = ()
 
     @property
     def chart_key(self) -> str | None:
@@ -184,6 +212,12 @@ class ChartComponent(Component):
     def values(self, ctx: ClusterContext) -> Values:
         raise NotImplementedError
 
-    def agent_key(self, path: str) -> str:
-        """The policy key of a component of this chart's values, at JSON `path`."""
-        return f"values:{self.name}:{path}"
+    def patches(self, ctx: ClusterContext) -> list[ObjectPatch]:
+        """Changes to rendered objects for what the chart's values cannot express (each says why)."""
+        return []
+
+    def object_key(self, kind: str, name: str, *, namespace: str | None = None, path: str = "") -> str:
+        """The policy key of one of this component's objects (`Kind/namespace/name`), or of a placement
+        block inside a custom resource (`Kind/namespace/name:$.json.path`); cluster-scoped: namespace ""."""
+        ref = f"{kind}/{self.namespace if namespace is None else namespace}/{name}"
+        return f"{ref}:{path}" if path else ref

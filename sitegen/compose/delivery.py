@@ -1,6 +1,7 @@
 """Delivery: what the root Application syncs. The locked default project, the bootstrap project, one
-least-privilege AppProject per project folder of the components, one ApplicationSet per project and
-source type, the repository credentials and the registration of spoke clusters.
+least-privilege AppProject per project folder of the components (its kinds and namespaces computed from
+the objects its apps render), one ApplicationSet per project whose Applications sync folders of dist/,
+the repository credentials and the registration of spoke clusters.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from constructs.argocd import (
     RepositoryCredentials,
     RootApplication,
 )
-from sitegen.components.base import ChartComponent, Component, Project
+from sitegen.components.base import Component, Project
 from sitegen.components.catalog import COMPONENTS
 from sitegen.components.context import ClusterContext
 from sitegen.compose import paths
@@ -52,18 +53,6 @@ def element(apps: VariantApps, ctx: ClusterContext, component: Component) -> dic
         "namespace": component.namespace,
         "syncOptions": component.sync_options,
     }
-    if isinstance(component, ChartComponent):
-        pin = apps.site.versions.charts[component.chart]
-        values = paths.in_repo(paths.values_file(variant, ctx.cluster.name, component.name))
-        return {
-            **common,
-            "chartRepo": pin.argo_repo,
-            "chart": pin.chart,
-            "chartVersion": pin.version,
-            "release": component.release_name,
-            "values": str(values),
-            "watch": f"/{values}",
-        }
     path = paths.in_repo(paths.app_dir(variant, ctx.cluster.name, component.name))
     return {**common, "path": str(path), "watch": f"/{path}"}
 
@@ -105,18 +94,14 @@ def bootstrap(chart: ObjectChart, apps: VariantApps, documents: Documents) -> No
         members = [(ctx, c) for ctx, c in apps.members() if c.project.name == project.name]
         if not members:
             continue
-        charts = [c for _, c in members if isinstance(c, ChartComponent)]
-        rendered = [(ctx, documents[(ctx.cluster.name, c.name)]) for ctx, c in members if c.rendered]
-        namespace_kinds = None
-        if not charts:
-            namespace_kinds = [k for _, docs in rendered for k in _kinds(docs, namespaced=True)]
+        rendered = [(ctx, documents[(ctx.cluster.name, c.name)]) for ctx, c in members]
         AppProject(
             chart,
             f"Project-{project.name}",
             name=project.name,
             namespace=argocd_ns,
             description=project.description,
-            source_repos=[gitops.repo_url, *(site.versions.charts[c.chart].argo_repo for c in charts)],
+            source_repos=[gitops.repo_url],
             destinations=[
                 *(Destination(layout.server(ctx.cluster), c.namespace) for ctx, c in members),
                 *(
@@ -125,27 +110,20 @@ def bootstrap(chart: ObjectChart, apps: VariantApps, documents: Documents) -> No
                     for ns in _namespaces(docs)
                 ),
             ],
-            cluster_kinds=[
-                *(k for c in charts for k in c.cluster_kinds),
-                *(k for _, docs in rendered for k in _kinds(docs, namespaced=False)),
-            ],
-            namespace_kinds=namespace_kinds,
+            # what its apps render, nothing more: computed from the objects, never listed by hand
+            cluster_kinds=[k for _, docs in rendered for k in _kinds(docs, namespaced=False)],
+            namespace_kinds=[k for _, docs in rendered for k in _kinds(docs, namespaced=True)],
         )
-        for is_rendered in (True, False):
-            elements = [element(apps, ctx, c) for ctx, c in members if c.rendered == is_rendered]
-            if elements:
-                kind = "rendered" if is_rendered else "charts"
-                AppSet(
-                    chart,
-                    f"AppSet-{project.name}-{kind}",
-                    name=f"{project.name}-{kind}",
-                    namespace=argocd_ns,
-                    project=project.name,
-                    rendered=is_rendered,
-                    elements=elements,
-                    repo_url=gitops.repo_url,
-                    revision=gitops.revision,
-                )
+        AppSet(
+            chart,
+            f"AppSet-{project.name}",
+            name=project.name,
+            namespace=argocd_ns,
+            project=project.name,
+            elements=[element(apps, ctx, c) for ctx, c in members],
+            repo_url=gitops.repo_url,
+            revision=gitops.revision,
+        )
     RepositoryCredentials(
         chart,
         "RepoCredentials",

@@ -15,6 +15,8 @@ from sitegen.compose import paths
 from sitegen.compose.apps import VariantApps
 from sitegen.model import ClusterLayout
 
+FIELD_MANAGER = "argocd-controller"  # the field manager of Argo CD's server-side apply
+
 
 def _cluster_steps(apps: VariantApps, cluster: ClusterLayout, step: int) -> tuple[list[str], int]:
     variant = apps.layout.name
@@ -98,8 +100,6 @@ as the node registers.
         )
     app_dir = paths.in_repo(paths.cluster_apps_dir(variant, cluster.name))
     cilium = ctx.get(Cilium)
-    cilium_pin = site.versions.charts[cilium.chart]
-    cilium_values = paths.in_repo(paths.values_file(variant, cluster.name, cilium.name))
     namespaces = (
         f"kubectl apply --server-side -f {app_dir}/{Namespaces.name}/\n" if ctx.has(Namespaces) else ""
     )
@@ -129,13 +129,14 @@ pvcreate /dev/nvme1n1 && vgcreate {vg} /dev/nvme1n1   # list every cache drive o
 """,
         )
     section(
-        "Primary CNI: Cilium from its generated values",
+        "Primary CNI: Cilium, rendered from its chart",
         f"""
-No pod, Argo CD included, starts before the CNI.
+No pod, Argo CD included, starts before the CNI. The folder holds every object of the chart at its
+pinned version, rendered with the generated values; no Helm is needed here. The field manager is Argo
+CD's, so its Application adopts the objects without conflicts.
 
 ```sh
-helm install {cilium.release_name} {cilium_pin.chart} --repo {cilium_pin.repo} --version {cilium_pin.version} \\
-  --namespace {cilium.namespace} -f {cilium_values}
+kubectl apply --server-side --field-manager={FIELD_MANAGER} -n {cilium.namespace} -f {app_dir}/{cilium.name}/
 kubectl wait --for=condition=Ready --timeout=15m nodes --all
 ```
 """,
@@ -150,7 +151,6 @@ def runbook(apps: VariantApps, documents: Iterable[dict[str, Any]]) -> str:
     site = apps.site
     hub = layout.hub
     argo = apps.context(hub).get(ArgoCd)
-    argocd = site.versions.charts[argo.chart]
     ns = argo.namespace
     bootstrap = paths.in_repo(paths.bootstrap_dir(variant))
     lines = [
@@ -186,11 +186,11 @@ before Harbor runs.{trust}
         lines += body
     lines.append(f"## Argo CD on `{hub.name}`\n")
     lines.append(
-        f"""### {step}. Argo CD from its generated values
+        f"""### {step}. Argo CD, rendered from its chart
 
 ```sh
-helm install {argo.release_name} {argocd.chart} --repo {argocd.repo} --version {argocd.version} \\
-  --namespace {ns} -f {paths.in_repo(paths.values_file(variant, hub.name, argo.name))}
+kubectl apply --server-side --field-manager={FIELD_MANAGER} -n {ns} \\
+  -f {paths.in_repo(paths.app_dir(variant, hub.name, argo.name))}/
 kubectl -n {ns} wait --for=condition=Available --timeout=10m deployment -l app.kubernetes.io/part-of=argocd
 ```
 
@@ -208,9 +208,9 @@ kubectl apply --server-side -f {bootstrap}/{ns}.application.root.yaml
 ```
 
 The root Application syncs `{bootstrap}/`: the locked `default` project, one project per
-team, one ApplicationSet per project and source type, and the registration of spoke clusters. From here on
-Argo CD owns everything, the CNI and itself included: its Applications `{hub.name}-cilium` and
-`{hub.name}-argo-cd` adopt the Helm releases installed above (same release names and values).
+team, one ApplicationSet per project, and the registration of spoke clusters. From here on Argo CD owns
+everything, the CNI and itself included: its Applications `{hub.name}-cilium` and `{hub.name}-argo-cd`
+adopt the objects applied above (same objects, same field manager).
 """
     )
     step += 1

@@ -1,57 +1,141 @@
-"""Synthesis of a variant: every component of every cluster rendered or given its values, the host
-files, the bootstrap, the runbook and the containerd mirrors, as output files in a stable order."""
+"""Synthesis of the variants: every component of every cluster rendered (cdk8s) or hydrated (its
+chart rendered with the values it builds), the host files, the bootstrap, the runbook and the
+containerd mirrors, as output files in a stable order."""
 
 from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
 
 from cdk8s import App
 
 from sitegen.components.base import ChartComponent, RenderedComponent
+from sitegen.components.context import ClusterContext
 from sitegen.compose import paths
-from sitegen.compose.apps import VariantApps, variant_apps
+from sitegen.compose.apps import CompositionError, VariantApps, variant_apps
+from sitegen.compose.chart_supply import Archive, supply
 from sitegen.compose.charts import ObjectChart
 from sitegen.compose.delivery import bootstrap
 from sitegen.compose.hosts import host_files, mirror_files
+from sitegen.compose.hydrate import Rendered, RenderJob, hydrate
 from sitegen.compose.runbook import runbook
 from sitegen.compose.writer import OutputFile
 from sitegen.model import Site, resolve
 
 
+def served_api_versions(ctx: ClusterContext) -> tuple[str, ...]:
+    """The API group/versions the cluster serves beyond the built-in ones, once every app has synced."""
+    served = {
+        v for c in ctx.components if isinstance(c, ChartComponent) for v in (*c.serves, *c.serves_at_runtime)
+    }
+    return tuple(sorted(served))
+
+
 def _values_file(apps: VariantApps, cluster: str, component: ChartComponent, document: dict) -> OutputFile:
     pin = apps.site.versions.charts[component.chart]
-    header = f"Helm values for chart {pin.chart} {pin.version} ({pin.repo}), app {component.name}."
+    header = f"Helm values for chart {pin.chart} {pin.version} ({pin.repo}), app {component.name}: rendered into apps/."
     return OutputFile(paths.values_file(apps.layout.name, cluster, component.name), [document], header)
 
 
-def variant_files(app: App, site: Site, variant: str) -> list[OutputFile]:
-    apps = variant_apps(site, resolve(site, variant))
+def _chart_jobs(
+    apps: VariantApps, archives: Mapping[str, Archive]
+) -> tuple[list[OutputFile], list[tuple[ClusterContext, ChartComponent, RenderJob]]]:
+    files, jobs = [], []
+    for ctx in apps.contexts:
+        api_versions = served_api_versions(ctx)
+        for component in ctx.components:
+            if not isinstance(component, ChartComponent):
+                continue
+            values = component.values(ctx).document()
+            files.append(_values_file(apps, ctx.cluster.name, component, values))
+            job = RenderJob(
+                app=f"{apps.layout.name}/{ctx.cluster.name}/{component.name}",
+                release=component.release_name,
+                namespace=component.namespace,
+                archive=str(archives[component.chart].path),
+                archive_sha256=archives[component.chart].sha256,
+                values=values,
+                kube_version=apps.site.versions.kubernetes,
+                api_versions=api_versions,
+                folder=str(paths.app_dir(apps.layout.name, ctx.cluster.name, component.name)),
+                patches=tuple(component.patches(ctx)),
+            )
+            jobs.append((ctx, component, job))
+    return files, jobs
+
+
+def _check_serves(ctx: ClusterContext, component: ChartComponent, rendered: Rendered) -> None:
+    if tuple(sorted(component.serves)) != rendered.serves:
+        raise CompositionError(
+            f"cluster {ctx.cluster.name}: {component.name} declares serves {sorted(component.serves)}, its chart "
+            f"renders CRDs of {list(rendered.serves)}"
+        )
+
+
+def _variant_files(app: App, apps: VariantApps, hydrated: Mapping[str, Rendered]) -> list[OutputFile]:
+    site, variant = apps.site, apps.layout.name
     files: list[OutputFile] = []
     charts: dict[tuple[str, str], ObjectChart] = {}
+    documents: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for ctx in apps.contexts:
         cluster = ctx.cluster.name
         for component in ctx.components:
+            folder = paths.app_dir(variant, cluster, component.name)
             if isinstance(component, RenderedComponent):
-                chart = ObjectChart(
-                    app,
-                    f"{variant}-{cluster}-{component.name}",
-                    folder=paths.app_dir(variant, cluster, component.name),
-                )
+                chart = ObjectChart(app, f"{variant}-{cluster}-{component.name}", folder=folder)
                 component.render(chart, ctx)
                 charts[(cluster, component.name)] = chart
+                documents[(cluster, component.name)] = chart.documents
             elif isinstance(component, ChartComponent):
-                files.append(_values_file(apps, cluster, component, component.values(ctx).document()))
+                rendered = hydrated[str(folder)]
+                _check_serves(ctx, component, rendered)
+                files += [OutputFile(paths.PurePosixPath(o.path), [], text=o.text) for o in rendered.objects]
+                documents[(cluster, component.name)] = [o.metadata_document() for o in rendered.objects]
         files += host_files(app, site, variant, ctx.cluster).output_files()
     root = ObjectChart(app, f"{variant}-bootstrap", folder=paths.bootstrap_dir(variant))
-    bootstrap(root, apps, {key: chart.documents for key, chart in charts.items()})
+    bootstrap(root, apps, documents)
     for chart in [*charts.values(), root]:
         files += chart.output_files()
-    documents = [doc for chart in [*charts.values(), root] for doc in chart.documents]
-    files.append(OutputFile(paths.bootstrap_dir(variant) / paths.RUNBOOK, [], text=runbook(apps, documents)))
+    ours = [doc for chart in [*charts.values(), root] for doc in chart.documents]
+    files.append(OutputFile(paths.bootstrap_dir(variant) / paths.RUNBOOK, [], text=runbook(apps, ours)))
     files += mirror_files(site, variant)
     return files
 
 
-def synthesize(site: Site, variants: list[str]) -> list[OutputFile]:
+def chart_keys(site: Site, variants: list[str]) -> list[str]:
+    """The versions.yaml chart keys the variants' components use."""
+    return sorted(
+        {
+            c.chart
+            for v in variants
+            for _, c in variant_apps(site, resolve(site, v)).members()
+            if isinstance(c, ChartComponent)
+        }
+    )
+
+
+def _jobs(site: Site, every: list[VariantApps]) -> tuple[list[OutputFile], list[RenderJob]]:
+    archives = supply({k: site.versions.charts[k] for k in chart_keys(site, [a.layout.name for a in every])})
+    files: list[OutputFile] = []
+    jobs: list[RenderJob] = []
+    for apps in every:
+        values, chart_jobs = _chart_jobs(apps, archives)
+        files += values
+        jobs += [job for _, _, job in chart_jobs]
+    return files, jobs
+
+
+def render_jobs(site: Site, variants: list[str]) -> list[RenderJob]:
+    """The `helm template` runs the variants need (for the benchmark's bare-Helm baseline)."""
+    return _jobs(site, [variant_apps(site, resolve(site, v)) for v in variants])[1]
+
+
+def synthesize(site: Site, variants: list[str], workers: int | None = None) -> list[OutputFile]:
     """Every output file of the given variants, in a stable order."""
+    every = [variant_apps(site, resolve(site, v)) for v in variants]
+    files, jobs = _jobs(site, every)
+    hydrated = hydrate(jobs, workers)
     app = App()
-    files = [f for v in variants for f in variant_files(app, site, v)]
+    for apps in every:
+        files += _variant_files(app, apps, hydrated)
     return sorted(files, key=lambda f: f.path)

@@ -21,7 +21,7 @@ class OutputFile:
     path: PurePosixPath
     documents: list[dict[str, Any]]
     header: str = ""
-    text: str | None = None  # a non-YAML file (the runbook), written as is
+    text: str | None = None  # written as is: a non-YAML file (the runbook), or YAML rendered before
 
 
 def _sorted(value: Any, top: bool = False) -> Any:
@@ -33,7 +33,8 @@ def _sorted(value: Any, top: bool = False) -> Any:
     return value
 
 
-class _Dumper(yaml.SafeDumper):
+# libyaml's emitter when present: hydrated charts are tens of megabytes of YAML
+class _Dumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]
     def ignore_aliases(self, data: Any) -> bool:
         return True
 
@@ -55,15 +56,19 @@ def render(file: OutputFile) -> str:
     if file.text is not None:
         # Markdown shows `#` lines as headings: its banner is an HTML comment
         return f"<!-- {GENERATED} -->\n{file.text}" if file.path.suffix == ".md" else head + file.text
-    body = yaml.dump_all(
-        (_sorted(doc, top=True) for doc in file.documents),
+    return head + yaml_text(file.documents)
+
+
+def yaml_text(documents: Iterable[dict[str, Any]]) -> str:
+    """Documents as dist/ writes them: top keys first, the rest sorted, long strings unfolded."""
+    return yaml.dump_all(
+        (_sorted(doc, top=True) for doc in documents),
         Dumper=_Dumper,
         sort_keys=False,
         default_flow_style=False,
         width=10_000,
         explicit_start=True,
     )
-    return head + body
 
 
 def write_dist(files: Iterable[OutputFile], out: Path, variants: list[str] | None) -> None:

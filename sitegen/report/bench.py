@@ -1,10 +1,18 @@
-"""Synth benchmark (`make bench`): wall time of the phases, best and median of several runs.
+"""Synth benchmark (`make bench`): the budgets of hydration, measured side by side in one run.
+
+- cold: both variants with an empty cache (every chart rendered, both cores), against the sum of bare
+  `helm template` runs of the same charts and values (budget 1.5x);
+- warm: nothing changed, against a bare cdk8s app that synthesizes one object (budget 3x);
+- growth: a site with every pool scaled 10x, warm, against the site itself (budget 1.5x).
 
 Not a test: numbers depend on the machine. Run it before and after a heavy change and compare.
 """
 
 from __future__ import annotations
 
+import ipaddress
+import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -13,9 +21,20 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from sitegen.compose.variant import synthesize
-from sitegen.compose.writer import write_dist
+import yaml
+
+from sitegen.compose.hydrate import RenderJob, helm_arguments
+from sitegen.compose.variant import render_jobs
 from sitegen.model import load_site
+
+SITEGEN = Path(sys.executable).parent / "sitegen"
+ONE_OBJECT_APP = """
+import sys
+from cdk8s import ApiObject, App, Chart
+app = App(outdir=sys.argv[1])
+ApiObject(Chart(app, "one"), "cm", api_version="v1", kind="ConfigMap", metadata={"name": "one"})
+app.synth()
+"""
 
 
 def _timed(runs: int, action: Callable[[], object]) -> list[float]:
@@ -27,29 +46,105 @@ def _timed(runs: int, action: Callable[[], object]) -> list[float]:
     return times
 
 
-def main(runs: int = 5) -> None:
+def _run(*args: str | Path, env: dict[str, str] | None = None) -> None:
+    subprocess.run([str(a) for a in args], check=True, capture_output=True, env=env)
+
+
+def _bare_helm(jobs: list[RenderJob]) -> float:
+    """The sum of plain `helm template` runs, one after another: what rendering alone costs."""
+    total = 0.0
+    with tempfile.TemporaryDirectory() as tmp:
+        for job in jobs:
+            values = Path(tmp) / "values.yaml"
+            values.write_text(yaml.safe_dump(job.values))
+            start = time.perf_counter()
+            _run(*helm_arguments(job, values))
+            total += time.perf_counter() - start
+    return total
+
+
+def scaled_config(source: Path, target: Path, factor: int) -> int:
+    """A copy of config/ with every pool `factor` times larger (hosts numbered on, addresses from a
+    wider Kubernetes plane, pod networks that hold the nodes); returns the node count."""
+    shutil.copytree(source, target)
+    pools = yaml.safe_load((source / "pools.yaml").read_text())
+    address = ipaddress.IPv4Address("10.20.16.1")
+    nodes = 0
+    for pool in pools.values():
+        hosts = pool["hosts"]
+        prefix = hosts[0]["name"].rstrip("0123456789")
+        count = pool["count"] * factor
+        pool["count"] = count
+        pool["hosts"] = [
+            {"name": f"{prefix}{i:02d}", "address": str(address + i)} for i in range(1, count + 1)
+        ]
+        address += count + 1
+        nodes += count
+    (target / "pools.yaml").write_text(yaml.safe_dump(pools, sort_keys=False))
+    network = yaml.safe_load((source / "network.yaml").read_text())
+    network["kubernetes"]["cidr"] = "10.20.0.0/19"
+    for plane in network["management"].values():
+        plane["cidr"] = str(ipaddress.IPv4Network(plane["cidr"]).supernet(new_prefix=20))
+    (target / "network.yaml").write_text(yaml.safe_dump(network, sort_keys=False))
+    clusters = yaml.safe_load((source / "clusters.yaml").read_text())
+    for i, cluster in enumerate(clusters.values()):
+        cluster["pod_cidr"] = f"10.{64 + 4 * i}.0.0/14"
+    (target / "clusters.yaml").write_text(yaml.safe_dump(clusters, sort_keys=False))
+    return nodes
+
+
+def _report(name: str, measured: float, base_name: str, base: float, budget: float) -> None:
+    ratio = measured / base
+    verdict = "within" if ratio <= budget else "OVER"
+    print(
+        f"{name:34} {measured:7.2f} s  vs {base_name:30} {base:7.2f} s  = {ratio:4.2f}x ({verdict} {budget}x)"
+    )
+
+
+def main(runs: int = 3) -> None:
     config = Path("config")
     site = load_site(config)
-    variants = list(site.variants)
-    files = synthesize(site, variants)
+    jobs = render_jobs(site, list(site.variants))
     with tempfile.TemporaryDirectory() as tmp:
-        phases = {
-            "load config/": _timed(runs, lambda: load_site(config)),
-            "synthesize (jsii, in process)": _timed(runs, lambda: synthesize(site, variants)),
-            "write dist/": _timed(runs, lambda: write_dist(files, Path(tmp) / "dist", variants)),
-            "sitegen synth (new process)": _timed(
-                runs,
-                lambda: subprocess.run(
-                    [str(Path(sys.executable).parent / "sitegen"), "synth", "--out", str(Path(tmp) / "cli")],
-                    check=True,
-                    capture_output=True,
-                ),
-            ),
+        root = Path(tmp)
+        cold_env = {**os.environ, "SITEGEN_CACHE": str(root / "cold-cache")}
+        # the archives come from the mirror (or upstream) once, outside the measured runs
+        _run(SITEGEN, "charts", env=cold_env)
+        bare = _bare_helm(jobs)
+
+        def cold() -> None:
+            shutil.rmtree(root / "cold-cache" / "renders", ignore_errors=True)
+            _run(SITEGEN, "synth", "--out", root / "cold", env=cold_env)
+
+        cold_times = _timed(runs, cold)
+        warm_times = _timed(runs, lambda: _run(SITEGEN, "synth", "--out", root / "warm", env=cold_env))
+        script = root / "one.py"
+        script.write_text(ONE_OBJECT_APP)
+        one_times = _timed(runs, lambda: _run(sys.executable, script, root / "one"))
+
+        nodes = scaled_config(config, root / "scaled", 10)
+        scaled = ("synth", "--config", root / "scaled", "--out", root / "scaled-dist")
+        _run(SITEGEN, *scaled, env=cold_env)  # its charts rendered once: growth is about nodes
+        scaled_times = _timed(runs, lambda: _run(SITEGEN, *scaled, env=cold_env))
+        sizes = {
+            variant.name: sum(p.stat().st_size for p in variant.rglob("*") if p.is_file())
+            for variant in sorted((root / "warm").iterdir())
         }
-    print(f"{len(files)} files, {runs} runs each")
-    for name, times in phases.items():
-        print(f"{name:32} best {min(times):6.3f} s   median {statistics.median(times):6.3f} s")
+
+    print(f"{len(jobs)} chart renders in {len(site.variants)} variants; median of {runs} runs each")
+    _report(
+        "cold synth, both variants", statistics.median(cold_times), "sum of bare helm template", bare, 1.5
+    )
+    one = statistics.median(one_times)
+    _report("warm synth, nothing changed", statistics.median(warm_times), "cdk8s app of one object", one, 3.0)
+    base = statistics.median(warm_times)
+    own = sum(p.count for p in site.pools.values())
+    _report(
+        f"warm synth, {nodes} nodes", statistics.median(scaled_times), f"the site's {own} nodes", base, 1.5
+    )
+    for variant, size in sizes.items():
+        print(f"dist/{variant}: {size / 1e6:.1f} MB")
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 5)
+    main(int(sys.argv[1]) if len(sys.argv) > 1 else 3)

@@ -8,6 +8,7 @@ from sitegen.check.allowlists import allow_lists
 from sitegen.check.appsets import applications
 from sitegen.check.rules import RULES, Context
 from sitegen.check.tree import load_tree
+from sitegen.compose.apps import variant_apps
 from sitegen.model import Site, resolve
 from sitegen.report.table import table
 
@@ -18,6 +19,13 @@ def inventory(dist: Path, site: Site) -> tuple[str, list[str]]:
     docs = load_tree(dist)
     apps, errors = applications(docs)
     layouts = {v: resolve(site, v) for v in site.variants}
+    rendered_from = {
+        (variant, f"{cluster}-{app.name}"): site.versions.charts[app.chart_key]
+        for variant, layout in layouts.items()
+        for cluster, cluster_apps in variant_apps(site, layout).by_cluster.items()
+        for app in cluster_apps
+        if app.chart_key
+    }
     rows = []
     for app in sorted(apps, key=lambda a: (a.source.variant, int(a.wave), a.name)):
         layout = layouts.get(app.source.variant)
@@ -27,15 +35,15 @@ def inventory(dist: Path, site: Site) -> tuple[str, list[str]]:
             if layout
             else server
         )
-        chart = next((s for s in app.sources if "chart" in s), None)
-        source = (
-            f"{chart['chart']} {chart['targetRevision']} ({chart['repoURL']})"
-            if chart
-            else app.sources[0]["path"]
-        )
-        rows.append([app.source.variant, cluster, app.name, app.project, namespace, app.wave, source])
+        source = ", ".join(str(s.get("path") or s.get("chart")) for s in app.sources)
+        pin = rendered_from.get((app.source.variant, app.name))
+        chart = f"{pin.chart} {pin.version}" if pin else "-"
+        rows.append([app.source.variant, cluster, app.name, app.project, namespace, app.wave, chart, source])
     text = "\n".join(
-        table(["variant", "cluster", "application", "project", "namespace", "wave", "source"], rows)
+        table(
+            ["variant", "cluster", "application", "project", "namespace", "wave", "rendered from", "source"],
+            rows,
+        )
     )
     context = Context(
         docs=docs, layouts=layouts, allow=allow_lists(site), root=dist, apps=apps, expand_errors=errors

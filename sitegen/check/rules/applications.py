@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from fnmatch import fnmatchcase
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 from sitegen.check.appsets import ExpandedApp
@@ -98,8 +98,8 @@ def _rendered_under(ctx: Context, app: ExpandedApp) -> Iterator[Document]:
         folder = _tree_path(ctx, str(source.get("path", ""))) if "path" in source else None
         if folder is None:
             continue
-        prefix = PurePosixPath(folder.relative_to(ctx.root).as_posix())
-        yield from (d for d in ctx.docs if d.file.is_relative_to(prefix))
+        prefix = folder.relative_to(ctx.root).as_posix() + "/"
+        yield from (d for d in ctx.docs if d.file.as_posix().startswith(prefix))
 
 
 @rule(

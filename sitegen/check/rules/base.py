@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from sitegen.check.allowlists import AllowLists
 from sitegen.check.appsets import ExpandedApp, ExpandError
@@ -29,6 +29,9 @@ class Context:
     root: Path = Path("dist")
     apps: list[ExpandedApp] = field(default_factory=list)
     expand_errors: list[tuple[Document, ExpandError]] = field(default_factory=list)
+    charts: Mapping[PurePosixPath, tuple[str, Path]] = field(
+        default_factory=dict
+    )  # values file -> chart, archive
 
     def cluster(self, doc: Document) -> ClusterLayout | None:
         layout = self.layouts.get(doc.variant)

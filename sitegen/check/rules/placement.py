@@ -4,9 +4,12 @@ control-plane taints are tolerated only where they must be, node agents reach ex
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import PurePosixPath
 
 from sitegen.check.placement import reached_pools, taints_of, targeted_pools, tolerated_taints
 from sitegen.check.rules.base import Context, Violation, rule
+from sitegen.check.tree import Document
+from sitegen.compose import paths
 from sitegen.model import PoolLayout, Taint
 
 
@@ -90,6 +93,7 @@ def _control_plane_taint(ctx: Context) -> Iterator[Violation]:
 
 @rule("PLC-005", "agents-reach", "a node agent tolerates exactly the taints of the pools it must reach")
 def _agents_reach(ctx: Context) -> Iterator[Violation]:
+    yield from _stale_agents(ctx)
     for w in ctx.workloads():
         agent = w.agent
         if w.kind != "DaemonSet" and agent is None:
@@ -113,3 +117,36 @@ def _agents_reach(ctx: Context) -> Iterator[Violation]:
                 f"{w.path}.tolerations",
                 f"tolerates {_taint_text(tolerated)}; the pools it reaches ({_names(targets)}) need {_taint_text(needed)}",
             )
+
+
+def _stale_agents(ctx: Context) -> Iterator[Violation]:
+    """A declared node agent that matches no rendered object checks nothing: the declaration is stale."""
+    found = {(w.doc.variant, w.doc.cluster, w.agent_key) for w in ctx.workloads()}
+    for (variant, cluster), agents in sorted(ctx.allow.agents.items()):
+        if variant not in {d.variant for d in ctx.docs}:
+            continue
+        for key in sorted(agents):
+            if (variant, cluster, key) not in found:
+                where = Document(PurePosixPath(variant, paths.APPS, cluster), 0, {})
+                yield Violation(where, "$", f"node agent {key} is declared but no such object is rendered")
+
+
+@rule(
+    "PLC-006",
+    "schedulable",
+    "a pod that does not tolerate the taints of the pool it selects stays Pending (a certificate Job: for ever)",
+)
+def _schedulable(ctx: Context) -> Iterator[Violation]:
+    for w in ctx.workloads():
+        if w.agent is not None or w.kind == "DaemonSet":
+            continue  # node agents are judged by PLC-005
+        pools = ctx.pools(w.doc)
+        tolerated = tolerated_taints(w.placement, pools)
+        for pool in targeted_pools(w.placement, pools):
+            missing = {t for t in pool.taints if t.effect != "PreferNoSchedule"} - tolerated
+            if missing:
+                yield Violation(
+                    w.doc,
+                    f"{w.path}.tolerations",
+                    f"selects pool {pool.name} but does not tolerate its {_taint_text(missing)}",
+                )

@@ -16,5 +16,11 @@ def _no_secret_data(ctx: Context) -> Iterator[Violation]:
     for doc in ctx.docs:
         if doc.kind == "Secret" and doc.group == "":
             for key in ("data", "stringData"):
-                if doc.body.get(key):
-                    yield Violation(doc, f"$.{key}", "a Secret with values in git")
+                ref = f"Secret/{doc.namespace}/{doc.name}"
+                filled = sorted(
+                    k
+                    for k, v in (doc.body.get(key) or {}).items()
+                    if v and f"{ref}:{k}" not in ctx.allow.plain_secret_data
+                )
+                if filled:
+                    yield Violation(doc, f"$.{key}", f"a Secret with values in git: {', '.join(filled)}")

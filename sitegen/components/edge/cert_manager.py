@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from sitegen.components.base import CRD, RBAC, WEBHOOKS, ChartComponent, Layer, NamespaceSecurity
+from sitegen.components.base import ChartComponent, Layer, NamespaceSecurity
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.edge import PROJECT
 from sitegen.components.networking.cilium import Cilium
@@ -51,12 +51,12 @@ class CertManagerValues(Replicated):
 class CertManager(ChartComponent):
     name = "cert-manager"
     chart = "cert-manager"
+    serves = ("acme.cert-manager.io/v1", "cert-manager.io/v1")
     project = PROJECT
     layer = Layer.FOUNDATION
     after = (Cilium, Namespaces, KubePrometheusStack)  # its ServiceMonitor
     namespace = "cert-manager"
     security = NamespaceSecurity("restricted", "the chart's pods run restricted")
-    cluster_kinds = (*RBAC, CRD, *WEBHOOKS)
 
     @classmethod
     def applies(cls, scope: ClusterScope) -> bool:

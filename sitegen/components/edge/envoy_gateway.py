@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sitegen.components.base import CRD, RBAC, WEBHOOKS, ChartComponent, Layer, NamespaceSecurity
+from sitegen.components.base import ChartComponent, Layer, NamespaceSecurity
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.edge import PROJECT
 from sitegen.components.networking.cilium import Cilium
@@ -20,19 +20,37 @@ class Deployment(Values):
     envoyGateway: Controller
 
 
+class CertgenJob(Placed):
+    resources: Resources
+
+
+class Certgen(Values):
+    """The Job that issues the controller's webhook and xDS certificates."""
+
+    job: CertgenJob
+
+
 class EnvoyGatewayValues(Values):
     deployment: Deployment
+    certgen: Certgen
 
 
 class EnvoyGateway(ChartComponent):
     name = "envoy-gateway"
     chart = "envoy-gateway"
+    serves = (
+        "gateway.envoyproxy.io/v1alpha1",
+        "gateway.networking.k8s.io/v1",
+        "gateway.networking.k8s.io/v1alpha2",
+        "gateway.networking.k8s.io/v1alpha3",
+        "gateway.networking.k8s.io/v1beta1",
+        "gateway.networking.x-k8s.io/v1alpha1",
+    )
     project = PROJECT
     layer = Layer.FOUNDATION
     after = (Cilium, Namespaces)
     namespace = "envoy-gateway-system"
     security = NamespaceSecurity("baseline", "the Envoy data plane is not verified against restricted")
-    cluster_kinds = (*RBAC, CRD, *WEBHOOKS)
 
     @classmethod
     def applies(cls, scope: ClusterScope) -> bool:
@@ -44,5 +62,8 @@ class EnvoyGateway(ChartComponent):
                 replicas=2,
                 pod=Placed(**placed(ctx.system_placement)),
                 envoyGateway=Controller(resources=requests("100m", "256Mi", "1Gi")),
-            )
+            ),
+            certgen=Certgen(
+                job=CertgenJob(resources=requests("10m", "32Mi"), **placed(ctx.system_placement))
+            ),
         )

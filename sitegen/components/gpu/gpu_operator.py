@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Literal
 
 from constructs.gpu_workload import RUNTIME_CLASS
-from sitegen.components.base import CRD, RBAC, ChartComponent, GroupKind, Layer, NamespaceSecurity, NodeAgent
+from sitegen.components.base import ChartComponent, Layer, NamespaceSecurity, NodeAgent
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.gpu import PROJECT
 from sitegen.components.hardware.node_feature_discovery import NodeFeatureDiscovery
@@ -112,6 +112,7 @@ class GpuOperatorValues(Values):
 class GpuOperator(ChartComponent):
     name = "gpu-operator"
     chart = "gpu-operator"
+    serves = ("nvidia.com/v1", "nvidia.com/v1alpha1", "resource.nvidia.com/v1beta1")
     project = PROJECT
     layer = Layer.FOUNDATION
     after = (
@@ -123,7 +124,6 @@ class GpuOperator(ChartComponent):
         "privileged", "driver container, toolkit and device plugin load kernel modules and run privileged"
     )
     images = {"nvidia-driver": "the GPU Operator's driver"}
-    cluster_kinds = (*RBAC, CRD, GroupKind("nvidia.com", "ClusterPolicy"))
 
     @classmethod
     def applies(cls, scope: ClusterScope) -> bool:
@@ -131,7 +131,9 @@ class GpuOperator(ChartComponent):
 
     def node_agents(self, scope: ClusterScope) -> Mapping[str, NodeAgent]:
         return {
-            self.agent_key("$.daemonsets"): NodeAgent(
+            self.object_key(
+                "ClusterPolicy", "cluster-policy", namespace="", path="$.spec.daemonsets"
+            ): NodeAgent(
                 frozenset(p.name for p in scope.gpu_pools),
                 "driver, toolkit, device plugin, GFD, DCGM exporter, MIG manager, validator: GPU nodes only",
                 implied_selector=GPU_PRESENT,

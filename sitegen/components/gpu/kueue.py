@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sitegen.components.base import CRD, RBAC, WEBHOOKS, ChartComponent, Layer, NamespaceSecurity
+from sitegen.components.base import ChartComponent, Layer, NamespaceSecurity
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.gpu import PROJECT
 from sitegen.components.networking.cilium import Cilium
@@ -26,12 +26,12 @@ class KueueValues(Values):
 class Kueue(ChartComponent):
     name = "kueue"
     chart = "kueue"
+    serves = ("kueue.x-k8s.io/v1beta1", "kueue.x-k8s.io/v1beta2")
     project = PROJECT
     layer = Layer.FOUNDATION
     after = (Cilium, Namespaces)
     namespace = "kueue-system"
     security = NamespaceSecurity("baseline", "the chart's pods are not verified against restricted")
-    cluster_kinds = (*RBAC, CRD, *WEBHOOKS)
 
     @classmethod
     def applies(cls, scope: ClusterScope) -> bool:

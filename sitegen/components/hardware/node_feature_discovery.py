@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from sitegen.components.base import CRD, EVERY_POOL, RBAC, ChartComponent, Layer, NamespaceSecurity, NodeAgent
+from sitegen.components.base import EVERY_POOL, ChartComponent, Layer, NamespaceSecurity, NodeAgent
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.hardware import PROJECT
 from sitegen.components.networking.cilium import Cilium
@@ -59,12 +59,12 @@ class NfdValues(Values):
 class NodeFeatureDiscovery(ChartComponent):
     name = "node-feature-discovery"
     chart = "node-feature-discovery"
+    serves = ("nfd.k8s-sigs.io/v1alpha1",)
     project = PROJECT
     layer = Layer.FOUNDATION
     after = (Cilium, Namespaces)
     namespace = "node-feature-discovery"
     security = NamespaceSecurity("privileged", "the worker reads host paths (/sys, /proc, /etc/os-release)")
-    cluster_kinds = (*RBAC, CRD)
 
     @classmethod
     def applies(cls, scope: ClusterScope) -> bool:
@@ -72,7 +72,7 @@ class NodeFeatureDiscovery(ChartComponent):
 
     def node_agents(self, scope: ClusterScope) -> Mapping[str, NodeAgent]:
         return {
-            self.agent_key("$.worker"): NodeAgent(
+            self.object_key("DaemonSet", f"{self.name}-worker"): NodeAgent(
                 frozenset({EVERY_POOL}), "hardware labels on every node, GPU and storage nodes included"
             )
         }

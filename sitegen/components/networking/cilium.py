@@ -7,7 +7,8 @@ from typing import Literal
 
 from pydantic import Field
 
-from sitegen.components.base import EVERY_POOL, RBAC, ChartComponent, Layer, NodeAgent
+from constructs.namespaces import psa_labels
+from sitegen.components.base import EVERY_POOL, ChartComponent, Layer, NodeAgent
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.networking import PROJECT
 from sitegen.components.platform.namespaces import Namespaces
@@ -61,11 +62,27 @@ class CiliumHubbleMetrics(Values):
     enabled: list[str]
 
 
+class UiContainer(Values):
+    resources: Resources
+
+
+class CiliumHubbleUi(Placed):
+    enabled: bool = True
+    frontend: UiContainer
+    backend: UiContainer
+
+
+class Certgen(Placed):
+    """The Job and CronJob that issue Hubble's certificates (`hubble.tls.auto.method: cronJob`)."""
+
+    resources: Resources
+
+
 class CiliumHubble(Values):
     enabled: bool = True
     metrics: CiliumHubbleMetrics
     relay: CiliumPlacedComponent
-    ui: CiliumPlacedComponent
+    ui: CiliumHubbleUi
     tls: CiliumHubbleTls = CiliumHubbleTls()
 
 
@@ -94,7 +111,6 @@ class CiliumValues(Values):
     # Multus chains the RDMA rails after Cilium; an exclusive CNI would delete its config.
     cni: Cni = Cni(exclusive=False)
     l2announcements: Toggle = ON
-    externalIPs: Toggle = ON
     gatewayAPI: Toggle = OFF
     prometheus: Toggle = ON
     resources: Resources
@@ -102,21 +118,28 @@ class CiliumValues(Values):
     tolerations: list[Toleration] = EVERY_TAINT
     operator: CiliumPlacedComponent
     hubble: CiliumHubble
+    certgen: Certgen
+    # The namespace the chart creates for TLS secrets holds no pods: the strictest level.
+    secretsNamespaceLabels: dict[str, str]
 
 
 class Cilium(ChartComponent):
     name = "cilium"
     chart = "cilium"
+    serves_at_runtime = ("cilium.io/v2", "cilium.io/v2alpha1")  # the operator registers its CRDs
     project = PROJECT
     layer = Layer.FOUNDATION
     after = (Nodes, Namespaces)  # the operator selects the system pool by its role label
-    cluster_kinds = RBAC
 
     def node_agents(self, scope: ClusterScope) -> Mapping[str, NodeAgent]:
+        every = frozenset({EVERY_POOL})
         return {
-            self.agent_key("$"): NodeAgent(
-                frozenset({EVERY_POOL}), "the CNI agent: no pod networking on a node without it"
-            )
+            self.object_key("DaemonSet", "cilium"): NodeAgent(
+                every, "the CNI agent: no pod networking without it"
+            ),
+            self.object_key("DaemonSet", "cilium-envoy"): NodeAgent(
+                every, "the L7 proxy beside every CNI agent"
+            ),
         }
 
     def values(self, ctx: ClusterContext) -> CiliumValues:
@@ -143,6 +166,12 @@ class Cilium(ChartComponent):
                     enabled=["dns", "drop", "tcp", "flow", "port-distribution", "icmp"]
                 ),
                 relay=CiliumPlacedComponent(enabled=True, resources=requests("100m", "128Mi"), **system),
-                ui=CiliumPlacedComponent(enabled=True, resources=requests("50m", "64Mi"), **system),
+                ui=CiliumHubbleUi(
+                    frontend=UiContainer(resources=requests("20m", "32Mi")),
+                    backend=UiContainer(resources=requests("50m", "64Mi")),
+                    **system,
+                ),
             ),
+            certgen=Certgen(resources=requests("10m", "32Mi"), **system),
+            secretsNamespaceLabels=psa_labels("restricted", ctx.site.versions.kubernetes_minor),
         )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sitegen.components.base import CRD, RBAC, VALIDATING_WEBHOOK, ChartComponent, Layer, NamespaceSecurity
+from sitegen.components.base import ChartComponent, Layer, NamespaceSecurity
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.hardware.node_feature_discovery import NodeFeatureDiscovery
 from sitegen.components.networking import PROJECT
@@ -27,6 +27,8 @@ class NetworkOperatorValues(Values):
 class NetworkOperator(ChartComponent):
     name = "network-operator"
     chart = "network-operator"
+    serves = ("k8s.cni.cncf.io/v1", "mellanox.com/v1alpha1")
+    serves_at_runtime = ("nv-ipam.nvidia.com/v1alpha1",)  # nv-ipam, deployed by the NicClusterPolicy
     project = PROJECT
     layer = Layer.FOUNDATION
     after = (NodeFeatureDiscovery,)  # its operands select on NFD's PCI labels
@@ -34,7 +36,6 @@ class NetworkOperator(ChartComponent):
     security = NamespaceSecurity(
         "privileged", "RDMA device plugin, Multus and CNI installers write to the host"
     )
-    cluster_kinds = (*RBAC, CRD, VALIDATING_WEBHOOK)
 
     @classmethod
     def applies(cls, scope: ClusterScope) -> bool:

@@ -8,7 +8,7 @@ from pydantic import Field
 
 from constructs.edge import Backend, Route
 from constructs.local_cache import CLASS_NAME as LOCAL_NVME
-from sitegen.components.base import RBAC, ChartComponent, Layer, NamespaceSecurity
+from sitegen.components.base import ChartComponent, Layer, NamespaceSecurity
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.observability import PROJECT
 from sitegen.components.observability.kube_prometheus_stack import (
@@ -117,7 +117,6 @@ class Grafana(ChartComponent):
     )  # data sources; its volume; its admin and dashboards
     namespace = "grafana"
     security = NamespaceSecurity("baseline", "the chart's pods are not verified against restricted")
-    cluster_kinds = RBAC  # the dashboards sidecar watches ConfigMaps cluster-wide
 
     @classmethod
     def applies(cls, scope: ClusterScope) -> bool:

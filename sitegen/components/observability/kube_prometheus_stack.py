@@ -13,10 +13,7 @@ from pydantic import Field
 
 from constructs.local_cache import CLASS_NAME as LOCAL_NVME
 from sitegen.components.base import (
-    CRD,
     EVERY_POOL,
-    RBAC,
-    WEBHOOKS,
     ChartComponent,
     Layer,
     NamespaceSecurity,
@@ -44,6 +41,8 @@ from sitegen.components.values import (
 from sitegen.model import ROLE_PREFIX, PoolLayout
 
 NAMESPACE = "monitoring"
+ALERTMANAGER_CONFIG = "alertmanager-config"  # its `alertmanager.yaml`, from the vault
+ALERTMANAGER_VAULT_KEY = "alertmanager/config"
 PROMETHEUS_PORT = 9090
 
 
@@ -126,6 +125,9 @@ class Prometheus(Values):
 
 
 class AlertmanagerSpec(Placed):
+    # the configuration (receivers, their webhooks and keys) comes from the vault, not from values
+    useExistingSecret: bool = True
+    configSecret: str = ALERTMANAGER_CONFIG
     replicas: int
     podAntiAffinity: Literal["soft", "hard"]
     storage: StorageSpec
@@ -251,6 +253,7 @@ def pool_relabelings(pools: tuple[PoolLayout, ...]) -> list[Relabeling]:
 class KubePrometheusStack(ChartComponent):
     name = "kube-prometheus-stack"
     chart = "kube-prometheus-stack"
+    serves = ("monitoring.coreos.com/v1", "monitoring.coreos.com/v1alpha1")
     project = PROJECT
     layer = Layer.FOUNDATION
     after = (
@@ -263,11 +266,10 @@ class KubePrometheusStack(ChartComponent):
         "node-exporter shares the host's network and PID namespaces, smartctl reads the NVMe devices, "
         "the log collector reads /var/log/pods",
     )
-    cluster_kinds = (*RBAC, CRD, *WEBHOOKS)
 
     def node_agents(self, scope: ClusterScope) -> Mapping[str, NodeAgent]:
         return {
-            self.agent_key("$['prometheus-node-exporter']"): NodeAgent(
+            self.object_key("DaemonSet", f"{self.name}-prometheus-node-exporter"): NodeAgent(
                 frozenset({EVERY_POOL}), "node metrics (InfiniBand ports included) of every node"
             )
         }

@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import Field
 
 from constructs.local_cache import CLASS_NAME as LOCAL_NVME
-from sitegen.components.base import RBAC, ChartComponent, Layer, NamespaceSecurity, S3Access
+from sitegen.components.base import ChartComponent, Layer, NamespaceSecurity, S3Access
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.observability import PROJECT
 from sitegen.components.observability.kube_prometheus_stack import KubePrometheusStack
@@ -152,7 +152,6 @@ class Loki(ChartComponent):
     )  # its ServiceMonitors; its volumes' class; its S3 keys and the AIStor CA
     namespace = "loki"
     security = NamespaceSecurity("baseline", "the chart's pods are not verified against restricted")
-    cluster_kinds = RBAC  # the rules sidecar watches ConfigMaps cluster-wide
 
     @classmethod
     def applies(cls, scope: ClusterScope) -> bool:

@@ -16,7 +16,12 @@ from sitegen.components.base import Layer, RenderedComponent
 from sitegen.components.context import ClusterContext
 from sitegen.components.observability import PROJECT
 from sitegen.components.observability.grafana import ADMIN_SECRET, ADMIN_VAULT_KEY, Grafana
-from sitegen.components.observability.kube_prometheus_stack import NAMESPACE, KubePrometheusStack
+from sitegen.components.observability.kube_prometheus_stack import (
+    ALERTMANAGER_CONFIG,
+    ALERTMANAGER_VAULT_KEY,
+    NAMESPACE,
+    KubePrometheusStack,
+)
 from sitegen.components.observability.loki import S3_SECRET, S3_VAULT_KEY, Loki
 from sitegen.components.observability.otel_gateway import OtelGateway
 from sitegen.components.observability.telemetry import (
@@ -78,6 +83,15 @@ class Observability(RenderedComponent):
 
     def _hub(self, scope: Construct, ctx: ClusterContext) -> None:
         SiteAlerts(scope, "Alerts", namespace=self.namespace, risks=site_risks(ctx.site, ctx.variant))
+        VaultSecret(
+            scope,
+            "AlertmanagerConfig",
+            name=ALERTMANAGER_CONFIG,
+            namespace=self.namespace,
+            store=ctx.store,
+            key=ALERTMANAGER_VAULT_KEY,
+            properties=["alertmanager.yaml"],
+        )
         grafana = ctx.get(Grafana).namespace
         Dashboards(scope, "Dashboards", namespace=grafana, dashboards=dict(ctx.site.dashboards))
         VaultSecret(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sitegen.components.base import CRD, RBAC, WEBHOOKS, ChartComponent, Layer, NamespaceSecurity
+from sitegen.components.base import ChartComponent, Layer, NamespaceSecurity
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.edge.cert_manager import CertManager
 from sitegen.components.observability import PROJECT
@@ -48,12 +48,12 @@ class OtelOperatorValues(Placed):
 class OpentelemetryOperator(ChartComponent):
     name = "opentelemetry-operator"
     chart = "opentelemetry-operator"
+    serves = ("opentelemetry.io/v1alpha1", "opentelemetry.io/v1beta1")
     project = PROJECT
     layer = Layer.FOUNDATION
     after = (CertManager, KubePrometheusStack)  # its webhook certificate; its ServiceMonitor
     namespace = "opentelemetry-operator-system"
     security = NamespaceSecurity("restricted", "the operator runs restricted")
-    cluster_kinds = (*RBAC, CRD, *WEBHOOKS)
     images = {COLLECTOR_IMAGE: "the collectors the operator runs"}
 
     @classmethod

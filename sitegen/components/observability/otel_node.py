@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from sitegen.components.base import EVERY_POOL, RBAC, ChartComponent, Layer, NodeAgent
+from sitegen.components.base import EVERY_POOL, ChartComponent, Layer, NodeAgent
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.observability import PROJECT
 from sitegen.components.observability.collector import (
@@ -46,10 +46,13 @@ class OtelNode(ChartComponent):
     after = (KubePrometheusStack,)  # its ServiceMonitor
     namespace = NAMESPACE
     images = {COLLECTOR_IMAGE: "the log collectors"}
-    cluster_kinds = RBAC  # k8sattributes reads pods and namespaces
 
     def node_agents(self, scope: ClusterScope) -> Mapping[str, NodeAgent]:
-        return {self.agent_key("$"): NodeAgent(frozenset({EVERY_POOL}), "container logs of every node")}
+        return {
+            self.object_key("DaemonSet", f"{self.name}-agent"): NodeAgent(
+                frozenset({EVERY_POOL}), "container logs of every node"
+            )
+        }
 
     def values(self, ctx: ClusterContext) -> OtelCollectorValues:
         extra_envs = volumes = mounts = None

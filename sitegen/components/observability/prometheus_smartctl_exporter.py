@@ -27,7 +27,11 @@ class PrometheusSmartctlExporter(ChartComponent):
     namespace = NAMESPACE
 
     def node_agents(self, scope: ClusterScope) -> Mapping[str, NodeAgent]:
-        return {self.agent_key("$"): NodeAgent(frozenset({EVERY_POOL}), "NVMe wear of every node's drives")}
+        return {
+            self.object_key("DaemonSet", f"{self.name}-0"): NodeAgent(
+                frozenset({EVERY_POOL}), "NVMe wear of every node's drives"
+            )
+        }
 
     def values(self, ctx: ClusterContext) -> PrometheusSmartctlExporterValues:
         return PrometheusSmartctlExporterValues(resources=requests("20m", "32Mi", "128Mi"))

@@ -8,7 +8,7 @@ import yaml
 from pydantic import Field
 
 from constructs.edge import Backend, Route
-from sitegen.components.base import CRD, RBAC, ChartComponent, Component, Layer, NamespaceSecurity
+from sitegen.components.base import ChartComponent, Component, Layer, NamespaceSecurity
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.networking.cilium import Cilium
 from sitegen.components.platform import PROJECT
@@ -77,19 +77,9 @@ class ArgoParams(Values):
     server_insecure: Literal["true", "false"] = Field(alias="server.insecure")
 
 
-class OciRepository(Values):
-    """OCI Helm registries need a repository entry with enableOCI; it holds no credentials."""
-
-    name: str
-    url: str
-    type: Literal["helm"] = "helm"
-    enableOCI: Literal["true"] = "true"
-
-
 class ArgoConfigs(Values):
     cm: ArgoCm
     params: ArgoParams
-    repositories: dict[str, OciRepository]
 
 
 class ArgoComponent(Values):
@@ -98,13 +88,10 @@ class ArgoComponent(Values):
     pdb: Pdb = Pdb()
 
 
-class RedisHaProxy(Placed):
-    pass
-
-
 class RedisHa(Placed):
+    """Redis and its HAProxy both take the top-level placement of the redis-ha chart."""
+
     enabled: bool = True
-    haproxy: RedisHaProxy
 
 
 class ArgoCrds(Values):
@@ -129,13 +116,13 @@ class ArgoCDValues(Values):
 class ArgoCd(ChartComponent):
     name = "argo-cd"
     chart = "argo-cd"
+    serves = ("argoproj.io/v1alpha1",)
     project = PROJECT
     layer = Layer.FOUNDATION
     after = (Cilium, Namespaces)  # no pod starts before the CNI
     security = NamespaceSecurity(
         "baseline", "the chart's redis-ha and haproxy are not verified against restricted; audit and warn are"
     )
-    cluster_kinds = (*RBAC, CRD)
 
     def __init__(self, namespace: str) -> None:
         self.namespace = namespace
@@ -163,7 +150,6 @@ class ArgoCd(ChartComponent):
                 ),
                 # TLS ends at the site Gateway; the server speaks plain HTTP inside the cluster
                 params=ArgoParams(controller_diff_server_side="true", server_insecure="true"),
-                repositories=_oci_repositories(ctx),
             ),
             # One controller shard per cluster it manages.
             controller=ArgoComponent(
@@ -172,13 +158,5 @@ class ArgoCd(ChartComponent):
             server=ArgoComponent(replicas=2, resources=requests("250m", "256Mi", "1Gi")),
             repoServer=ArgoComponent(replicas=2, resources=requests("500m", "512Mi", "2Gi")),
             applicationSet=ArgoComponent(replicas=2, resources=requests("100m", "128Mi", "512Mi")),
-            redis_ha=RedisHa(haproxy=RedisHaProxy(**on_system), **on_system),
+            redis_ha=RedisHa(**on_system),
         )
-
-
-def _oci_repositories(ctx: ClusterContext) -> dict[str, OciRepository]:
-    charts = ctx.site.versions.charts
-    keys = {c.chart_key for components in ctx.variant_components.values() for c in components if c.chart_key}
-    return {
-        key: OciRepository(name=key, url=charts[key].argo_repo) for key in sorted(keys) if charts[key].is_oci
-    }

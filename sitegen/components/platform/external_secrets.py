@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sitegen.components.base import CRD, RBAC, VALIDATING_WEBHOOK, ChartComponent, Layer, NamespaceSecurity
+from sitegen.components.base import ChartComponent, Layer, NamespaceSecurity
 from sitegen.components.context import ClusterContext
 from sitegen.components.networking.cilium import Cilium
 from sitegen.components.platform import PROJECT
@@ -33,12 +33,16 @@ class ExternalSecretsValues(Placed):
 class ExternalSecrets(ChartComponent):
     name = "external-secrets"
     chart = "external-secrets"
+    serves = (
+        "external-secrets.io/v1",
+        "external-secrets.io/v1alpha1",
+        "generators.external-secrets.io/v1alpha1",
+    )
     project = PROJECT
     layer = Layer.FOUNDATION
     after = (Cilium, Namespaces)
     namespace = "external-secrets"
     security = NamespaceSecurity("baseline", "the chart's pods are not verified against restricted")
-    cluster_kinds = (*RBAC, CRD, VALIDATING_WEBHOOK)
 
     def values(self, ctx: ClusterContext) -> ExternalSecretsValues:
         system = placed(ctx.system_placement)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sitegen.components.base import API_SERVICE, RBAC, ChartComponent, Layer
+from sitegen.components.base import ChartComponent, Layer
 from sitegen.components.context import ClusterContext
 from sitegen.components.networking.cilium import Cilium
 from sitegen.components.observability.kube_prometheus_stack import KubePrometheusStack
@@ -23,10 +23,10 @@ class MetricsServerValues(Placed):
 class MetricsServer(ChartComponent):
     name = "metrics-server"
     chart = "metrics-server"
+    serves_at_runtime = ("metrics.k8s.io/v1beta1",)  # an APIService backed by metrics-server
     project = PROJECT
     layer = Layer.FOUNDATION
     after = (Cilium, KubePrometheusStack)  # its ServiceMonitor
-    cluster_kinds = (*RBAC, API_SERVICE)
 
     def values(self, ctx: ClusterContext) -> MetricsServerValues:
         return MetricsServerValues(resources=requests("100m", "200Mi", "1Gi"), **placed(ctx.system_placement))

@@ -6,12 +6,14 @@ vault; TLS ends at the site Gateway.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Literal
 
 from constructs.edge import Backend, Route
 from constructs.local_cache import CLASS_NAME as LOCAL_NVME
 from constructs.registry import ADMIN_PASSWORD_KEY
-from sitegen.components.base import ChartComponent, Layer, NamespaceSecurity, S3Access
+from sitegen.components.base import ChartComponent, Layer, NamespaceSecurity, ObjectPatch, S3Access
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.registry import PROJECT
 from sitegen.components.storage.aistor import CA_SECRET as AISTOR_CA_SECRET
@@ -20,9 +22,47 @@ from sitegen.components.storage.local_nvme import LocalNvme
 from sitegen.components.values import ON, Placed, Resources, Toggle, Values, placed, requests
 
 SERVICE = "harbor"
-ADMIN_SECRET = "harbor-admin"
-SECRET_KEY_SECRET = "harbor-secret-key"
-S3_SECRET = "harbor-s3"
+
+
+@dataclass(frozen=True)
+class VaultCopy:
+    """A Secret the chart reads by name instead of generating it: keys of the Secret -> vault properties."""
+
+    name: str
+    vault_key: str
+    keys: Mapping[str, str]
+
+
+# Every credential Harbor uses, from the vault: the chart renders none of them (nor a random one,
+# which would change on every render).
+ADMIN = VaultCopy("harbor-admin", "harbor/admin", {ADMIN_PASSWORD_KEY: "password"})
+SECRET_KEY = VaultCopy("harbor-secret-key", "harbor/secret-key", {"secretKey": "secretKey"})  # 16 characters
+CORE = VaultCopy("harbor-core-secret", "harbor/core", {"secret": "secret"})  # 16 characters
+XSRF = VaultCopy("harbor-core-xsrf", "harbor/core", {"CSRF_KEY": "csrf-key"})  # 32 characters
+TOKEN = VaultCopy(
+    "harbor-token", "harbor/token", {"tls.crt": "tls.crt", "tls.key": "tls.key"}
+)  # token signing
+JOBSERVICE = VaultCopy("harbor-jobservice-secret", "harbor/jobservice", {"JOBSERVICE_SECRET": "secret"})
+REGISTRY_HTTP = VaultCopy("harbor-registry-http", "harbor/registry", {"REGISTRY_HTTP_SECRET": "http-secret"})
+REGISTRY_CREDENTIALS = VaultCopy(
+    "harbor-registry-credentials",
+    "harbor/registry",
+    {"REGISTRY_PASSWD": "password", "REGISTRY_HTPASSWD": "htpasswd"},  # htpasswd: bcrypt line of the user
+)
+DATABASE_PASSWORD = VaultCopy("harbor-database-password", "harbor/database", {"password": "password"})
+# The internal database's own Secret: the chart's copy is left out (it would carry the password).
+DATABASE = VaultCopy("harbor-database", "harbor/database", {"POSTGRES_PASSWORD": "password"})
+S3 = VaultCopy(
+    "harbor-s3",
+    "aistor/users/harbor",
+    {"REGISTRY_STORAGE_S3_ACCESSKEY": "access_key", "REGISTRY_STORAGE_S3_SECRETKEY": "secret_key"},
+)
+CREDENTIALS = (ADMIN, SECRET_KEY, CORE, XSRF, TOKEN, JOBSERVICE, REGISTRY_HTTP, REGISTRY_CREDENTIALS)
+DATABASE_CREDENTIALS = (DATABASE_PASSWORD, DATABASE)
+
+
+def vault_copies(registry_storage: str) -> tuple[VaultCopy, ...]:
+    return (*CREDENTIALS, *DATABASE_CREDENTIALS, *((S3,) if registry_storage == "aistor" else ()))
 
 
 class ClusterIP(Values):
@@ -84,8 +124,29 @@ class Replicated(Placed):
     resources: Resources | None = None
 
 
+class Core(Replicated):
+    existingSecret: str = CORE.name
+    existingXsrfSecret: str = XSRF.name
+    secretName: str = TOKEN.name
+
+
 class JobService(Replicated):
     jobLoggers: list[Literal["file", "database", "stdout"]]
+    existingSecret: str = JOBSERVICE.name
+
+
+class RegistryCredentials(Values):
+    existingSecret: str = REGISTRY_CREDENTIALS.name
+
+
+class Registry(Replicated):
+    existingSecret: str = REGISTRY_HTTP.name
+    credentials: RegistryCredentials = RegistryCredentials()
+
+
+class ExternalDatabase(Values):
+    # read by core and the exporter for the internal database too (the chart has no other knob)
+    existingSecret: str = DATABASE_PASSWORD.name
 
 
 class Internal(Values):
@@ -93,24 +154,28 @@ class Internal(Values):
     internal: Placed
 
 
+class Database(Internal):
+    external: ExternalDatabase = ExternalDatabase()
+
+
 class HarborValues(Values):
     expose: Expose
     externalURL: str
-    existingSecretAdminPassword: str = ADMIN_SECRET
+    existingSecretAdminPassword: str = ADMIN.name
     existingSecretAdminPasswordKey: str = ADMIN_PASSWORD_KEY
-    existingSecretSecretKey: str = SECRET_KEY_SECRET
+    existingSecretSecretKey: str = SECRET_KEY.name
     persistence: Persistence
     # The site's trust anchor for S3: the registry verifies AIStor's certificate with it.
     caBundleSecretName: str | None = None
     metrics: Metrics = Metrics(enabled=True, serviceMonitor=ON)
     nginx: Replicated
     portal: Replicated
-    core: Replicated
+    core: Core
     jobservice: JobService
-    registry: Replicated
+    registry: Registry
     trivy: Replicated
     exporter: Replicated
-    database: Internal
+    database: Database
     redis: Internal
 
 
@@ -136,6 +201,13 @@ class Harbor(ChartComponent):
         hostname = ctx.site.services.registry.hostname
         return [Route("harbor", self.namespace, hostname, (Backend(SERVICE, 80, timeout="0s"),))]
 
+    def plain_secret_data(self, scope: ClusterScope) -> Mapping[str, str]:
+        key = self.object_key("Secret", "harbor-trivy") + ":redisURL"
+        return {key: "the internal Redis's in-cluster address, which takes no password"}
+
+    def patches(self, ctx: ClusterContext) -> list[ObjectPatch]:
+        return [ObjectPatch("Secret", DATABASE.name, "written from the vault by harbor-config", drop=True)]
+
     def values(self, ctx: ClusterContext) -> HarborValues:
         registry = ctx.site.services.registry
         system = placed(ctx.system_placement)
@@ -149,7 +221,7 @@ class Harbor(ChartComponent):
                     region=s3.region,
                     bucket=registry.bucket,
                     regionendpoint=s3.url,
-                    existingSecret=S3_SECRET,
+                    existingSecret=S3.name,
                     secure=True,
                     v4auth=True,
                 ),
@@ -179,12 +251,12 @@ class Harbor(ChartComponent):
             caBundleSecretName=ca,
             nginx=Replicated(replicas=2, **system),
             portal=Replicated(replicas=2, **system),
-            core=Replicated(replicas=2, resources=requests("500m", "1Gi", "2Gi"), **system),
+            core=Core(replicas=2, resources=requests("500m", "1Gi", "2Gi"), **system),
             # job logs in the database: a file log would need one volume shared by both replicas
             jobservice=JobService(replicas=2, jobLoggers=["database"], **system),
-            registry=Replicated(replicas=2, **system),
+            registry=Registry(replicas=2, **system),
             trivy=Replicated(replicas=1, resources=requests("200m", "512Mi", "2Gi"), **system),
             exporter=Replicated(replicas=1, **system),
-            database=Internal(type="internal", internal=Placed(**system)),
+            database=Database(type="internal", internal=Placed(**system)),
             redis=Internal(type="internal", internal=Placed(**system)),
         )

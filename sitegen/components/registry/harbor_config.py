@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from constructs import Construct
-from constructs.registry import HarborSecrets, ProxyCacheProjects
+from constructs.registry import ProxyCacheProjects
+from constructs.secrets import VaultSecret
 from sitegen.components.base import Layer, RenderedComponent
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.platform.secret_store import SecretStore
 from sitegen.components.registry import PROJECT
-from sitegen.components.registry.harbor import ADMIN_SECRET, S3_SECRET, SECRET_KEY_SECRET, SERVICE, Harbor
+from sitegen.components.registry.harbor import ADMIN, SERVICE, Harbor, vault_copies
 from sitegen.components.storage.aistor import ca_secret as aistor_ca
 
 
@@ -27,17 +28,19 @@ class HarborConfig(RenderedComponent):
         return Harbor.applies(scope)
 
     def render(self, scope: Construct, ctx: ClusterContext) -> None:
-        on_aistor = ctx.site.services.registry.storage == "aistor"
-        HarborSecrets(
-            scope,
-            "Secrets",
-            namespace=self.namespace,
-            store=ctx.store,
-            admin_secret=ADMIN_SECRET,
-            secret_key_secret=SECRET_KEY_SECRET,
-            s3_secret=S3_SECRET if on_aistor else None,
-        )
-        if on_aistor:
+        storage = ctx.site.services.registry.storage
+        for copy in vault_copies(storage):
+            VaultSecret(
+                scope,
+                copy.name,
+                name=copy.name,
+                namespace=self.namespace,
+                store=ctx.store,
+                key=copy.vault_key,
+                properties=sorted(set(copy.keys.values())),
+                template={key: f"{{{{ .{prop} }}}}" for key, prop in copy.keys.items()},
+            )
+        if storage == "aistor":
             aistor_ca(scope, "AIStorCA", namespace=self.namespace, store=ctx.store)
         ProxyCacheProjects(
             scope,
@@ -47,5 +50,5 @@ class HarborConfig(RenderedComponent):
             api=ctx.service_url(SERVICE, self.namespace) + "/api/v2.0",
             image=ctx.image("curl"),
             placement=ctx.system_placement,
-            admin_secret=ADMIN_SECRET,
+            admin_secret=ADMIN.name,
         )

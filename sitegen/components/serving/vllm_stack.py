@@ -67,6 +67,7 @@ class VllmStackValues(Values):
 class VllmStack(ChartComponent):
     name = "vllm-stack"
     chart = "vllm-stack"
+    serves = ("production-stack.vllm.ai/v1alpha1",)
     project = PROJECT
     layer = Layer.SERVICES
     after = (KubePrometheusStack,)  # its ServiceMonitor

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from sitegen.components.base import CRD, RBAC, WEBHOOKS, ChartComponent, Layer, NamespaceSecurity
+from sitegen.components.base import ChartComponent, Layer, NamespaceSecurity, ObjectPatch, placement_patch
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.networking.cilium import Cilium
 from sitegen.components.platform.namespaces import Namespaces
@@ -29,16 +29,26 @@ class AIStorOperatorValues(Values):
 class AIStorOperator(ChartComponent):
     name = "aistor-operator"
     chart = "aistor-operator"
+    serves = ("aistor.min.io/v1", "aistor.min.io/v1alpha1", "sts.min.io/v1alpha1", "sts.min.io/v1beta1")
     project = PROJECT
     layer = Layer.FOUNDATION
     after = (Cilium, Namespaces)
     namespace = "aistor-operator"
     security = NamespaceSecurity("baseline", "the chart's pods are not verified against restricted")
-    cluster_kinds = (*RBAC, CRD, *WEBHOOKS)
 
     @classmethod
     def applies(cls, scope: ClusterScope) -> bool:
         return scope.site.storage.aistor.pool in scope.pool_names
+
+    def patches(self, ctx: ClusterContext) -> list[ObjectPatch]:
+        return [
+            placement_patch(
+                "Deployment",
+                "object-store-webhook",
+                ctx.system_placement,
+                why="the chart places the webhook by affinity only: no toleration for a tainted system pool",
+            )
+        ]
 
     def values(self, ctx: ClusterContext) -> AIStorOperatorValues:
         return AIStorOperatorValues(

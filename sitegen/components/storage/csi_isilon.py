@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from sitegen.components.base import CSI_DRIVER, RBAC, ChartComponent, Layer, NamespaceSecurity, NodeAgent
+from sitegen.components.base import ChartComponent, Layer, NamespaceSecurity, NodeAgent
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.networking.cilium import Cilium
 from sitegen.components.platform.namespaces import Namespaces
 from sitegen.components.storage import PROJECT
-from sitegen.components.values import ON, Placed, Toggle, Toleration, Values, placed, tolerations_of
+from sitegen.components.values import Placed, Toleration, Values, placed, tolerations_of
 
 
 class Controller(Placed):
@@ -29,9 +29,8 @@ class CsiIsilonValues(Values):
     skipCertificateValidation: bool = False  # the OneFS CA comes with the credentials
     certSecretCount: int = 1
     enableQuota: bool = True
-    allowedNetworks: list[str]
-    snapshot: Toggle = ON
-    resizer: Toggle = ON
+    # the chart's format: a quoted, bracketed, comma-separated list of CIDRs in one string
+    allowedNetworks: str
 
 
 class CsiIsilon(ChartComponent):
@@ -42,7 +41,6 @@ class CsiIsilon(ChartComponent):
     after = (Cilium, Namespaces)
     namespace = "isilon"  # Dell's documented namespace
     security = NamespaceSecurity("privileged", "the PowerScale CSI node plugin mounts NFS for the kubelet")
-    cluster_kinds = (*RBAC, CSI_DRIVER)
 
     @classmethod
     def applies(cls, scope: ClusterScope) -> bool:
@@ -50,7 +48,7 @@ class CsiIsilon(ChartComponent):
 
     def node_agents(self, scope: ClusterScope) -> Mapping[str, NodeAgent]:
         return {
-            self.agent_key("$.node"): NodeAgent(
+            self.object_key("DaemonSet", f"{self.name}-node"): NodeAgent(
                 frozenset(scope.site.storage.powerscale.mount_pools),
                 "PowerScale CSI node plugin on the pools that mount NFS",
             )
@@ -67,5 +65,5 @@ class CsiIsilon(ChartComponent):
             isiAccessZone=ps.access_zone,
             isiPath=ps.base_path,
             # NFS exports only to the Kubernetes plane, where the node IPs live
-            allowedNetworks=[str(ctx.site.network.kubernetes.cidr)],
+            allowedNetworks=f"[{ctx.site.network.kubernetes.cidr}]",
         )

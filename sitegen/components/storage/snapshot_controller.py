@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from sitegen.components.base import CRD, RBAC, ChartComponent, Layer, NamespaceSecurity
+from sitegen.components.base import ChartComponent, Layer, NamespaceSecurity
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.networking.cilium import Cilium
 from sitegen.components.observability.kube_prometheus_stack import KubePrometheusStack
@@ -62,12 +62,17 @@ class SnapshotControllerValues(Values):
 class SnapshotController(ChartComponent):
     name = "snapshot-controller"
     chart = "snapshot-controller"
+    serves = (
+        "groupsnapshot.storage.k8s.io/v1",
+        "groupsnapshot.storage.k8s.io/v1beta1",
+        "groupsnapshot.storage.k8s.io/v1beta2",
+        "snapshot.storage.k8s.io/v1",
+    )
     project = PROJECT
     layer = Layer.FOUNDATION
     after = (Cilium, Namespaces, KubePrometheusStack)  # its ServiceMonitor
     namespace = "snapshot-controller"
     security = NamespaceSecurity("restricted", "the controller runs restricted")
-    cluster_kinds = (*RBAC, CRD)
 
     @classmethod
     def applies(cls, scope: ClusterScope) -> bool:

@@ -8,14 +8,12 @@ from pydantic import Field
 
 from constructs.local_cache import DEVICE_CLASS
 from sitegen.components.base import (
-    CRD,
-    CSI_DRIVER,
-    PRIORITY_CLASS,
-    RBAC,
     ChartComponent,
+    JsonPatch,
     Layer,
     NamespaceSecurity,
     NodeAgent,
+    ObjectPatch,
 )
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.networking.cilium import Cilium
@@ -61,7 +59,6 @@ class Controller(Placed):
 
 class Webhooks(Values):
     podMutatingWebhook: Toggle
-    pvcMutatingWebhook: Toggle
 
 
 class TopoLvmValues(Values):
@@ -69,7 +66,7 @@ class TopoLvmValues(Values):
     node: OnCachePools
     controller: Controller
     scheduler: Toggle = OFF  # storage capacity tracking instead
-    webhook: Webhooks = Webhooks(podMutatingWebhook=OFF, pvcMutatingWebhook=OFF)
+    webhook: Webhooks = Webhooks(podMutatingWebhook=OFF)
     cert_manager: Toggle = Field(default=OFF, alias="cert-manager")
     storageClasses: tuple[()] = ()  # none from the chart: the class is the `local-nvme` app
 
@@ -77,12 +74,12 @@ class TopoLvmValues(Values):
 class TopoLvm(ChartComponent):
     name = "topolvm"
     chart = "topolvm"
+    serves = ("topolvm.io/v1",)
     project = PROJECT
     layer = Layer.FOUNDATION
     after = (Cilium, Namespaces)
     namespace = "topolvm-system"
     security = NamespaceSecurity("privileged", "lvmd manages the LVM volume group of the local NVMe cache")
-    cluster_kinds = (*RBAC, CRD, CSI_DRIVER, PRIORITY_CLASS)
 
     @classmethod
     def applies(cls, scope: ClusterScope) -> bool:
@@ -91,9 +88,23 @@ class TopoLvm(ChartComponent):
     def node_agents(self, scope: ClusterScope) -> Mapping[str, NodeAgent]:
         cache = frozenset(scope.site.storage.local_cache.pools)
         return {
-            self.agent_key("$.node"): NodeAgent(cache, "TopoLVM node plugin on the local-cache pools"),
-            self.agent_key("$.lvmd"): NodeAgent(cache, "lvmd on the local-cache pools"),
+            self.object_key("DaemonSet", f"{self.name}-node"): NodeAgent(
+                cache, "TopoLVM node plugin on the local-cache pools"
+            ),
+            self.object_key("DaemonSet", f"{self.name}-lvmd-0"): NodeAgent(
+                cache, "lvmd on the local-cache pools"
+            ),
         }
+
+    def patches(self, ctx: ClusterContext) -> list[ObjectPatch]:
+        return [
+            ObjectPatch(
+                "PriorityClass",
+                "topolvm",
+                "the chart writes the value as 1e+06, which the API server refuses for an int32",
+                (JsonPatch("replace", "/value", 1_000_000),),
+            )
+        ]
 
     def values(self, ctx: ClusterContext) -> TopoLvmValues:
         cache = ctx.site.storage.local_cache

@@ -1,0 +1,277 @@
+"""Hydration: every chart app rendered at synth through its pinned chart, one file per object.
+
+`helm template` runs with the app's release name and namespace, the site's Kubernetes version and the
+cluster's API versions (Helm's built-in ones plus every group/version the cluster's components declare
+they serve, each checked against the CRDs its chart renders), CRDs included as Argo CD would. The objects are given their namespace where a namespaced
+object has none (what the destination namespace would do), patched where a chart cannot express what
+the site needs, and written like the cdk8s-rendered apps.
+
+Renders are cached on disk, keyed on the chart archive's digest, the values, the Kubernetes and API
+versions, release, namespace, patches and this module's own code; misses render in parallel.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import subprocess
+import tempfile
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import asdict, dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+import yaml
+
+from sitegen.components.base import JsonPatch, ObjectPatch
+from sitegen.compose import writer
+from sitegen.compose.tools import HELM_VERSION, cache_dir, helm_binary
+
+# Kinds of the built-in API that are cluster-scoped (by group, kind); everything else a chart renders
+# is namespaced unless a CRD of the cluster says otherwise.
+CORE_CLUSTER_KINDS = frozenset(
+    {
+        ("", "Namespace"),
+        ("", "Node"),
+        ("", "PersistentVolume"),
+        ("admissionregistration.k8s.io", "MutatingWebhookConfiguration"),
+        ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration"),
+        ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy"),
+        ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding"),
+        ("admissionregistration.k8s.io", "MutatingAdmissionPolicy"),
+        ("admissionregistration.k8s.io", "MutatingAdmissionPolicyBinding"),
+        ("apiextensions.k8s.io", "CustomResourceDefinition"),
+        ("apiregistration.k8s.io", "APIService"),
+        ("certificates.k8s.io", "CertificateSigningRequest"),
+        ("certificates.k8s.io", "ClusterTrustBundle"),
+        ("flowcontrol.apiserver.k8s.io", "FlowSchema"),
+        ("flowcontrol.apiserver.k8s.io", "PriorityLevelConfiguration"),
+        ("networking.k8s.io", "IngressClass"),
+        ("networking.k8s.io", "IPAddress"),
+        ("networking.k8s.io", "ServiceCIDR"),
+        ("node.k8s.io", "RuntimeClass"),
+        ("rbac.authorization.k8s.io", "ClusterRole"),
+        ("rbac.authorization.k8s.io", "ClusterRoleBinding"),
+        ("resource.k8s.io", "DeviceClass"),
+        ("scheduling.k8s.io", "PriorityClass"),
+        ("storage.k8s.io", "CSIDriver"),
+        ("storage.k8s.io", "CSINode"),
+        ("storage.k8s.io", "StorageClass"),
+        ("storage.k8s.io", "VolumeAttachment"),
+        ("storage.k8s.io", "VolumeAttributesClass"),
+    }
+)
+
+
+class HydrationError(Exception):
+    """A chart that fails to render, or a patch that no longer matches: one line."""
+
+
+@dataclass(frozen=True)
+class RenderJob:
+    app: str
+    release: str
+    namespace: str
+    archive: str
+    archive_sha256: str
+    values: dict[str, Any]
+    kube_version: str
+    api_versions: tuple[str, ...]  # group/versions the cluster serves beyond the built-in ones
+    folder: str  # dist path of the app
+    patches: tuple[ObjectPatch, ...] = ()
+
+    @property
+    def key(self) -> str:
+        payload = json.dumps(
+            {**asdict(self), "code": _CODE, "helm": HELM_VERSION}, sort_keys=True, default=str
+        )
+        return hashlib.sha256(payload.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class RenderedObject:
+    path: str  # in dist/
+    text: str  # the file body, as the writer writes YAML
+    api_version: str
+    kind: str
+    namespace: str
+    name: str
+
+    def metadata_document(self) -> dict[str, Any]:
+        """The object's identity as a document, for what reads only apiVersion, kind and namespace."""
+        meta = {"name": self.name, **({"namespace": self.namespace} if self.namespace else {})}
+        return {"apiVersion": self.api_version, "kind": self.kind, "metadata": meta}
+
+
+@dataclass(frozen=True)
+class Rendered:
+    objects: tuple[RenderedObject, ...]
+    serves: tuple[str, ...]  # group/versions of the CRDs the chart rendered
+
+
+_CODE = hashlib.sha256(
+    b"".join(Path(m.__file__).read_bytes() for m in (writer,)) + Path(__file__).read_bytes()
+).hexdigest()
+
+
+class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+    """Kubernetes YAML: timestamps stay strings, and `=` (YAML 1.1's value key) is a plain string."""
+
+
+for _tag in ("tag:yaml.org,2002:timestamp", "tag:yaml.org,2002:value"):
+    _Loader.add_constructor(_tag, lambda loader, node: loader.construct_scalar(node))
+# YAML 1.2 floats without a dot (`1e+06`, as Go prints large numbers): numbers, as the API server reads them
+_Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:float", re.compile(r"^[-+]?[0-9]+[eE][-+]?[0-9]+$"), list("-+0123456789")
+)
+
+
+# --- rendering -------------------------------------------------------------------------------------
+
+
+def _group(api_version: str) -> str:
+    return api_version.rpartition("/")[0]
+
+
+def _pointer(path: str) -> list[str]:
+    return [p.replace("~1", "/").replace("~0", "~") for p in path.lstrip("/").split("/")]
+
+
+def _apply(obj: dict[str, Any], op: JsonPatch) -> None:
+    *parents, last = _pointer(op.path)
+    node: Any = obj
+    for part in parents:
+        node = node[int(part)] if isinstance(node, list) else node.setdefault(part, {})
+    if isinstance(node, list):
+        index = len(node) if last == "-" else int(last)
+        if op.op == "add":
+            node.insert(index, op.value)
+        elif op.op == "replace":
+            node[index] = op.value
+        else:
+            del node[index]
+    elif op.op in ("add", "replace"):
+        node[last] = op.value
+    else:
+        del node[last]
+
+
+def _patch(job: RenderJob, objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    for patch in job.patches:
+        targets = [
+            o for o in objects if o.get("kind") == patch.kind and o["metadata"].get("name") == patch.name
+        ]
+        if not targets:
+            raise HydrationError(
+                f"{job.app}: patch for {patch.kind} {patch.name} matches no object of the chart"
+            )
+        if patch.drop:
+            objects = [o for o in objects if not any(o is t for t in targets)]
+            continue
+        for obj in targets:
+            for op in patch.ops:
+                _apply(obj, op)
+    return objects
+
+
+def helm_arguments(job: RenderJob, values: Path) -> list[str]:
+    """The `helm template` command line of a job, its values in the file `values`."""
+    return [
+        str(helm_binary()),
+        "template",
+        job.release,
+        job.archive,
+        "--namespace",
+        job.namespace,
+        "--values",
+        str(values),
+        "--kube-version",
+        job.kube_version,
+        "--include-crds",
+        "--skip-tests",
+        *(f"--api-versions={v}" for v in job.api_versions),
+    ]
+
+
+def render(job: RenderJob) -> Rendered:
+    """Run helm template for one app and lay out its objects (no cache)."""
+    with tempfile.NamedTemporaryFile("w", suffix=".json") as values:
+        json.dump(job.values, values)
+        values.flush()
+        result = subprocess.run(
+            helm_arguments(job, Path(values.name)), capture_output=True, text=True, check=False
+        )
+    if result.returncode != 0:
+        message = " ".join(result.stderr.split())[:400]
+        raise HydrationError(f"{job.app}: helm template failed: {message}")
+    objects = [d for d in yaml.load_all(result.stdout, Loader=_Loader) if isinstance(d, dict) and d]
+    crds = [o["spec"] for o in objects if o.get("kind") == "CustomResourceDefinition"]
+    # A custom kind is namespaced unless its CRD, rendered by this chart, says Cluster: what the charts
+    # of this site render of other charts' kinds (ServiceMonitor, Certificate, Issuer) is namespaced.
+    cluster_kinds = {(c["group"], c["names"]["kind"]) for c in crds if c.get("scope") == "Cluster"}
+    serves = {
+        f"{c['group']}/{v['name']}" for c in crds for v in c.get("versions") or [] if v.get("served", True)
+    }
+    for obj in objects:
+        key = (_group(obj.get("apiVersion", "")), obj.get("kind", ""))
+        meta = obj.setdefault("metadata", {})
+        if key in CORE_CLUSTER_KINDS or key in cluster_kinds:
+            meta.pop("namespace", None)
+        elif not meta.get("namespace"):
+            meta["namespace"] = job.namespace
+    objects = _patch(job, objects)
+    rendered: dict[str, RenderedObject] = {}
+    for obj in objects:
+        meta = obj["metadata"]
+        namespace = meta.get("namespace", "")
+        stem = ".".join([*([namespace] if namespace else []), obj["kind"].lower(), meta["name"]])
+        path = str(PurePosixPath(job.folder) / f"{stem}.yaml")
+        if path in rendered:
+            raise HydrationError(f"{job.app}: two objects {obj['kind']} {namespace}/{meta['name']}")
+        rendered[path] = RenderedObject(
+            path, writer.yaml_text([obj]), obj["apiVersion"], obj["kind"], namespace, meta["name"]
+        )
+    return Rendered(tuple(rendered[p] for p in sorted(rendered)), tuple(sorted(serves)))
+
+
+def _cached(job: RenderJob) -> Path:
+    return cache_dir() / "renders" / f"{job.key}.json"
+
+
+def _render_and_store(job: RenderJob) -> Rendered:
+    rendered = render(job)
+    target = _cached(job)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps({"objects": [asdict(o) for o in rendered.objects], "serves": rendered.serves}))
+    tmp.replace(target)
+    return rendered
+
+
+def _load(path: Path) -> Rendered:
+    data = json.loads(path.read_text())
+    return Rendered(tuple(RenderedObject(**o) for o in data["objects"]), tuple(data["serves"]))
+
+
+def hydrate(jobs: list[RenderJob], workers: int | None = None) -> dict[str, Rendered]:
+    """Every job's objects by app folder: from the cache, the misses rendered on every core."""
+    out: dict[str, Rendered] = {}
+    misses = []
+    for job in jobs:
+        cached = _cached(job)
+        if cached.is_file():
+            out[job.folder] = _load(cached)
+        else:
+            misses.append(job)
+    if len(misses) == 1 or workers == 1:
+        for job in misses:
+            out[job.folder] = _render_and_store(job)
+    elif misses:
+        # the largest charts first, so two workers finish together
+        misses.sort(key=lambda j: -Path(j.archive).stat().st_size)
+        with ProcessPoolExecutor(max_workers=workers or os.cpu_count()) as pool:
+            for job, rendered in zip(misses, pool.map(_render_and_store, misses), strict=True):
+                out[job.folder] = rendered
+    return out

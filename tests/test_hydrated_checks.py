@@ -1,0 +1,68 @@
+"""`validate` on what the clusters receive: the hydrated chart objects and the values given to charts.
+
+Each test puts back a defect hydration revealed and expects the finding that names object and rule.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from .conftest import validate
+
+AISTOR_CILIUM = "two-cluster/apps/aistor/cilium"
+
+
+def _edit(tree: Path, rel: str, change) -> None:
+    path = tree / rel
+    docs = list(yaml.safe_load_all(path.read_text()))
+    for doc in docs:
+        change(doc)
+    path.write_text(yaml.safe_dump_all(docs, sort_keys=False))
+
+
+def _findings(tree: Path) -> list[str]:
+    result = validate(tree)
+    assert result.exit_code == 1, result.stdout
+    return result.stdout.splitlines()
+
+
+def test_a_certificate_job_without_its_toleration_is_refused(tree):
+    """Hubble's certificate Job on the AIStor cluster, every node of which is tainted."""
+    (job,) = (tree / AISTOR_CILIUM).glob("kube-system.job.hubble-generate-certs-*.yaml")
+    rel = job.relative_to(tree).as_posix()
+    _edit(tree, rel, lambda doc: doc["spec"]["template"]["spec"].pop("tolerations"))
+    lines = [ln for ln in _findings(tree) if ln.startswith(rel)]
+    assert lines, "no finding for the Job"
+    assert all("Job kube-system/hubble-generate-certs" in ln and ": PLC-" in ln for ln in lines), lines
+
+
+def test_a_project_missing_a_kind_its_app_renders_is_refused(tree):
+    """Kueue's APIService, which the hand-kept kind list of the gpu project used to miss."""
+    rel = "one-cluster/bootstrap/argocd.appproject.gpu.yaml"
+    _edit(
+        tree,
+        rel,
+        lambda doc: doc["spec"].update(
+            clusterResourceWhitelist=[
+                k for k in doc["spec"]["clusterResourceWhitelist"] if k["kind"] != "APIService"
+            ]
+        ),
+    )
+    lines = [ln for ln in _findings(tree) if "APP-004" in ln]
+    assert lines and all("APIService" in ln and "gpu" in ln for ln in lines), lines
+
+
+def test_keys_the_chart_ignores_are_refused(tree):
+    """Cilium 1.20 has no `externalIPs` block; csi-isilon takes allowedNetworks as one string."""
+    cilium = "one-cluster/values/ai/cilium.yaml"
+    isilon = "one-cluster/values/ai/csi-isilon.yaml"
+    _edit(tree, cilium, lambda doc: doc.update(externalIPs={"enabled": True}))
+    _edit(tree, isilon, lambda doc: doc.update(allowedNetworks=["10.30.0.0/16"]))
+    lines = _findings(tree)
+    assert any(ln.startswith(cilium) and "VAL-001" in ln and "$.externalIPs" in ln for ln in lines), lines
+    assert any(
+        ln.startswith(isilon) and "VAL-001" in ln and "$.allowedNetworks" in ln and "string" in ln
+        for ln in lines
+    ), lines
