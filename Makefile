@@ -9,10 +9,11 @@ NPM_STAMP := node_modules/.installed
 # pip warns about every index location of the machine's pip.conf that does not exist here
 PIP_NOISE := is ignored: it is neither a file nor a directory
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
-# The site's read-only inputs beside the checkout: CRDs for `validate`, and the offline chart mirror
-# (an air-gapped site's copy of the chart repositories; without it, charts come from upstream).
-export SITEGEN_CRDS ?= ../shared/crds
-export SITEGEN_CHART_MIRROR ?= ../shared/charts
+# The site's read-only inputs beside the checkout, when there: extra CRDs for `validate` (it needs
+# none: charts render theirs, run-time kinds have stand-ins), and the offline chart mirror (an
+# air-gapped site's copy of the chart repositories; without it, charts come from upstream).
+export SITEGEN_CRDS ?= $(wildcard ../shared/crds)
+export SITEGEN_CHART_MIRROR ?= $(wildcard ../shared/charts)
 HELM := node_modules/.sitegen/bin/helm
 
 .PHONY: synth test lint plan validate bench deps lock imports clean charts charts-renew

@@ -1,4 +1,4 @@
-"""Command line: `sitegen synth` (the main job), `plan`, `validate`, `apps`, `rules`.
+"""Command line: `sitegen synth` (the main job), `charts`, `plan`, `validate`, `apps`, `diff`, `rules`.
 
 The top of the pipeline: it loads the model, hands it to composition, checks and reports, and turns
 every config fault into one `error:` line and exit code 2.
@@ -97,6 +97,13 @@ def cli() -> None:
 )
 def synth(config_dir: Path, variants: tuple[str, ...], out_dir: Path) -> None:
     """Synthesize manifests, Helm values and kubeadm files into dist/<variant>/."""
+    from sitegen.compose import fingerprint
+
+    key = fingerprint.fingerprint(config_dir, sorted(variants) or None) if config_dir.is_dir() else None
+    count = fingerprint.unchanged(key, out_dir, list(variants) or None) if key else None
+    if count is not None:
+        click.echo(f"synthesized {count} files into {out_dir} (unchanged: same inputs as the last synth)")
+        return
     site = _load(config_dir)
     for variant in variants:
         if variant not in site.variants:
@@ -109,16 +116,19 @@ def synth(config_dir: Path, variants: tuple[str, ...], out_dir: Path) -> None:
     from sitegen.compose.chart_supply import ChartFault
     from sitegen.compose.hydrate import HydrationError
     from sitegen.compose.variant import synthesize
-    from sitegen.compose.writer import write_dist
+    from sitegen.compose.writer import render_tree, write_tree
 
     chosen = list(variants) or list(site.variants)
     try:
-        files = synthesize(site, chosen)
+        rendered = render_tree(synthesize(site, chosen))
     except (ChartFault, HydrationError) as fault:
         click.echo(f"error: {fault}", err=True)
         sys.exit(2)
-    write_dist(files, out_dir, chosen if variants else None)
-    click.echo(f"synthesized {len(files)} files for {', '.join(chosen)} into {out_dir}")
+    changed = write_tree(rendered, out_dir, chosen if variants else None)
+    if key:
+        fingerprint.remember(key, out_dir, {p.as_posix(): data for p, data in rendered.items()})
+    state = "" if changed else " (unchanged)"
+    click.echo(f"synthesized {len(rendered)} files for {', '.join(chosen)} into {out_dir}{state}")
 
 
 @cli.command()
@@ -159,8 +169,8 @@ def plan(config_dir: Path) -> None:
     type=click.Path(path_type=Path, file_okay=False),
     multiple=True,
     envvar="SITEGEN_CRDS",
-    required=True,
-    help="CRD directory (repeatable; or $SITEGEN_CRDS, `:`-separated). CRDs rendered into the tree count too.",
+    help="Extra CRD directory (repeatable; or $SITEGEN_CRDS, `:`-separated). The CRDs rendered into the "
+    "tree are read anyway; kinds registered at run time have typed stand-ins.",
 )
 def validate(config_dir: Path, dist_dir: Path, crd_dirs: tuple[Path, ...]) -> None:
     """Check every document offline: schemas (core strict, CRDs, host configs) and policy rules."""
@@ -190,6 +200,26 @@ def apps(config_dir: Path, dist_dir: Path) -> None:
     for problem in problems:
         click.echo(problem)
     sys.exit(1 if problems else 0)
+
+
+@cli.command()
+@click.argument("base", default="origin/main")
+@click.argument("head", required=False)
+@click.option("--format", "fmt", type=click.Choice(["text", "markdown"]), default="text", show_default=True)
+@click.option(
+    "--dist", "dist", default=str(Path("dist")), show_default=True, help="dist/ inside the repository."
+)
+def diff(base: str, head: str | None, fmt: str, dist: str) -> None:
+    """What changes in the clusters from BASE to HEAD (git revisions; no HEAD: the working tree):
+    objects added, removed and changed per variant, cluster and app, with their changed fields."""
+    from sitegen.report.diff import DiffError, compare, render_markdown, render_text
+
+    try:
+        groups = compare(Path.cwd(), base, head, dist)
+    except DiffError as fault:
+        click.echo(f"error: {fault}", err=True)
+        sys.exit(2)
+    click.echo(render_markdown(groups) if fmt == "markdown" else render_text(groups), nl=False)
 
 
 @cli.command()

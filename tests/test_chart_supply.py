@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import io
 import os
 import shutil
 import subprocess
+import tarfile
 from pathlib import Path
 
 import pytest
@@ -18,13 +20,18 @@ MIRROR = REPO.parent / "shared" / "charts"
 
 @pytest.fixture
 def private_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """An empty chart cache and a copy of the lock this test may renew."""
+    """An empty chart cache, a copy of the lock this test may renew, the mirror and no upstream."""
+    if not MIRROR.is_dir():
+        pytest.skip("needs the chart mirror beside the checkout")
     cache = tmp_path / "cache"
     lock = tmp_path / "charts.lock"
     shutil.copyfile(REPO / "charts.lock", lock)
     monkeypatch.setenv("SITEGEN_CACHE", str(cache))
     monkeypatch.setenv("SITEGEN_CHARTS_LOCK", str(lock))
     monkeypatch.setenv("SITEGEN_CHART_MIRROR", str(MIRROR))
+    for name, value in _offline_env(cache).items():
+        if "PROXY" in name:
+            monkeypatch.setenv(name, value)
     return cache
 
 
@@ -85,3 +92,31 @@ def test_synth_without_mirror_or_network_is_one_chart_error(tmp_path):
     assert line.startswith("error: chart ") and " not found: looked in " in line, line
     assert "Traceback" not in result.stderr
     assert tree_bytes(out) == {"keep": b"untouched"}
+
+
+def _repack(archive: Path, change: bytes | None = None) -> None:
+    """The same chart packed again (other timestamps, reverse order), optionally one file changed."""
+    with tarfile.open(archive) as tar:
+        members = [(m, tar.extractfile(m).read()) for m in tar.getmembers() if m.isfile()]
+    with tarfile.open(archive, "w:gz") as tar:
+        for i, (member, data) in enumerate(reversed(members)):
+            if change is not None and i == 0:
+                data += change
+            member.mtime, member.size = 1_000_000_000, len(data)
+            tar.addfile(member, io.BytesIO(data))
+
+
+def test_an_archive_from_another_source_must_hold_the_same_files(site, private_cache):
+    """The lock was taken from a mirror that rebuilt some releases: the same chart pulled upstream is
+    another archive (digest differs) with the same files, which is accepted; other files are not."""
+    pin = {"metrics-server": site.versions.charts["metrics-server"]}
+    (archive,) = supply(pin).values()
+    lock = Path(os.environ["SITEGEN_CHARTS_LOCK"])
+    lock.write_text(lock.read_text().replace("source: mirror", "source: https://upstream.example/charts"))
+    _repack(archive.path)
+    assert supply(pin)["metrics-server"].sha256 != read_lock()["metrics-server"].sha256
+    _repack(archive.path, change=b"# one more line\n")
+    with pytest.raises(
+        ChartFault, match=r"charts.lock: metrics-server: files of metrics-server .* have sha256"
+    ):
+        supply(pin)

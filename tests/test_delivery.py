@@ -57,7 +57,8 @@ def test_apps_command_prints_the_inventory(expected_apps):
 
 def test_applications_follow_the_layers(apps):
     waves = {a.name: int(a.wave) for a in apps if a.source.variant == "one-cluster" and a.name != "root"}
-    assert waves["ai-nodes"] < waves["ai-cilium"] < waves["ai-argo-cd"]
+    assert waves["ai-namespaces"] < waves["ai-cilium"] < waves["ai-node-labels"]
+    assert waves["ai-cilium"] < waves["ai-argo-cd"]
     for app in apps:
         if app.name == "root":
             continue
@@ -100,8 +101,16 @@ def test_default_project_is_locked_and_projects_are_narrow():
             text = path.read_text()
             assert "'*'" not in text.replace("namespaceResourceBlacklist:\n  - group: '*'\n    kind: '*'", "")
     (nodes,) = _docs(DIST / "one-cluster/bootstrap/argocd.appproject.platform-nodes.yaml")
-    assert nodes["spec"]["clusterResourceWhitelist"] == [{"group": "", "kind": "Node"}]
-    assert nodes["spec"]["namespaceResourceBlacklist"] == [{"group": "*", "kind": "*"}]
+    # a Job labels the nodes: the project may bind its ClusterRole but never create a Node
+    assert {k["kind"] for k in nodes["spec"]["clusterResourceWhitelist"]} == {
+        "ClusterRole",
+        "ClusterRoleBinding",
+    }
+    assert {k["kind"] for k in nodes["spec"]["namespaceResourceWhitelist"]} == {
+        "ConfigMap",
+        "ServiceAccount",
+        "CronJob",
+    }
     (networking,) = _docs(DIST / "two-cluster/bootstrap/argocd.appproject.networking.yaml")
     assert networking["spec"]["sourceRepos"] == ["https://git.hpc.example.internal/platform/site-gitops.git"]
     # kinds derived from what the project's apps render: both lists, nothing more
@@ -161,7 +170,7 @@ def test_runbook_order():
 
 
 def test_expander_catches_a_removed_path(tree):
-    shutil.rmtree(tree / "one-cluster/apps/ai/nodes")
+    shutil.rmtree(tree / "one-cluster/apps/ai/node-labels")
     result = validate(tree)
     assert result.exit_code == 1 and "APP-001 source-paths" in result.stdout
     assert "argocd.applicationset.platform-nodes.yaml" in result.stdout
@@ -170,19 +179,17 @@ def test_expander_catches_a_removed_path(tree):
 def test_expander_catches_a_kind_outside_the_whitelist(tree):
     add(
         tree,
-        "one-cluster/apps/ai/nodes/clusterrole.x.yaml",
+        "one-cluster/apps/ai/node-labels/storageclass.x.yaml",
         {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "ClusterRole",
+            "apiVersion": "storage.k8s.io/v1",
+            "kind": "StorageClass",
             "metadata": {"name": "x"},
-            "rules": [],
+            "provisioner": "x",
         },
     )
     result = invoke_sitegen("apps", "--dist", tree)
     assert result.exit_code == 1
-    assert (
-        "platform-nodes does not admit cluster-scoped rbac.authorization.k8s.io/ClusterRole" in result.stdout
-    )
+    assert "platform-nodes does not admit cluster-scoped storage.k8s.io/StorageClass" in result.stdout
 
 
 def test_expander_catches_an_undeclared_destination(tree):

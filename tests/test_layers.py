@@ -102,4 +102,4 @@ def test_console_script_runs_outside_the_checkout(tmp_path):
         check=False,
     )
     assert result.returncode == 0, result.stderr
-    assert (tmp_path / "out" / "one-cluster" / "apps" / "ai" / "nodes").is_dir()
+    assert (tmp_path / "out" / "one-cluster" / "apps" / "ai" / "node-labels").is_dir()

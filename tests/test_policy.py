@@ -121,11 +121,11 @@ ROOT_APP = {
     "metadata": {"name": "x", "namespace": "argocd"},
     "spec": {
         "project": "platform-nodes",
-        "destination": {"server": "https://kubernetes.default.svc", "namespace": "kube-system"},
+        "destination": {"server": "https://kubernetes.default.svc", "namespace": "node-labeler"},
         "source": {
             "repoURL": "https://git.hpc.example.internal/platform/site-gitops.git",
             "targetRevision": "main",
-            "path": "dist/one-cluster/apps/ai/nodes",
+            "path": "dist/one-cluster/apps/ai/node-labels",
         },
     },
 }

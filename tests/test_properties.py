@@ -16,7 +16,7 @@ from sitegen.compose.variant import synthesize
 from sitegen.compose.writer import write_dist
 from sitegen.model import load_site, symmetric_set_sizes
 
-from .conftest import CONFIG, CRDS, invoke_sitegen
+from .conftest import CONFIG, CRD_DIRS, invoke_sitegen
 
 BASE = {p.stem: yaml.safe_load(p.read_text()) for p in sorted(CONFIG.glob("*.yaml"))}
 PREFIX = {"control-plane": "cp", "infra": "infra", "compute": "cmp", "gpu": "gpu", "storage": "st"}
@@ -94,10 +94,13 @@ def test_generated_sites_synthesize_and_validate(tmp_path_factory, config):
     root = tmp_path_factory.mktemp("site")
     site = load_site(_write(config, root / "config"))
     write_dist(synthesize(site, list(site.variants)), root / "dist", None)
-    report = validate_tree(root / "dist", site, [CRDS])
+    report = validate_tree(root / "dist", site, CRD_DIRS)
     assert report.findings == [], [str(f) for f in report.findings[:5]]
-    nodes = sum(1 for _ in (root / "dist/one-cluster/apps/ai/nodes").glob("*.yaml"))
-    assert nodes == sum(pool["count"] for pool in config["pools"].values())
+    listed = (
+        root / "dist/one-cluster/apps/ai/node-labels/node-labeler.configmap.node-labels.yaml"
+    ).read_text()
+    hosts = yaml.safe_load(listed.split("---\n", 1)[1])["data"]["nodes.txt"].splitlines()
+    assert len(hosts) == sum(pool["count"] for pool in config["pools"].values())
 
 
 def _leaves(node: Any, path: tuple = ()) -> list[tuple]:

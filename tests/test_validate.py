@@ -141,6 +141,18 @@ def test_crd_rendered_into_dist_counts(tree):
     assert result.exit_code == 1 and "widgets/bad.yaml" in result.stdout and "$.spec.size" in result.stdout
 
 
+def test_no_crd_directory_is_needed(tree, monkeypatch):
+    """Charts render their CRDs; kinds registered at run time (Cilium's pools, nv-ipam's IPPool) have
+    typed stand-ins: a checkout without ../shared (GitHub) validates the same, and still strictly."""
+    monkeypatch.delenv("SITEGEN_CRDS", raising=False)
+    result = invoke_sitegen("validate", "--dist", tree)
+    assert result.exit_code == 0, result.stdout
+    (pool,) = tree.glob("one-cluster/apps/ai/*/nvidia-network-operator.ippool.rail-a.yaml")
+    pool.write_text(pool.read_text().replace("perNodeBlockSize:", "perNodeBlocksize:"))
+    result = invoke_sitegen("validate", "--dist", tree)
+    assert result.exit_code == 1 and "IPPool nvidia-network-operator/rail-a: schema" in result.stdout
+
+
 def test_missing_crd_directory_is_a_usage_error(tmp_path):
     result = invoke_sitegen("validate", "--dist", DIST, "--crds", tmp_path / "nope")
     assert result.exit_code == 2

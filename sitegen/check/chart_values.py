@@ -20,7 +20,7 @@ from typing import Any
 
 import yaml
 
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+from sitegen.compose.kube_yaml import KubeLoader
 
 # (chart, dotted path) -> why the chart takes anything below it
 PASS_THROUGH: dict[tuple[str, str], str] = {
@@ -107,7 +107,7 @@ def chart_keys(archive: Path) -> ChartKeys:
             prefix = _subchart(parts)
             data = tar.extractfile(member).read()  # type: ignore[union-attr]
             if parts[-1] == "values.yaml" and len(parts) == 2 + 2 * prefix.count(".") + (2 if prefix else 0):
-                loaded = yaml.load(data, Loader=_LOADER) or {}
+                loaded = yaml.load(data, Loader=KubeLoader) or {}
                 subs[prefix] = loaded if prefix else None
                 if not prefix:
                     defaults = loaded

@@ -1,7 +1,9 @@
-"""Typed stand-ins for the kinds we render whose CRD is not among the CRD folders `validate` reads.
+"""Typed stand-ins for the kinds we render whose CRD no chart renders: their controllers register
+them at run time (the Cilium operator its own, the NVIDIA IPAM controller, which the Network Operator
+deploys, `IPPool`). `validate` needs no CRD folder for them; one given with `--crds` takes precedence.
 
-Exactly the fields we render, with the upstream names; metadata as ObjectMeta's name/labels/annotations.
-Replace a stand-in by the real CRD as soon as one is available (Cilium registers this one at run time).
+Exactly the fields we render, with the upstream names and types (Cilium 1.20, nv-ipam of Network
+Operator 26.4); metadata as ObjectMeta's name/namespace/labels/annotations.
 """
 
 from __future__ import annotations
@@ -43,6 +45,62 @@ class CiliumL2AnnouncementPolicy(_Doc):
     spec: L2AnnouncementSpec
 
 
+class IPBlock(_Doc):
+    cidr: str | None = None
+    start: str | None = None
+    stop: str | None = None
+
+
+class LoadBalancerIPPoolSpec(_Doc):
+    blocks: list[IPBlock]
+    allowFirstLastIPs: Literal["Yes", "No"] | None = None
+    disabled: bool = False
+    serviceSelector: LabelSelector | None = None
+
+
+class CiliumLoadBalancerIPPool(_Doc):
+    """cilium.io/v2 (Cilium 1.20), cluster-scoped."""
+
+    apiVersion: Literal["cilium.io/v2"]
+    kind: Literal["CiliumLoadBalancerIPPool"]
+    metadata: _Meta
+    spec: LoadBalancerIPPoolSpec
+
+
+class SelectorRequirement(_Doc):
+    key: str
+    operator: Literal["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"]
+    values: list[str] = []
+
+
+class SelectorTerm(_Doc):
+    matchExpressions: list[SelectorRequirement] = []
+    matchFields: list[SelectorRequirement] = []
+
+
+class NodeSelector(_Doc):
+    nodeSelectorTerms: list[SelectorTerm]
+
+
+class IPPoolSpec(_Doc):
+    subnet: str
+    perNodeBlockSize: int
+    gateway: str | None = None
+    defaultGateway: bool | None = None
+    nodeSelector: NodeSelector | None = None
+
+
+class NvIpamIPPool(_Doc):
+    """nv-ipam.nvidia.com/v1alpha1 IPPool (NVIDIA k8s IPAM), namespaced."""
+
+    apiVersion: Literal["nv-ipam.nvidia.com/v1alpha1"]
+    kind: Literal["IPPool"]
+    metadata: _Meta
+    spec: IPPoolSpec
+
+
 STANDIN_MODELS: dict[tuple[str, str], type[_Doc]] = {
     ("cilium.io/v2alpha1", "CiliumL2AnnouncementPolicy"): CiliumL2AnnouncementPolicy,
+    ("cilium.io/v2", "CiliumLoadBalancerIPPool"): CiliumLoadBalancerIPPool,
+    ("nv-ipam.nvidia.com/v1alpha1", "IPPool"): NvIpamIPPool,
 }

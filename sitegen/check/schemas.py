@@ -25,9 +25,7 @@ from referencing import Registry, Resource
 
 from constructs.host_config import HOST_CONFIG_MODELS
 from sitegen.check.crd_standins import STANDIN_MODELS
-
-# libyaml when present: the CRD files alone are megabytes of YAML
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+from sitegen.compose.kube_yaml import KubeLoader
 
 _DEFINITIONS_ID = "https://kubernetes.io/api/_definitions.json"
 _OBJECT_META = {"$ref": f"{_DEFINITIONS_ID}#/$defs/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"}
@@ -71,7 +69,7 @@ def _core_catalog(minor: str) -> tuple[str, Registry]:
 @cache
 def _crd_file(path: Path, mtime_ns: int) -> tuple[Any, ...]:
     """Parsed once per process and file version: the CRD files are megabytes of YAML."""
-    return tuple(yaml.load_all(path.read_text(encoding="utf-8"), Loader=_LOADER))
+    return tuple(yaml.load_all(path.read_text(encoding="utf-8"), Loader=KubeLoader))
 
 
 class SchemaCatalog:
@@ -126,7 +124,9 @@ class SchemaCatalog:
         api_version, kind = doc.get("apiVersion"), doc.get("kind")
         if not isinstance(api_version, str) or not isinstance(kind, str):
             return [Problem("$", "document has no apiVersion/kind")]
-        model = HOST_CONFIG_MODELS.get((api_version, kind)) or STANDIN_MODELS.get((api_version, kind))
+        model = HOST_CONFIG_MODELS.get((api_version, kind))
+        if model is None and (api_version, kind) not in self._custom:
+            model = STANDIN_MODELS.get((api_version, kind))  # a CRD, when given, is the better schema
         if model is not None:
             return _validate_model(model, doc)
         validator = self._core_validator(api_version, kind) or self._custom_validator(api_version, kind)

@@ -10,9 +10,7 @@ from typing import Any
 import yaml
 
 from sitegen.compose import paths
-
-# libyaml when present: the CRD files alone are megabytes of YAML
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+from sitegen.compose.kube_yaml import KubeLoader
 
 
 @dataclass(frozen=True)
@@ -78,7 +76,7 @@ _PARSED: dict[bytes, tuple[Any, ...]] = {}
 def _parse(data: bytes) -> tuple[bytes, tuple[Any, ...]]:
     digest = hashlib.blake2b(data, digest_size=16).digest()
     if digest not in _PARSED:
-        _PARSED[digest] = tuple(yaml.load_all(data.decode("utf-8"), Loader=_LOADER))
+        _PARSED[digest] = tuple(yaml.load_all(data.decode("utf-8"), Loader=KubeLoader))
     return digest, _PARSED[digest]
 
 

@@ -32,7 +32,7 @@ from sitegen.components.platform.external_secrets import ExternalSecrets
 from sitegen.components.platform.metrics_server import MetricsServer
 from sitegen.components.platform.namespaces import Namespaces
 from sitegen.components.platform.secret_store import SecretStore
-from sitegen.components.platform_nodes.nodes import Nodes
+from sitegen.components.platform_nodes.node_labels import NodeLabels
 from sitegen.components.registry.harbor import Harbor
 from sitegen.components.registry.harbor_config import HarborConfig
 from sitegen.components.serving.models import Models
@@ -49,7 +49,7 @@ from sitegen.components.tenants.tenant import Tenant
 
 COMPONENTS: tuple[type[Component], ...] = (
     # platform
-    Nodes,
+    NodeLabels,
     Namespaces,
     ArgoCd,
     ExternalSecrets,

@@ -13,6 +13,7 @@ import hashlib
 import os
 import shutil
 import subprocess
+import tarfile
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -35,7 +36,8 @@ class Locked:
     chart: str
     version: str
     source: str  # MIRROR, or the upstream repository
-    sha256: str
+    sha256: str  # of the archive: what a chart from the same source must match
+    content: str  # of the files inside: what the same chart from another source must match
 
 
 def lock_path() -> Path:
@@ -48,19 +50,38 @@ def read_lock() -> dict[str, Locked]:
     if not path.is_file():
         return {}
     data = yaml.safe_load(path.read_text()) or {}
-    return {key: Locked(**entry) for key, entry in (data.get("charts") or {}).items()}
+    return {key: Locked(**{"content": "", **entry}) for key, entry in (data.get("charts") or {}).items()}
 
 
 def write_lock(entries: Mapping[str, Locked]) -> None:
     body = {
-        key: {"chart": e.chart, "version": e.version, "source": e.source, "sha256": e.sha256}
+        key: {
+            "chart": e.chart,
+            "version": e.version,
+            "source": e.source,
+            "sha256": e.sha256,
+            "content": e.content,
+        }
         for key, e in sorted(entries.items())
     }
     header = (
-        "# The pinned chart archives, by versions.yaml key: where each came from and its sha256.\n"
-        "# synth refuses an archive that differs; `sitegen charts --renew` rewrites this file on purpose.\n"
+        "# The pinned chart archives, by versions.yaml key: where each came from, the sha256 of the archive\n"
+        "# and of its files (name and bytes, in name order). An archive from the same source must match the\n"
+        "# first; one from another source (a mirror's rebuild of an upstream release) the second. synth\n"
+        "# refuses anything else; `sitegen charts --renew` rewrites this file on purpose.\n"
     )
     lock_path().write_text(header + yaml.safe_dump({"charts": body}, sort_keys=False))
+
+
+def content_sha256(path: Path) -> str:
+    """The digest of a chart's files, independent of how the archive was packed (order, timestamps)."""
+    digest = hashlib.sha256()
+    with tarfile.open(path) as tar:
+        members = sorted((m for m in tar.getmembers() if m.isfile()), key=lambda m: m.name)
+        for member in members:
+            data = tar.extractfile(member).read()  # type: ignore[union-attr]
+            digest.update(f"{member.name}\0{len(data)}\0".encode() + data)
+    return digest.hexdigest()
 
 
 def sha256(path: Path) -> str:
@@ -144,18 +165,17 @@ def supply(charts: Mapping[str, ChartPin], *, renew: bool = False) -> dict[str, 
     for key, pin in sorted(charts.items()):
         path, source = fetch(key, pin)
         digest = sha256(path)
-        entry = Locked(pin.chart, pin.version, source, digest)
         if renew:
-            renewed[key] = entry
+            renewed[key] = Locked(pin.chart, pin.version, source, digest, content_sha256(path))
         else:
-            _check(key, entry, lock.get(key))
+            _check(key, Locked(pin.chart, pin.version, source, digest, ""), path, lock.get(key))
         archives[key] = Archive(path, digest)
     if renew:
         write_lock({k: v for k, v in renewed.items() if k in charts})
     return archives
 
 
-def _check(key: str, got: Locked, locked: Locked | None) -> None:
+def _check(key: str, got: Locked, path: Path, locked: Locked | None) -> None:
     renew = "renew it with `sitegen charts --renew` if the change is intended"
     if locked is None:
         raise ChartFault(f"charts.lock: {key}: {got.chart} {got.version} is not locked; {renew}")
@@ -164,8 +184,17 @@ def _check(key: str, got: Locked, locked: Locked | None) -> None:
             f"charts.lock: {key}: locks {locked.chart} {locked.version}, versions.yaml pins "
             f"{got.chart} {got.version}; {renew}"
         )
-    if locked.sha256 != got.sha256:
+    if locked.sha256 == got.sha256:
+        return
+    if locked.source != got.source:
+        content = content_sha256(path)
+        if content == locked.content:
+            return
         raise ChartFault(
-            f"charts.lock: {key}: archive of {got.chart} {got.version} from {got.source} has sha256 "
-            f"{got.sha256[:12]}..., the lock {locked.sha256[:12]}... (from {locked.source}); {renew}"
+            f"charts.lock: {key}: files of {got.chart} {got.version} from {got.source} have sha256 "
+            f"{content[:12]}..., the lock's (from {locked.source}) {locked.content[:12]}...; {renew}"
         )
+    raise ChartFault(
+        f"charts.lock: {key}: archive of {got.chart} {got.version} from {got.source} has sha256 "
+        f"{got.sha256[:12]}..., the lock {locked.sha256[:12]}... (from {locked.source}); {renew}"
+    )

@@ -26,7 +26,8 @@ from typing import Any
 import yaml
 
 from sitegen.components.base import JsonPatch, ObjectPatch
-from sitegen.compose import writer
+from sitegen.compose import kube_yaml, writer
+from sitegen.compose.kube_yaml import KubeLoader
 from sitegen.compose.tools import HELM_VERSION, cache_dir, helm_binary
 
 # Kinds of the built-in API that are cluster-scoped (by group, kind); everything else a chart renders
@@ -112,20 +113,8 @@ class Rendered:
 
 
 _CODE = hashlib.sha256(
-    b"".join(Path(m.__file__).read_bytes() for m in (writer,)) + Path(__file__).read_bytes()
+    b"".join(Path(m.__file__).read_bytes() for m in (writer, kube_yaml)) + Path(__file__).read_bytes()
 ).hexdigest()
-
-
-class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
-    """Kubernetes YAML: timestamps stay strings, and `=` (YAML 1.1's value key) is a plain string."""
-
-
-for _tag in ("tag:yaml.org,2002:timestamp", "tag:yaml.org,2002:value"):
-    _Loader.add_constructor(_tag, lambda loader, node: loader.construct_scalar(node))
-# YAML 1.2 floats without a dot (`1e+06`, as Go prints large numbers): numbers, as the API server reads them
-_Loader.add_implicit_resolver(
-    "tag:yaml.org,2002:float", re.compile(r"^[-+]?[0-9]+[eE][-+]?[0-9]+$"), list("-+0123456789")
-)
 
 
 # --- rendering -------------------------------------------------------------------------------------
@@ -206,8 +195,8 @@ def render(job: RenderJob) -> Rendered:
     if result.returncode != 0:
         message = " ".join(result.stderr.split())[:400]
         raise HydrationError(f"{job.app}: helm template failed: {message}")
-    objects = [d for d in yaml.load_all(result.stdout, Loader=_Loader) if isinstance(d, dict) and d]
-    crds = [o["spec"] for o in objects if o.get("kind") == "CustomResourceDefinition"]
+    verbatim, objects = _split(job, result.stdout)
+    crds = [o["spec"] for o in [*verbatim.values(), *objects] if o.get("kind") == "CustomResourceDefinition"]
     # A custom kind is namespaced unless its CRD, rendered by this chart, says Cluster: what the charts
     # of this site render of other charts' kinds (ServiceMonitor, Certificate, Issuer) is namespaced.
     cluster_kinds = {(c["group"], c["names"]["kind"]) for c in crds if c.get("scope") == "Cluster"}
@@ -223,17 +212,65 @@ def render(job: RenderJob) -> Rendered:
             meta["namespace"] = job.namespace
     objects = _patch(job, objects)
     rendered: dict[str, RenderedObject] = {}
-    for obj in objects:
+    laid_out = [(o, writer.yaml_text([o])) for o in objects] + [
+        (head, text) for text, head in verbatim.items()
+    ]
+    for obj, text in laid_out:
         meta = obj["metadata"]
         namespace = meta.get("namespace", "")
         stem = ".".join([*([namespace] if namespace else []), obj["kind"].lower(), meta["name"]])
         path = str(PurePosixPath(job.folder) / f"{stem}.yaml")
         if path in rendered:
             raise HydrationError(f"{job.app}: two objects {obj['kind']} {namespace}/{meta['name']}")
-        rendered[path] = RenderedObject(
-            path, writer.yaml_text([obj]), obj["apiVersion"], obj["kind"], namespace, meta["name"]
-        )
+        rendered[path] = RenderedObject(path, text, obj["apiVersion"], obj["kind"], namespace, meta["name"])
     return Rendered(tuple(rendered[p] for p in sorted(rendered)), tuple(sorted(serves)))
+
+
+_DOCUMENT_START = re.compile(r"^---[ \t]*$", re.M)
+_CRD_KIND = re.compile(r"^kind:[ \t]*CustomResourceDefinition[ \t]*$", re.M)
+_SCHEMA_KEY = re.compile(r"^( *)(?:- )?schema:[ \t]*$")
+
+
+def _without_schemas(text: str) -> str:
+    """A block-style CRD without the `schema:` subtree of each version: what identifies it (name,
+    group, kind, scope, served versions) in a fraction of the text."""
+    kept, skip_deeper_than = [], -1
+    for line in text.splitlines():
+        indent = len(line) - len(line.lstrip(" "))
+        if skip_deeper_than >= 0:
+            if not line.strip() or indent > skip_deeper_than:
+                continue
+            skip_deeper_than = -1
+        match = _SCHEMA_KEY.match(line)
+        if match:
+            item = line.lstrip().startswith("- ")
+            skip_deeper_than = len(match[1]) + (2 if item else 0)
+            if item:
+                kept.append(match[1] + "-")  # the item goes on with its other keys
+            continue
+        kept.append(line)
+    return "\n".join(kept) + "\n"
+
+
+def _split(job: RenderJob, stream: str) -> tuple[dict[str, dict[str, Any]], list[dict[str, Any]]]:
+    """Helm's output as (CRD text kept verbatim -> its identifying fields) and every other object
+    parsed. CRDs are nine tenths of the bytes and need neither a namespace nor a patch here: parsing
+    and re-writing them would cost more than rendering every chart."""
+    patched_kinds = {p.kind for p in job.patches}
+    verbatim: dict[str, dict[str, Any]] = {}
+    objects: list[dict[str, Any]] = []
+    for chunk in _DOCUMENT_START.split(stream):
+        body = "\n".join(ln for ln in chunk.strip("\n").splitlines() if not ln.startswith("# Source: "))
+        if not body.strip():
+            continue
+        if _CRD_KIND.search(body) and "CustomResourceDefinition" not in patched_kinds:
+            head = yaml.load(_without_schemas(body), Loader=KubeLoader)
+            meta = head.get("metadata") if isinstance(head, dict) else None
+            if isinstance(meta, dict) and meta.get("name") and not meta.get("namespace"):
+                verbatim["---\n" + body.rstrip() + "\n"] = head
+                continue
+        objects += [d for d in yaml.load_all(body, Loader=KubeLoader) if isinstance(d, dict) and d]
+    return verbatim, objects
 
 
 def _cached(job: RenderJob) -> Path:

@@ -11,6 +11,7 @@ from typing import Any
 from sitegen.components.networking.cilium import Cilium
 from sitegen.components.platform.argo_cd import ArgoCd
 from sitegen.components.platform.namespaces import Namespaces
+from sitegen.components.platform_nodes.node_labels import NodeLabels
 from sitegen.compose import paths
 from sitegen.compose.apps import VariantApps
 from sitegen.model import ClusterLayout
@@ -103,14 +104,23 @@ as the node registers.
     namespaces = (
         f"kubectl apply --server-side -f {app_dir}/{Namespaces.name}/\n" if ctx.has(Namespaces) else ""
     )
+    label_lines = "\n".join(
+        f"kubectl label node --overwrite {' '.join(h.name for h in pool.hosts)} \\\n  "
+        + " ".join(f"{k}={v}" for k, v in sorted(pool.labels.items()))
+        for pool in cluster.pools
+    )
     section(
         "Node labels and namespaces",
         f"""
-Nodes stay NotReady until the CNI runs; labels can go on now (Argo CD adopts these objects later):
+Nodes stay NotReady until the CNI runs; their pools' labels go on now, by hand this once, since the
+system pool's services select them (a kubelet may not set `node-role.kubernetes.io/*` itself). Later the
+`{NodeLabels.name}` CronJob labels every listed host that joins, and fails when a node lacks its pool's taints;
+no Node object is ever applied from Git (that would make a joining kubelet skip its taints).
 
 ```sh
-kubectl apply --server-side -f {app_dir}/nodes/
-{namespaces}```
+{label_lines}
+{namespaces}kubectl get nodes -o custom-columns=NAME:.metadata.name,TAINTS:.spec.taints[*].value
+```
 """,
     )
     cache_pools = [p for p in cluster.pools if p.name in site.storage.local_cache.pools]

@@ -71,23 +71,36 @@ def yaml_text(documents: Iterable[dict[str, Any]]) -> str:
     )
 
 
-def write_dist(files: Iterable[OutputFile], out: Path, variants: list[str] | None) -> None:
+def render_tree(files: Iterable[OutputFile]) -> dict[PurePosixPath, bytes]:
+    """Every file's bytes by its path under the output folder."""
+    rendered: dict[PurePosixPath, bytes] = {}
+    for file in files:
+        if file.path in rendered:
+            raise ValueError(f"two outputs claim {file.path}")
+        rendered[file.path] = render(file).encode("utf-8")
+    return rendered
+
+
+def write_dist(files: Iterable[OutputFile], out: Path, variants: list[str] | None) -> bool:
+    return write_tree(render_tree(files), out, variants)
+
+
+def write_tree(rendered: dict[PurePosixPath, bytes], out: Path, variants: list[str] | None) -> bool:
     """Write every file under a staging folder, then swap it in; a failure leaves `out` as it was.
 
-    With `variants`, only those subfolders of `out` are replaced; otherwise the whole tree is.
+    With `variants`, only those subfolders of `out` are replaced; otherwise the whole tree is. A tree
+    that already holds exactly these bytes is left alone (no write, no swap); returns whether it changed.
     """
     out = out.resolve()
+    if _holds(out, rendered, variants):
+        return False
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
     try:
-        seen: set[PurePosixPath] = set()
-        for file in files:
-            if file.path in seen:
-                raise ValueError(f"two outputs claim {file.path}")
-            seen.add(file.path)
-            target = staging / file.path
+        for path, data in rendered.items():
+            target = staging / path
             target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(render(file), encoding="utf-8")
+            target.write_bytes(data)
         if variants is None:
             _swap(staging, out)
         else:
@@ -96,6 +109,23 @@ def write_dist(files: Iterable[OutputFile], out: Path, variants: list[str] | Non
                 _swap(staging / variant, out / variant)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+    return True
+
+
+def _holds(out: Path, rendered: dict[PurePosixPath, bytes], variants: list[str] | None) -> bool:
+    """Whether `out` (or its `variants` folders) holds exactly these files with these bytes."""
+    roots = [out] if variants is None else [out / v for v in variants]
+    if not all(root.is_dir() for root in roots):
+        return False
+    present = {
+        PurePosixPath(p.relative_to(out).as_posix())
+        for root in roots
+        for p in root.rglob("*")
+        if not p.is_dir()
+    }
+    if present != set(rendered):
+        return False
+    return all((out / path).read_bytes() == data for path, data in rendered.items())
 
 
 def _swap(new: Path, target: Path) -> None:

@@ -1,4 +1,4 @@
-"""Platform components: nodes, namespaces, Argo CD, External Secrets and the store, metrics-server, CoreDNS."""
+"""Platform components: node labels, namespaces, Argo CD, External Secrets and the store, metrics-server, CoreDNS."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from sitegen.components.platform.external_secrets import ExternalSecrets
 from sitegen.components.platform.metrics_server import MetricsServer
 from sitegen.components.platform.namespaces import Namespaces
 from sitegen.components.platform.secret_store import SecretStore
-from sitegen.components.platform_nodes.nodes import Nodes
+from sitegen.components.platform_nodes.node_labels import NodeLabels
 from sitegen.model import resolve
 
 from .conftest import by_kind, context, render
@@ -18,15 +18,16 @@ from .conftest import by_kind, context, render
 INFRA = {"node-role.kubernetes.io/infra": "true"}
 
 
-def test_nodes_carry_their_pool_labels_and_never_their_taints(one, small):
-    nodes = by_kind(render(one, "ai", Nodes), "Node")
-    assert len(nodes) == sum(p.count for p in small.pools.values())
-    gpu01 = next(n for n in nodes if n["metadata"]["name"] == "gpu01")
-    assert gpu01["metadata"]["labels"] == small.node_labels("gpu")
-    assert all(
-        "spec" not in n and "Prune=false" in n["metadata"]["annotations"]["argocd.argoproj.io/sync-options"]
-        for n in nodes
-    )
+def test_node_labels_list_every_host_of_the_cluster_once(one, two, small):
+    (listing,) = by_kind(render(one, "ai", NodeLabels), "ConfigMap")
+    hosts = [line.split(" ")[0] for line in listing["data"]["nodes.txt"].splitlines()]
+    assert sorted(hosts) == sorted(h.name for p in small.pools.values() for h in p.hosts)
+    (aistor,) = by_kind(render(two, "aistor", NodeLabels), "ConfigMap")
+    ai = by_kind(render(two, "ai", NodeLabels), "ConfigMap")[0]
+    on_aistor = {line.split(" ")[0] for line in aistor["data"]["nodes.txt"].splitlines()}
+    assert not on_aistor & {line.split(" ")[0] for line in ai["data"]["nodes.txt"].splitlines()}
+    (job,) = by_kind(render(one, "ai", NodeLabels), "CronJob")
+    assert job["spec"]["jobTemplate"]["spec"]["template"]["spec"]["nodeSelector"] == INFRA
 
 
 def test_namespaces_are_those_components_declare_with_their_level(one):

@@ -12,7 +12,6 @@ from sitegen.components.base import EVERY_POOL, ChartComponent, Layer, NodeAgent
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.networking import PROJECT
 from sitegen.components.platform.namespaces import Namespaces
-from sitegen.components.platform_nodes.nodes import Nodes
 from sitegen.components.values import (
     EVERY_TAINT,
     OFF,
@@ -129,7 +128,8 @@ class Cilium(ChartComponent):
     serves_at_runtime = ("cilium.io/v2", "cilium.io/v2alpha1")  # the operator registers its CRDs
     project = PROJECT
     layer = Layer.FOUNDATION
-    after = (Nodes, Namespaces)  # the operator selects the system pool by its role label
+    # the operator selects the system pool by its role label: the RUNBOOK labels nodes before the CNI
+    after = (Namespaces,)
 
     def node_agents(self, scope: ClusterScope) -> Mapping[str, NodeAgent]:
         every = frozenset({EVERY_POOL})

@@ -1,5 +1,5 @@
-"""The `platform-nodes` project: the labels of every Node."""
+"""The `platform-nodes` project: the labels of every node that joined."""
 
 from sitegen.components.base import Project
 
-PROJECT = Project("platform-nodes", "labels of every Node, applied server-side and never pruned")
+PROJECT = Project("platform-nodes", "labels of the nodes that joined, by a Job; never a Node object")

@@ -1,0 +1,254 @@
+"""`sitegen diff`: what changes in the clusters between two synthesized trees.
+
+Reads dist/ of two git revisions (or of the working tree) and reports, per variant, cluster and app,
+the objects added, removed and changed, with the changed fields of each changed object. A reviewer
+sees "Deployment argocd/argo-cd-server: spec.replicas 2 -> 3" before a thousand-line raw diff.
+
+Only files whose bytes differ are parsed (git blob ids tell which), so a chart bump costs what it
+changes, not the size of dist/.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+import yaml
+
+from sitegen.compose import paths
+from sitegen.compose.kube_yaml import KubeLoader
+
+FIELDS_SHOWN = 12  # changed fields listed per object; the rest are counted
+VALUE_WIDTH = 100  # characters of an old or new value shown
+
+
+class DiffError(Exception):
+    """A revision git does not know, or no git repository: one line."""
+
+
+# --- the two trees ----------------------------------------------------------------------------------
+
+
+def _git(repo: Path, *args: str, input: bytes | None = None) -> bytes:
+    result = subprocess.run(["git", *args], cwd=repo, capture_output=True, input=input, check=False)
+    if result.returncode != 0:
+        raise DiffError(f"git {' '.join(args[:2])}: {result.stderr.decode().strip().splitlines()[-1:]}")
+    return result.stdout
+
+
+@dataclass
+class Tree:
+    """The files of dist/ at a revision (None: the working tree), by path relative to dist/."""
+
+    repo: Path
+    revision: str | None
+    blobs: dict[str, str] = field(default_factory=dict)  # path -> git blob id
+
+    @classmethod
+    def load(cls, repo: Path, dist: str, revision: str | None) -> Tree:
+        tree = cls(repo, revision)
+        if revision is None:
+            root = repo / dist
+            for path in sorted(p for p in root.rglob("*") if p.is_file()):
+                data = path.read_bytes()
+                blob = hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()  # git's blob id
+                tree.blobs[path.relative_to(root).as_posix()] = blob
+            return tree
+        listing = _git(repo, "ls-tree", "-r", "-z", revision, "--", f"{dist}/")
+        for entry in listing.split(b"\0"):
+            if entry:
+                meta, name = entry.decode().split("\t", 1)
+                tree.blobs[str(PurePosixPath(name).relative_to(dist))] = meta.split()[2]
+        return tree
+
+    def read(self, dist: str, wanted: list[str]) -> dict[str, bytes]:
+        """The bytes of the `wanted` files this tree holds (one git process for all of them)."""
+        held = [p for p in wanted if p in self.blobs]
+        if self.revision is None:
+            return {p: (self.repo / dist / p).read_bytes() for p in held}
+        batch = _git(
+            self.repo, "cat-file", "--batch", input="".join(f"{self.blobs[p]}\n" for p in held).encode()
+        )
+        out, at = {}, 0
+        for path in held:
+            header_end = batch.index(b"\n", at)
+            size = int(batch[at:header_end].split()[2])
+            out[path] = batch[header_end + 1 : header_end + 1 + size]
+            at = header_end + 2 + size
+        return out
+
+
+# --- objects and fields -----------------------------------------------------------------------------
+
+
+def _objects(path: str, text: bytes) -> dict[str, dict[str, Any]]:
+    """The file's documents by object reference; a document that is no object (values) by file."""
+    out = {}
+    for doc in yaml.load_all(text.decode("utf-8"), Loader=KubeLoader):
+        if isinstance(doc, dict) and doc:
+            meta = doc.get("metadata") if isinstance(doc.get("metadata"), dict) else {}
+            if "kind" in doc and meta.get("name"):
+                ns = meta.get("namespace")
+                out[f"{doc['kind']} {ns + '/' if ns else ''}{meta['name']}"] = doc
+            else:
+                out[f"{path} [values]" if len(out) == 0 else f"{path} [doc {len(out)}]"] = doc
+    return out
+
+
+def _short(value: Any) -> str:
+    text = "-" if value is _MISSING else json.dumps(value, sort_keys=True, separators=(", ", ": "))
+    return text if len(text) <= VALUE_WIDTH else text[: VALUE_WIDTH - 3] + "..."
+
+
+_MISSING: Any = object()
+
+
+def _key(item: Any) -> str:
+    return json.dumps(item, sort_keys=True)
+
+
+def field_changes(old: Any, new: Any, path: str = "") -> list[tuple[str, Any, Any]]:
+    """(path, old value, new value) of what differs, in path order. Maps go key by key; a list
+    whose items moved, came or went is reported as items added (`[+]`) and removed (`[-]`), so one
+    entry inserted into a kind list is one line, not a shifted tail."""
+    if old == new:
+        return []
+    if isinstance(old, dict) and isinstance(new, dict):
+        out = []
+        for key in sorted(old.keys() | new.keys(), key=str):
+            here = f"{path}.{key}" if path else str(key)
+            out += field_changes(old.get(key, _MISSING), new.get(key, _MISSING), here)
+        return out
+    if isinstance(old, list) and isinstance(new, list):
+        if len(old) == len(new):
+            index_wise = [
+                field_changes(a, b, f"{path}[{i}]") for i, (a, b) in enumerate(zip(old, new, strict=True))
+            ]
+            if sum(1 for c in index_wise if c) <= max(1, len(old) // 2):
+                return [c for changes in index_wise for c in changes]
+        before, after = {_key(i): i for i in old}, {_key(i): i for i in new}
+        removed = [(f"{path}[-]", before[k], _MISSING) for k in before if k not in after]
+        added = [(f"{path}[+]", _MISSING, after[k]) for k in after if k not in before]
+        return removed + added or [(path, old, new)]  # same items, another order
+    return [(path, old, new)]
+
+
+# --- the report -------------------------------------------------------------------------------------
+
+
+@dataclass
+class Change:
+    ref: str  # Kind namespace/name, or the file for what is not an object
+    state: str  # added, removed, changed
+    fields: list[tuple[str, Any, Any]] = field(default_factory=list)
+    crd: bool = False
+
+
+@dataclass
+class Group:
+    """What changed in one app (or one non-app area) of a cluster of a variant."""
+
+    variant: str
+    cluster: str
+    app: str
+    changes: list[Change] = field(default_factory=list)
+
+    def count(self, state: str) -> int:
+        return sum(c.state == state for c in self.changes)
+
+
+def _group_key(path: str) -> tuple[str, str, str]:
+    parts = PurePosixPath(path).parts
+    variant = parts[0]
+    if len(parts) > 3 and parts[1] == paths.APPS:
+        return variant, parts[2], parts[3]
+    if len(parts) > 3 and parts[1] in paths.CLUSTER_AREAS:
+        return variant, parts[2], f"{parts[1]}/{PurePosixPath(*parts[3:])}"
+    return variant, "-", str(PurePosixPath(*parts[1:]))
+
+
+def compare(repo: Path, base: str, head: str | None, dist: str = str(paths.REPO_DIST)) -> list[Group]:
+    old, new = Tree.load(repo, dist, base), Tree.load(repo, dist, head)
+    touched = sorted(p for p in old.blobs.keys() | new.blobs.keys() if old.blobs.get(p) != new.blobs.get(p))
+    old_bytes, new_bytes = old.read(dist, touched), new.read(dist, touched)
+    groups: dict[tuple[str, str, str], Group] = {}
+    for path in touched:
+        key = _group_key(path)
+        group = groups.setdefault(key, Group(*key))
+        if not path.endswith(".yaml"):  # the runbook, containerd's hosts.toml
+            state = "added" if path not in old.blobs else "removed" if path not in new.blobs else "changed"
+            group.changes.append(Change(path, state))
+            continue
+        before = _objects(path, old_bytes[path]) if path in old_bytes else {}
+        after = _objects(path, new_bytes[path]) if path in new_bytes else {}
+        for ref in sorted(before.keys() | after.keys()):
+            crd = (after.get(ref) or before.get(ref) or {}).get("kind") == "CustomResourceDefinition"
+            if ref not in before:
+                group.changes.append(Change(ref, "added", crd=crd))
+            elif ref not in after:
+                group.changes.append(Change(ref, "removed", crd=crd))
+            elif before[ref] != after[ref]:
+                group.changes.append(Change(ref, "changed", field_changes(before[ref], after[ref]), crd))
+    # a file whose objects are equal changed only in its comments (the generated header)
+    return [groups[k] for k in sorted(groups) if groups[k].changes]
+
+
+def _field_lines(change: Change) -> list[str]:
+    if change.crd:
+        schema = [f for f in change.fields if ".schema.openAPIV3Schema." in f[0]]
+        other = [f for f in change.fields if f not in schema]
+        lines = [f"{p}: {_short(a)} -> {_short(b)}" for p, a, b in other[:FIELDS_SHOWN]]
+        return lines + ([f"schema changed: {len(schema)} fields"] if schema else [])
+    lines = [f"{p}: {_short(a)} -> {_short(b)}" for p, a, b in change.fields[:FIELDS_SHOWN]]
+    if len(change.fields) > FIELDS_SHOWN:
+        lines.append(f"... and {len(change.fields) - FIELDS_SHOWN} more fields")
+    return lines
+
+
+def _summary(groups: list[Group]) -> str:
+    totals = {s: sum(g.count(s) for g in groups) for s in ("added", "removed", "changed")}
+    apps = len(groups)
+    return f"{totals['added']} added, {totals['removed']} removed, {totals['changed']} changed in {apps} apps"
+
+
+def render_text(groups: list[Group]) -> str:
+    if not groups:
+        return "no change in dist/\n"
+    out = []
+    for g in groups:
+        out.append(
+            f"{g.variant} {g.cluster} {g.app}: +{g.count('added')} -{g.count('removed')} ~{g.count('changed')}"
+        )
+        for change in g.changes:
+            mark = {"added": "+", "removed": "-", "changed": "~"}[change.state]
+            out.append(f"  {mark} {change.ref}")
+            out += [f"      {line}" for line in _field_lines(change)]
+    out.append(_summary(groups))
+    return "\n".join(out) + "\n"
+
+
+def render_markdown(groups: list[Group]) -> str:
+    if not groups:
+        return "No change in `dist/`.\n"
+    out = [
+        f"**{_summary(groups)}**",
+        "",
+        "| variant | cluster | app | added | removed | changed |",
+        "|---|---|---|---|---|---|",
+    ]
+    out += [
+        f"| {g.variant} | {g.cluster} | `{g.app}` | {g.count('added')} | {g.count('removed')} | {g.count('changed')} |"
+        for g in groups
+    ]
+    for g in groups:
+        out += ["", f"<details><summary>{g.variant} / {g.cluster} / {g.app}</summary>", "", "```"]
+        for change in g.changes:
+            mark = {"added": "+", "removed": "-", "changed": "~"}[change.state]
+            out.append(f"{mark} {change.ref}")
+            out += [f"    {line}" for line in _field_lines(change)]
+        out += ["```", "</details>"]
+    return "\n".join(out) + "\n"

@@ -1,0 +1,130 @@
+"""`sitegen diff`: the rendered change per variant, cluster and app, from two git revisions."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from sitegen.report.diff import compare, field_changes, render_text
+
+from .conftest import SITEGEN
+
+APP = "dist/one-cluster/apps/ai/argo-cd"
+
+
+def _deployment(replicas: int, image: str = "quay.io/argoproj/argocd:v3.4.1") -> dict:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "argo-cd-server", "namespace": "argocd"},
+        "spec": {
+            "replicas": replicas,
+            "template": {"spec": {"containers": [{"name": "server", "image": image}]}},
+        },
+    }
+
+
+def _crd(fields: list[str]) -> dict:
+    props = {f: {"type": "string"} for f in fields}
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "applications.argoproj.io"},
+        "spec": {"versions": [{"name": "v1alpha1", "schema": {"openAPIV3Schema": {"properties": props}}}]},
+    }
+
+
+def _write(repo: Path, rel: str, *docs: dict) -> None:
+    path = repo / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump_all(docs))
+
+
+def _commit(repo: Path, message: str) -> None:
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t"}
+    env["GIT_COMMITTER_EMAIL"] = "t@t"
+    subprocess.run(["git", "add", "-A"], cwd=repo, check=True, env=env)
+    subprocess.run(["git", "commit", "-qm", message], cwd=repo, check=True, env=env)
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    _write(tmp_path, f"{APP}/argocd.deployment.argo-cd-server.yaml", _deployment(2))
+    _write(
+        tmp_path,
+        f"{APP}/argocd.configmap.old.yaml",
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "old", "namespace": "argocd"}},
+    )
+    _write(tmp_path, f"{APP}/customresourcedefinition.applications.argoproj.io.yaml", _crd(["a", "b"]))
+    _write(tmp_path, "dist/one-cluster/values/ai/argo-cd.yaml", {"server": {"replicas": 2}})
+    _commit(tmp_path, "base")
+    _write(tmp_path, f"{APP}/argocd.deployment.argo-cd-server.yaml", _deployment(3))
+    (tmp_path / APP / "argocd.configmap.old.yaml").unlink()
+    _write(
+        tmp_path,
+        f"{APP}/argocd.configmap.new.yaml",
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "new", "namespace": "argocd"}},
+    )
+    _write(tmp_path, f"{APP}/customresourcedefinition.applications.argoproj.io.yaml", _crd(["a", "c", "d"]))
+    _write(tmp_path, "dist/one-cluster/values/ai/argo-cd.yaml", {"server": {"replicas": 3}})
+    _commit(tmp_path, "head")
+    return tmp_path
+
+
+def test_changes_grouped_by_variant_cluster_and_app(repo):
+    groups = compare(repo, "HEAD~1", "HEAD")
+    by_app = {(g.variant, g.cluster, g.app): g for g in groups}
+    app = by_app[("one-cluster", "ai", "argo-cd")]
+    assert (app.count("added"), app.count("removed"), app.count("changed")) == (1, 1, 2)
+    text = render_text(groups)
+    assert "one-cluster ai argo-cd: +1 -1 ~2" in text
+    assert "  + ConfigMap argocd/new" in text and "  - ConfigMap argocd/old" in text
+    assert "spec.replicas: 2 -> 3" in text
+    assert "schema changed: 3 fields" in text  # b went, c and d came: one line, not the schema
+    assert "server.replicas: 2 -> 3" in text  # the values file, field by field
+    assert text.rstrip().endswith("1 added, 1 removed, 3 changed in 2 apps")
+
+
+def test_working_tree_against_a_revision(repo):
+    assert render_text(compare(repo, "HEAD", None)) == "no change in dist/\n"
+    _write(
+        repo, f"{APP}/argocd.deployment.argo-cd-server.yaml", _deployment(3, "quay.io/argoproj/argocd:v3.4.2")
+    )
+    text = render_text(compare(repo, "HEAD", None))
+    assert (
+        'spec.template.spec.containers[0].image: "quay.io/argoproj/argocd:v3.4.1" -> "quay.io/argoproj/argocd:v3.4.2"'
+        in text
+    )
+
+
+def test_markdown_for_the_job_summary(repo):
+    result = subprocess.run(
+        [str(SITEGEN), "diff", "HEAD~1", "HEAD", "--format", "markdown"],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "| one-cluster | ai | `argo-cd` | 1 | 1 | 2 |" in result.stdout
+    assert "<details><summary>one-cluster / ai / argo-cd</summary>" in result.stdout
+
+
+def test_unknown_revision_is_one_line(repo):
+    result = subprocess.run([str(SITEGEN), "diff", "nope", "HEAD"], cwd=repo, capture_output=True, text=True)
+    assert (
+        result.returncode == 2
+        and result.stderr.startswith("error: git ls-tree")
+        and result.stderr.count("\n") == 1
+    )
+
+
+def test_an_inserted_list_item_is_one_change():
+    old = {"kinds": [{"kind": "A"}, {"kind": "C"}, {"kind": "D"}]}
+    new = {"kinds": [{"kind": "A"}, {"kind": "B"}, {"kind": "C"}, {"kind": "D"}]}
+    ((path, _before, after),) = field_changes(old, new)
+    assert path == "kinds[+]" and after == {"kind": "B"}

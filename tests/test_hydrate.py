@@ -1,0 +1,91 @@
+"""Hydration's own mechanics: how helm's output is split, kept and identified."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from sitegen.components.base import JsonPatch, ObjectPatch
+from sitegen.compose.hydrate import HydrationError, RenderJob, _patch, _split, _without_schemas
+
+CRD = """\
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: widgets.example.com
+spec:
+  group: example.com
+  names:
+    kind: Widget
+    plural: widgets
+  scope: Cluster
+  versions:
+  - name: v1
+    schema:
+      openAPIV3Schema:
+        properties:
+          schema:
+            type: string
+          operator:
+            enum: [=, "!="]
+    served: true
+    storage: true
+  - schema:
+      openAPIV3Schema:
+        type: object
+    name: v1beta1
+    served: false
+"""
+
+STREAM = f"""---
+# Source: widgets/crds/widgets.yaml
+{CRD}---
+# Source: widgets/templates/cm.yaml
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: settings
+data:
+  when: 2026-12-03
+---
+# Source: widgets/templates/empty.yaml
+"""
+
+
+def _job(**kw) -> RenderJob:
+    base = dict(
+        app="v/c/widgets",
+        release="widgets",
+        namespace="widgets",
+        archive="x.tgz",
+        archive_sha256="0",
+        values={},
+        kube_version="1.35.0",
+        api_versions=(),
+        folder="v/apps/c/widgets",
+    )
+    return RenderJob(**{**base, **kw})
+
+
+def test_a_crd_is_identified_without_its_schemas():
+    head = yaml.safe_load(_without_schemas(CRD))
+    assert head["metadata"]["name"] == "widgets.example.com" and head["spec"]["scope"] == "Cluster"
+    assert [(v["name"], v["served"]) for v in head["spec"]["versions"]] == [("v1", True), ("v1beta1", False)]
+    assert all("schema" not in v for v in head["spec"]["versions"])
+
+
+def test_crds_are_kept_verbatim_and_the_rest_parsed():
+    verbatim, objects = _split(_job(), STREAM)
+    ((text, head),) = verbatim.items()
+    assert text == "---\n" + CRD  # the chart's own bytes: reviewable against upstream, no re-dump
+    assert head["kind"] == "CustomResourceDefinition"
+    (config_map,) = objects
+    assert config_map["data"]["when"] == "2026-12-03"  # a date stays the string the API server reads
+
+
+def test_a_patch_that_matches_nothing_stops_hydration():
+    patch = ObjectPatch(
+        "Deployment", "gone", "renamed upstream", (JsonPatch("replace", "/spec/replicas", 2),)
+    )
+    with pytest.raises(HydrationError, match="patch for Deployment gone matches no object"):
+        _patch(_job(patches=(patch,)), [{"kind": "Deployment", "metadata": {"name": "here"}}])
