@@ -18,7 +18,7 @@ _REPO = Path(__file__).resolve().parent.parent
 if str(_REPO) not in sys.path:
     sys.path.insert(0, str(_REPO))
 
-from sitegen.model import ConfigFault, Site, load_site  # noqa: E402
+from sitegen.model import ConfigError, ConfigFault, Site, dotted, load_site  # noqa: E402
 
 CONFIG_OPTION = click.option(
     "--config",
@@ -123,6 +123,13 @@ def synth(config_dir: Path, variants: tuple[str, ...], out_dir: Path) -> None:
         rendered = render_tree(synthesize(site, chosen))
     except (ChartFault, HydrationError) as fault:
         click.echo(f"error: {fault}", err=True)
+        sys.exit(2)
+    except ConfigError as fault:  # a rule that needs the composed site (tenant names, Service count)
+        section, *field = fault.loc
+        click.echo(
+            f"error: {ConfigFault(config_dir / f'{section}.yaml', dotted(tuple(field)), fault.message)}",
+            err=True,
+        )
         sys.exit(2)
     changed = write_tree(rendered, out_dir, chosen if variants else None)
     if key:

@@ -337,7 +337,7 @@ CASES = [
         set_value("variants.yaml", *AISTOR_CARVE, "hosts", value=["cmp49", "cmp50"]),
         "variants.yaml",
         "two-cluster.clusters.aistor.control_plane.hosts",
-        "2 hosts: stacked etcd needs an odd",
+        "2 control-plane nodes: stacked etcd needs an odd",
     ),
     case(
         "carve-foreign-host",

@@ -149,3 +149,60 @@ def test_mutated_configs_never_crash(tmp_path_factory, target, action, junk):
     assert result.exit_code in (0, 2)
     if result.exit_code == 2:
         assert result.stderr.count("\n") == 1 and result.stderr.startswith("error: ")
+
+
+# --- impossible sites: each refused by the rule that should refuse it -----------------------------
+
+RULE_PROPERTY = settings(max_examples=40, deadline=None, derandomize=True)
+
+
+def _refused(config: dict[str, Any], tmp: Path) -> str | None:
+    """The one-line fault loading `config` gives, or None when it loads."""
+    from sitegen.model import ConfigFault
+
+    try:
+        load_site(_write(config, tmp))
+    except ConfigFault as fault:
+        return str(fault)
+    return None
+
+
+@RULE_PROPERTY
+@given(prefix=st.integers(14, 26), mask=st.integers(20, 28))
+def test_pod_cidr_capacity(tmp_path_factory, prefix, mask):
+    config = copy.deepcopy(BASE)
+    config["clusters"]["ai"]["pod_cidr"] = f"10.128.0.0/{prefix}"  # clear of every other range
+    config["clusters"]["ai"]["pod_cidr_node_mask"] = mask
+    fault = _refused(config, tmp_path_factory.mktemp("cfg"))
+    nodes = sum(pool["count"] for pool in config["pools"].values())  # one-cluster: every node in ai
+    if prefix > mask or 2 ** (mask - prefix) < nodes:
+        assert fault is not None and "clusters.yaml: ai.pod_cidr: " in fault, fault
+    else:
+        assert fault is None, fault
+
+
+@RULE_PROPERTY
+@given(members=st.integers(1, 11))
+def test_control_plane_size(tmp_path_factory, members):
+    config = copy.deepcopy(BASE)
+    pool = config["pools"]["control-plane"]
+    pool["count"] = members
+    pool["hosts"] = [{"name": f"cp{i:02d}", "address": f"10.20.0.{100 + i}"} for i in range(1, members + 1)]
+    fault = _refused(config, tmp_path_factory.mktemp("cfg"))
+    if members % 2 == 0 or members > 7:
+        assert fault is not None and "pools.yaml: control-plane.count: " in fault, fault
+    else:
+        assert fault is None, fault
+
+
+@RULE_PROPERTY
+@given(set_size=st.sampled_from(["auto", 2, 3, 4, 5, 6, 8, 9, 10, 12, 15, 16]), parity=st.integers(0, 16))
+def test_erasure_parity(tmp_path_factory, set_size, parity):
+    config = copy.deepcopy(BASE)
+    config["storage"]["aistor"].update(set_drive_count=set_size, parity=parity)
+    fault = _refused(config, tmp_path_factory.mktemp("cfg"))
+    size = 15 if set_size == "auto" else set_size  # 30 servers x 24 drives: AIStor picks 15
+    if parity > size // 2:
+        assert fault is not None and "storage.yaml: aistor.parity: " in fault, fault
+    else:
+        assert fault is None, fault

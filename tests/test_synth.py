@@ -5,7 +5,8 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-from pathlib import PurePosixPath
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path, PurePosixPath
 
 import pytest
 
@@ -71,19 +72,20 @@ def test_failed_write_leaves_the_tree_untouched(tmp_path, fresh, monkeypatch):
     shutil.copytree(fresh, out)
     before = tree_bytes(out)
     calls = []
+    real_write = Path.write_bytes
 
-    def failing_render(file):
-        calls.append(file)
+    def failing_write(self, data):
+        calls.append(self)
         if len(calls) == 3:
             raise OSError("disk full")
-        return "---\n"
+        return real_write(self, data)
 
-    monkeypatch.setattr(dist, "render", failing_render)
-    files = [OutputFile(PurePosixPath(f"one-cluster/x{i}.yaml"), []) for i in range(5)]
-    with pytest.raises(OSError):
+    monkeypatch.setattr(Path, "write_bytes", failing_write)
+    files = [OutputFile(PurePosixPath(f"one-cluster/x{i}.yaml"), [{"i": i}]) for i in range(5)]
+    with pytest.raises(OSError, match="disk full"):
         write_dist(files, out, None)
     assert tree_bytes(out) == before
-    assert [p.name for p in tmp_path.iterdir()] == ["dist"]  # no staging folder left behind
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".dist.lock", "dist"]  # no staging folder left
 
 
 def test_unknown_variant_is_a_config_error(tmp_path):
@@ -108,3 +110,30 @@ def test_cdk8s_cli_synth_gives_the_same_tree(tmp_path, fresh):
     assert result.returncode == 0, result.stderr
     assert tree_bytes(out) == tree_bytes(fresh)
     assert "end-of-life" not in result.stdout + result.stderr
+
+
+def test_the_swap_is_one_step(tmp_path, monkeypatch):
+    """A reader polling during synth finds the old tree or the new one, never no folder: the
+    replacement is one rename-exchange, not two renames."""
+    out = tmp_path / "dist"
+    write_dist([OutputFile(PurePosixPath("one-cluster/a.yaml"), [{"a": 1}])], out, None)
+    renamed = []
+    real_rename = Path.rename
+    monkeypatch.setattr(
+        Path, "rename", lambda self, target: renamed.append(self) or real_rename(self, target)
+    )
+    write_dist([OutputFile(PurePosixPath("one-cluster/a.yaml"), [{"a": 2}])], out, None)
+    assert renamed == [] and dist.exchange is not None
+    assert "a: 2" in (out / "one-cluster/a.yaml").read_text()
+
+
+def test_concurrent_synths_into_one_folder_take_turns(tmp_path):
+    out = tmp_path / "dist"
+    trees = [
+        [OutputFile(PurePosixPath(f"one-cluster/f{i}.yaml"), [{"n": n}]) for i in range(40)] for n in range(4)
+    ]
+    with ThreadPoolExecutor(4) as pool:
+        list(pool.map(lambda files: write_dist(files, out, None), trees))
+    values = {(out / f"one-cluster/f{i}.yaml").read_text().split("n: ")[1] for i in range(40)}
+    assert len(values) == 1  # one writer's whole tree, not a mix
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".dist.lock", "dist"]

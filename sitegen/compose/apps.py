@@ -14,8 +14,9 @@ from functools import cached_property
 from sitegen.components.base import ChartComponent, Component
 from sitegen.components.catalog import COMPONENTS
 from sitegen.components.context import ClusterContext, ClusterScope
+from sitegen.components.tenants.tenant import Tenant
 from sitegen.compose.hosts import HOST_IMAGES
-from sitegen.model import ClusterLayout, PinNeeds, Site, VariantLayout
+from sitegen.model import ClusterLayout, ConfigError, PinNeeds, Site, VariantLayout
 
 WAVES_PER_LAYER = 10
 
@@ -57,6 +58,26 @@ class VariantApps:
         ]
 
 
+def _check_namespaces(found: Sequence[Component]) -> None:
+    """Two components creating one namespace would fight over it; a tenant named after a platform
+    namespace is a config mistake, named as such."""
+    owners: dict[str, Component] = {}
+    for component in sorted(found, key=lambda c: isinstance(c, Tenant)):  # platform first
+        if component.security is None:
+            continue
+        other = owners.setdefault(component.namespace, component)
+        if other is component:
+            continue
+        if isinstance(component, Tenant):
+            raise ConfigError(
+                ("tenants", component.tenant),
+                f"namespace {component.namespace!r} belongs to component {other.name}: choose another tenant name",
+            )
+        raise CompositionError(
+            f"components {other.name} and {component.name} both create namespace {component.namespace}"
+        )
+
+
 def variant_apps(
     site: Site, layout: VariantLayout, registry: Sequence[type[Component]] = COMPONENTS
 ) -> VariantApps:
@@ -69,6 +90,7 @@ def variant_apps(
         twice = sorted({n for n in names if names.count(n) > 1})
         if twice:
             raise CompositionError(f"cluster {cluster.name}: two components are named {', '.join(twice)}")
+        _check_namespaces(found)
         # dependencies may depend on what else the cluster has: ask with every component present
         unordered = ClusterContext(
             site=site,
@@ -139,7 +161,7 @@ def pin_needs(registry: Sequence[type[Component]] = COMPONENTS) -> PinNeeds:
     images = dict(HOST_IMAGES)
     for kind in registry:
         if issubclass(kind, ChartComponent):
-            charts.setdefault(kind.chart, kind.name)
+            charts.setdefault(kind.chart, f"component {kind.name}")
         for key, needed_by in kind.images.items():
-            images.setdefault(key, needed_by)
+            images.setdefault(key, f"component {kind.name}: {needed_by}")
     return PinNeeds(charts=dict(sorted(charts.items())), images=dict(sorted(images.items())))

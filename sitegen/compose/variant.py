@@ -4,6 +4,8 @@ containerd mirrors, as output files in a stable order."""
 
 from __future__ import annotations
 
+import re
+from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
@@ -20,7 +22,7 @@ from sitegen.compose.hosts import host_files, mirror_files
 from sitegen.compose.hydrate import Rendered, RenderJob, hydrate
 from sitegen.compose.runbook import runbook
 from sitegen.compose.writer import OutputFile
-from sitegen.model import Site, resolve
+from sitegen.model import ConfigError, Site, resolve
 
 
 def served_api_versions(ctx: ClusterContext) -> tuple[str, ...]:
@@ -138,4 +140,35 @@ def synthesize(site: Site, variants: list[str], workers: int | None = None) -> l
     app = App()
     for apps in every:
         files += _variant_files(app, apps, hydrated)
+    _check_service_addresses(site, files)
     return sorted(files, key=lambda f: f.path)
+
+
+def _takes_cluster_ip(file: OutputFile) -> int:
+    if file.text is not None:  # a hydrated object, one per file
+        return int(
+            re.search(r"^kind: Service$", file.text, re.M) is not None
+            and re.search(r"^  clusterIP: None$", file.text, re.M) is None
+        )
+    return sum(
+        1
+        for d in file.documents
+        if d.get("kind") == "Service" and (d.get("spec") or {}).get("clusterIP") != "None"
+    )
+
+
+def _check_service_addresses(site: Site, files: list[OutputFile]) -> None:
+    """Every Service with a cluster IP needs an address of its cluster's service range."""
+    counts: Counter[tuple[str, str]] = Counter()
+    for file in files:
+        parts = file.path.parts
+        if len(parts) > 3 and parts[1] == paths.APPS:
+            counts[(parts[0], parts[2])] += _takes_cluster_ip(file)
+    for (variant, cluster), services in sorted(counts.items()):
+        cidr = site.clusters[cluster].service_cidr
+        usable = cidr.num_addresses - 2  # the network address, and the API server's own Service
+        if services > usable:
+            raise ConfigError(
+                ("clusters", cluster, "service_cidr"),
+                f"{cidr} gives {usable} Service addresses; variant {variant} creates {services} Services in cluster {cluster}",
+            )

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import ctypes
+import errno
+import fcntl
 import os
 import shutil
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -90,26 +94,38 @@ def write_tree(rendered: dict[PurePosixPath, bytes], out: Path, variants: list[s
 
     With `variants`, only those subfolders of `out` are replaced; otherwise the whole tree is. A tree
     that already holds exactly these bytes is left alone (no write, no swap); returns whether it changed.
+    Concurrent synths into one folder take turns (a lock file beside it).
     """
     out = out.resolve()
-    if _holds(out, rendered, variants):
-        return False
     out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
-    try:
-        for path, data in rendered.items():
-            target = staging / path
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(data)
-        if variants is None:
-            _swap(staging, out)
-        else:
-            out.mkdir(exist_ok=True)
-            for variant in variants:
-                _swap(staging / variant, out / variant)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+    with _locked(out):
+        if _holds(out, rendered, variants):
+            return False
+        staging = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
+        try:
+            for path, data in rendered.items():
+                target = staging / path
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(data)
+            if variants is None:
+                _swap(staging, out)
+            else:
+                out.mkdir(exist_ok=True)
+                for variant in variants:
+                    _swap(staging / variant, out / variant)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
     return True
+
+
+@contextmanager
+def _locked(out: Path) -> Iterator[None]:
+    with (out.parent / f".{out.name}.lock").open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 def _holds(out: Path, rendered: dict[PurePosixPath, bytes], variants: list[str] | None) -> bool:
@@ -128,11 +144,32 @@ def _holds(out: Path, rendered: dict[PurePosixPath, bytes], variants: list[str] 
     return all((out / path).read_bytes() == data for path, data in rendered.items())
 
 
+_RENAME_EXCHANGE = 2  # linux/fs.h
+_AT_FDCWD = -100
+_renameat2 = getattr(ctypes.CDLL(None, use_errno=True), "renameat2", None)
+
+
+def exchange(a: Path, b: Path) -> bool:
+    """Swap two paths in one step (Linux renameat2 RENAME_EXCHANGE); False where unsupported."""
+    if _renameat2 is None:
+        return False
+    if _renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.ENOSYS, errno.EINVAL, errno.EXDEV):
+        return False
+    raise OSError(err, os.strerror(err), str(b))
+
+
 def _swap(new: Path, target: Path) -> None:
+    """`new` becomes `target` in one step: a reader sees the old tree or the new one, never none."""
     if not target.exists():
         new.rename(target)
         return
-    old = target.with_name(f".{target.name}-old-{os.getpid()}")
+    if exchange(new, target):
+        shutil.rmtree(new)  # now the old tree
+        return
+    old = target.with_name(f".{target.name}-old-{os.getpid()}")  # no atomic exchange here: two renames
     target.rename(old)
     new.rename(target)
     shutil.rmtree(old)

@@ -27,10 +27,16 @@ class Cluster(Strict):
     id: Annotated[int, Field(ge=1, le=255)]
     api: ApiEndpoint
     pod_cidr: Cidr
+    # the block each node's pods get from pod_cidr (Cilium cluster-pool IPAM)
+    pod_cidr_node_mask: Annotated[int, Field(ge=16, le=28)] = 24
     service_cidr: Cidr
     load_balancer_cidr: Cidr
     dns_domain: DnsName = "cluster.local"
     etcd_quota_gib: Annotated[int, Field(ge=2, le=8)] = 8
+
+
+# kube-apiserver refuses a larger IPv4 service range (--service-cluster-ip-range: at most 20 host bits)
+MAX_SERVICE_HOST_BITS = 20
 
 
 def check_clusters(clusters: dict[str, Cluster], pools: dict[str, Pool], network: Network) -> None:
@@ -40,6 +46,16 @@ def check_clusters(clusters: dict[str, Cluster], pools: dict[str, Pool], network
     vips: dict[ipaddress.IPv4Address, str] = {}
     dns_names: dict[str, str] = {}
     for name, cluster in clusters.items():
+        if cluster.pod_cidr.prefixlen > cluster.pod_cidr_node_mask:
+            raise ConfigError(
+                ("clusters", name, "pod_cidr"),
+                f"{cluster.pod_cidr} is smaller than one node's block (/{cluster.pod_cidr_node_mask})",
+            )
+        if 32 - cluster.service_cidr.prefixlen > MAX_SERVICE_HOST_BITS:
+            raise ConfigError(
+                ("clusters", name, "service_cidr"),
+                f"{cluster.service_cidr} is larger than the API server allows (/{32 - MAX_SERVICE_HOST_BITS} at most)",
+            )
         vip, vip_loc = cluster.api.vip, ("clusters", name, "api", "vip")
         if cluster.id in ids:
             raise ConfigError(("clusters", name, "id"), f"id {cluster.id} is also used by {ids[cluster.id]}")

@@ -10,7 +10,7 @@ import ipaddress
 import re
 from typing import Annotated
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, Strict
 
 Loc = tuple[str | int, ...]
 
@@ -83,8 +83,9 @@ def _text(value: object) -> object:
     return value
 
 
-Cidr = Annotated[ipaddress.IPv4Network, BeforeValidator(_text)]
-Address = Annotated[ipaddress.IPv4Address, BeforeValidator(_text)]
+# Models are strict (no `true` as 1, no "8" as 8, no 8.0 as 8); addresses are parsed from their text.
+Cidr = Annotated[ipaddress.IPv4Network, BeforeValidator(_text), Strict(False)]
+Address = Annotated[ipaddress.IPv4Address, BeforeValidator(_text), Strict(False)]
 DnsLabel = Annotated[str, AfterValidator(_dns_label)]
 DnsName = Annotated[str, AfterValidator(_dns_name)]
 BucketName = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")]
@@ -97,7 +98,7 @@ HttpsUrl = Annotated[str, Field(pattern=r"^https://\S+$")]
 
 
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
 def dotted(loc: Loc) -> str:

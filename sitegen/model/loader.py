@@ -18,14 +18,44 @@ DASHBOARDS = "dashboards"  # a directory of Grafana dashboard JSON files, not a 
 SECTIONS = tuple(f for f in Site.model_fields if f != DASHBOARDS)
 
 
+# A config file is a page of settings; the largest here (pools.yaml of a 1,020-node site) is 60 KB.
+MAX_FILE_BYTES = 1 << 20
+EXCERPT = 60  # characters of an offending value shown in an error
+
+
+def excerpt(value: str, limit: int = EXCERPT) -> str:
+    """A value short enough for one error line, marked where it was cut."""
+    if len(value) <= limit:
+        return value
+    return f"{value[: limit - 20]}...[{len(value):,} characters]"
+
+
 class ConfigFault(Exception):
     """A config problem, printed as exactly one line: `<file>: <field>: <message>`."""
 
     def __init__(self, file: Path, field: str, message: str):
-        super().__init__(f"{file}: {field + ': ' if field else ''}{message}")
+        message = " ".join(message.split())  # one line, whatever a value held
+        super().__init__(f"{file}: {excerpt(field, 120) + ': ' if field else ''}{excerpt(message, 400)}")
 
 
-class _UniqueKeyLoader(yaml.SafeLoader):
+_EventLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def _refuse_aliases(path: Path, text: str) -> None:
+    """Aliases (`*name`) let a few lines expand into gigabytes ("billion laughs"); config needs none.
+    Checked on the parser's events, before anything is built."""
+    for event in yaml.parse(text, Loader=_EventLoader):
+        if isinstance(event, yaml.AliasEvent):
+            mark = event.start_mark
+            raise ConfigFault(
+                path,
+                "",
+                f"line {mark.line + 1}, column {mark.column + 1}: YAML aliases (*{excerpt(event.anchor, 30)}) "
+                "are not allowed in config: write the value out",
+            )
+
+
+class _UniqueKeyLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
     """PyYAML keeps the last of two equal keys; a repeated pool or host key must fail instead."""
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
@@ -53,6 +83,9 @@ class _UniqueKeyLoader(yaml.SafeLoader):
 def _read(path: Path) -> dict[str, Any]:
     if not path.is_file():
         raise ConfigFault(path, "", "file is missing")
+    size = path.stat().st_size
+    if size > MAX_FILE_BYTES:
+        raise ConfigFault(path, "", f"{size:,} bytes: a config file may hold at most {MAX_FILE_BYTES:,}")
     try:
         text = path.read_bytes().decode("utf-8")
     except UnicodeDecodeError as err:
@@ -60,6 +93,7 @@ def _read(path: Path) -> dict[str, Any]:
     except OSError as err:
         raise ConfigFault(path, "", f"cannot read: {err.strerror}") from None
     try:
+        _refuse_aliases(path, text)
         data = yaml.load(text, Loader=_UniqueKeyLoader)
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
@@ -130,7 +164,7 @@ def load_site(config_dir: Path, needs: PinNeeds | None = None) -> Site:
         first = err.errors(include_url=False)[0]
         loc = tuple(first["loc"])
         message = first["msg"].removeprefix("Value error, ")
-        shown = repr(first["input"])
+        shown = excerpt(repr(first["input"]))
         if (
             first["type"] not in ("missing", "extra_forbidden")
             and not isinstance(first["input"], dict | list)
@@ -151,6 +185,9 @@ def _relative(path: Path, config_dir: Path) -> Path:
 
 
 def _read_json(path: Path) -> Any:
+    size = path.stat().st_size
+    if size > MAX_FILE_BYTES:
+        raise ConfigFault(path, "", f"{size:,} bytes: a config file may hold at most {MAX_FILE_BYTES:,}")
     try:
         return json.loads(path.read_bytes().decode("utf-8"))
     except UnicodeDecodeError as err:

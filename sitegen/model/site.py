@@ -23,7 +23,7 @@ from sitegen.model.pools import CONTROL_PLANE_ROLE, INFRA_ROLE, Pool, check_host
 from sitegen.model.secrets import Secrets
 from sitegen.model.services import Services, check_services
 from sitegen.model.storage import Storage, check_storage
-from sitegen.model.tenants import Tenant
+from sitegen.model.tenants import Tenant, check_tenants
 from sitegen.model.variants import Variant, check_variants
 from sitegen.model.versions import Versions
 
@@ -61,6 +61,7 @@ class Site(Strict):
             tenants=self.tenants,
         )
         check_dashboards(self.dashboards)
+        check_tenants(self.tenants)
         return self
 
     # --- derived views -------------------------------------------------------------------------

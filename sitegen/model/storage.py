@@ -81,6 +81,12 @@ def check_storage(storage: Storage, pools: dict[str, Pool], hardware: dict[str, 
             ("storage", "aistor", "set_drive_count"),
             f"{drives} drives do not divide into sets of {aistor.explicit_set_size}",
         )
+    set_size = aistor.explicit_set_size or max(symmetric_set_sizes(servers, drives))
+    if aistor.explicit_parity is not None and aistor.explicit_parity > set_size // 2:
+        raise ConfigError(
+            ("storage", "aistor", "parity"),
+            f"EC:{aistor.explicit_parity} on sets of {set_size} drives: AIStor allows at most EC:{set_size // 2}",
+        )
     for i, pool in enumerate(storage.local_cache.pools):
         if pool not in pools:
             raise ConfigError(("storage", "local_cache", "pools", i), f"unknown pool {pool!r}")

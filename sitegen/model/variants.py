@@ -24,6 +24,10 @@ class Variant(Strict):
     clusters: dict[DnsLabel, VariantCluster] = Field(min_length=1)
 
 
+# etcd beyond seven members only slows every write (each needs a majority); five is the usual.
+MAX_ETCD_MEMBERS = 7
+
+
 def check_variants(
     variants: dict[str, Variant], clusters: dict[str, Cluster], pools: dict[str, Pool]
 ) -> None:
@@ -46,6 +50,20 @@ def check_variants(
                 raise ConfigError(("variants", vname), f"pool {pool!r} is in no cluster")
         for cname, vc in variant.clusters.items():
             _check_control_plane(("variants", vname, "clusters", cname), vc, pools)
+            _check_pod_addresses(vname, cname, vc, clusters[cname], pools)
+
+
+def _check_pod_addresses(
+    vname: str, cname: str, vc: VariantCluster, cluster: Cluster, pools: dict[str, Pool]
+) -> None:
+    nodes = sum(pools[p].count for p in vc.pools) + (len(vc.control_plane.hosts) if vc.control_plane else 0)
+    blocks = 2 ** (cluster.pod_cidr_node_mask - cluster.pod_cidr.prefixlen)
+    if nodes > blocks:
+        raise ConfigError(
+            ("clusters", cname, "pod_cidr"),
+            f"{cluster.pod_cidr} holds {blocks} node blocks of /{cluster.pod_cidr_node_mask}; "
+            f"variant {vname} puts {nodes} nodes in cluster {cname}",
+        )
 
 
 def _check_control_plane(loc: Loc, vc: VariantCluster, pools: dict[str, Pool]) -> None:
@@ -56,6 +74,8 @@ def _check_control_plane(loc: Loc, vc: VariantCluster, pools: dict[str, Pool]) -
             loc, "needs exactly one control plane: the control-plane pool or a `control_plane` carve-out"
         )
     if carve is None:
+        cp = next(name for name in vc.pools if pools[name].role == CONTROL_PLANE_ROLE)
+        _check_members(("pools", cp, "count"), pools[cp].count)
         return
     cloc = (*loc, "control_plane")
     if carve.from_pool not in pools:
@@ -68,9 +88,15 @@ def _check_control_plane(loc: Loc, vc: VariantCluster, pools: dict[str, Pool]) -
             raise ConfigError((*cloc, "hosts", i), f"host {host!r} is not in pool {carve.from_pool!r}")
     if len(set(carve.hosts)) != len(carve.hosts):
         raise ConfigError((*cloc, "hosts"), "lists a host twice")
-    if len(carve.hosts) % 2 == 0:
-        raise ConfigError(
-            (*cloc, "hosts"), f"{len(carve.hosts)} hosts: stacked etcd needs an odd member count"
-        )
+    _check_members((*cloc, "hosts"), len(carve.hosts))
     if len(carve.hosts) >= len(available):
         raise ConfigError((*cloc, "hosts"), f"would leave pool {carve.from_pool!r} empty")
+
+
+def _check_members(loc: Loc, members: int) -> None:
+    if members % 2 == 0:
+        raise ConfigError(loc, f"{members} control-plane nodes: stacked etcd needs an odd member count")
+    if members > MAX_ETCD_MEMBERS:
+        raise ConfigError(
+            loc, f"{members} control-plane nodes: etcd above {MAX_ETCD_MEMBERS} members only slows writes"
+        )

@@ -153,7 +153,8 @@ class Cilium(ChartComponent):
             ipv4NativeRoutingCIDR=str(spec.pod_cidr),
             ipam=CiliumIpam(
                 operator=CiliumIpamOperator(
-                    clusterPoolIPv4PodCIDRList=[str(spec.pod_cidr)], clusterPoolIPv4MaskSize=24
+                    clusterPoolIPv4PodCIDRList=[str(spec.pod_cidr)],
+                    clusterPoolIPv4MaskSize=spec.pod_cidr_node_mask,
                 )
             ),
             devices=[ctx.site.network.kubernetes.interface],
