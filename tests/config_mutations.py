@@ -73,6 +73,28 @@ def rename_key(file: str, *path: Key, to: str) -> Mutation:
     return lambda cfg: edit_yaml(cfg, file, change)
 
 
+def expand_ranges(cfg: Path) -> None:
+    """pools.yaml with every host range written out as explicit hosts, for cases that break one host."""
+    from sitegen.model.pools import HostRange
+
+    def change(data: Any) -> None:
+        for pool in data.values():
+            hosts = []
+            for entry in pool["hosts"]:
+                expanded = HostRange(**entry).expand() if "names" in entry else None
+                hosts += (
+                    [{"name": h.name, "address": str(h.address)} for h in expanded] if expanded else [entry]
+                )
+            pool["hosts"] = hosts
+
+    edit_yaml(cfg, "pools.yaml", change)
+
+
+def on_hosts(mutation: Mutation) -> Mutation:
+    """`mutation` applied to pools.yaml with its ranges written out."""
+    return both(expand_ranges, mutation)
+
+
 def write_text(file: str, text: str) -> Mutation:
     def mutate(cfg: Path) -> None:
         (cfg / file).write_text(text)

@@ -19,6 +19,7 @@ from .config_mutations import (
     check_case,
     delete,
     missing_directory,
+    on_hosts,
     remove_file,
     remove_item,
     replace_text,
@@ -87,7 +88,7 @@ CASES = [
     ),
     case(
         "unknown-key-host",
-        set_value("pools.yaml", "gpu", "hosts", 3, "rack", value="r1"),
+        on_hosts(set_value("pools.yaml", "gpu", "hosts", 3, "rack", value="r1")),
         "pools.yaml",
         "gpu.hosts[3].rack",
         "Extra inputs are not permitted",
@@ -150,14 +151,14 @@ CASES = [
     ),
     case(
         "host-address-not-ip",
-        set_value("pools.yaml", "compute", "hosts", 0, "address", value="10.20.1.300"),
+        on_hosts(set_value("pools.yaml", "compute", "hosts", 0, "address", value="10.20.1.300")),
         "pools.yaml",
         "compute.hosts[0].address",
         "valid IPv4 address",
     ),
     case(
         "host-name-not-dns",
-        set_value("pools.yaml", "compute", "hosts", 0, "name", value="CMP_01"),
+        on_hosts(set_value("pools.yaml", "compute", "hosts", 0, "name", value="CMP_01")),
         "pools.yaml",
         "compute.hosts[0].name",
         "is not a DNS label",
@@ -364,7 +365,7 @@ def test_config_error(mutate, file: str, field: str, message: str, config_copy: 
 
 def test_duplicate_host_through_the_console_script(config_copy: Path, out_copy: Path) -> None:
     """The acceptance case end to end, in a real process: exit 2, one line, dist untouched."""
-    set_value("pools.yaml", "gpu", "hosts", 0, "name", value="cmp01")(config_copy)
+    on_hosts(set_value("pools.yaml", "gpu", "hosts", 0, "name", value="cmp01"))(config_copy)
     before = tree_bytes(out_copy)
     result = run_sitegen("synth", "--config", config_copy, "--out", out_copy)
     assert result.returncode == 2

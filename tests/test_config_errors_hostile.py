@@ -8,7 +8,17 @@ from pathlib import Path
 
 import pytest
 
-from .config_mutations import add_text, append, both, case, check_case, remove_item, set_value, write_text
+from .config_mutations import (
+    add_text,
+    append,
+    both,
+    case,
+    check_case,
+    on_hosts,
+    remove_item,
+    set_value,
+    write_text,
+)
 
 # "Billion laughs": nine levels of nine aliases, 387,420,489 strings once expanded.
 LAUGHS = "".join(
@@ -108,8 +118,10 @@ CASES = [
         "control-plane-of-four",
         both(
             set_value("pools.yaml", "control-plane", "count", value=4),
-            remove_item(
-                "pools.yaml", "control-plane", "hosts", item={"name": "cp05", "address": "10.20.0.15"}
+            on_hosts(
+                remove_item(
+                    "pools.yaml", "control-plane", "hosts", item={"name": "cp05", "address": "10.20.0.15"}
+                )
             ),
         ),
         "pools.yaml",

@@ -70,3 +70,27 @@ def test_required_images_are_pinned(site, name):
 def test_config_dir_is_the_only_input():
     """Loading twice gives equal models: no hidden state, no clock."""
     assert load_site(CONFIG) == load_site(CONFIG)
+
+
+def test_host_ranges_expand_like_an_inventory():
+    from sitegen.model.pools import HostRange
+
+    hosts = HostRange(names="gpu{08..12}", first_address="10.20.1.101", step=2, skip=[10]).expand()
+    assert [(h.name, str(h.address)) for h in hosts] == [
+        ("gpu08", "10.20.1.101"),
+        ("gpu09", "10.20.1.103"),
+        ("gpu11", "10.20.1.107"),  # a skipped number keeps the others' addresses
+        ("gpu12", "10.20.1.109"),
+    ]
+    assert [h.name for h in HostRange(names="r1-n{7..10}-x", first_address="10.0.0.1").expand()] == [
+        "r1-n7-x",
+        "r1-n8-x",
+        "r1-n9-x",
+        "r1-n10-x",
+    ]
+
+
+def test_the_default_pools_are_ranges_that_expand_to_the_seed_hosts(site):
+    assert [h.name for h in site.pools["compute"].hosts][:3] == ["cmp01", "cmp02", "cmp03"]
+    assert str(site.pools["storage"].hosts[-1].address) == "10.20.2.30"
+    assert sum(len(p.hosts) for p in site.pools.values()) == 102

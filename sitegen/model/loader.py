@@ -11,6 +11,7 @@ import yaml
 from pydantic import ValidationError
 
 from sitegen.model.fields import ConfigError, dotted
+from sitegen.model.pools import UNION_TAGS
 from sitegen.model.site import Site
 from sitegen.model.versions import PinNeeds, check_pins
 
@@ -162,7 +163,7 @@ def load_site(config_dir: Path, needs: PinNeeds | None = None) -> Site:
         return site
     except ValidationError as err:
         first = err.errors(include_url=False)[0]
-        loc = tuple(first["loc"])
+        loc = tuple(part for part in first["loc"] if part not in UNION_TAGS)
         message = first["msg"].removeprefix("Value error, ")
         shown = excerpt(repr(first["input"]))
         if (

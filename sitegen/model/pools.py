@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import ipaddress
+import re
 from collections import Counter
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import PositiveInt, ValidationInfo, field_validator
+from pydantic import Discriminator, PositiveInt, PrivateAttr, Tag, ValidationInfo, field_validator
+from pydantic_core import PydanticCustomError
 
 from sitegen.model.fields import Address, ConfigError, DnsLabel, LabelKey, LabelValue, Loc, Strict, dotted
 from sitegen.model.hardware import Hardware
@@ -31,6 +33,70 @@ class Taint(Strict):
 class Host(Strict):
     name: DnsLabel
     address: Address
+    _entry: int = PrivateAttr(default=-1)  # its item in the pool's `hosts` list (a range makes many)
+    _ranged: bool = PrivateAttr(default=False)
+
+    @property
+    def entry(self) -> int:
+        return self._entry
+
+    def field(self, name: str) -> str:
+        """The config field that set this host's `name` or `address`."""
+        return {"name": "names", "address": "first_address"}[name] if self._ranged else name
+
+
+_NAMES = re.compile(r"^(?P<prefix>[a-z0-9-]*)\{(?P<first>\d+)\.\.(?P<last>\d+)\}(?P<suffix>[a-z0-9-]*)$")
+
+
+class HostRange(Strict):
+    """Hosts numbered in a range, as inventories write them: `names: "cmp{01..50}"` with the first
+    number's digits as the width, `first_address` for the first number, and each next number `step`
+    addresses on. A number in `skip` is left out; the others keep their addresses."""
+
+    names: str
+    first_address: Address
+    step: PositiveInt = 1
+    skip: list[int] = []
+
+    @field_validator("names")
+    @classmethod
+    def _pattern(cls, names: str) -> str:
+        match = _NAMES.match(names)
+        if not match:
+            raise ValueError(f"{names!r} is no name range like 'cmp{{01..50}}'")
+        if int(match["last"]) < int(match["first"]):
+            raise ValueError(f"{names!r} counts down")
+        return names
+
+    def expand(self) -> list[Host]:
+        match = _NAMES.match(self.names)
+        assert match is not None  # checked by the validator
+        first, last, width = int(match["first"]), int(match["last"]), len(match["first"])
+        unknown = sorted(set(self.skip) - set(range(first, last + 1)))
+        if unknown:
+            raise ValueError(f"skip lists {unknown[0]}, outside {first}..{last}")
+        hosts = []
+        for n in range(first, last + 1):
+            if n in self.skip:
+                continue
+            offset = (n - first) * self.step
+            if int(self.first_address) + offset > int(ipaddress.IPv4Address("255.255.255.255")):
+                raise ValueError(f"{self.names} runs past the end of the address space")
+            name = f"{match['prefix']}{n:0{width}d}{match['suffix']}"
+            hosts.append(Host(name=name, address=str(self.first_address + offset)))
+        return hosts
+
+
+def _host_kind(value: object) -> str:
+    return "range" if isinstance(value, dict) and "names" in value else "host"
+
+
+# An entry is a range when it has `names`; its errors are then the range's alone. The tags are
+# dropped from error locations (UNION_TAGS), so a field reads `compute.hosts[2].name`.
+HostEntry = Annotated[
+    Annotated[Host, Tag("host")] | Annotated[HostRange, Tag("range")], Discriminator(_host_kind)
+]
+UNION_TAGS = frozenset({"host", "range"})
 
 
 class Pool(Strict):
@@ -39,7 +105,8 @@ class Pool(Strict):
     count: PositiveInt
     labels: dict[LabelKey, LabelValue]
     taints: list[Taint] = []
-    hosts: list[Host]
+    # explicit hosts and ranges, mixed as needed; the model sees the hosts they expand to
+    hosts: list[HostEntry]
 
     @field_validator("labels")
     @classmethod
@@ -51,7 +118,16 @@ class Pool(Strict):
 
     @field_validator("hosts")
     @classmethod
-    def _count_matches(cls, hosts: list[Host], info: ValidationInfo) -> list[Host]:
+    def _count_matches(cls, entries: list[Host | HostRange], info: ValidationInfo) -> list[Host]:
+        hosts = []
+        for i, entry in enumerate(entries):
+            try:
+                expanded = entry.expand() if isinstance(entry, HostRange) else [entry]
+            except ValueError as err:
+                raise PydanticCustomError("host_range", f"hosts[{i}]: {err}") from None
+            for host in expanded:
+                host._entry, host._ranged = i, isinstance(entry, HostRange)
+            hosts += expanded
         count = info.data.get("count")
         if count is not None and len(hosts) != count:
             raise ValueError(f"{len(hosts)} hosts listed but count is {count}")
@@ -93,20 +169,21 @@ def check_hosts(pools: dict[str, Pool], network: Network) -> None:
     names: dict[str, Loc] = {}
     addresses: dict[ipaddress.IPv4Address, Loc] = {}
     for pool_name, pool in pools.items():
-        for i, host in enumerate(pool.hosts):
-            loc = ("pools", pool_name, "hosts", i)
+        for host in pool.hosts:
+            loc = ("pools", pool_name, "hosts", host.entry)
             if host.name in names:
                 raise ConfigError(
-                    (*loc, "name"), f"duplicate host {host.name!r} (also at {dotted(names[host.name])})"
+                    (*loc, host.field("name")),
+                    f"duplicate host {host.name!r} (also at {dotted(names[host.name])})",
                 )
-            names[host.name] = (*loc, "name")
+            names[host.name] = (*loc, host.field("name"))
             if host.address in addresses:
                 raise ConfigError(
-                    (*loc, "address"),
+                    (*loc, host.field("address")),
                     f"duplicate address {host.address} (also at {dotted(addresses[host.address])})",
                 )
-            addresses[host.address] = (*loc, "address")
+            addresses[host.address] = (*loc, host.field("address"))
             if host.address not in plane:
                 raise ConfigError(
-                    (*loc, "address"), f"{host.address} is outside the Kubernetes plane {plane}"
+                    (*loc, host.field("address")), f"{host.address} is outside the Kubernetes plane {plane}"
                 )
