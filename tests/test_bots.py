@@ -1,0 +1,49 @@
+"""Renovate's custom managers find every pin of config/versions.yaml (checked with the same regexes,
+translated from Renovate's named groups; its schema is not available offline)."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from .conftest import CONFIG, REPO
+
+
+def _managers() -> list[dict]:
+    return json.loads((REPO / "renovate.json").read_text())["customManagers"]
+
+
+def _matches(manager: dict, text: str) -> list[dict[str, str]]:
+    out = []
+    for pattern in manager["matchStrings"]:
+        # Renovate (RE2) writes named groups `(?<name>...)`, Python `(?P<name>...)`; the rest agrees.
+        out += [m.groupdict() for m in re.finditer(pattern.replace("(?<", "(?P<"), text)]
+    return out
+
+
+def test_every_chart_and_image_pin_is_found_once(site):
+    text = (CONFIG / "versions.yaml").read_text()
+    managers = {m["description"]: m for m in _managers()}
+    http = _matches(managers["Helm charts from HTTP repositories"], text)
+    oci = _matches(managers["Helm charts from OCI registries"], text)
+    images = _matches(managers["Container images"], text)
+    (kubernetes,) = _matches(
+        managers["Kubernetes itself (kubeadm, kubelet, schemas): minor bumps reviewed by hand"], text
+    )
+
+    expected_http = {(p.chart, p.repo, p.version) for p in site.versions.charts.values() if not p.is_oci}
+    assert {(m["depName"], m["registryUrl"], m["currentValue"]) for m in http} == expected_http
+    expected_oci = {
+        (p.chart, p.repo.removeprefix("oci://"), p.version) for p in site.versions.charts.values() if p.is_oci
+    }
+    assert {(m["chart"], m["registry"], m["currentValue"]) for m in oci} == expected_oci
+    assert len(http) + len(oci) == len(site.versions.charts)
+    assert {(m["depName"], m["currentValue"]) for m in images} == {
+        (i.repository, i.tag) for i in site.versions.images.values()
+    }
+    assert kubernetes["currentValue"] == site.versions.kubernetes
+
+
+def test_the_workflow_needs_nothing_beside_the_checkout():
+    workflow = (REPO / ".github/workflows/ci.yaml").read_text()
+    assert "../shared" not in workflow and "shared/" not in workflow
