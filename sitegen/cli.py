@@ -121,6 +121,10 @@ def synth(config_dir: Path, variants: tuple[str, ...], out_dir: Path) -> None:
     chosen = list(variants) or list(site.variants)
     try:
         rendered = render_tree(synthesize(site, chosen))
+        if not variants:  # the whole site: its picture too
+            from sitegen.report.picture import PICTURE, site_svg
+
+            rendered[PICTURE] = site_svg(site).encode()
     except (ChartFault, HydrationError) as fault:
         click.echo(f"error: {fault}", err=True)
         sys.exit(2)
