@@ -128,3 +128,54 @@ def test_an_inserted_list_item_is_one_change():
     new = {"kinds": [{"kind": "A"}, {"kind": "B"}, {"kind": "C"}, {"kind": "D"}]}
     ((path, _before, after),) = field_changes(old, new)
     assert path == "kinds[+]" and after == {"kind": "B"}
+
+
+# --- on the real site: two temporary commits of dist/ ----------------------------------------------
+
+
+@pytest.fixture
+def site_repo(tmp_path: Path) -> Path:
+    """A scratch repository whose first commit is the committed dist/."""
+    import shutil
+
+    from .conftest import DIST
+
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    shutil.copytree(DIST, tmp_path / "dist")
+    _commit(tmp_path, "site")
+    return tmp_path
+
+
+def test_a_gpu_pool_resize_shows_where_it_lands(site_repo, config_copy):
+    from .config_mutations import append, both, set_value
+
+    both(
+        set_value("pools.yaml", "gpu", "count", value=13),
+        append("pools.yaml", "gpu", "hosts", value={"name": "gpu13", "address": "10.20.1.113"}),
+    )(config_copy)
+    result = subprocess.run(
+        [str(SITEGEN), "synth", "--config", str(config_copy), "--out", str(site_repo / "dist")],
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0, result.stderr
+    _commit(site_repo, "thirteen GPU nodes")
+    text = render_text(compare(site_repo, "HEAD~1", "HEAD"))
+    assert "one-cluster ai gpu-queues: +0 -0 ~1" in text
+    assert "nominalQuota: 96 -> 104" in text  # eight more GPUs in the queue, computed
+    assert "one-cluster ai node-labels: +0 -0 ~1" in text  # one more host to label
+    assert "two-cluster ai gpu-queues" in text and "two-cluster aistor" not in text
+
+
+def test_a_chart_bump_shows_the_objects_it_changes(site_repo):
+    app = site_repo / "dist/one-cluster/apps/ai/kueue"
+    deployment = app / "kueue-system.deployment.kueue-controller-manager.yaml"
+    deployment.write_text(deployment.read_text().replace("v0.19.2", "v0.19.3"))
+    (crd,) = app.glob("customresourcedefinition.clusterqueues.*.yaml")
+    crd.write_text(crd.read_text().replace("preemption:", "preemptionPolicy:"))
+    _commit(site_repo, "kueue 0.19.3")
+    text = render_text(compare(site_repo, "HEAD~1", "HEAD"))
+    assert text.startswith("one-cluster ai kueue: +0 -0 ~2")
+    assert "~ Deployment kueue-system/kueue-controller-manager" in text
+    assert '"registry.k8s.io/kueue/kueue:v0.19.2" -> "registry.k8s.io/kueue/kueue:v0.19.3"' in text
+    assert "~ CustomResourceDefinition clusterqueues.kueue.x-k8s.io" in text and "schema changed:" in text

@@ -274,6 +274,11 @@ def test_unlisted_agent_on_every_node_is_refused(tree):
         ("app:latest", False),
         ("", False),
         ("app@sha256:" + "a" * 64, True),
+        ("us-central1-docker.pkg.dev/k8s-staging-images/kueue/kueue:release-0.19", False),
+        ("registry.k8s.io/kueue/kueue:release-0.19", False),
+        ("registry.k8s.io/kueue/kueue:v0.19.2", True),
+        ("us-central1-docker.pkg.dev/k8s-staging-images/kueue/kueue:v0.19.2", False),
+        ("ghcr.io/org/app:main", False),
     ],
 )
 def test_image_pinning(image, pinned):

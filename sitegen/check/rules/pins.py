@@ -12,11 +12,19 @@ from sitegen.model import EXACT_VERSION
 _DIGEST = re.compile(r"@sha256:[0-9a-f]{64}$")
 
 
+# Tags that name a branch, not a release: they move like `latest` (a chart built from source may
+# default to one, with a staging registry: Kueue 0.19.2's values.yaml did).
+_MOVING_TAG = re.compile(r"^(latest|main|master|dev|devel|edge|nightly|canary|stable|release-[0-9.]+)$")
+_STAGING = re.compile(r"(^|[/.-])k8s-staging-|/staging/")
+
+
 def image_is_pinned(image: str) -> bool:
     if _DIGEST.search(image):
         return True
     name, _, tag = image.rpartition(":")
-    return bool(name) and "/" not in tag and tag not in ("", "latest")
+    if not name or "/" in tag or tag == "" or _MOVING_TAG.match(tag):
+        return False
+    return not _STAGING.search(name)
 
 
 @rule("PIN-001", "pinned-images", "an unpinned image changes under a running site without a commit")

@@ -7,10 +7,17 @@ from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.gpu import PROJECT
 from sitegen.components.networking.cilium import Cilium
 from sitegen.components.platform.namespaces import Namespaces
-from sitegen.components.values import Placed, Resources, Values, placed, requests
+from sitegen.components.values import Image, Placed, Resources, Values, placed, requests
+
+
+class ManagerImage(Image):
+    pullPolicy: str = "IfNotPresent"
 
 
 class Manager(Values):
+    # the chart's default is a staging build on a moving branch tag (release-0.19): the release
+    # image, pinned, instead
+    image: ManagerImage
     resources: Resources
 
 
@@ -32,6 +39,7 @@ class Kueue(ChartComponent):
     after = (Cilium, Namespaces)
     namespace = "kueue-system"
     security = NamespaceSecurity("baseline", "the chart's pods are not verified against restricted")
+    images = {"kueue": "the Kueue controller (the chart defaults to a staging build)"}
 
     @classmethod
     def applies(cls, scope: ClusterScope) -> bool:
@@ -41,7 +49,10 @@ class Kueue(ChartComponent):
         return KueueValues(
             controllerManager=ControllerManager(
                 replicas=2,  # leader election; the webhook stays available during a restart
-                manager=Manager(resources=requests("500m", "512Mi", "2Gi")),
+                manager=Manager(
+                    image=ManagerImage(repository=ctx.image("kueue").repository, tag=ctx.image("kueue").tag),
+                    resources=requests("500m", "512Mi", "2Gi"),
+                ),
                 **placed(ctx.system_placement),
             )
         )
