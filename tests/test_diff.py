@@ -96,10 +96,8 @@ def test_working_tree_against_a_revision(repo):
         repo, f"{APP}/argocd.deployment.argo-cd-server.yaml", _deployment(3, "quay.io/argoproj/argocd:v3.4.2")
     )
     text = render_text(compare(repo, "HEAD", None))
-    assert (
-        'spec.template.spec.containers[0].image: "quay.io/argoproj/argocd:v3.4.1" -> "quay.io/argoproj/argocd:v3.4.2"'
-        in text
-    )
+    image = 'spec.template.spec.containers[name=server].image: "quay.io/argoproj/argocd:v3.4.1" -> '
+    assert image + '"quay.io/argoproj/argocd:v3.4.2"' in text  # containers matched by name, not position
 
 
 def test_markdown_for_the_job_summary(repo):
@@ -162,8 +160,9 @@ def test_a_gpu_pool_resize_shows_where_it_lands(site_repo, config_copy):
     _commit(site_repo, "thirteen GPU nodes")
     text = render_text(compare(site_repo, "HEAD~1", "HEAD"))
     assert "one-cluster ai gpu-queues: +0 -0 ~1" in text
-    assert "nominalQuota: 96 -> 104" in text  # eight more GPUs in the queue, computed
-    assert "one-cluster ai node-labels: +0 -0 ~1" in text  # one more host to label
+    assert "resources[name=nvidia.com/gpu].nominalQuota: 96 -> 104" in text  # eight more GPUs, computed
+    assert "one-cluster ai node-labels: +0 -0 ~1" in text  # one more host to label, as one line
+    assert 'data.nodes.txt (line): - -> "gpu13 ' in text
     assert "two-cluster ai gpu-queues" in text and "two-cluster aistor" not in text
 
 
@@ -177,5 +176,5 @@ def test_a_chart_bump_shows_the_objects_it_changes(site_repo):
     text = render_text(compare(site_repo, "HEAD~1", "HEAD"))
     assert text.startswith("one-cluster ai kueue: +0 -0 ~2")
     assert "~ Deployment kueue-system/kueue-controller-manager" in text
-    assert '"registry.k8s.io/kueue/kueue:v0.19.2" -> "registry.k8s.io/kueue/kueue:v0.19.3"' in text
+    assert '.image: "registry.k8s.io/kueue/kueue:v0.19.2" -> "registry.k8s.io/kueue/kueue:v0.19.3"' in text
     assert "~ CustomResourceDefinition clusterqueues.kueue.x-k8s.io" in text and "schema changed:" in text

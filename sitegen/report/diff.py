@@ -124,6 +124,15 @@ def field_changes(old: Any, new: Any, path: str = "") -> list[tuple[str, Any, An
             out += field_changes(old.get(key, _MISSING), new.get(key, _MISSING), here)
         return out
     if isinstance(old, list) and isinstance(new, list):
+        named = _by_name(old), _by_name(new)
+        if named[0] is not None and named[1] is not None:  # Kubernetes lists keyed by name (containers, ...)
+            before, after = named
+            out = []
+            for name in sorted(before.keys() | after.keys()):
+                out += field_changes(
+                    before.get(name, _MISSING), after.get(name, _MISSING), f"{path}[name={name}]"
+                )
+            return out
         if len(old) == len(new):
             index_wise = [
                 field_changes(a, b, f"{path}[{i}]") for i, (a, b) in enumerate(zip(old, new, strict=True))
@@ -134,7 +143,26 @@ def field_changes(old: Any, new: Any, path: str = "") -> list[tuple[str, Any, An
         removed = [(f"{path}[-]", before[k], _MISSING) for k in before if k not in after]
         added = [(f"{path}[+]", _MISSING, after[k]) for k in after if k not in before]
         return removed + added or [(path, old, new)]  # same items, another order
+    if isinstance(old, str) and isinstance(new, str) and ("\n" in old or "\n" in new):
+        return _line_changes(path, old, new)
     return [(path, old, new)]
+
+
+def _by_name(items: list[Any]) -> dict[str, Any] | None:
+    if not items or not all(isinstance(i, dict) and isinstance(i.get("name"), str) for i in items):
+        return None
+    names = {i["name"]: i for i in items}
+    return names if len(names) == len(items) else None
+
+
+def _line_changes(path: str, old: str, new: str) -> list[tuple[str, Any, Any]]:
+    """A multi-line value (a script, a host list, embedded config) as the lines that went and came."""
+    before, after = old.splitlines(), new.splitlines()
+    gone = [line for line in before if line not in set(after)]
+    came = [line for line in after if line not in set(before)]
+    return [(f"{path} (line)", line, _MISSING) for line in gone] + [
+        (f"{path} (line)", _MISSING, line) for line in came
+    ] or [(path, old, new)]
 
 
 # --- the report -------------------------------------------------------------------------------------
@@ -168,6 +196,8 @@ def _group_key(path: str) -> tuple[str, str, str]:
         return variant, parts[2], parts[3]
     if len(parts) > 3 and parts[1] in paths.CLUSTER_AREAS:
         return variant, parts[2], f"{parts[1]}/{PurePosixPath(*parts[3:])}"
+    if len(parts) == 1:
+        return "-", "-", path  # beside the variants (the site picture)
     return variant, "-", str(PurePosixPath(*parts[1:]))
 
 
