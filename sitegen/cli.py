@@ -1,4 +1,4 @@
-"""Command line: `sitegen synth` (the main job), `charts`, `plan`, `validate`, `apps`, `diff`, `rules`.
+"""Command line: `sitegen synth` (the main job), `charts`, `doctor`, `plan`, `validate`, `apps`, `diff`, `rules`.
 
 The top of the pipeline: it loads the model, hands it to composition, checks and reports, and turns
 every config fault into one `error:` line and exit code 2.
@@ -63,6 +63,19 @@ def _require_dirs(*paths: Path) -> None:
             sys.exit(2)
 
 
+def _progress():  # type: ignore[no-untyped-def]
+    """A one-line counter of chart renders on a terminal (a cold synth takes a while); none in CI."""
+    if not sys.stderr.isatty() or os.environ.get("CI"):
+        return None
+
+    def show(done: int, total: int, app: str) -> None:
+        end = "\n" if done == total else ""
+        click.echo(f"\rrendering charts {done}/{total} ({app})\x1b[K", err=True, nl=False)
+        click.echo(end, err=True, nl=False)
+
+    return show
+
+
 def _load(config_dir: Path) -> Site:
     from sitegen.compose.apps import pin_needs
 
@@ -120,7 +133,7 @@ def synth(config_dir: Path, variants: tuple[str, ...], out_dir: Path) -> None:
 
     chosen = list(variants) or list(site.variants)
     try:
-        rendered = render_tree(synthesize(site, chosen))
+        rendered = render_tree(synthesize(site, chosen, progress=_progress()))
         if not variants:  # the whole site: its picture too
             from sitegen.report.picture import PICTURE, site_svg
 
@@ -231,6 +244,18 @@ def diff(base: str, head: str | None, fmt: str, dist: str) -> None:
         click.echo(f"error: {fault}", err=True)
         sys.exit(2)
     click.echo(render_markdown(groups) if fmt == "markdown" else render_text(groups), nl=False)
+
+
+@cli.command()
+@CONFIG_OPTION
+@MIRROR_OPTION
+def doctor(config_dir: Path) -> None:
+    """Check Python, Node, the cdk8s CLI, Helm, the chart mirror, cache and lock; say what fixes each."""
+    from sitegen.report.doctor import checks, render
+
+    results = checks(_load(config_dir))
+    click.echo(render(results), nl=False)
+    sys.exit(0 if all(c.ok or not c.blocking for c in results) else 1)
 
 
 @cli.command()

@@ -18,6 +18,7 @@ import os
 import re
 import subprocess
 import tempfile
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path, PurePosixPath
@@ -292,7 +293,12 @@ def _load(path: Path) -> Rendered:
     return Rendered(tuple(RenderedObject(**o) for o in data["objects"]), tuple(data["serves"]))
 
 
-def hydrate(jobs: list[RenderJob], workers: int | None = None) -> dict[str, Rendered]:
+Progress = Callable[[int, int, str], None]  # (done, total, app) as each render finishes
+
+
+def hydrate(
+    jobs: list[RenderJob], workers: int | None = None, progress: Progress | None = None
+) -> dict[str, Rendered]:
     """Every job's objects by app folder: from the cache, the misses rendered on every core."""
     out: dict[str, Rendered] = {}
     misses = []
@@ -303,12 +309,17 @@ def hydrate(jobs: list[RenderJob], workers: int | None = None) -> dict[str, Rend
         else:
             misses.append(job)
     if len(misses) == 1 or workers == 1:
-        for job in misses:
+        for i, job in enumerate(misses, 1):
             out[job.folder] = _render_and_store(job)
+            if progress:
+                progress(i, len(misses), job.app)
     elif misses:
         # the largest charts first, so two workers finish together
         misses.sort(key=lambda j: -Path(j.archive).stat().st_size)
         with ProcessPoolExecutor(max_workers=workers or os.cpu_count()) as pool:
-            for job, rendered in zip(misses, pool.map(_render_and_store, misses), strict=True):
+            results = pool.map(_render_and_store, misses)
+            for i, (job, rendered) in enumerate(zip(misses, results, strict=True), 1):
                 out[job.folder] = rendered
+                if progress:
+                    progress(i, len(misses), job.app)
     return out

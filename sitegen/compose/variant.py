@@ -19,7 +19,7 @@ from sitegen.compose.chart_supply import Archive, supply
 from sitegen.compose.charts import ObjectChart
 from sitegen.compose.delivery import bootstrap
 from sitegen.compose.hosts import host_files, mirror_files
-from sitegen.compose.hydrate import Rendered, RenderJob, hydrate
+from sitegen.compose.hydrate import Progress, Rendered, RenderJob, hydrate
 from sitegen.compose.runbook import runbook
 from sitegen.compose.writer import OutputFile
 from sitegen.model import ConfigError, Site, resolve
@@ -132,11 +132,13 @@ def render_jobs(site: Site, variants: list[str]) -> list[RenderJob]:
     return _jobs(site, [variant_apps(site, resolve(site, v)) for v in variants])[1]
 
 
-def synthesize(site: Site, variants: list[str], workers: int | None = None) -> list[OutputFile]:
+def synthesize(
+    site: Site, variants: list[str], workers: int | None = None, progress: Progress | None = None
+) -> list[OutputFile]:
     """Every output file of the given variants, in a stable order."""
     every = [variant_apps(site, resolve(site, v)) for v in variants]
     files, jobs = _jobs(site, every)
-    hydrated = hydrate(jobs, workers)
+    hydrated = hydrate(jobs, workers, progress)
     app = App()
     for apps in every:
         files += _variant_files(app, apps, hydrated)
