@@ -71,8 +71,8 @@ def test_plan_command_prints_the_table():
     assert result.stderr == ""
 
 
-def test_readme_storage_map_is_the_plan_output(site):
-    readme = (REPO / "README.md").read_text()
+def test_docs_storage_map_is_the_plan_output(site):
+    readme = (REPO / "docs" / "site.md").read_text()  # the storage map, in the site reference
     block = readme.split("<!-- plan:storage -->\n```\n", 1)[1].split("```\n<!-- /plan:storage -->", 1)[0]
     rendered = render_plan(site)
     for line in block.strip().splitlines():
