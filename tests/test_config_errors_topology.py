@@ -59,6 +59,13 @@ CASES = [
         "duplicate address 10.20.1.45 (also at pools.compute.hosts[0].first_address)",
     ),
     case(
+        "host-range-leaves-the-plane",
+        set_value("pools.yaml", "storage", "hosts", 0, "first_address", value="10.20.3.240"),
+        "pools.yaml",
+        "storage.hosts[0].first_address",
+        "10.20.4.0 is outside the Kubernetes plane 10.20.0.0/22",
+    ),
+    case(
         "explicit-host-repeats-a-range-name",
         both(
             set_value("pools.yaml", "gpu", "count", value=13),
