@@ -66,3 +66,19 @@ def test_keys_the_chart_ignores_are_refused(tree):
         ln.startswith(isilon) and "VAL-001" in ln and "$.allowedNetworks" in ln and "string" in ln
         for ln in lines
     ), lines
+
+
+def test_a_cni_operator_that_waits_for_ready_nodes_is_refused(tree):
+    """Without node.kubernetes.io/not-ready tolerated, Cilium's operator stays Pending on a fresh
+    cluster, the agents never get pod CIDRs, and no node ever turns Ready."""
+    rel = "one-cluster/apps/ai/cilium/kube-system.deployment.cilium-operator.yaml"
+
+    def drop_not_ready(doc):
+        spec = doc["spec"]["template"]["spec"]
+        spec["tolerations"] = [
+            t for t in spec["tolerations"] if t.get("key") != "node.kubernetes.io/not-ready"
+        ]
+
+    _edit(tree, rel, drop_not_ready)
+    lines = [ln for ln in _findings(tree) if ln.startswith(rel)]
+    assert lines and all("PLC-007 bootstrap-critical" in ln for ln in lines), lines

@@ -7,7 +7,7 @@ node agent says so in its own module, with the reason, and it shows up here (and
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from constructs.kube_vip import NAMESPACE as KUBE_VIP_NAMESPACE
 from constructs.kube_vip import POD_NAME as KUBE_VIP_POD
@@ -25,6 +25,8 @@ class AllowLists:
     privileged_namespaces: Mapping[str, str]  # namespace -> why
     privileged_workloads: Mapping[str, str]  # `Kind/namespace/name` -> why
     plain_secret_data: Mapping[str, str]  # `Secret/namespace/name:key` -> why it holds no secret
+    # (variant, cluster) -> `Kind/namespace/name` -> why nodes need it before they turn Ready
+    bootstrap_critical: Mapping[tuple[str, str], Mapping[str, str]] = field(default_factory=dict)
 
     def agents_of(self, variant: str, cluster: str | None) -> Mapping[str, NodeAgent]:
         return self.agents.get((variant, cluster or ""), {})
@@ -44,11 +46,17 @@ class AllowLists:
                 every.setdefault(key, agent)
         for key, agent in sorted(every.items()):
             out.append(f"  {key} -> {', '.join(sorted(agent.pools))}: {agent.why}")
+        out.append("bootstrap-critical (schedule on NotReady nodes):")
+        critical = {
+            k: why for per_cluster in self.bootstrap_critical.values() for k, why in per_cluster.items()
+        }
+        out += [f"  {key}: {why}" for key, why in sorted(critical.items())]
         return out
 
 
 def allow_lists(site: Site) -> AllowLists:
     agents: dict[tuple[str, str], dict[str, NodeAgent]] = {}
+    critical: dict[tuple[str, str], dict[str, str]] = {}
     plain: dict[str, str] = {}
     privileged = {
         SYSTEM_NAMESPACE: "static control-plane pods (etcd, API server, kube-vip) and the CNI need host access"
@@ -57,6 +65,7 @@ def allow_lists(site: Site) -> AllowLists:
         apps = variant_apps(site, resolve(site, variant))
         for ctx, component in apps.members():
             agents.setdefault((variant, ctx.cluster.name), {}).update(component.node_agents(ctx))
+            critical.setdefault((variant, ctx.cluster.name), {}).update(component.bootstrap_critical(ctx))
             plain.update(component.plain_secret_data(ctx))
             if component.security is not None and component.security.level == "privileged":
                 privileged.setdefault(component.namespace, component.security.why)
@@ -68,4 +77,5 @@ def allow_lists(site: Site) -> AllowLists:
             "and NET_ADMIN/NET_RAW"
         },
         plain_secret_data=plain,
+        bootstrap_critical=critical,
     )

@@ -154,7 +154,12 @@ class Component:
         return self.after
 
     def node_agents(self, scope: ClusterScope) -> Mapping[str, NodeAgent]:
-        """Node agents by policy key: `values:<app>:<JSON path>` or `Kind/namespace/name`."""
+        """Node agents by policy key `Kind/namespace/name` (or `...:$.path` of a CR placement block)."""
+        return {}
+
+    def bootstrap_critical(self, scope: ClusterScope) -> Mapping[str, str]:
+        """Workloads nodes need before they turn Ready (`Kind/namespace/name`), and why: they must
+        schedule on nodes that still carry node.kubernetes.io/not-ready."""
         return {}
 
     def plain_secret_data(self, scope: ClusterScope) -> Mapping[str, str]:

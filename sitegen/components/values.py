@@ -31,6 +31,8 @@ class Toleration(Values):
 
 
 EVERY_TAINT = [Toleration(operator="Exists")]  # node agents: every pool, whatever its taints and effects
+# What a node carries until its CNI agent runs: bootstrap-critical workloads tolerate it.
+NOT_READY = Toleration(key="node.kubernetes.io/not-ready", operator="Exists", effect="NoSchedule")
 
 
 class ResourceList(Values):

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import PurePosixPath
 
-from sitegen.check.placement import reached_pools, taints_of, targeted_pools, tolerated_taints
+from sitegen.check.placement import reached_pools, taints_of, targeted_pools, tolerated_taints, tolerates
 from sitegen.check.rules.base import Context, Violation, rule
 from sitegen.check.tree import Document
 from sitegen.compose import paths
@@ -149,4 +149,37 @@ def _schedulable(ctx: Context) -> Iterator[Violation]:
                     w.doc,
                     f"{w.path}.tolerations",
                     f"selects pool {pool.name} but does not tolerate its {_taint_text(missing)}",
+                )
+
+
+NOT_READY = Taint(key="node.kubernetes.io/not-ready", effect="NoSchedule")
+
+
+@rule(
+    "PLC-007",
+    "bootstrap-critical",
+    "what nodes need before they turn Ready must schedule on NotReady nodes, or no node ever turns Ready",
+)
+def _bootstrap_critical(ctx: Context) -> Iterator[Violation]:
+    found = set()
+    for w in ctx.workloads():
+        critical = ctx.allow.bootstrap_critical.get((w.doc.variant, w.doc.cluster or ""), {})
+        if w.agent_key not in critical:
+            continue
+        found.add((w.doc.variant, w.doc.cluster, w.agent_key))
+        if not any(tolerates(t, NOT_READY) for t in w.placement.get("tolerations") or []):
+            yield Violation(
+                w.doc,
+                f"{w.path}.tolerations",
+                f"does not tolerate {NOT_READY.key}:{NOT_READY.effect}, which every node carries until "
+                f"this runs ({critical[w.agent_key]})",
+            )
+    for (variant, cluster), critical in sorted(ctx.allow.bootstrap_critical.items()):
+        if variant not in {d.variant for d in ctx.docs}:
+            continue
+        for key in sorted(critical):
+            if (variant, cluster, key) not in found:
+                where = Document(PurePosixPath(variant, paths.APPS, cluster), 0, {})
+                yield Violation(
+                    where, "$", f"bootstrap-critical {key} is declared but no such object is rendered"
                 )

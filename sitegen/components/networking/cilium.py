@@ -14,6 +14,7 @@ from sitegen.components.networking import PROJECT
 from sitegen.components.platform.namespaces import Namespaces
 from sitegen.components.values import (
     EVERY_TAINT,
+    NOT_READY,
     OFF,
     ON,
     Placed,
@@ -131,6 +132,14 @@ class Cilium(ChartComponent):
     # the operator selects the system pool by its role label: the RUNBOOK labels nodes before the CNI
     after = (Namespaces,)
 
+    def bootstrap_critical(self, scope: ClusterScope) -> Mapping[str, str]:
+        return {
+            self.object_key(
+                "Deployment", "cilium-operator"
+            ): "hands the agents their pod CIDRs (cluster-pool "
+            "IPAM): until it runs no agent is ready, so no node is"
+        }
+
     def node_agents(self, scope: ClusterScope) -> Mapping[str, NodeAgent]:
         every = frozenset({EVERY_POOL})
         return {
@@ -160,7 +169,10 @@ class Cilium(ChartComponent):
             devices=[ctx.site.network.kubernetes.interface],
             resources=requests("200m", "512Mi"),
             operator=CiliumPlacedComponent(
-                replicas=2, resources=requests("100m", "256Mi"), prometheus=ON, **system
+                replicas=2,
+                resources=requests("100m", "256Mi"),
+                prometheus=ON,
+                **{**system, "tolerations": [*system["tolerations"], NOT_READY]},  # see bootstrap_critical
             ),
             hubble=CiliumHubble(
                 metrics=CiliumHubbleMetrics(
