@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import json
 from dataclasses import dataclass
 from typing import Any
@@ -158,10 +159,16 @@ class RailIPPool(Construct):
     """The nv-ipam pool of a rail: typed by the class `cdk8s import` generated from the IPPool CRD."""
 
     def __init__(
-        self, scope: Construct, id: str, *, rail: str, fabric: Fabric, pools: list[PoolLayout], namespace: str
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        rail: str,
+        subnet: ipaddress.IPv4Network,
+        pools: list[PoolLayout],
+        namespace: str,
     ) -> None:
         super().__init__(scope, id)
-        subnet = fabric.rails[rail].cidr
         nodes = sum(len(p.hosts) for p in pools)
         terms = [
             nv_ipam.IpPoolSpecNodeSelectorNodeSelectorTerms(
@@ -209,6 +216,7 @@ class RailFabric(Construct):
         *,
         cluster: ClusterLayout,
         fabric: Fabric,
+        subnets: dict[str, ipaddress.IPv4Network],  # this cluster's share of each rail
         images: FabricImages,
         ipam_namespace: str,
         tenants: list[str],
@@ -229,7 +237,7 @@ class RailFabric(Construct):
         for rail in rails:
             on_rail = [p for p in pools if rail in fabric.rails_of(p.name)]
             RailIPPool(
-                self, f"Pool-{rail}", rail=rail, fabric=fabric, pools=on_rail, namespace=ipam_namespace
+                self, f"Pool-{rail}", rail=rail, subnet=subnets[rail], pools=on_rail, namespace=ipam_namespace
             )
         # GPU workloads attach the rails of their pool; one netdev per rail is a model rule.
         gpu_nics = {nic.rail: nic for p in pools if p.hardware.gpu is not None for nic in fabric.nics[p.name]}

@@ -82,3 +82,13 @@ def test_a_cni_operator_that_waits_for_ready_nodes_is_refused(tree):
     _edit(tree, rel, drop_not_ready)
     lines = [ln for ln in _findings(tree) if ln.startswith(rel)]
     assert lines and all("PLC-007 bootstrap-critical" in ln for ln in lines), lines
+
+
+def test_two_clusters_handing_out_one_rail_range_are_refused(tree):
+    """Two-cluster: both clusters' nodes sit on rails A and B of one fabric; each must own a part."""
+    rel = "two-cluster/apps/aistor/fabric/nvidia-network-operator.ippool.rail-a.yaml"
+    _edit(tree, rel, lambda doc: doc["spec"].update(subnet="10.100.0.0/20"))  # the whole rail, as before
+    lines = [ln for ln in _findings(tree) if "FAB-001" in ln]
+    assert lines and all(
+        "overlaps 10.100.0.0/21 of cluster ai" in ln or "overlaps 10.100.0.0/20" in ln for ln in lines
+    )

@@ -24,7 +24,7 @@ FIRST_HOST = ipaddress.IPv4Address("10.20.0.32")  # above the VIPs, below the lo
 
 # CI runs the same examples every time; explore locally with `pytest --hypothesis-seed=random`.
 PROPERTY = settings(
-    max_examples=6,
+    max_examples=4,
     deadline=None,
     derandomize=True,
     suppress_health_check=[HealthCheck.function_scoped_fixture],
@@ -124,7 +124,7 @@ JUNK = st.one_of(
 
 
 @settings(
-    max_examples=60,
+    max_examples=40,
     deadline=None,
     derandomize=True,
     suppress_health_check=[HealthCheck.function_scoped_fixture],
@@ -153,7 +153,7 @@ def test_mutated_configs_never_crash(tmp_path_factory, target, action, junk):
 
 # --- impossible sites: each refused by the rule that should refuse it -----------------------------
 
-RULE_PROPERTY = settings(max_examples=40, deadline=None, derandomize=True)
+RULE_PROPERTY = settings(max_examples=25, deadline=None, derandomize=True)
 
 
 def _refused(config: dict[str, Any], tmp: Path) -> str | None:

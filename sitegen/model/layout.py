@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import ipaddress
 from dataclasses import dataclass
 
 from sitegen.model.clusters import Cluster
+from sitegen.model.fabric import Fabric
 from sitegen.model.hardware import Hardware
 from sitegen.model.pools import CONTROL_PLANE_ROLE, INFRA_ROLE, ROLE_PREFIX, Host, Taint
 from sitegen.model.site import Site
@@ -83,6 +85,23 @@ class VariantLayout:
     def spokes(self) -> tuple[ClusterLayout, ...]:
         """The clusters the hub manages besides itself; their telemetry flows to the hub."""
         return tuple(c for c in self.clusters if c.name != self.hub.name)
+
+    def rail_subnets(self, fabric: Fabric, cluster: ClusterLayout) -> dict[str, ipaddress.IPv4Network]:
+        """Each rail's IPoIB range for `cluster`: the rail's CIDR split between the clusters of the
+        variant that have nodes on it (in variant order), so no two clusters hand out one address on
+        the shared fabric."""
+        out = {}
+        for rail, rail_spec in fabric.rails.items():
+            sharing = [
+                c.name
+                for c in self.clusters
+                if any(p.name in fabric.nics and rail in fabric.rails_of(p.name) for p in c.pools)
+            ]
+            if cluster.name not in sharing:
+                continue
+            bits = (len(sharing) - 1).bit_length()
+            out[rail] = list(rail_spec.cidr.subnets(prefixlen_diff=bits))[sharing.index(cluster.name)]
+        return out
 
     def server(self, cluster: ClusterLayout) -> str:
         """The API URL Argo CD on the hub uses for `cluster`."""

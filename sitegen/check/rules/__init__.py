@@ -5,7 +5,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from sitegen.check.rules import applications, names, pins, placement, pod_security, secrets, values  # noqa: F401
+from sitegen.check.rules import (  # noqa: F401
+    applications,
+    fabric,
+    names,
+    pins,
+    placement,
+    pod_security,
+    secrets,
+    values,
+)
 from sitegen.check.rules.base import RULES, Context, Rule, Violation
 
 __all__ = ["RULES", "Context", "Rule", "Violation", "run_rules"]

@@ -41,6 +41,7 @@ class Fabric(RenderedComponent):
             "Fabric",
             cluster=ctx.cluster,
             fabric=ctx.site.fabric,
+            subnets=ctx.variant.rail_subnets(ctx.site.fabric, ctx.cluster),
             images=FabricImages(
                 multus=images["network-operator-multus-cni"],
                 cni_plugins=images["network-operator-plugins"],
