@@ -15,6 +15,7 @@ from cdk8s import ApiObject
 
 from constructs import Construct
 from constructs.fabric import RDMA_PREFIX, rail_network, rail_resource
+from constructs.kueue import PRIORITY_LABEL
 from constructs.objects import api_object
 from sitegen.model import Fabric, ImagePin, PoolLayout
 
@@ -254,7 +255,11 @@ class NcclAllReduceJob(Construct):
             "Job",
             "batch/v1",
             "Job",
-            {"name": name, "namespace": namespace, "labels": {**labels, "kueue.x-k8s.io/queue-name": queue}},
+            {
+                "name": name,
+                "namespace": namespace,
+                "labels": {**labels, "kueue.x-k8s.io/queue-name": queue, PRIORITY_LABEL: "acceptance"},
+            },
             {
                 "spec": {
                     "suspend": True,

@@ -19,6 +19,15 @@ from sitegen.model import Fabric, PoolLayout
 KUEUE = "kueue.x-k8s.io/v1beta2"
 GPU_RESOURCE = "nvidia.com/gpu"
 CLUSTER_QUEUE = "gpu"
+PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
+# Who may take GPUs from whom in the ClusterQueue (a workload preempts only lower values). The
+# acceptance benchmark needs every GPU of the pool, so it preempts serving while it runs (it is
+# started on purpose, at bring-up and after maintenance); serving then comes back. Training and
+# other batch work carry no class (0) and wait.
+PRIORITIES = {
+    "acceptance": (1000, "fabric acceptance (the NCCL all-reduce over every GPU node): preempts serving"),
+    "serving": (500, "model servers: preempt batch work, yield to acceptance runs"),
+}
 
 
 def _object(scope: Construct, kind: str, metadata: dict[str, Any], spec: dict[str, Any]) -> ApiObject:
@@ -77,9 +86,20 @@ class GpuQueues(Construct):
             {
                 "namespaceSelector": {},
                 "queueingStrategy": "BestEffortFIFO",
+                "preemption": {"withinClusterQueue": "LowerPriority"},
                 "resourceGroups": [{"coveredResources": covered, "flavors": flavors}],
             },
         )
+        for name, (value, why) in PRIORITIES.items():
+            api_object(
+                Construct(self, f"Priority-{name}"),
+                "Resource",
+                KUEUE,
+                "WorkloadPriorityClass",
+                {"name": name},
+                value=value,
+                description=why,
+            )
 
 
 class TenantQueue(Construct):

@@ -7,6 +7,7 @@ from typing import Any
 
 from constructs import Construct
 from constructs.gpu_workload import GpuPodTemplate
+from constructs.kueue import PRIORITY_LABEL
 from constructs.local_cache import CLASS_NAME as LOCAL_NVME
 from constructs.objects import api_object
 from constructs.secrets import VaultSecret
@@ -101,7 +102,11 @@ class ModelServer(Construct):
             "Resource",
             "apps/v1",
             "StatefulSet",
-            {"name": model.name, "namespace": namespace, "labels": {**labels, QUEUE_LABEL: queue}},
+            {
+                "name": model.name,
+                "namespace": namespace,
+                "labels": {**labels, QUEUE_LABEL: queue, PRIORITY_LABEL: "serving"},
+            },
             spec={
                 "serviceName": model.name,
                 "replicas": model.replicas,

@@ -92,3 +92,12 @@ def test_two_clusters_handing_out_one_rail_range_are_refused(tree):
     assert lines and all(
         "overlaps 10.100.0.0/21 of cluster ai" in ln or "overlaps 10.100.0.0/20" in ln for ln in lines
     )
+
+
+def test_an_acceptance_job_the_queue_can_never_admit_is_refused(tree):
+    """The NCCL job needs every GPU of the queue while a model server holds 8: without a priority
+    that may preempt serving it stays suspended for ever."""
+    rel = "one-cluster/apps/ai/tenant-ai-research/ai-research.job.nccl-allreduce.yaml"
+    _edit(tree, rel, lambda doc: doc["metadata"]["labels"].pop("kueue.x-k8s.io/priority-class"))
+    lines = [ln for ln in _findings(tree) if ln.startswith(rel)]
+    assert lines and "KUE-001" in lines[0] and "StatefulSet ai-research/llama-3-3-70b (8)" in lines[0], lines

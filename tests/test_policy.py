@@ -167,8 +167,9 @@ APP_BREAKERS = {
 
 
 def test_every_rule_has_a_breaker():
-    # VAL-001, PLC-007 and FAB-001 break synthesized files: tests/test_hydrated_checks.py
-    assert {r.id for r in RULES} == {*BREAKERS, *APP_BREAKERS, "UNQ-001", "VAL-001", "PLC-007", "FAB-001"}
+    # these break synthesized files: tests/test_hydrated_checks.py
+    synthesized = {"VAL-001", "PLC-007", "FAB-001", "KUE-001"}
+    assert {r.id for r in RULES} == {*BREAKERS, *APP_BREAKERS, "UNQ-001", *synthesized}
 
 
 @pytest.mark.parametrize("rule_id", sorted(APP_BREAKERS))

@@ -1,0 +1,98 @@
+"""Kueue rules: every GPU workload the site renders can be admitted, by design, not by luck."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from sitegen.check.placement import pod_spec
+from sitegen.check.rules.base import Context, Violation, rule
+from sitegen.check.tree import Document
+
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
+GPU = "nvidia.com/gpu"
+LONG_RUNNING = ("StatefulSet", "Deployment")  # hold their GPUs until someone takes them
+
+
+@dataclass(frozen=True)
+class _Workload:
+    doc: Document
+    queue: str  # the ClusterQueue
+    gpus: int
+    priority: int
+
+
+def _gpus(doc: Document) -> int:
+    found = pod_spec(doc)
+    if found is None:
+        return 0
+    per_pod = sum(
+        int(((c.get("resources") or {}).get("limits") or {}).get(GPU, 0) or 0)
+        for c in found[1].get("containers") or []
+    )
+    spec = doc.body.get("spec") or {}
+    pods = spec.get("parallelism", 1) if doc.kind == "Job" else spec.get("replicas", 1)
+    return per_pod * int(pods)
+
+
+def _quota(queue: dict[str, Any]) -> int:
+    return sum(
+        int(r.get("nominalQuota", 0))
+        for group in (queue.get("spec") or {}).get("resourceGroups") or []
+        for flavor in group.get("flavors") or []
+        for r in flavor.get("resources") or []
+        if r.get("name") == GPU
+    )
+
+
+@rule(
+    "KUE-001",
+    "gpu-workloads-admissible",
+    "a workload whose GPUs the queue can never free stays suspended: it needs the quota, or priority over the holders",
+)
+def _admissible(ctx: Context) -> Iterator[Violation]:
+    per_cluster: dict[tuple[str, str], list[Document]] = {}
+    for doc in ctx.docs:
+        if doc.cluster is not None and not doc.is_values and not doc.is_host_file:
+            per_cluster.setdefault((doc.variant, doc.cluster), []).append(doc)
+    for docs in per_cluster.values():
+        kueue = [d for d in docs if d.group == "kueue.x-k8s.io"]
+        queues = {d.name: d.body for d in kueue if d.kind == "ClusterQueue"}
+        local = {
+            (d.namespace, d.name): (d.body.get("spec") or {}).get("clusterQueue")
+            for d in kueue
+            if d.kind == "LocalQueue"
+        }
+        classes = {d.name: int(d.body.get("value", 0)) for d in kueue if d.kind == "WorkloadPriorityClass"}
+        workloads = []
+        for doc in docs:
+            labels = (doc.body.get("metadata") or {}).get("labels") or {}
+            if QUEUE_LABEL not in labels:
+                continue
+            gpus = _gpus(doc)
+            queue = local.get((doc.namespace, labels[QUEUE_LABEL]))
+            if gpus and queue in queues:
+                workloads.append(_Workload(doc, queue, gpus, classes.get(labels.get(PRIORITY_LABEL, ""), 0)))
+        for w in workloads:
+            queue = queues[w.queue]
+            quota = _quota(queue)
+            preempts = ((queue.get("spec") or {}).get("preemption") or {}).get("withinClusterQueue", "Never")
+            holders = [
+                v
+                for v in workloads
+                if v is not w
+                and v.queue == w.queue
+                and v.doc.kind in LONG_RUNNING
+                and (preempts == "Never" or v.priority >= w.priority)
+            ]
+            held = sum(v.gpus for v in holders)
+            if w.gpus > quota - held:
+                by = ", ".join(f"{v.doc.kind} {v.doc.namespace}/{v.doc.name} ({v.gpus})" for v in holders)
+                yield Violation(
+                    w.doc,
+                    "$.metadata.labels",
+                    f"needs {w.gpus} {GPU}; ClusterQueue {w.queue} holds {quota}"
+                    + (f", of which {by} keep {held} it may not preempt" if holders else ""),
+                )
