@@ -350,17 +350,10 @@ def test_default_config_synthesizes(config_copy: Path, tmp_path: Path, synthesiz
 
 
 def test_yaml_round_trip_keeps_the_site(config_copy: Path, tmp_path: Path, synthesized: Path) -> None:
-    """The cases rewrite files through edit_yaml; the rewrite alone must not change the output."""
+    """The cases rewrite files through edit_yaml; the rewrite alone must not change the output. Nor
+    must writing the default host ranges out host by host (the cases that break one host do)."""
     for file in sorted(p.name for p in config_copy.glob("*.yaml")):
         edit_yaml(config_copy, file, lambda data: None)
-    out = tmp_path / "out"
-    result = run_sitegen("synth", "--config", config_copy, "--out", out)
-    assert result.returncode == 0, result.stderr
-    assert tree_bytes(out) == tree_bytes(synthesized)
-
-
-def test_explicit_hosts_give_the_same_tree(config_copy: Path, tmp_path: Path, synthesized: Path) -> None:
-    """The default pools are ranges; written out host by host they synthesize the same bytes."""
     expand_ranges(config_copy)
     assert "names:" not in (config_copy / "pools.yaml").read_text()
     out = tmp_path / "out"

@@ -124,7 +124,7 @@ JUNK = st.one_of(
 
 
 @settings(
-    max_examples=40,
+    max_examples=30,
     deadline=None,
     derandomize=True,
     suppress_health_check=[HealthCheck.function_scoped_fixture],
