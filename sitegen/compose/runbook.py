@@ -84,6 +84,22 @@ The new etcd member must be Ready (it joined as a learner and was promoted) befo
 """,
         )
     for pool in cluster.worker_pools:
+        if pool.name in site.fabric.nics:
+            rails = ", ".join(f"{n.name} -> {n.netdev} on rail {n.rail}" for n in site.fabric.nics[pool.name])
+            section(
+                f"Fabric preparation: pool {pool.name}",
+                f"""
+Before these hosts join: name the IPoIB interfaces after the rail map ({rails}), load
+`ib_ipoib` and `rdma_ucm` at boot, and lift containerd's locked-memory limit; then check the host
+against the rail map (`ibdev2netdev`, `nvidia-smi topo -m` on GPU nodes, `sminfo` for the subnet
+manager). Join only hosts whose preflight passes: the `rdma/rdma_rail_*` resources stay zero otherwise.
+
+```sh
+bash {kdir}/fabric-prep-{pool.name}.sh
+bash {kdir}/fabric-preflight-{pool.name}.sh
+```
+""",
+            )
         section(
             f"Worker join: pool {pool.name} ({len(pool.hosts)} hosts)",
             f"""

@@ -18,6 +18,7 @@ from sitegen.compose.apps import CompositionError, VariantApps, variant_apps
 from sitegen.compose.chart_supply import Archive, supply
 from sitegen.compose.charts import ObjectChart
 from sitegen.compose.delivery import bootstrap
+from sitegen.compose.fabric_hosts import fabric_files
 from sitegen.compose.hosts import host_files, mirror_files
 from sitegen.compose.hydrate import Progress, Rendered, RenderJob, hydrate
 from sitegen.compose.runbook import runbook
@@ -94,6 +95,7 @@ def _variant_files(app: App, apps: VariantApps, hydrated: Mapping[str, Rendered]
                 files += [OutputFile(paths.PurePosixPath(o.path), [], text=o.text) for o in rendered.objects]
                 documents[(cluster, component.name)] = [o.metadata_document() for o in rendered.objects]
         files += host_files(app, site, variant, ctx.cluster).output_files()
+        files += fabric_files(site, variant, ctx.cluster)
     root = ObjectChart(app, f"{variant}-bootstrap", folder=paths.bootstrap_dir(variant))
     bootstrap(root, apps, documents)
     for chart in [*charts.values(), root]:
