@@ -115,8 +115,10 @@ class GpuPodTemplate:
                         "resources": resources,
                         "securityContext": {
                             "allowPrivilegeEscalation": False,
-                            # RDMA pins memory: IPC_LOCK is the one capability added.
-                            "capabilities": {"drop": ["ALL"], "add": ["IPC_LOCK"]},
+                            # No IPC_LOCK: an added capability never reaches a non-root process. RDMA
+                            # pins memory under the memlock limit, which the host lifts for containerd
+                            # and its pods (fabric-prep-<pool>.sh).
+                            "capabilities": {"drop": ["ALL"]},
                         },
                         "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"}],
                     }

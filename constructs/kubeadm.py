@@ -105,7 +105,8 @@ class ClusterConfiguration(Construct):
                         audit_policy_file=AUDIT_POLICY,
                         encryption_provider_config=ENCRYPTION_CONFIG,
                         admission_control_config_file=ADMISSION_CONFIG,
-                        enable_admission_plugins="NodeRestriction",
+                        # DenyServiceExternalIPs: no Service may claim an external IP (CVE-2020-8554)
+                        enable_admission_plugins="NodeRestriction,DenyServiceExternalIPs",
                         tls_cipher_suites=TLS_CIPHER_SUITES,
                     ),
                     extraVolumes=[
@@ -236,9 +237,7 @@ def _inventory(pool: PoolLayout) -> str:
 class ApiServerPolicies(Construct):
     """Audit policy and Pod Security admission defaults the API server flags point at."""
 
-    def __init__(
-        self, scope: Construct, id: str, *, kubernetes_minor: str, exempt_runtime_classes: list[str]
-    ) -> None:
+    def __init__(self, scope: Construct, id: str, *, kubernetes_minor: str) -> None:
         super().__init__(scope, id)
         audit = HostFile(
             self,
@@ -311,7 +310,9 @@ class ApiServerPolicies(Construct):
                             # Static control-plane pods (kube-vip, etcd) live here and need host access.
                             exemptions=api.PodSecurityExemptions(
                                 usernames=[],
-                                runtimeClasses=exempt_runtime_classes,
+                                # none: an exempt request skips enforce, audit and warn; GPU pods
+                                # need nothing baseline refuses (memlock is a host limit)
+                                runtimeClasses=[],
                                 namespaces=["kube-system"],
                             ),
                         ),
@@ -331,7 +332,6 @@ class KubeadmConfigs(Construct):
         *,
         cluster: ClusterLayout,
         kubernetes_version: str,
-        psa_exempt_runtime_classes: list[str] = [],  # noqa: B006 - read only
     ) -> None:
         super().__init__(scope, id)
         first, *others = cluster.control_plane.hosts
@@ -377,5 +377,4 @@ class KubeadmConfigs(Construct):
             self,
             "ApiServerPolicies",
             kubernetes_minor=kubernetes_version.rsplit(".", 1)[0],
-            exempt_runtime_classes=list(psa_exempt_runtime_classes),
         )

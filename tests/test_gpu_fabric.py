@@ -137,7 +137,7 @@ def test_example_job_shape():
     assert pod["nodeSelector"] == {"node-role.kubernetes.io/gpu": "true"}
     container = _container(job)
     assert container["resources"]["limits"]["nvidia.com/gpu"] == "8"
-    assert container["securityContext"]["capabilities"]["add"] == ["IPC_LOCK"]
+    assert container["securityContext"]["capabilities"] == {"drop": ["ALL"]}  # memlock is the host's limit
     assert pod["volumes"][0]["emptyDir"] == {"medium": "Memory", "sizeLimit": "64Gi"}
     networks = json.loads(spec["template"]["metadata"]["annotations"]["k8s.v1.cni.cncf.io/networks"])
     assert [n["name"] for n in networks] == [f"ai-research-rail-{r}" for r in "abcd"]
@@ -226,13 +226,14 @@ def test_switching_the_rail_profile_changes_everything_consistently(hgx_tree):
     )
 
 
-def test_gpu_runtime_class_is_exempt_from_pod_security_only_where_gpus_are():
-    """IPC_LOCK is beyond every level but privileged: the nvidia RuntimeClass is exempted, nothing else."""
+def test_no_runtime_class_is_exempt_from_pod_security():
+    """An exempt request skips enforce, audit and warn: GPU pods are held to their namespace's level
+    like every other (they add no capability; RDMA's memlock is lifted on the host)."""
 
     def exemptions(path: str) -> dict[str, Any]:
         config = _one(DIST / path)["plugins"][0]["configuration"]
         return config["exemptions"]
 
-    assert exemptions("one-cluster/kubeadm/ai/admission-config.yaml")["runtimeClasses"] == ["nvidia"]
+    assert exemptions("one-cluster/kubeadm/ai/admission-config.yaml")["runtimeClasses"] == []
     assert exemptions("two-cluster/kubeadm/aistor/admission-config.yaml")["runtimeClasses"] == []
     assert _job(DIST)["spec"]["template"]["spec"]["runtimeClassName"] == "nvidia"

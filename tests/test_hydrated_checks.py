@@ -101,3 +101,21 @@ def test_an_acceptance_job_the_queue_can_never_admit_is_refused(tree):
     _edit(tree, rel, lambda doc: doc["metadata"]["labels"].pop("kueue.x-k8s.io/priority-class"))
     lines = [ln for ln in _findings(tree) if ln.startswith(rel)]
     assert lines and "KUE-001" in lines[0] and "StatefulSet ai-research/llama-3-3-70b (8)" in lines[0], lines
+
+
+def test_gpu_pods_are_held_to_their_namespace_level(tree):
+    """No RuntimeClass is exempt from Pod Security any more: a GPU pod that adds IPC_LOCK breaks the
+    tenant namespace's baseline level and is named (it used to skip enforce, audit and warn)."""
+    admission = (tree / "one-cluster/kubeadm/ai/admission-config.yaml").read_text()
+    assert "runtimeClasses: []" in admission
+    kubeadm = (tree / "one-cluster/kubeadm/ai/init-cp01.yaml").read_text()
+    assert "NodeRestriction,DenyServiceExternalIPs" in kubeadm  # no Service claims an external IP
+    rel = "one-cluster/apps/ai/tenant-ai-research/ai-research.job.nccl-allreduce.yaml"
+
+    def add_ipc_lock(doc):
+        container = doc["spec"]["template"]["spec"]["containers"][0]
+        container["securityContext"]["capabilities"]["add"] = ["IPC_LOCK"]
+
+    _edit(tree, rel, add_ipc_lock)
+    lines = [ln for ln in _findings(tree) if ln.startswith(rel)]
+    assert any("PSA-003" in ln and "baseline" in ln for ln in lines), lines

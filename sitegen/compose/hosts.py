@@ -8,7 +8,6 @@ fallback, so nodes pull before Harbor exists (bootstrap) and while it is down.
 from __future__ import annotations
 
 from constructs import Construct
-from constructs.gpu_workload import RUNTIME_CLASS
 from constructs.kube_vip import KubeVipStaticPod
 from constructs.kubeadm import KubeadmConfigs
 from sitegen.compose import paths
@@ -23,14 +22,11 @@ def host_files(scope: Construct, site: Site, variant: str, cluster: ClusterLayou
     chart = HostFilesChart(
         scope, f"{variant}-{cluster.name}-kubeadm", folder=paths.kubeadm_dir(variant, cluster.name)
     )
-    has_gpus = any(p.hardware.gpu is not None for p in cluster.pools)
     KubeadmConfigs(
         chart,
         "Kubeadm",
         cluster=cluster,
         kubernetes_version=site.versions.kubernetes,
-        # GPU pods need IPC_LOCK for RDMA, which no Pod Security level but privileged allows.
-        psa_exempt_runtime_classes=[RUNTIME_CLASS] if has_gpus else [],
     )
     for bootstrap in (True, False):
         KubeVipStaticPod(

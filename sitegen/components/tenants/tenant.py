@@ -17,10 +17,7 @@ class Tenant(RenderedComponent):
     project = PROJECT
     layer = Layer.TENANTS
     skip_dry_run = True
-    # GPU pods (RuntimeClass nvidia) are exempt from Pod Security: RDMA needs IPC_LOCK.
-    security = NamespaceSecurity(
-        "baseline", "tenant workloads; GPU pods are exempt through their RuntimeClass"
-    )
+    security = NamespaceSecurity("baseline", "tenant workloads, GPU pods included: none is exempt")
     images = {"nvidia-pytorch": "the NCCL all-reduce benchmark"}
     after = (GpuQueues,)
 
