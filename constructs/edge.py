@@ -94,6 +94,10 @@ class Route:
     basic_auth: str | None = None
 
 
+# set by the API server on every Namespace: a selector on it names exactly one namespace
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
+
+
 class SiteGateway(Construct):
     """One Gateway for the site's web front ends: TLS terminated with a cert-manager certificate, the
     Envoy data plane on the system pool, its address from the load-balancer pool."""
@@ -174,17 +178,29 @@ class SiteGateway(Construct):
             {"name": name, "namespace": namespace},
             {
                 "gatewayClassName": "envoy",
+                # One HTTPS listener per front end: its hostname, and routes only from the namespace
+                # that owns it. A listener open to all namespaces without a hostname would let any
+                # tenant attach a route for any name under the site certificate.
                 "listeners": [
-                    {
-                        "name": "https",
-                        "protocol": "HTTPS",
-                        "port": 443,
-                        "tls": {
-                            "mode": "Terminate",
-                            "certificateRefs": [{"kind": "Secret", "name": f"{name}-gateway-tls"}],
-                        },
-                        "allowedRoutes": {"namespaces": {"from": "All"}},
-                    },
+                    *(
+                        {
+                            "name": f"https-{route.name}",
+                            "protocol": "HTTPS",
+                            "port": 443,
+                            "hostname": route.hostname,
+                            "tls": {
+                                "mode": "Terminate",
+                                "certificateRefs": [{"kind": "Secret", "name": f"{name}-gateway-tls"}],
+                            },
+                            "allowedRoutes": {
+                                "namespaces": {
+                                    "from": "Selector",
+                                    "selector": {"matchLabels": {NAMESPACE_NAME_LABEL: route.namespace}},
+                                }
+                            },
+                        }
+                        for route in sorted(routes, key=lambda r: r.name)
+                    ),
                     # plain HTTP only answers with a redirect (and carries ACME HTTP-01 challenges)
                     {
                         "name": "http",
@@ -223,7 +239,7 @@ class SiteGateway(Construct):
                 "HTTPRoute",
                 {"name": route.name, "namespace": route.namespace},
                 {
-                    "parentRefs": [{"name": name, "namespace": namespace, "sectionName": "https"}],
+                    "parentRefs": [{"name": name, "namespace": namespace, "sectionName": f"https-{route.name}"}],
                     "hostnames": [route.hostname],
                     "rules": [_rule(b) for b in route.backends],
                 },

@@ -366,3 +366,27 @@ def test_every_node_pulls_the_upstream_registries_through_harbor(site):
             }
         }
         assert hosts["server"].startswith("https://")  # the upstream stays the fallback
+
+
+def test_each_front_end_owns_its_listener(docs):
+    """No listener takes routes from every namespace: a tenant could otherwise attach a route for
+    grafana's or Argo CD's hostname under the site certificate."""
+    for variant in ("one-cluster", "two-cluster"):
+        (gateway,) = [d for d in docs if d.variant == variant and d.kind == "Gateway"]
+        listeners = {entry["name"]: entry for entry in gateway.body["spec"]["listeners"]}
+        routes = [
+            d
+            for d in docs
+            if d.variant == variant and d.kind == "HTTPRoute" and d.name != "site-https-redirect"
+        ]
+        assert routes
+        for route in routes:
+            (parent,) = route.body["spec"]["parentRefs"]
+            listener = listeners[parent["sectionName"]]
+            assert listener["hostname"] in route.body["spec"]["hostnames"]
+            allowed = listener["allowedRoutes"]["namespaces"]
+            assert allowed == {
+                "from": "Selector",
+                "selector": {"matchLabels": {"kubernetes.io/metadata.name": route.namespace}},
+            }
+        assert all(entry["allowedRoutes"]["namespaces"]["from"] != "All" for entry in listeners.values())
