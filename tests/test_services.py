@@ -37,9 +37,10 @@ def test_cluster_issuer_kind_is_config(config_copy):
 
 def test_gateway_terminates_tls_with_a_cert_manager_certificate(site):
     gateway = _one(GATEWAY / "envoy-gateway-system.gateway.site.yaml")
-    https = next(listener for listener in gateway["spec"]["listeners"] if listener["name"] == "https")
+    https = [listener for listener in gateway["spec"]["listeners"] if listener["protocol"] == "HTTPS"]
     certificate = _one(GATEWAY / "envoy-gateway-system.certificate.site-gateway.yaml")
-    assert https["tls"]["certificateRefs"][0]["name"] == certificate["spec"]["secretName"]
+    assert {h["tls"]["certificateRefs"][0]["name"] for h in https} == {certificate["spec"]["secretName"]}
+    assert sorted(h["hostname"] for h in https) == certificate["spec"]["dnsNames"]
     assert site.gitops.argocd.hostname in certificate["spec"]["dnsNames"]
     route = _one(GATEWAY / "argocd.httproute.argocd.yaml")
     assert route["spec"]["hostnames"] == [site.gitops.argocd.hostname]
