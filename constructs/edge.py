@@ -239,7 +239,9 @@ class SiteGateway(Construct):
                 "HTTPRoute",
                 {"name": route.name, "namespace": route.namespace},
                 {
-                    "parentRefs": [{"name": name, "namespace": namespace, "sectionName": f"https-{route.name}"}],
+                    "parentRefs": [
+                        {"name": name, "namespace": namespace, "sectionName": f"https-{route.name}"}
+                    ],
                     "hostnames": [route.hostname],
                     "rules": [_rule(b) for b in route.backends],
                 },

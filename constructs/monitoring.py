@@ -284,3 +284,31 @@ class Dashboards(Construct):
                     + "\n"
                 },
             )
+
+
+class DashboardReader(Construct):
+    """Lets Grafana's dashboard sidecar (a ServiceAccount of another namespace) read the ConfigMaps of
+    this one: the alternative is a ClusterRole over every ConfigMap and Secret of the cluster."""
+
+    def __init__(
+        self, scope: Construct, id: str, *, namespace: str, account: str, account_namespace: str
+    ) -> None:
+        super().__init__(scope, id)
+        name = f"{account}-dashboards"
+        api_object(
+            self,
+            "Role",
+            "rbac.authorization.k8s.io/v1",
+            "Role",
+            {"name": name, "namespace": namespace},
+            rules=[{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list", "watch"]}],
+        )
+        api_object(
+            self,
+            "Binding",
+            "rbac.authorization.k8s.io/v1",
+            "RoleBinding",
+            {"name": name, "namespace": namespace},
+            roleRef={"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
+            subjects=[{"kind": "ServiceAccount", "name": account, "namespace": account_namespace}],
+        )

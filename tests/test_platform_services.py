@@ -390,3 +390,23 @@ def test_each_front_end_owns_its_listener(docs):
                 "selector": {"matchLabels": {"kubernetes.io/metadata.name": route.namespace}},
             }
         assert all(entry["allowedRoutes"]["namespaces"]["from"] != "All" for entry in listeners.values())
+
+
+def test_grafana_reads_dashboards_of_two_namespaces_not_every_secret(docs):
+    grafana = [d for d in docs if d.file.as_posix().startswith("one-cluster/apps/ai/grafana/")]
+    assert not [d for d in grafana if d.kind in ("ClusterRole", "ClusterRoleBinding")]
+    (deployment,) = [d for d in grafana if d.kind == "Deployment"]
+    env = {
+        e["name"]: e.get("value")
+        for c in deployment.body["spec"]["template"]["spec"]["containers"]
+        for e in c.get("env") or []
+        if c["name"] == "grafana-sc-dashboard"
+    }
+    assert env["NAMESPACE"] == "grafana,monitoring" and env["RESOURCE"] == "configmap"
+    (reader,) = [
+        d for d in docs if d.variant == "one-cluster" and d.kind == "Role" and d.name == "grafana-dashboards"
+    ]
+    assert reader.namespace == "monitoring"
+    assert reader.body["rules"] == [
+        {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list", "watch"]}
+    ]

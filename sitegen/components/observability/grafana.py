@@ -25,6 +25,7 @@ SERVICE = "grafana"
 ADMIN_SECRET = "grafana-admin"
 ADMIN_VAULT_KEY = "grafana/admin"
 DASHBOARD_LABEL = ("grafana_dashboard", "1")
+SERVICE_ACCOUNT = "grafana"  # the chart's, from its release name
 FOLDER_ANNOTATION = "grafana_folder"
 
 
@@ -82,9 +83,14 @@ class DashboardSidecar(Values):
     enabled: bool
     label: str
     labelValue: str
-    searchNamespace: str
+    searchNamespace: list[str]
+    resource: Literal["configmap", "secret", "both"] = "configmap"  # dashboards are no secrets
     folderAnnotation: str
     provider: DashboardProvider
+
+
+class Rbac(Values):
+    namespaced: bool
 
 
 class Sidecar(Values):
@@ -102,6 +108,9 @@ class GrafanaValues(Placed):
     datasources: Datasources
     sidecar: Sidecar
     serviceMonitor: Toggle = ON
+    # a Role in its own namespace, not a ClusterRole reading every Secret of the cluster; the stack's
+    # dashboards are read through a Role in theirs (see observability.py)
+    rbac: Rbac = Rbac(namespaced=True)
     testFramework: Toggle = OFF  # a helm-test pod Argo CD would never run
 
 
@@ -162,7 +171,7 @@ class Grafana(ChartComponent):
                     enabled=True,
                     label=DASHBOARD_LABEL[0],
                     labelValue=DASHBOARD_LABEL[1],
-                    searchNamespace="ALL",
+                    searchNamespace=sorted({self.namespace, ctx.get(KubePrometheusStack).namespace}),
                     folderAnnotation=FOLDER_ANNOTATION,
                     provider=DashboardProvider(foldersFromFilesStructure=True),
                 )

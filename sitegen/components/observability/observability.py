@@ -10,12 +10,20 @@ from __future__ import annotations
 
 from constructs import Construct
 from constructs.edge import SITE_CA_VAULT_KEY
-from constructs.monitoring import CILIUM_TARGETS, Dashboards, FabricPool, PodMonitors, SiteAlerts, SiteRisks
+from constructs.monitoring import (
+    CILIUM_TARGETS,
+    DashboardReader,
+    Dashboards,
+    FabricPool,
+    PodMonitors,
+    SiteAlerts,
+    SiteRisks,
+)
 from constructs.secrets import VaultSecret
 from sitegen.components.base import Layer, RenderedComponent
 from sitegen.components.context import ClusterContext
 from sitegen.components.observability import PROJECT
-from sitegen.components.observability.grafana import ADMIN_SECRET, ADMIN_VAULT_KEY, Grafana
+from sitegen.components.observability.grafana import ADMIN_SECRET, ADMIN_VAULT_KEY, SERVICE_ACCOUNT, Grafana
 from sitegen.components.observability.kube_prometheus_stack import (
     ALERTMANAGER_CONFIG,
     ALERTMANAGER_VAULT_KEY,
@@ -82,6 +90,14 @@ class Observability(RenderedComponent):
             )
 
     def _hub(self, scope: Construct, ctx: ClusterContext) -> None:
+        grafana = ctx.get(Grafana)
+        DashboardReader(
+            scope,
+            "DashboardReader",
+            namespace=self.namespace,
+            account=SERVICE_ACCOUNT,
+            account_namespace=grafana.namespace,
+        )
         SiteAlerts(scope, "Alerts", namespace=self.namespace, risks=site_risks(ctx.site, ctx.variant))
         VaultSecret(
             scope,
