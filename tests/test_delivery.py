@@ -199,3 +199,26 @@ def test_expander_catches_an_undeclared_destination(tree):
     )
     result = invoke_sitegen("apps", "--dist", tree)
     assert result.exit_code == 1 and "APP-003 destinations" in result.stdout
+
+
+def test_each_cluster_reads_only_the_vault_keys_its_external_secrets_name(docs):
+    text = (DIST / "two-cluster/bootstrap/RUNBOOK.md").read_text()
+    for cluster in ("ai", "aistor"):
+        policy = text.split(f"vault policy write external-secrets-{cluster} - <<'EOF'\n", 1)[1].split(
+            "\nEOF", 1
+        )[0]
+        granted = set(re.findall(r'path "secret/data/([^"]+)"', policy))
+        read = {
+            item["remoteRef"]["key"]
+            for d in docs
+            if d.variant == "two-cluster"
+            and d.kind == "ExternalSecret"
+            and (d.cluster == cluster or (d.cluster is None and cluster == "ai"))  # bootstrap/: the hub's
+            for item in d.body["spec"].get("data", [])
+        }
+        assert granted == read, cluster
+        assert f"vault auth enable -path=kubernetes-{cluster} kubernetes" in text
+    assert (
+        "argocd/clusters/aistor"
+        not in text.split("external-secrets-aistor - <<'EOF'", 1)[1].split("EOF", 1)[0]
+    )

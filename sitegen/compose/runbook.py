@@ -5,7 +5,7 @@ Every command names files of dist/ by their path in the repository; a test check
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from sitegen.components.networking.cilium import Cilium
@@ -14,7 +14,7 @@ from sitegen.components.platform.namespaces import Namespaces
 from sitegen.components.platform_nodes.node_labels import NodeLabels
 from sitegen.compose import paths
 from sitegen.compose.apps import VariantApps
-from sitegen.model import ClusterLayout
+from sitegen.model import ClusterLayout, Site, VariantLayout
 
 FIELD_MANAGER = "argocd-controller"  # the field manager of Argo CD's server-side apply
 
@@ -170,8 +170,10 @@ kubectl wait --for=condition=Ready --timeout=15m nodes --all
     return out, step
 
 
-def runbook(apps: VariantApps, documents: Iterable[dict[str, Any]]) -> str:
-    """The runbook of a variant; `documents` are every rendered object (its vault keys are read there)."""
+def runbook(apps: VariantApps, by_cluster: Mapping[str, list[dict[str, Any]]]) -> str:
+    """The runbook of a variant; `by_cluster` holds every object we render, per cluster (its vault keys
+    and each cluster's vault policy are read there)."""
+    documents = [doc for docs in by_cluster.values() for doc in docs]
     layout = apps.layout
     variant = layout.name
     site = apps.site
@@ -273,6 +275,14 @@ auth mount `{site.secrets.vault.auth_mount}-<cluster>` and role `{site.secrets.v
 Before the apps that use them sync, the vault must hold (key: properties):
 
 {_vault_keys(documents)}
+
+Each cluster gets its own Kubernetes auth mount and a policy that reads exactly the keys its
+ExternalSecrets name (no cluster reads another's credentials). With `VAULT_ADDR` and an admin token,
+and each cluster's API CA in `<cluster>-ca.crt`:
+
+```sh
+{_vault_auth(site, layout, by_cluster)}
+```
 """
     )
     step += 1
@@ -302,6 +312,43 @@ def _buckets(apps: VariantApps) -> str:
                 + ", ".join(access.buckets)
             )
     return "\n".join(lines)
+
+
+def _read_keys(documents: Iterable[dict[str, Any]]) -> list[str]:
+    return sorted(
+        {
+            item["remoteRef"]["key"]
+            for doc in documents
+            if doc.get("kind") == "ExternalSecret"
+            for item in doc["spec"].get("data", [])
+        }
+    )
+
+
+def _vault_auth(site: Site, layout: VariantLayout, by_cluster: Mapping[str, list[dict[str, Any]]]) -> str:
+    vault = site.secrets.vault
+    store = next(d for docs in by_cluster.values() for d in docs if d.get("kind") == "ClusterSecretStore")[
+        "spec"
+    ]["provider"]["vault"]["auth"]["kubernetes"]
+    account = store["serviceAccountRef"]
+    data = f"{vault.path}/data" if vault.version == "v2" else vault.path
+    out = []
+    for cluster in layout.clusters:
+        mount = f"{vault.auth_mount}-{cluster.name}"
+        policy = f"{vault.role}-{cluster.name}"
+        paths_ = "\n".join(
+            f'path "{data}/{key}" {{ capabilities = ["read"] }}'
+            for key in _read_keys(by_cluster[cluster.name])
+        )
+        out.append(
+            f"vault auth enable -path={mount} kubernetes\n"
+            f"vault write auth/{mount}/config kubernetes_host=https://{cluster.spec.api.endpoint} "
+            f"kubernetes_ca_cert=@{cluster.name}-ca.crt\n"
+            f"vault policy write {policy} - <<'EOF'\n{paths_}\nEOF\n"
+            f"vault write auth/{mount}/role/{vault.role} bound_service_account_names={account['name']} "
+            f"bound_service_account_namespaces={account['namespace']} policies={policy} ttl=1h"
+        )
+    return "\n\n".join(out)
 
 
 def _vault_keys(documents: Iterable[dict[str, Any]]) -> str:

@@ -100,7 +100,10 @@ def _variant_files(app: App, apps: VariantApps, hydrated: Mapping[str, Rendered]
     bootstrap(root, apps, documents)
     for chart in [*charts.values(), root]:
         files += chart.output_files()
-    ours = [doc for chart in [*charts.values(), root] for doc in chart.documents]
+    ours: dict[str, list[dict[str, Any]]] = {c.name: [] for c in apps.layout.clusters}
+    for (cluster, _), chart in charts.items():
+        ours[cluster] += chart.documents
+    ours[apps.layout.hub.name] += root.documents  # the bootstrap objects live on the hub
     files.append(OutputFile(paths.bootstrap_dir(variant) / paths.RUNBOOK, [], text=runbook(apps, ours)))
     files += mirror_files(site, variant)
     return files
