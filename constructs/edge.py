@@ -15,7 +15,10 @@ from sitegen.model import Certificates, Placement
 
 GATEWAY_API = "gateway.networking.k8s.io/v1"
 ISSUER = "site"
-SITE_CA_VAULT_KEY = "pki/site-ca"  # the CA key pair (tls.crt, tls.key) in the vault
+SITE_CA_VAULT_KEY = "pki/site-ca"  # the CA key pair (tls.crt, tls.key): cert-manager on the hub only
+# The CA's certificate alone, for the clusters that trust it: a Vault policy grants whole keys, so a
+# cluster that may read the certificate from the pair's key could read the private key too.
+SITE_CA_CERT_VAULT_KEY = "pki/site-ca-cert"
 
 
 def _object(

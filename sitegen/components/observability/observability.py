@@ -9,7 +9,7 @@ other cluster: the basic-auth pair its agents deliver with, and the site CA's ce
 from __future__ import annotations
 
 from constructs import Construct
-from constructs.edge import SITE_CA_VAULT_KEY
+from constructs.edge import SITE_CA_CERT_VAULT_KEY
 from constructs.monitoring import (
     CILIUM_TARGETS,
     DashboardReader,
@@ -85,7 +85,7 @@ class Observability(RenderedComponent):
                 name=SITE_CA_SECRET,
                 namespace=self.namespace,
                 store=ctx.store,
-                key=SITE_CA_VAULT_KEY,
+                key=SITE_CA_CERT_VAULT_KEY,
                 properties=[SITE_CA_KEY],
             )
 
