@@ -65,20 +65,19 @@ def _bare_helm(jobs: list[RenderJob]) -> float:
 
 
 def scaled_config(source: Path, target: Path, factor: int) -> int:
-    """A copy of config/ with every pool `factor` times larger (hosts numbered on, addresses from a
-    wider Kubernetes plane, pod networks that hold the nodes); returns the node count."""
+    """A copy of config/ with every worker pool `factor` times larger (hosts numbered on, addresses
+    from a wider Kubernetes plane, pod networks that hold the nodes); returns the node count."""
     shutil.copytree(source, target)
     pools = yaml.safe_load((source / "pools.yaml").read_text())
     address = ipaddress.IPv4Address("10.20.16.1")
     nodes = 0
-    for pool in pools.values():
-        hosts = pool["hosts"]
-        prefix = hosts[0]["name"].rstrip("0123456789")
-        count = pool["count"] * factor
+    site = load_site(source)
+    for name, pool in pools.items():
+        prefix = site.pools[name].hosts[0].name.rstrip("0123456789")
+        # the control plane stays: etcd above 7 members is refused (and would only slow writes)
+        count = pool["count"] if site.pools[name].role == "control-plane" else pool["count"] * factor
         pool["count"] = count
-        pool["hosts"] = [
-            {"name": f"{prefix}{i:02d}", "address": str(address + i)} for i in range(1, count + 1)
-        ]
+        pool["hosts"] = [{"names": f"{prefix}{{01..{count}}}", "first_address": str(address + 1)}]
         address += count + 1
         nodes += count
     (target / "pools.yaml").write_text(yaml.safe_dump(pools, sort_keys=False))
@@ -139,6 +138,7 @@ def main(runs: int = 3) -> None:
         sizes = {
             variant.name: sum(p.stat().st_size for p in variant.rglob("*") if p.is_file())
             for variant in sorted((root / "cold").iterdir())
+            if variant.is_dir()
         }
 
     print(f"{len(jobs)} chart renders in {len(site.variants)} variants; median of {runs} runs each")
