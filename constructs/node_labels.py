@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 
 from constructs import Construct
-from constructs.objects import RESTRICTED_CONTAINER, api_object
+from constructs.objects import NOBODY_POD, RESTRICTED_CONTAINER, api_object
 from sitegen.model import ImagePin, Placement, PoolLayout, Taint
 
 NAME = "node-labeler"
@@ -116,11 +116,7 @@ class NodeLabeler(Construct):
             "restartPolicy": "Never",
             "nodeSelector": placement.node_selector,
             "tolerations": list(placement.tolerations),
-            "securityContext": {
-                "runAsNonRoot": True,
-                "runAsUser": 65534,
-                "seccompProfile": {"type": "RuntimeDefault"},
-            },
+            "securityContext": NOBODY_POD,
             "containers": [
                 {
                     "name": "label",

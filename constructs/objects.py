@@ -14,6 +14,8 @@ SKIP_DRY_RUN = {SYNC_OPTIONS: "SkipDryRunOnMissingResource=true"}
 # Fields of an object another owner created (kubeadm, the kubelet): applied server-side, never pruned
 # or deleted by Argo CD.
 PARTIAL_OBJECT = {SYNC_OPTIONS: "ServerSideApply=true,Prune=false,Delete=false"}
+# The pod context of a shell Job (curl): restricted, as nobody.
+NOBODY_POD = {"runAsNonRoot": True, "runAsUser": 65534, "seccompProfile": {"type": "RuntimeDefault"}}
 # The container context the `restricted` Pod Security level asks for.
 RESTRICTED_CONTAINER = {
     "allowPrivilegeEscalation": False,

@@ -7,7 +7,7 @@ the configured ones through Harbor's REST API and leaves existing ones alone.
 from __future__ import annotations
 
 from constructs import Construct
-from constructs.objects import RESTRICTED_CONTAINER, api_object
+from constructs.objects import NOBODY_POD, RESTRICTED_CONTAINER, api_object
 from sitegen.model import ImagePin, Placement, Registry
 
 ADMIN_PASSWORD_KEY = "HARBOR_ADMIN_PASSWORD"  # the key of the admin Secret the chart and the Job read
@@ -66,11 +66,7 @@ class ProxyCacheProjects(Construct):
                         "restartPolicy": "OnFailure",
                         "nodeSelector": placement.node_selector,
                         "tolerations": list(placement.tolerations),
-                        "securityContext": {
-                            "runAsNonRoot": True,
-                            "runAsUser": 65534,
-                            "seccompProfile": {"type": "RuntimeDefault"},
-                        },
+                        "securityContext": NOBODY_POD,
                         "containers": [
                             {
                                 "name": "proxy-caches",
