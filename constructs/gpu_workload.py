@@ -15,7 +15,7 @@ from cdk8s import ApiObject
 
 from constructs import Construct
 from constructs.fabric import RDMA_PREFIX, rail_network, rail_resource
-from constructs.kueue import PRIORITY_LABEL
+from constructs.kueue import PRIORITY_LABEL, QUEUE_LABEL
 from constructs.objects import api_object
 from sitegen.model import Fabric, ImagePin, PoolLayout
 
@@ -260,7 +260,7 @@ class NcclAllReduceJob(Construct):
             {
                 "name": name,
                 "namespace": namespace,
-                "labels": {**labels, "kueue.x-k8s.io/queue-name": queue, PRIORITY_LABEL: "acceptance"},
+                "labels": {**labels, QUEUE_LABEL: queue, PRIORITY_LABEL: "acceptance"},
             },
             {
                 "spec": {

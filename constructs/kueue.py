@@ -19,6 +19,7 @@ from sitegen.model import Fabric, PoolLayout
 KUEUE = "kueue.x-k8s.io/v1beta2"
 GPU_RESOURCE = "nvidia.com/gpu"
 CLUSTER_QUEUE = "gpu"
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
 # Who may take GPUs from whom in the ClusterQueue (a workload preempts only lower values). The
 # acceptance benchmark needs every GPU of the pool, so it preempts serving while it runs (it is

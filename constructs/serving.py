@@ -7,7 +7,7 @@ from typing import Any
 
 from constructs import Construct
 from constructs.gpu_workload import GpuPodTemplate
-from constructs.kueue import PRIORITY_LABEL
+from constructs.kueue import PRIORITY_LABEL, QUEUE_LABEL
 from constructs.local_cache import CLASS_NAME as LOCAL_NVME
 from constructs.objects import api_object
 from constructs.secrets import VaultSecret
@@ -15,7 +15,6 @@ from sitegen.model import ClusterLayout, Fabric, ImagePin, PoolLayout, ServedMod
 
 ENGINE_PORT = 8000  # vLLM's API and metrics port in the model servers
 HF_TOKEN_SECRET = "hf-token"
-QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 
 
 def gpu_pool(cluster: ClusterLayout) -> PoolLayout:

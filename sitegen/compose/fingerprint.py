@@ -12,9 +12,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from sitegen.compose.tools import HELM_VERSION, PROJECT, cache_dir
+from sitegen.compose.writer import present_files
 
 _CODE_FOLDERS = ("sitegen", "constructs", "imports")
 _LOCKS = ("main.py", "charts.lock", "requirements.lock", "package-lock.json", "cdk8s.yaml")
@@ -64,11 +65,7 @@ def unchanged(key: str, out: Path, variants: list[str] | None) -> int | None:
     if data.get("out") != str(out.resolve()):
         return None
     files: dict[str, str] = data["files"]
-    roots = [out] if variants is None else [out / v for v in variants]
-    if not all(root.is_dir() for root in roots):
-        return None
-    present = {p.relative_to(out).as_posix() for root in roots for p in root.rglob("*") if not p.is_dir()}
-    if present != set(files):
+    if present_files(out, variants) != {PurePosixPath(p) for p in files}:
         return None
     if any(_digest((out / path).read_bytes()) != digest for path, digest in files.items()):
         return None

@@ -26,7 +26,7 @@ from sitegen.compose.writer import OutputFile
 from sitegen.model import ConfigError, Site, resolve
 
 
-def served_api_versions(ctx: ClusterContext) -> tuple[str, ...]:
+def _served_api_versions(ctx: ClusterContext) -> tuple[str, ...]:
     """The API group/versions the cluster serves beyond the built-in ones, once every app has synced."""
     served = {
         v for c in ctx.components if isinstance(c, ChartComponent) for v in (*c.serves, *c.serves_at_runtime)
@@ -42,10 +42,12 @@ def _values_file(apps: VariantApps, cluster: str, component: ChartComponent, doc
 
 def _chart_jobs(
     apps: VariantApps, archives: Mapping[str, Archive]
-) -> tuple[list[OutputFile], list[tuple[ClusterContext, ChartComponent, RenderJob]]]:
-    files, jobs = [], []
+) -> tuple[list[OutputFile], list[RenderJob]]:
+    """Each chart app's values file, and the `helm template` run that hydrates it."""
+    files: list[OutputFile] = []
+    jobs: list[RenderJob] = []
     for ctx in apps.contexts:
-        api_versions = served_api_versions(ctx)
+        api_versions = _served_api_versions(ctx)
         for component in ctx.components:
             if not isinstance(component, ChartComponent):
                 continue
@@ -63,7 +65,7 @@ def _chart_jobs(
                 folder=str(paths.app_dir(apps.layout.name, ctx.cluster.name, component.name)),
                 patches=tuple(component.patches(ctx)),
             )
-            jobs.append((ctx, component, job))
+            jobs.append(job)
     return files, jobs
 
 
@@ -109,26 +111,23 @@ def _variant_files(app: App, apps: VariantApps, hydrated: Mapping[str, Rendered]
     return files
 
 
+def _used_charts(every: list[VariantApps]) -> list[str]:
+    return sorted({c.chart for apps in every for _, c in apps.members() if isinstance(c, ChartComponent)})
+
+
 def chart_keys(site: Site, variants: list[str]) -> list[str]:
     """The versions.yaml chart keys the variants' components use."""
-    return sorted(
-        {
-            c.chart
-            for v in variants
-            for _, c in variant_apps(site, resolve(site, v)).members()
-            if isinstance(c, ChartComponent)
-        }
-    )
+    return _used_charts([variant_apps(site, resolve(site, v)) for v in variants])
 
 
 def _jobs(site: Site, every: list[VariantApps]) -> tuple[list[OutputFile], list[RenderJob]]:
-    archives = supply({k: site.versions.charts[k] for k in chart_keys(site, [a.layout.name for a in every])})
+    archives = supply({k: site.versions.charts[k] for k in _used_charts(every)})
     files: list[OutputFile] = []
     jobs: list[RenderJob] = []
     for apps in every:
         values, chart_jobs = _chart_jobs(apps, archives)
         files += values
-        jobs += [job for _, _, job in chart_jobs]
+        jobs += chart_jobs
     return files, jobs
 
 

@@ -128,18 +128,22 @@ def _locked(out: Path) -> Iterator[None]:
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
-def _holds(out: Path, rendered: dict[PurePosixPath, bytes], variants: list[str] | None) -> bool:
-    """Whether `out` (or its `variants` folders) holds exactly these files with these bytes."""
+def present_files(out: Path, variants: list[str] | None) -> set[PurePosixPath] | None:
+    """The files under `out` (or its `variants` folders), relative to it; None if a folder is missing."""
     roots = [out] if variants is None else [out / v for v in variants]
     if not all(root.is_dir() for root in roots):
-        return False
-    present = {
+        return None
+    return {
         PurePosixPath(p.relative_to(out).as_posix())
         for root in roots
         for p in root.rglob("*")
         if not p.is_dir()
     }
-    if present != set(rendered):
+
+
+def _holds(out: Path, rendered: dict[PurePosixPath, bytes], variants: list[str] | None) -> bool:
+    """Whether `out` (or its `variants` folders) holds exactly these files with these bytes."""
+    if present_files(out, variants) != set(rendered):
         return False
     return all((out / path).read_bytes() == data for path, data in rendered.items())
 

@@ -79,3 +79,15 @@ def test_metrics_server_and_coredns_on_infra(one):
     (coredns,) = render(one, "ai", CoreDns)
     assert coredns["metadata"]["annotations"]["sitegen.io/partial"] == "true"
     assert coredns["spec"]["template"]["spec"]["nodeSelector"] == INFRA
+
+
+def test_coredns_tolerates_the_control_plane_where_that_is_the_system_pool(one, two):
+    """On the AIStor cluster the system pool is the control plane: without its toleration CoreDNS
+    could not schedule (PLC-006 found it). Where infra is untainted no list is set: an empty one would
+    take kubeadm's own tolerations away under server-side apply."""
+    (aistor,) = render(two, "aistor", CoreDns)
+    spec = aistor["spec"]["template"]["spec"]
+    assert spec["tolerations"] == list(context(two, "aistor").system_placement.tolerations)
+    assert any(t["key"] == "node-role.kubernetes.io/control-plane" for t in spec["tolerations"])
+    (ai,) = render(one, "ai", CoreDns)
+    assert "tolerations" not in ai["spec"]["template"]["spec"]

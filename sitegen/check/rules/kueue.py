@@ -6,13 +6,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from constructs.kueue import GPU_RESOURCE as GPU
+from constructs.kueue import PRIORITY_LABEL, QUEUE_LABEL
 from sitegen.check.placement import pod_spec
 from sitegen.check.rules.base import Context, Violation, rule
 from sitegen.check.tree import Document
 
-QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
-PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
-GPU = "nvidia.com/gpu"
 LONG_RUNNING = ("StatefulSet", "Deployment")  # hold their GPUs until someone takes them
 
 

@@ -3,7 +3,7 @@ control-plane taints are tolerated only where they must be, node agents reach ex
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import PurePosixPath
 
 from sitegen.check.placement import reached_pools, taints_of, targeted_pools, tolerated_taints, tolerates
@@ -119,16 +119,21 @@ def _agents_reach(ctx: Context) -> Iterator[Violation]:
             )
 
 
-def _stale_agents(ctx: Context) -> Iterator[Violation]:
-    """A declared node agent that matches no rendered object checks nothing: the declaration is stale."""
-    found = {(w.doc.variant, w.doc.cluster, w.agent_key) for w in ctx.workloads()}
-    for (variant, cluster), agents in sorted(ctx.allow.agents.items()):
-        if variant not in {d.variant for d in ctx.docs}:
+def _stale(ctx: Context, declared: Mapping[tuple[str, str], Iterable[str]], what: str) -> Iterator[Violation]:
+    """A declaration (by `Kind/namespace/name` key) that matches no rendered workload checks nothing."""
+    found = {(w.doc.variant, w.doc.cluster or "", w.agent_key) for w in ctx.workloads()}
+    variants = {d.variant for d in ctx.docs}
+    for (variant, cluster), keys in sorted(declared.items()):
+        if variant not in variants:
             continue
-        for key in sorted(agents):
+        for key in sorted(keys):
             if (variant, cluster, key) not in found:
                 where = Document(PurePosixPath(variant, paths.APPS, cluster), 0, {})
-                yield Violation(where, "$", f"node agent {key} is declared but no such object is rendered")
+                yield Violation(where, "$", f"{what} {key} is declared but no such object is rendered")
+
+
+def _stale_agents(ctx: Context) -> Iterator[Violation]:
+    yield from _stale(ctx, ctx.allow.agents, "node agent")
 
 
 @rule(
@@ -161,12 +166,11 @@ NOT_READY = Taint(key="node.kubernetes.io/not-ready", effect="NoSchedule")
     "what nodes need before they turn Ready must schedule on NotReady nodes, or no node ever turns Ready",
 )
 def _bootstrap_critical(ctx: Context) -> Iterator[Violation]:
-    found = set()
+    yield from _stale(ctx, ctx.allow.bootstrap_critical, "bootstrap-critical")
     for w in ctx.workloads():
         critical = ctx.allow.bootstrap_critical.get((w.doc.variant, w.doc.cluster or ""), {})
         if w.agent_key not in critical:
             continue
-        found.add((w.doc.variant, w.doc.cluster, w.agent_key))
         if not any(tolerates(t, NOT_READY) for t in w.placement.get("tolerations") or []):
             yield Violation(
                 w.doc,
@@ -174,12 +178,3 @@ def _bootstrap_critical(ctx: Context) -> Iterator[Violation]:
                 f"does not tolerate {NOT_READY.key}:{NOT_READY.effect}, which every node carries until "
                 f"this runs ({critical[w.agent_key]})",
             )
-    for (variant, cluster), critical in sorted(ctx.allow.bootstrap_critical.items()):
-        if variant not in {d.variant for d in ctx.docs}:
-            continue
-        for key in sorted(critical):
-            if (variant, cluster, key) not in found:
-                where = Document(PurePosixPath(variant, paths.APPS, cluster), 0, {})
-                yield Violation(
-                    where, "$", f"bootstrap-critical {key} is declared but no such object is rendered"
-                )
