@@ -61,6 +61,10 @@ class BootstrapToken(_Doc):
     groups: list[str]
 
 
+class Patches(_Doc):
+    directory: str
+
+
 class InitConfiguration(HostConfig):
     API_VERSION = "kubeadm.k8s.io/v1beta4"
     KIND = "InitConfiguration"
@@ -70,6 +74,7 @@ class InitConfiguration(HostConfig):
     certificateKey: str | None = None
     localAPIEndpoint: LocalAPIEndpoint
     nodeRegistration: NodeRegistration
+    patches: Patches | None = None
 
 
 class HostPathMount(_Doc):
@@ -149,6 +154,7 @@ class JoinConfiguration(HostConfig):
     discovery: Discovery
     controlPlane: JoinControlPlane | None = None
     nodeRegistration: NodeRegistration
+    patches: Patches | None = None
 
 
 class Toggle(_Doc):
@@ -169,12 +175,15 @@ class KubeletConfiguration(HostConfig):
     KIND = "KubeletConfiguration"
     apiVersion: Literal["kubelet.config.k8s.io/v1beta1"] = "kubelet.config.k8s.io/v1beta1"
     kind: Literal["KubeletConfiguration"] = "KubeletConfiguration"
-    cgroupDriver: Literal["systemd", "cgroupfs"]
-    authentication: KubeletAuthentication
-    authorization: KubeletAuthorization
-    readOnlyPort: int
-    rotateCertificates: bool
-    clusterDomain: str
+    # every field optional: the cluster-wide file sets the first six, a pool's patch the reservations
+    cgroupDriver: Literal["systemd", "cgroupfs"] | None = None
+    authentication: KubeletAuthentication | None = None
+    authorization: KubeletAuthorization | None = None
+    readOnlyPort: int | None = None
+    rotateCertificates: bool | None = None
+    clusterDomain: str | None = None
+    kubeReserved: dict[str, str] | None = None
+    evictionHard: dict[str, str] | None = None
 
 
 class PodSecurityDefaults(_Doc):

@@ -19,6 +19,11 @@ AUDIT_LOG_DIR = "/var/log/kubernetes/audit"
 ADMISSION_CONFIG = "/etc/kubernetes/admission/admission.yaml"
 ENCRYPTION_CONFIG = "/etc/kubernetes/enc/enc.yaml"
 
+# kubeadm applies `kubeletconfiguration+strategic.yaml` from here over the cluster-wide kubelet
+# configuration of the node it inits or joins: how a pool gets its own reservations.
+PATCHES_DIR = "/etc/kubernetes/patches"
+KUBELET_PATCH = "kubeletconfiguration+strategic.yaml"
+
 TOKEN = "${KUBEADM_TOKEN}"
 CA_CERT_HASH = "${KUBEADM_CA_CERT_HASH}"
 CERTIFICATE_KEY = "${KUBEADM_CERTIFICATE_KEY}"
@@ -167,8 +172,21 @@ class InitConfiguration(Construct):
                 certificateKey=CERTIFICATE_KEY,
                 localAPIEndpoint=_local_endpoint(cluster, host),
                 nodeRegistration=_control_plane_registration(cluster, host),
+                patches=api.Patches(directory=PATCHES_DIR),
             ),
         )
+
+
+def kubelet_patch_file(pool: PoolLayout) -> str:
+    return f"kubelet-{pool.name}.yaml"
+
+
+class KubeletReservations(Construct):
+    """A pool's kubelet patch: the share of its hardware pods cannot request (the model computes it)."""
+
+    def __init__(self, scope: HostFile, id: str, *, pool: PoolLayout) -> None:
+        super().__init__(scope, id)
+        config_document(self, api.KubeletConfiguration(kubeReserved=pool.hardware.kubelet_reserved()))
 
 
 class KubeletConfiguration(Construct):
@@ -204,6 +222,7 @@ class ControlPlaneJoin(Construct):
                     localAPIEndpoint=_local_endpoint(cluster, host), certificateKey=CERTIFICATE_KEY
                 ),
                 nodeRegistration=_control_plane_registration(cluster, host),
+                patches=api.Patches(directory=PATCHES_DIR),
             ),
         )
 
@@ -224,6 +243,7 @@ class WorkerJoin(Construct):
             api.JoinConfiguration(
                 discovery=_discovery(cluster),
                 nodeRegistration=_registration("${NODE_NAME}", "${NODE_IP}", _taints(pool), **extra),
+                patches=api.Patches(directory=PATCHES_DIR),
             ),
         )
 
@@ -372,6 +392,15 @@ class KubeadmConfigs(Construct):
                 + _inventory(pool),
             )
             WorkerJoin(join, "JoinConfiguration", cluster=cluster, pool=pool)
+
+        for pool in cluster.pools:
+            patch = HostFile(
+                self,
+                f"Kubelet-{pool.name}",
+                file_name=kubelet_patch_file(pool),
+                header=f"On every {pool.name} host, before kubeadm init/join: {PATCHES_DIR}/{KUBELET_PATCH}",
+            )
+            KubeletReservations(patch, "KubeletConfiguration", pool=pool)
 
         ApiServerPolicies(
             self,

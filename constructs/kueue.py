@@ -21,6 +21,10 @@ GPU_RESOURCE = "nvidia.com/gpu"
 CLUSTER_QUEUE = "gpu"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
+# Kueue manages (and its webhooks intercept) workloads only in namespaces with this label: a Kueue
+# outage then stops the tenants' batch work, not every Deployment of the site, and the platform's
+# own apps never wait for Kueue's webhook at bring-up.
+MANAGED_NAMESPACE_LABEL = "sitegen.io/kueue-managed"
 # Who may take GPUs from whom in the ClusterQueue (a workload preempts only lower values). The
 # acceptance benchmark needs every GPU of the pool, so it preempts serving while it runs (it is
 # started on purpose, at bring-up and after maintenance); serving then comes back. Training and

@@ -24,9 +24,20 @@ def psa_labels(level: PsaLevel, kubernetes_minor: str) -> dict[str, str]:
 
 class AppNamespace(Construct):
     def __init__(
-        self, scope: Construct, id: str, *, name: str, level: PsaLevel, kubernetes_minor: str
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        name: str,
+        level: PsaLevel,
+        kubernetes_minor: str,
+        labels: dict[str, str] | None = None,
     ) -> None:
         super().__init__(scope, id)
         k8s.KubeNamespace(
-            self, "Resource", metadata=k8s.ObjectMeta(name=name, labels=psa_labels(level, kubernetes_minor))
+            self,
+            "Resource",
+            metadata=k8s.ObjectMeta(
+                name=name, labels={**(labels or {}), **psa_labels(level, kubernetes_minor)}
+            ),
         )

@@ -227,6 +227,30 @@ def apps(config_dir: Path, dist_dir: Path) -> None:
 
 
 @cli.command()
+@CONFIG_OPTION
+@DIST_OPTION
+@click.option("--variant", "variants", multiple=True, help="Variant to bring up (repeatable). Default: all.")
+def bringup(config_dir: Path, dist_dir: Path, variants: tuple[str, ...]) -> None:
+    """Simulate each variant's first install offline, from bare hosts to every Application Healthy:
+    the RUNBOOK's commands, then Argo CD's waves. Prints a timeline per cluster; exit 1 naming the
+    first blocker."""
+    site = _load(config_dir)
+    _require_dirs(dist_dir)
+    from sitegen.check.bringup import bringup as simulate
+    from sitegen.check.bringup import from_dist, timeline
+
+    failed = False
+    for variant in variants or tuple(site.variants):
+        if not (dist_dir / variant).is_dir():
+            click.echo(f"error: {dist_dir / variant}: not synthesized (run sitegen synth)", err=True)
+            sys.exit(2)
+        result = simulate(site, variant, *from_dist(dist_dir, variant))
+        click.echo(timeline(result))
+        failed |= not result.ok
+    sys.exit(1 if failed else 0)
+
+
+@cli.command()
 @click.argument("base", default="origin/main")
 @click.argument("head", required=False)
 @click.option("--format", "fmt", type=click.Choice(["text", "markdown"]), default="text", show_default=True)

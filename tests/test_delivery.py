@@ -159,9 +159,13 @@ def test_runbook_order():
         "join-control-plane-cp05",
         "join-gpu.yaml",
         "dist/two-cluster/apps/ai/cilium",
+        "dist/two-cluster/apps/aistor/cilium",
+        "put a service-account token",  # the spoke's registration, in the vault before the root
+        "vault write auth/kubernetes-aistor/role",
         "dist/two-cluster/apps/ai/argo-cd",
         "application.root.yaml",
-        "Register the spoke",
+        "Once `aistor-aistor-volumemanager` is Healthy",
+        "Once `aistor-aistor` is Healthy",
     ]
     positions = [text.index(marker) for marker in order]
     assert positions == sorted(positions)
@@ -173,7 +177,7 @@ def test_expander_catches_a_removed_path(tree):
     shutil.rmtree(tree / "one-cluster/apps/ai/node-labels")
     result = validate(tree)
     assert result.exit_code == 1 and "APP-001 source-paths" in result.stdout
-    assert "argocd.applicationset.platform-nodes.yaml" in result.stdout
+    assert "argocd.application.ai-node-labels.yaml" in result.stdout
 
 
 def test_expander_catches_a_kind_outside_the_whitelist(tree):
@@ -193,7 +197,7 @@ def test_expander_catches_a_kind_outside_the_whitelist(tree):
 
 
 def test_expander_catches_an_undeclared_destination(tree):
-    path = tree / "two-cluster/bootstrap/argocd.applicationset.networking.yaml"
+    path = tree / "two-cluster/bootstrap/argocd.application.aistor-cilium.yaml"
     path.write_text(
         path.read_text().replace("https://api.aistor.hpc.example.internal:6443", "https://api.x:6443")
     )

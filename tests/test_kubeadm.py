@@ -40,12 +40,34 @@ def test_one_cluster_file_set(site):
         "join-gpu.yaml",
         "join-infra.yaml",
         "join-storage.yaml",
+        "kubelet-compute.yaml",
+        "kubelet-control-plane.yaml",
+        "kubelet-gpu.yaml",
+        "kubelet-infra.yaml",
+        "kubelet-storage.yaml",
     ]
     assert _kinds(files["init-cp01.yaml"]) == [
         "InitConfiguration",
         "ClusterConfiguration",
         "KubeletConfiguration",
     ]
+
+
+def test_kubelet_reservations_per_pool_from_the_hardware(site):
+    files = _files(site)
+    (gpu,) = files["kubelet-gpu.yaml"]
+    # 128 cores: 6 % + 1 % + 2 x 0.5 % + 124 x 0.25 % of a core; 2,000 GB = 1,907,348 MiB:
+    # 25 % of 4 GiB + 20 % of 4 + 10 % of 8 + 6 % of 112 + 2 % of the rest
+    assert gpu == {
+        "apiVersion": "kubelet.config.k8s.io/v1beta1",
+        "kind": "KubeletConfiguration",
+        "kubeReserved": {"cpu": "390m", "memory": "45069Mi"},
+    }
+    (infra,) = files["kubelet-infra.yaml"]
+    assert infra["kubeReserved"] == {"cpu": "310m", "memory": "25996Mi"}  # 96 cores, 1,000 GB
+    for name, docs in files.items():
+        if name.startswith(("join-", "init-")):
+            assert docs[0]["patches"] == {"directory": "/etc/kubernetes/patches"}, name
 
 
 def test_cluster_configuration(site):

@@ -72,6 +72,15 @@ class S3Access:
     user: str
     buckets: tuple[str, ...]
 
+    @property
+    def vault_key(self) -> str:
+        return s3_vault_key(self.user)
+
+
+def s3_vault_key(user: str) -> str:
+    """Where the runbook stores an S3 consumer's AIStor key once the ObjectStore runs."""
+    return f"aistor/users/{user}"
+
 
 @dataclass(frozen=True)
 class JsonPatch:
@@ -122,6 +131,8 @@ class Component:
     namespace: str = "kube-system"
     # The namespace this component creates, with its Pod Security level; None: not ours to create.
     security: ClassVar[NamespaceSecurity | None] = None
+    # Its namespace's batch workloads go through Kueue (the namespace opts in; no other does).
+    queued: ClassVar[bool] = False
     # versions.yaml images this component sets, each with what uses it (a missing pin names it).
     images: ClassVar[Mapping[str, str]] = {}
     # Components of the same cluster this one must come after (each must be present).
@@ -129,7 +140,7 @@ class Component:
     # Components that must come after this one where the cluster has them: for a companion that
     # writes what a chart reads (its credentials), so the chart's module need not know the companion.
     before: ClassVar[tuple[type[Component], ...]] = ()
-    # CRs whose CRD another app installs: skip the dry run until it exists (retries cover the gap).
+    # CRs whose CRD another app installs: skip the dry run (Argo CD dry-runs before any wave applies).
     skip_dry_run: ClassVar[bool] = False
 
     @classmethod

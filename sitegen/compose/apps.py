@@ -105,7 +105,7 @@ def variant_apps(
     return VariantApps(site, layout, by_cluster, waves)
 
 
-def _predecessors(ctx: ClusterContext) -> dict[str, list[Component]]:
+def predecessors(ctx: ClusterContext) -> dict[str, list[Component]]:
     """Component name -> the components that must sync before it."""
     where = f"cluster {ctx.cluster.name}"
     before: dict[str, list[Component]] = {c.name: [] for c in ctx.components}
@@ -132,7 +132,7 @@ def _predecessors(ctx: ClusterContext) -> dict[str, list[Component]]:
 
 def sync_waves(ctx: ClusterContext) -> dict[str, int]:
     """The sync wave of every component of the cluster (raises on a missing dependency or a cycle)."""
-    before = _predecessors(ctx)
+    before = predecessors(ctx)
     by_name = {c.name: c for c in ctx.components}
     depth: dict[str, int] = {}
     visiting: list[str] = []

@@ -1,7 +1,11 @@
 """Delivery: what the root Application syncs. The locked default project, the bootstrap project, one
 least-privilege AppProject per project folder of the components (its kinds and namespaces computed from
-the objects its apps render), one ApplicationSet per project whose Applications sync folders of dist/,
-the repository credentials and the registration of spoke clusters.
+the objects its apps render), one Application per component and cluster syncing its folder of dist/ in
+the component's sync wave, the repository credentials and the registration of spoke clusters.
+
+Applications are the root's own objects, not an ApplicationSet's: Argo CD waits on the waves of what an
+Application syncs, and an ApplicationSet's generated Applications are not that (their waves order
+nothing and an ApplicationSet reports no health of its children).
 """
 
 from __future__ import annotations
@@ -11,7 +15,8 @@ from typing import Any
 
 from constructs.argocd import (
     AppProject,
-    AppSet,
+    AppSource,
+    ClusterApplication,
     ClusterRegistration,
     Destination,
     GroupKind,
@@ -22,12 +27,14 @@ from constructs.argocd import (
 from sitegen.components.base import Component, Project
 from sitegen.components.catalog import COMPONENTS
 from sitegen.components.context import ClusterContext
+from sitegen.components.platform.secret_store import SecretStore
+from sitegen.components.storage.aistor import AIStor
 from sitegen.compose import paths
-from sitegen.compose.apps import VariantApps
+from sitegen.compose.apps import CompositionError, VariantApps, predecessors
 from sitegen.compose.charts import ObjectChart
 
 BOOTSTRAP_PROJECT = Project(
-    "bootstrap", "the root Application: AppProjects, ApplicationSets, cluster registrations"
+    "bootstrap", "the root Application: AppProjects, Applications, cluster registrations"
 )
 
 Documents = Mapping[tuple[str, str], list[dict[str, Any]]]  # (cluster, app) -> rendered objects
@@ -41,20 +48,56 @@ def projects() -> list[Project]:
     return list(seen.values())
 
 
-def element(apps: VariantApps, ctx: ClusterContext, component: Component) -> dict[str, Any]:
-    """One list-generator element: every field the ApplicationSet template reads, as strings."""
-    variant = apps.layout.name
-    common = {
-        "cluster": ctx.cluster.name,
-        "app": component.name,
-        "layer": component.layer.name.lower(),
-        "wave": str(ctx.wave(component)),
-        "server": apps.layout.server(ctx.cluster),
-        "namespace": component.namespace,
-        "syncOptions": component.sync_options,
+def _credentials_wave(apps: VariantApps) -> int:
+    """Vault-backed objects of the root (repository and spoke credentials) wait for the hub's store."""
+    hub = apps.context(apps.layout.hub)
+    return hub.wave(hub.get(SecretStore)) + 1
+
+
+def root_waves(apps: VariantApps, documents: Documents) -> dict[tuple[str, str], int]:
+    """(cluster, component) -> the wave of its Application in the root.
+
+    Within a cluster, the component's sync wave. A spoke's Applications follow its registration (they
+    cannot sync before Argo CD knows the cluster), and an app reading an S3 consumer's key follows the
+    AIStor ObjectStore wherever it runs (the runbook writes the key once the store is up): both raise waves,
+    and everything after the raised component in its cluster moves with it.
+    """
+    hub = apps.layout.hub
+    spoke_start = _credentials_wave(apps) + 1
+    waves = {
+        (ctx.cluster.name, c.name): ctx.wave(c) + (0 if ctx.cluster is hub else spoke_start)
+        for ctx, c in apps.members()
     }
-    path = paths.in_repo(paths.app_dir(variant, ctx.cluster.name, component.name))
-    return {**common, "path": str(path), "watch": f"/{path}"}
+    edges = [
+        ((ctx.cluster.name, earlier.name), (ctx.cluster.name, c.name))
+        for ctx in apps.contexts
+        for name, before in predecessors(ctx).items()
+        for c in [next(x for x in ctx.components if x.name == name)]
+        for earlier in before
+    ]
+    stores = [(ctx.cluster.name, c.name) for ctx, c in apps.members() if isinstance(c, AIStor)]
+    s3_keys = {access.vault_key for ctx, c in apps.members() for access in c.s3_access(ctx)}
+    edges += [
+        (store, app) for app, docs in documents.items() if s3_keys & _read_keys(docs) for store in stores
+    ]
+    for _ in range(len(waves) + 1):
+        moved = False
+        for earlier, later in edges:
+            if waves[later] <= waves[earlier]:
+                waves[later] = waves[earlier] + 1
+                moved = True
+        if not moved:
+            return waves
+    raise CompositionError("the root's waves do not settle: a dependency cycle across clusters")
+
+
+def _read_keys(docs: list[dict[str, Any]]) -> set[str]:
+    return {
+        item["remoteRef"]["key"]
+        for d in docs
+        if d.get("kind") == "ExternalSecret"
+        for item in d["spec"].get("data") or []
+    }
 
 
 def _kinds(docs: list[dict[str, Any]], *, namespaced: bool) -> list[GroupKind]:
@@ -73,6 +116,12 @@ def bootstrap(chart: ObjectChart, apps: VariantApps, documents: Documents) -> No
     site, layout = apps.site, apps.layout
     gitops = site.gitops
     argocd_ns = gitops.argocd.namespace
+    credentials_wave = _credentials_wave(apps)
+    waves = root_waves(apps, documents)
+
+    def wave(ctx: ClusterContext, component: Component) -> int:
+        return waves[(ctx.cluster.name, component.name)]
+
     LockedDefaultProject(chart, "DefaultProject", namespace=argocd_ns)
     AppProject(
         chart,
@@ -85,7 +134,6 @@ def bootstrap(chart: ObjectChart, apps: VariantApps, documents: Documents) -> No
         cluster_kinds=[],
         namespace_kinds=[
             GroupKind("argoproj.io", "AppProject"),
-            GroupKind("argoproj.io", "ApplicationSet"),
             GroupKind("argoproj.io", "Application"),
             GroupKind("external-secrets.io", "ExternalSecret"),
         ],
@@ -114,22 +162,29 @@ def bootstrap(chart: ObjectChart, apps: VariantApps, documents: Documents) -> No
             cluster_kinds=[k for _, docs in rendered for k in _kinds(docs, namespaced=False)],
             namespace_kinds=[k for _, docs in rendered for k in _kinds(docs, namespaced=True)],
         )
-        AppSet(
-            chart,
-            f"AppSet-{project.name}",
-            name=project.name,
-            namespace=argocd_ns,
-            project=project.name,
-            elements=[element(apps, ctx, c) for ctx, c in members],
-            repo_url=gitops.repo_url,
-            revision=gitops.revision,
-        )
+        for ctx, component in members:
+            path = paths.in_repo(paths.app_dir(layout.name, ctx.cluster.name, component.name))
+            ClusterApplication(
+                chart,
+                f"App-{ctx.cluster.name}-{component.name}",
+                cluster=ctx.cluster.name,
+                app=component.name,
+                layer=component.layer.name.lower(),
+                wave=wave(ctx, component),
+                namespace=argocd_ns,
+                project=project.name,
+                source=AppSource(gitops.repo_url, gitops.revision, str(path)),
+                server=layout.server(ctx.cluster),
+                destination_namespace=component.namespace,
+                sync_options=component.sync_options,
+            )
     RepositoryCredentials(
         chart,
         "RepoCredentials",
         repo_url=gitops.repo_url,
         namespace=argocd_ns,
         secret_store=site.secrets.store,
+        wave=credentials_wave,
     )
     RootApplication(
         chart,
@@ -150,4 +205,5 @@ def bootstrap(chart: ObjectChart, apps: VariantApps, documents: Documents) -> No
             server=layout.server(cluster),
             namespace=argocd_ns,
             secret_store=site.secrets.store,
+            wave=credentials_wave,
         )

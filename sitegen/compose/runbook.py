@@ -6,17 +6,27 @@ Every command names files of dist/ by their path in the repository; a test check
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from pathlib import PurePosixPath
 from typing import Any
 
+from constructs.kubeadm import KUBELET_PATCH, PATCHES_DIR, kubelet_patch_file
+from sitegen.components.base import S3Access
 from sitegen.components.networking.cilium import Cilium
 from sitegen.components.platform.argo_cd import ArgoCd
 from sitegen.components.platform.namespaces import Namespaces
 from sitegen.components.platform_nodes.node_labels import NodeLabels
+from sitegen.components.storage.aistor import AIStor
+from sitegen.components.storage.aistor_volumemanager import AIStorVolumeManager
 from sitegen.compose import paths
 from sitegen.compose.apps import VariantApps
-from sitegen.model import ClusterLayout, Site, VariantLayout
+from sitegen.model import ClusterLayout, PoolLayout, Site, VariantLayout
 
 FIELD_MANAGER = "argocd-controller"  # the field manager of Argo CD's server-side apply
+
+
+def _kubelet_patch(kdir: PurePosixPath, pool: PoolLayout) -> str:
+    """The pool's kubelet reservations, where kubeadm picks them up at init or join."""
+    return f"install -D -m 0644 {kdir}/{kubelet_patch_file(pool)} {PATCHES_DIR}/{KUBELET_PATCH}"
 
 
 def _cluster_steps(apps: VariantApps, cluster: ClusterLayout, step: int) -> tuple[list[str], int]:
@@ -53,6 +63,7 @@ and copy the file, mode 0600, to every other control-plane host. It is never wri
         f"First control-plane node: kubeadm init on {first.name}",
         f"""
 ```sh
+{_kubelet_patch(kdir, cluster.control_plane)}
 install -D -m 0600 {kdir}/kube-vip-init.yaml /etc/kubernetes/manifests/kube-vip.yaml
 export KUBEADM_TOKEN="$(kubeadm token generate)" KUBEADM_CERTIFICATE_KEY="$(kubeadm certs certificate-key)"
 envsubst < {kdir}/init-{first.name}.yaml > /tmp/kubeadm.yaml
@@ -74,6 +85,7 @@ expire after two hours; `kubeadm init phase upload-certs --upload-certs` renews 
             f"Control-plane join: {host.name} (one at a time)",
             f"""
 ```sh
+{_kubelet_patch(kdir, cluster.control_plane)}
 install -D -m 0600 {kdir}/kube-vip.yaml /etc/kubernetes/manifests/kube-vip.yaml
 envsubst < {kdir}/{name} > /tmp/kubeadm.yaml
 kubeadm join --config /tmp/kubeadm.yaml
@@ -107,6 +119,7 @@ On each host, with `NODE_NAME` and `NODE_IP` from the list in the file's header:
 
 ```sh
 export NODE_NAME=<host> NODE_IP=<address>
+{_kubelet_patch(kdir, pool)}
 envsubst < {kdir}/join-{pool.name}.yaml > /tmp/kubeadm.yaml
 kubeadm join --config /tmp/kubeadm.yaml
 ```
@@ -212,6 +225,39 @@ before Harbor runs.{trust}
         lines.append(f"## Cluster `{cluster.name}`\n")
         body, step = _cluster_steps(apps, cluster, step)
         lines += body
+    consumers = _s3_access(apps)
+    later = {access.vault_key for access in consumers}
+    lines.append("## The vault\n")
+    spokes = layout.spokes
+    registration = (
+        f"""
+For each spoke ({", ".join(c.name for c in spokes)}), put a service-account token with cluster-admin on that
+cluster and its CA (base64) under `argocd/clusters/<cluster>` (properties `token`, `caData`): the
+ExternalSecret `cluster-<cluster>` in `{bootstrap}/` turns them into Argo CD's cluster Secret, and no
+Application of a spoke syncs before it exists.
+"""
+        if spokes
+        else ""
+    )
+    lines.append(
+        f"""### {step}. Keys, auth mounts and policies
+
+Every credential reaches the clusters through External Secrets, which reads them through the Kubernetes
+auth mount `{site.secrets.vault.auth_mount}-<cluster>` and role `{site.secrets.vault.role}`. Before the root
+Application syncs, the vault must hold (key: properties):
+
+{_vault_keys(documents, leave_out=later)}
+{registration}
+Each cluster gets its own Kubernetes auth mount and a policy that reads exactly the keys its
+ExternalSecrets name (no cluster reads another's credentials). With `VAULT_ADDR` and an admin token,
+and each cluster's API CA in `<cluster>-ca.crt`:
+
+```sh
+{_vault_auth(site, layout, by_cluster)}
+```
+"""
+    )
+    step += 1
     lines.append(f"## Argo CD on `{hub.name}`\n")
     lines.append(
         f"""### {step}. Argo CD, rendered from its chart
@@ -235,10 +281,12 @@ kubectl apply --server-side -f {bootstrap}/{ns}.appproject.bootstrap.yaml
 kubectl apply --server-side -f {bootstrap}/{ns}.application.root.yaml
 ```
 
-The root Application syncs `{bootstrap}/`: the locked `default` project, one project per
-team, one ApplicationSet per project, and the registration of spoke clusters. From here on Argo CD owns
-everything, the CNI and itself included: its Applications `{hub.name}-cilium` and `{hub.name}-argo-cd`
-adopt the objects applied above (same objects, same field manager).
+The root Application syncs `{bootstrap}/`: the locked `default` project, one project per team, one
+Application per component and cluster, and the registration of spoke clusters. It applies them wave
+by wave and waits until every Application of a wave is Healthy and Synced before the next (argo-cd's
+health check for Applications). From here on Argo CD owns everything, the CNI and itself included: its
+Applications `{hub.name}-cilium` and `{hub.name}-argo-cd` adopt the objects applied above (same objects,
+same field manager). The next steps run while it syncs, each once the Application it names is Healthy.
 """
     )
     step += 1
@@ -246,71 +294,55 @@ adopt the objects applied above (same objects, same field manager).
         (c for c in layout.clusters if any(p.name == site.storage.aistor.pool for p in c.pools)), None
     )
     if aistor is not None:
+        volumes = f"{aistor.name}-{AIStorVolumeManager.name}"
+        store = f"{aistor.name}-{AIStor.name}"
+        lines.append(f"## AIStor on `{aistor.name}`\n")
         lines.append(
-            f"""### {step}. AIStor drives and secrets
+            f"""### {step}. AIStor drives
 
-Once `{aistor.name}-aistor-volume-manager` is Healthy, hand the {site.storage.aistor.pool} pool's NVMe drives
-to it (an imperative step of the volume manager), then let the ObjectStore claim them:
+Once `{volumes}` is Healthy, hand the {site.storage.aistor.pool} pool's NVMe drives to it (an
+imperative step of the volume manager); the ObjectStore's volume claims bind to them, and until then
+`{store}` stays Progressing and the root waits:
 
 ```sh
 kubectl directpv discover --nodes {",".join(h.name for h in aistor.pool(site.storage.aistor.pool).hosts[:1])},...
 kubectl directpv init drives.yaml --dangerous
 ```
-
-Then give each S3 consumer of the hub its bucket and a key of its own (`mc` against the ObjectStore,
-with the root credentials), and put the keys in the vault (`aistor/users/<consumer>`: access_key,
-secret_key):
-
-```sh
-{_buckets(apps)}
-```
 """
         )
         step += 1
-    lines.append(
-        f"""### {step}. The vault
+        if consumers:
+            lines.append(
+                f"""### {step}. AIStor buckets and keys
 
-Every credential reaches the clusters through External Secrets, which reads them through the Kubernetes
-auth mount `{site.secrets.vault.auth_mount}-<cluster>` and role `{site.secrets.vault.role}`.
-Before the apps that use them sync, the vault must hold (key: properties):
-
-{_vault_keys(documents)}
-
-Each cluster gets its own Kubernetes auth mount and a policy that reads exactly the keys its
-ExternalSecrets name (no cluster reads another's credentials). With `VAULT_ADDR` and an admin token,
-and each cluster's API CA in `<cluster>-ca.crt`:
+Once `{store}` is Healthy, give each S3 consumer its bucket and a key of its own (`mc` against the
+ObjectStore, with the root credentials), and put each key in the vault; the consumers' ExternalSecrets
+read them there:
 
 ```sh
-{_vault_auth(site, layout, by_cluster)}
+{_buckets(consumers, site.secrets.vault.path)}
 ```
 """
-    )
-    step += 1
-    spokes = layout.spokes
-    if spokes:
-        names = ", ".join(c.name for c in spokes)
-        lines.append(
-            f"""### {step}. Register the spoke clusters ({names})
-
-For each spoke, put a service-account token with cluster-admin on that cluster and its CA (base64) in the
-site vault under `argocd/clusters/<cluster>` (properties `token`, `caData`). The ExternalSecret
-`cluster-<cluster>` in `{bootstrap}/` turns them into Argo CD's cluster Secret once External
-Secrets runs; until then, create the same Secret by hand with `argocd cluster add`. Its labels
-(`sitegen.io/cluster`, `sitegen.io/variant`) are what cluster generators select.
-"""
-        )
+            )
+            step += 1
     return "\n".join(lines)
 
 
-def _buckets(apps: VariantApps) -> str:
+def _s3_access(apps: VariantApps) -> list[S3Access]:
+    return [access for ctx, c in apps.in_registry_order() for access in c.s3_access(ctx)]
+
+
+def _buckets(consumers: list[S3Access], kv_mount: str) -> str:
     lines = []
-    for ctx, component in apps.in_registry_order():
-        for access in component.s3_access(ctx):
-            lines += [f"mc mb --ignore-existing site/{b}" for b in access.buckets]
-            lines.append(
-                f"mc admin user svcacct add site <root-user> --name {access.user}   # scope: "
-                + ", ".join(access.buckets)
-            )
+    for access in consumers:
+        lines += [f"mc mb --ignore-existing site/{b}" for b in access.buckets]
+        lines.append(
+            f"mc admin user svcacct add site <root-user> --name {access.user}   # scope: "
+            + ", ".join(access.buckets)
+        )
+        lines.append(
+            f"vault kv put {kv_mount}/{access.vault_key} access_key=<from above> secret_key=<from above>"
+        )
     return "\n".join(lines)
 
 
@@ -351,14 +383,17 @@ def _vault_auth(site: Site, layout: VariantLayout, by_cluster: Mapping[str, list
     return "\n\n".join(out)
 
 
-def _vault_keys(documents: Iterable[dict[str, Any]]) -> str:
-    """The vault keys and properties every ExternalSecret of the variant reads: computed, never listed by hand."""
+def _vault_keys(documents: Iterable[dict[str, Any]], leave_out: set[str]) -> str:
+    """The vault keys and properties every ExternalSecret of the variant reads (computed, never listed by
+    hand), but for those a later step writes."""
     keys: dict[str, set[str]] = {}
     for doc in documents:
         if doc.get("kind") != "ExternalSecret":
             continue
         for item in doc["spec"].get("data", []):
             ref = item["remoteRef"]
+            if ref["key"] in leave_out:
+                continue
             keys.setdefault(ref["key"], set()).add(ref.get("property", ""))
     return "\n".join(
         f"- `{k}`: {', '.join(sorted(p for p in props if p))}" for k, props in sorted(keys.items())

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import yaml
+
+from constructs.kueue import MANAGED_NAMESPACE_LABEL
 from sitegen.components.base import ChartComponent, Layer, NamespaceSecurity
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.gpu import PROJECT
@@ -26,8 +29,41 @@ class ControllerManager(Placed):
     manager: Manager
 
 
+class ManagerConfig(Values):
+    controllerManagerConfigYaml: str
+
+
 class KueueValues(Values):
     controllerManager: ControllerManager
+    managerConfig: ManagerConfig
+
+
+def manager_config() -> str:
+    """Kueue's Configuration: the chart's defaults, but for what the site decides. The chart renders
+    `managedJobsNamespaceSelector` into its webhooks' namespace selectors too."""
+    config = {
+        "apiVersion": "config.kueue.x-k8s.io/v1beta2",
+        "kind": "Configuration",
+        "health": {"healthProbeBindAddress": ":8081"},
+        "metrics": {"bindAddress": ":8443"},
+        "webhook": {"port": 9443},
+        "leaderElection": {"leaderElect": True, "resourceName": "c1f6bfd2.kueue.x-k8s.io"},
+        "controller": {
+            "groupKindConcurrency": {
+                "Job.batch": 5,
+                "Pod": 5,
+                "Workload.kueue.x-k8s.io": 10,
+                "LocalQueue.kueue.x-k8s.io": 5,
+                "ClusterQueue.kueue.x-k8s.io": 5,
+                "ResourceFlavor.kueue.x-k8s.io": 1,
+            }
+        },
+        "clientConnection": {"qps": 300, "burst": 500},
+        "managedJobsNamespaceSelector": {"matchLabels": {MANAGED_NAMESPACE_LABEL: "true"}},
+        # what the site's tenants run: Jobs, and pods of StatefulSets and Deployments (model servers)
+        "integrations": {"frameworks": ["batch/job", "pod", "deployment", "statefulset"]},
+    }
+    return yaml.safe_dump(config, sort_keys=False)
 
 
 class Kueue(ChartComponent):
@@ -54,5 +90,6 @@ class Kueue(ChartComponent):
                     resources=requests("500m", "512Mi", "2Gi"),
                 ),
                 **placed(ctx.system_placement),
-            )
+            ),
+            managerConfig=ManagerConfig(controllerManagerConfigYaml=manager_config()),
         )

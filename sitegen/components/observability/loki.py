@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import Field
 
 from constructs.local_cache import CLASS_NAME as LOCAL_NVME
-from sitegen.components.base import ChartComponent, Layer, NamespaceSecurity, S3Access
+from sitegen.components.base import ChartComponent, Layer, NamespaceSecurity, S3Access, s3_vault_key
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.observability import PROJECT
 from sitegen.components.observability.kube_prometheus_stack import KubePrometheusStack
@@ -30,7 +30,8 @@ from sitegen.components.values import (
 )
 
 S3_SECRET = "loki-s3"  # AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, from the vault
-S3_VAULT_KEY = "aistor/users/loki"
+S3_USER = "loki"
+S3_VAULT_KEY = s3_vault_key(S3_USER)
 SCHEMA_FROM = "2026-01-01"  # first day of the v13 TSDB schema; a schema change adds a dated entry
 CA_MOUNT = "/etc/aistor-ca"
 
@@ -159,7 +160,7 @@ class Loki(ChartComponent):
 
     def s3_access(self, ctx: ClusterContext) -> list[S3Access]:
         logs = ctx.site.services.logs
-        return [S3Access("loki", (logs.bucket, logs.ruler_bucket))]
+        return [S3Access(S3_USER, (logs.bucket, logs.ruler_bucket))]
 
     def values(self, ctx: ClusterContext) -> LokiValues:
         logs = ctx.site.services.logs

@@ -42,14 +42,18 @@ _EXCLUSIONS = [
     {"apiGroups": ["kueue.x-k8s.io"], "kinds": ["Workload"]},
 ]
 
-# Application health was removed in Argo CD 1.8; restoring it lets a parent app wait on children.
+# Application health was removed in Argo CD 1.8; restoring it is what makes the root's sync waves wait
+# on the Applications in them. Healthy counts only once synced: a fresh Application whose objects are
+# not applied yet must not release the next wave.
 _APPLICATION_HEALTH = """hs = {}
 hs.status = "Progressing"
-hs.message = ""
+hs.message = "not reconciled yet"
 if obj.status ~= nil and obj.status.health ~= nil then
   hs.status = obj.status.health.status
-  if obj.status.health.message ~= nil then
-    hs.message = obj.status.health.message
+  hs.message = obj.status.health.message or ""
+  if hs.status == "Healthy" and (obj.status.sync == nil or obj.status.sync.status ~= "Synced") then
+    hs.status = "Progressing"
+    hs.message = "healthy but not synced"
   end
 end
 return hs

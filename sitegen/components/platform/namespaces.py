@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from constructs import Construct
+from constructs.kueue import MANAGED_NAMESPACE_LABEL
 from constructs.namespaces import AppNamespace
 from sitegen.components.base import Layer, RenderedComponent
 from sitegen.components.context import ClusterContext
@@ -24,4 +25,5 @@ class Namespaces(RenderedComponent):
                     name=component.namespace,
                     level=component.security.level,
                     kubernetes_minor=minor,
+                    labels={MANAGED_NAMESPACE_LABEL: "true"} if component.queued else None,
                 )

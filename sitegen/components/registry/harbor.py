@@ -13,7 +13,14 @@ from typing import Literal
 from constructs.edge import Backend, Route
 from constructs.local_cache import CLASS_NAME as LOCAL_NVME
 from constructs.registry import ADMIN_PASSWORD_KEY
-from sitegen.components.base import ChartComponent, Layer, NamespaceSecurity, ObjectPatch, S3Access
+from sitegen.components.base import (
+    ChartComponent,
+    Layer,
+    NamespaceSecurity,
+    ObjectPatch,
+    S3Access,
+    s3_vault_key,
+)
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.registry import PROJECT
 from sitegen.components.storage.aistor import CA_SECRET as AISTOR_CA_SECRET
@@ -52,9 +59,10 @@ REGISTRY_CREDENTIALS = VaultCopy(
 DATABASE_PASSWORD = VaultCopy("harbor-database-password", "harbor/database", {"password": "password"})
 # The internal database's own Secret: the chart's copy is left out (it would carry the password).
 DATABASE = VaultCopy("harbor-database", "harbor/database", {"POSTGRES_PASSWORD": "password"})
+S3_USER = "harbor"
 S3 = VaultCopy(
     "harbor-s3",
-    "aistor/users/harbor",
+    s3_vault_key(S3_USER),
     {"REGISTRY_STORAGE_S3_ACCESSKEY": "access_key", "REGISTRY_STORAGE_S3_SECRETKEY": "secret_key"},
 )
 CREDENTIALS = (ADMIN, SECRET_KEY, CORE, XSRF, TOKEN, JOBSERVICE, REGISTRY_HTTP, REGISTRY_CREDENTIALS)
@@ -194,7 +202,7 @@ class Harbor(ChartComponent):
 
     def s3_access(self, ctx: ClusterContext) -> list[S3Access]:
         registry = ctx.site.services.registry
-        return [S3Access("harbor", (registry.bucket,))] if registry.storage == "aistor" else []
+        return [S3Access(S3_USER, (registry.bucket,))] if registry.storage == "aistor" else []
 
     def routes(self, ctx: ClusterContext) -> list[Route]:
         # image layers take longer than any fixed request timeout

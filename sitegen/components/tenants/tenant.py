@@ -18,6 +18,7 @@ class Tenant(RenderedComponent):
     layer = Layer.TENANTS
     skip_dry_run = True
     security = NamespaceSecurity("baseline", "tenant workloads, GPU pods included: none is exempt")
+    queued = True
     images = {"nvidia-pytorch": "the NCCL all-reduce benchmark"}
     after = (GpuQueues,)
 

@@ -1,0 +1,263 @@
+"""Argo CD's sync semantics, as far as a first install depends on them.
+
+- A sync dry-runs every object first: a kind the cluster does not serve (unless its CRD is in the same
+  sync, or the object skips dry-run), a namespace that does not exist (unless created by the sync) or a
+  webhook that cannot answer fails the whole attempt before anything is applied.
+- Objects are applied by sync wave, then kind order; before the next wave every object of the previous
+  one must be Healthy. A failed attempt is retried from the start (retry limit of the app).
+- An Application's health is the worst of its objects'. Argo CD gives an `Application` object no health
+  of its own unless argocd-cm customizes it: only then do the root's waves wait on its Applications.
+  An ApplicationSet reports no health of its children, and its generated Applications are not objects
+  of the root, so their waves order nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from sitegen.check.bringup.cluster import Cluster, key_of, show
+from sitegen.check.bringup.kube import group_of, pod_template, sync_order
+
+HEALTHY = "Healthy"
+APPLICATION_HEALTH_KEY = "resource.customizations.health.argoproj.io_Application"
+SKIP_DRY_RUN = "SkipDryRunOnMissingResource=true"
+
+
+@dataclass(frozen=True)
+class Failure:
+    """A failed sync attempt: which object, why, and which Application would provide what is missing."""
+
+    app: str
+    obj: str
+    reason: str
+    provider: str | None  # None: nothing in the variant provides it
+
+    def __str__(self) -> str:
+        by = f" (provided by {self.provider})" if self.provider and self.provider != self.app else ""
+        return f"{self.obj}: {self.reason}{by}"
+
+
+@dataclass
+class Providers:
+    """Which Application of the variant ships each CRD and creates each namespace."""
+
+    crds: dict[tuple[str, str, str], str] = field(default_factory=dict)  # (cluster, group, kind) -> app
+    namespaces: dict[tuple[str, str], str] = field(default_factory=dict)  # (cluster, namespace) -> app
+    webhooks: dict[tuple[str, str], str] = field(default_factory=dict)  # (cluster, config name) -> app
+    groups: dict[tuple[str, str], str] = field(default_factory=dict)  # (cluster, API group) -> app
+
+
+class AppSync:
+    """One Application: its objects, where it stands in its sync, and its health."""
+
+    def __init__(
+        self,
+        name: str,
+        cluster: Cluster,
+        objects: list[Mapping[str, Any]],
+        *,
+        sync_options: list[str],
+        destination_namespace: str,
+        retry_limit: int,
+        registered: Callable[[], str | None],
+        providers: Providers,
+    ) -> None:
+        self.name = name
+        self.cluster = cluster
+        self.objects = sorted(objects, key=sync_order)
+        self.sync_options = sync_options
+        self.destination_namespace = destination_namespace
+        self.retry_limit = retry_limit
+        self.registered = registered
+        self.providers = providers
+        self.groups: list[list[Mapping[str, Any]]] = []
+        for body in self.objects:
+            if not self.groups or sync_order(self.groups[-1][0])[0] != sync_order(body)[0]:
+                self.groups.append([])
+            self.groups[-1].append(body)
+        self.wave = 0  # its sync wave among the root's objects
+        self.generated_by = ""  # the ApplicationSet that generates it, if one does
+        self.created = False
+        self.synced = False
+        self.failed = False
+        self.attempts = 0
+        self.failures: list[Failure] = []
+        self._group = 0
+        self._dry_run_passed = False
+        self._applied_group = -1
+        self._changes_at_failure = -1
+        self.waiting = ""
+
+    # ---- sync ----------------------------------------------------------------------------------
+    def _own_crds(self) -> set[tuple[str, str]]:
+        return {
+            (b["spec"]["group"], b["spec"]["names"]["kind"])
+            for b in self.objects
+            if b.get("kind") == "CustomResourceDefinition"
+        }
+
+    def _own_namespaces(self) -> set[str]:
+        found = {b["metadata"]["name"] for b in self.objects if b.get("kind") == "Namespace"}
+        if "CreateNamespace=true" in self.sync_options:
+            found.add(self.destination_namespace)
+        return found
+
+    def _skips_dry_run(self, body: Mapping[str, Any]) -> bool:
+        options = ((body.get("metadata") or {}).get("annotations") or {}).get(
+            "argocd.argoproj.io/sync-options", ""
+        )
+        return SKIP_DRY_RUN in self.sync_options or SKIP_DRY_RUN in options
+
+    def _check(self, body: Mapping[str, Any], *, dry_run: bool) -> Failure | None:
+        group, kind, ns, _ = key_of(body)
+        where = self.cluster.name
+        if kind == "Node" and group == "":
+            return Failure(
+                self.name, show(key_of(body)),
+                "a Node from Git: Argo CD creates it before the host joins, and the joining kubelet then "
+                "skips its --register-with-taints (the pool's taints never arrive)",
+                "the kubelet",
+            )  # fmt: skip
+        if not self.cluster.serves(group, kind):
+            own = (group, kind) in self._own_crds()
+            if not (dry_run and (own or self._skips_dry_run(body))):
+                provider = self.providers.crds.get((where, group, kind)) or self.providers.groups.get(
+                    (where, group)
+                )
+                return Failure(
+                    self.name, show(key_of(body)), f"the cluster serves no {kind} ({group})", provider
+                )
+        if ns and not self.cluster.has_namespace(ns) and not (dry_run and ns in self._own_namespaces()):
+            provider = self.providers.namespaces.get((where, ns))
+            return Failure(self.name, show(key_of(body)), f"namespace {ns} does not exist", provider)
+        blocked = self.cluster.admission_blocker(body)
+        if blocked:
+            config = blocked.split(" ", 2)[1]
+            provider = self.providers.webhooks.get((where, config))
+            return Failure(self.name, show(key_of(body)), blocked, provider)
+        return None
+
+    def _fail(self, failure: Failure) -> bool:
+        self.attempts += 1
+        self.failures.append(failure)
+        self.waiting = str(failure)
+        self._changes_at_failure = self.cluster.changes
+        self._dry_run_passed = False
+        self._group = 0
+        self._applied_group = -1
+        if self.attempts > self.retry_limit:
+            self.failed = True
+        return True
+
+    def step(self) -> bool:
+        """Advance the sync as far as the cluster allows; True if anything moved."""
+        if not self.created or self.synced or self.failed:
+            return False
+        if self.failures and self.cluster.changes == self._changes_at_failure and not self._dry_run_passed:
+            return False  # a retry now would fail the same way
+        unregistered = self.registered()
+        if unregistered:
+            if self.waiting != unregistered:
+                self.waiting = unregistered
+                return True
+            return False
+        moved = False
+        if not self._dry_run_passed:
+            for body in self.objects:
+                failure = self._check(body, dry_run=True)
+                if failure:
+                    return self._fail(failure)
+            self._dry_run_passed = True
+            moved = True
+        while self._group < len(self.groups):
+            group = self.groups[self._group]
+            if self._applied_group < self._group:
+                if "CreateNamespace=true" in self.sync_options and not self.cluster.has_namespace(
+                    self.destination_namespace
+                ):
+                    namespace = {
+                        "apiVersion": "v1",
+                        "kind": "Namespace",
+                        "metadata": {"name": self.destination_namespace},
+                    }
+                    self.cluster.apply(namespace, self.name)
+                for body in group:
+                    failure = self._check(body, dry_run=False)
+                    if failure:
+                        return self._fail(failure)
+                    self.cluster.apply(body, self.name)
+                self._applied_group = self._group
+                moved = True
+            if self._group == len(self.groups) - 1:
+                break
+            sick = self.first_unhealthy(group)
+            if sick:
+                if self.waiting != sick:
+                    self.waiting = sick
+                    moved = True
+                return moved
+            self._group += 1
+        self.synced = True
+        self.waiting = ""
+        return True
+
+    # ---- health --------------------------------------------------------------------------------
+    def first_unhealthy(self, bodies: list[Mapping[str, Any]] | None = None) -> str | None:
+        for body in self.objects if bodies is None else bodies:
+            status, why = self.object_health(body)
+            if status != HEALTHY:
+                return f"{show(key_of(body))} {status}: {why}"
+        return None
+
+    def object_health(self, body: Mapping[str, Any]) -> tuple[str, str]:
+        cluster = self.cluster
+        key = key_of(body)
+        if key not in cluster.objects:
+            return "Missing", "not applied"
+        kind = key[1]
+        template = pod_template(body)
+        if template is not None:
+            w = cluster.workloads[key]
+            if kind == "CronJob":
+                return HEALTHY, ""
+            if kind == "Job":
+                if w.done:
+                    return HEALTHY, ""
+                return ("Suspended" if w.admitted is False else "Progressing"), w.reason
+            return (HEALTHY, "") if w.running else ("Progressing", w.reason)
+        spec = body.get("spec") or {}
+        why: str | None = None
+        if kind == "PersistentVolumeClaim":
+            why = cluster.claim_status(key[2], key[3], consumer=cluster.claim_consumed(key[2], key[3]))
+        elif kind == "ExternalSecret":
+            why = cluster.external_secret_ready(body)
+        elif kind in ("ClusterSecretStore", "SecretStore"):
+            why = cluster.store_ready(kind, key[2], key[3])
+        elif kind == "Certificate":
+            why = cluster.certificate_blocker(body)
+        elif kind == "Service" and spec.get("type") == "LoadBalancer":
+            why = cluster.load_balancer_blocker()
+        elif kind == "APIService" and spec.get("service"):
+            why = cluster.service_ready(spec["service"]["namespace"], spec["service"]["name"])
+        elif kind == "ObjectStore":
+            pools = [
+                w for k, w in cluster.workloads.items() if k[2] == key[2] and k[3].startswith(f"{key[3]}-")
+            ]
+            why = next((f"{w.template.ref}: {w.reason}" for w in pools if not w.running), None)
+        elif kind == "Application" and group_of(body) == "argoproj.io":
+            return self.application_health(body)
+        return (HEALTHY, "") if why is None else ("Progressing", why)
+
+    def application_health(self, body: Mapping[str, Any]) -> tuple[str, str]:
+        """Overridden by the root, which knows its children."""
+        return HEALTHY, ""
+
+    def health(self) -> tuple[str, str]:
+        if self.failed:
+            return "Degraded", f"sync failed {self.attempts} times; last: {self.failures[-1]}"
+        if not self.synced:
+            return "Progressing", self.waiting or "syncing"
+        sick = self.first_unhealthy()
+        return ("Progressing", sick) if sick else (HEALTHY, "")

@@ -1,0 +1,383 @@
+"""The slice of Kubernetes semantics the bring-up simulation needs: quantities, label selectors,
+taints and tolerations, node affinity, pod templates and their requests, and Argo CD's kind order.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+
+_SUFFIX = {
+    "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50,
+    "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15,
+    "m": Decimal("0.001"), "": 1,
+}  # fmt: skip
+_QUANTITY = re.compile(r"^([0-9.]+(?:[eE][0-9]+)?)([a-zA-Z]*)$")
+
+
+def quantity(value: object, *, milli: bool = False) -> int:
+    """A resource quantity as an integer: millicores for cpu (`milli`), base units otherwise."""
+    found = _QUANTITY.match(str(value).strip())
+    if not found or found.group(2) not in _SUFFIX:
+        raise ValueError(f"not a quantity: {value!r}")
+    amount = Decimal(found.group(1)) * Decimal(_SUFFIX[found.group(2)])
+    return int(amount * 1000) if milli else int(amount)
+
+
+def requests_of(resources: Mapping[str, Any] | None) -> dict[str, int]:
+    """A container's requests (limits stand in where requests are unset, as the API server defaults)."""
+    resources = resources or {}
+    merged = {**(resources.get("limits") or {}), **(resources.get("requests") or {})}
+    return {name: quantity(v, milli=name == "cpu") for name, v in merged.items()}
+
+
+def add(into: dict[str, int], more: Mapping[str, int], sign: int = 1) -> None:
+    for name, amount in more.items():
+        into[name] = into.get(name, 0) + sign * amount
+
+
+def label_selector_matches(selector: Mapping[str, Any] | None, labels: Mapping[str, str]) -> bool:
+    """A metav1.LabelSelector (matchLabels and matchExpressions); an empty selector matches all."""
+    selector = selector or {}
+    if any(labels.get(k) != str(v) for k, v in (selector.get("matchLabels") or {}).items()):
+        return False
+    return all(_expression(e, labels) for e in selector.get("matchExpressions") or [])
+
+
+def _expression(expr: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
+    key, op, values = expr["key"], expr["operator"], [str(v) for v in expr.get("values") or []]
+    if op == "In":
+        return labels.get(key) in values
+    if op == "NotIn":
+        return labels.get(key) not in values
+    if op == "Exists":
+        return key in labels
+    if op == "DoesNotExist":
+        return key not in labels
+    if op in ("Gt", "Lt") and key in labels and labels[key].lstrip("-").isdigit():
+        return int(labels[key]) > int(values[0]) if op == "Gt" else int(labels[key]) < int(values[0])
+    return False
+
+
+def node_affinity_matches(spec: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
+    """nodeSelector and required node affinity of a pod spec (terms are ORed, expressions ANDed)."""
+    if any(labels.get(k) != str(v) for k, v in (spec.get("nodeSelector") or {}).items()):
+        return False
+    required = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ) or {}
+    terms = required.get("nodeSelectorTerms") or []
+    return not terms or any(
+        all(_expression(e, labels) for e in t.get("matchExpressions") or []) for t in terms
+    )
+
+
+@dataclass(frozen=True)
+class Taint:
+    key: str
+    value: str
+    effect: str
+
+    def __str__(self) -> str:
+        return f"{self.key}={self.value}:{self.effect}" if self.value else f"{self.key}:{self.effect}"
+
+
+NOT_READY = (
+    Taint("node.kubernetes.io/not-ready", "", "NoSchedule"),
+    Taint("node.kubernetes.io/not-ready", "", "NoExecute"),
+)
+
+# What the DaemonSet controller adds to every DaemonSet pod (pkg/controller/daemon/util).
+DAEMONSET_TOLERATIONS = (
+    {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute"},
+    {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute"},
+    {"key": "node.kubernetes.io/disk-pressure", "operator": "Exists", "effect": "NoSchedule"},
+    {"key": "node.kubernetes.io/memory-pressure", "operator": "Exists", "effect": "NoSchedule"},
+    {"key": "node.kubernetes.io/pid-pressure", "operator": "Exists", "effect": "NoSchedule"},
+    {"key": "node.kubernetes.io/unschedulable", "operator": "Exists", "effect": "NoSchedule"},
+)
+# What the DefaultTolerationSeconds admission plugin (on by default) adds to every pod without its own.
+DEFAULT_TOLERATIONS = (
+    {
+        "key": "node.kubernetes.io/not-ready",
+        "operator": "Exists",
+        "effect": "NoExecute",
+        "tolerationSeconds": 300,
+    },
+    {
+        "key": "node.kubernetes.io/unreachable",
+        "operator": "Exists",
+        "effect": "NoExecute",
+        "tolerationSeconds": 300,
+    },
+)
+_HOST_NETWORK_DAEMONSET_TOLERATION = {
+    "key": "node.kubernetes.io/network-unavailable",
+    "operator": "Exists",
+    "effect": "NoSchedule",
+}
+
+
+def tolerates(tolerations: Iterable[Mapping[str, Any]], taint: Taint) -> bool:
+    for t in tolerations:
+        if t.get("effect") and t["effect"] != taint.effect:
+            continue
+        if t.get("operator", "Equal") == "Exists":
+            if not t.get("key") or t["key"] == taint.key:
+                return True
+        elif t.get("key") == taint.key and str(t.get("value", "")) == taint.value:
+            return True
+    return False
+
+
+def untolerated(tolerations: Iterable[Mapping[str, Any]], taints: Iterable[Taint]) -> list[Taint]:
+    """The taints that keep a pod off a node (PreferNoSchedule never does)."""
+    tolerations = list(tolerations)
+    return [t for t in taints if t.effect != "PreferNoSchedule" and not tolerates(tolerations, t)]
+
+
+@dataclass
+class Node:
+    name: str
+    pool: str
+    labels: dict[str, str]
+    taints: list[Taint]
+    capacity: dict[str, int]
+    reserved: dict[str, int]
+    ready: bool = False
+    used: dict[str, int] = field(default_factory=dict)
+
+    def allocatable(self, resource: str) -> int:
+        return self.capacity.get(resource, 0) - self.reserved.get(resource, 0)
+
+    def free(self, resource: str) -> int:
+        return self.allocatable(resource) - self.used.get(resource, 0)
+
+    def fits(self, requests: Mapping[str, int]) -> str | None:
+        """None, or the first resource the node cannot supply. The model has no OS disk size, so
+        ephemeral storage is not judged."""
+        for name, amount in sorted(requests.items()):
+            if name != "ephemeral-storage" and amount > self.free(name):
+                return name
+        return None
+
+
+@dataclass(frozen=True)
+class PodTemplate:
+    """The pods one workload asks for."""
+
+    kind: str
+    namespace: str
+    name: str
+    replicas: int
+    metadata: Mapping[str, Any]
+    spec: Mapping[str, Any]
+
+    @property
+    def ref(self) -> str:
+        return f"{self.kind} {self.namespace}/{self.name}"
+
+    @property
+    def labels(self) -> dict[str, str]:
+        return {k: str(v) for k, v in (self.metadata.get("labels") or {}).items()}
+
+    @property
+    def daemon(self) -> bool:
+        return self.kind == "DaemonSet"
+
+    @property
+    def host_network(self) -> bool:
+        return bool(self.spec.get("hostNetwork"))
+
+    @property
+    def tolerations(self) -> list[Mapping[str, Any]]:
+        own = list(self.spec.get("tolerations") or [])
+        for default in DEFAULT_TOLERATIONS:
+            if not tolerates(own, Taint(default["key"], "", "NoExecute")):
+                own.append(default)
+        if self.daemon:
+            own += DAEMONSET_TOLERATIONS
+            if self.host_network:
+                own.append(_HOST_NETWORK_DAEMONSET_TOLERATION)
+        return own
+
+    @property
+    def requests(self) -> dict[str, int]:
+        """Sum of the containers, or the largest init container where that is more (per resource)."""
+        total: dict[str, int] = {}
+        for c in self.spec.get("containers") or []:
+            add(total, requests_of(c.get("resources")))
+        for c in self.spec.get("initContainers") or []:
+            if c.get("restartPolicy") == "Always":  # a sidecar runs beside the containers
+                add(total, requests_of(c.get("resources")))
+                continue
+            for name, amount in requests_of(c.get("resources")).items():
+                total[name] = max(total.get(name, 0), amount)
+        return {k: v for k, v in total.items() if v}
+
+    @property
+    def one_per_node(self) -> bool:
+        """A required pod anti-affinity on the hostname against its own pods."""
+        anti = (self.spec.get("affinity") or {}).get("podAntiAffinity") or {}
+        for term in anti.get("requiredDuringSchedulingIgnoredDuringExecution") or []:
+            if term.get("topologyKey") == "kubernetes.io/hostname" and label_selector_matches(
+                term.get("labelSelector"), self.labels
+            ):
+                return True
+        return False
+
+    @property
+    def spread_keys(self) -> list[str]:
+        """Topology keys of hard spread constraints: a node without the key is not a candidate."""
+        return [
+            c["topologyKey"]
+            for c in self.spec.get("topologySpreadConstraints") or []
+            if c.get("whenUnsatisfiable", "DoNotSchedule") == "DoNotSchedule"
+        ]
+
+    def why_not(self, node: Node) -> str | None:
+        """None if the node is a candidate for this pod (resources aside), else the reason."""
+        if not node_affinity_matches(self.spec, node.labels):
+            return "node selector/affinity"
+        missing = [k for k in self.spread_keys if k not in node.labels]
+        if missing:
+            return f"no {missing[0]} label (hard topology spread)"
+        refused = untolerated(self.tolerations, node.taints)
+        if refused:
+            return f"taint {refused[0]}"
+        return None
+
+    def volumes(self) -> list[Mapping[str, Any]]:
+        return list(self.spec.get("volumes") or [])
+
+    def containers(self) -> list[Mapping[str, Any]]:
+        return [*(self.spec.get("initContainers") or []), *(self.spec.get("containers") or [])]
+
+
+def pod_template(body: Mapping[str, Any]) -> PodTemplate | None:
+    kind, meta, spec = body.get("kind"), body.get("metadata") or {}, body.get("spec") or {}
+    if kind in ("Deployment", "StatefulSet", "DaemonSet", "Job"):
+        template, replicas = spec.get("template") or {}, spec.get("replicas", 1)
+        if kind == "Job":
+            replicas = spec.get("parallelism", 1)
+        elif kind == "DaemonSet":
+            replicas = 0
+    elif kind == "CronJob":
+        job = (spec.get("jobTemplate") or {}).get("spec") or {}
+        template, replicas = job.get("template") or {}, job.get("parallelism", 1)
+    else:
+        return None
+    return PodTemplate(
+        kind, meta.get("namespace", ""), meta["name"], int(replicas),
+        template.get("metadata") or {}, template.get("spec") or {},
+    )  # fmt: skip
+
+
+def secret_refs(template: PodTemplate) -> set[str]:
+    """Secrets a pod needs before its containers start (optional references left out)."""
+    names: set[str] = set()
+    for v in template.volumes():
+        secret = v.get("secret")
+        if secret and not secret.get("optional"):
+            names.add(secret["secretName"])
+        for source in (v.get("projected") or {}).get("sources") or []:
+            if "secret" in source and not source["secret"].get("optional"):
+                names.add(source["secret"]["name"])
+    for c in template.containers():
+        for env in c.get("env") or []:
+            ref = (env.get("valueFrom") or {}).get("secretKeyRef")
+            if ref and not ref.get("optional"):
+                names.add(ref["name"])
+        for source in c.get("envFrom") or []:
+            ref = source.get("secretRef")
+            if ref and not ref.get("optional"):
+                names.add(ref["name"])
+    for pull in template.spec.get("imagePullSecrets") or []:
+        names.add(pull["name"])
+    return names
+
+
+def config_map_refs(template: PodTemplate) -> set[str]:
+    names: set[str] = set()
+    for v in template.volumes():
+        cm = v.get("configMap")
+        if cm and not cm.get("optional"):
+            names.add(cm["name"])
+        for source in (v.get("projected") or {}).get("sources") or []:
+            if "configMap" in source and not source["configMap"].get("optional"):
+                names.add(source["configMap"]["name"])
+    for c in template.containers():
+        for env in c.get("env") or []:
+            ref = (env.get("valueFrom") or {}).get("configMapKeyRef")
+            if ref and not ref.get("optional"):
+                names.add(ref["name"])
+    return names
+
+
+def claim_refs(template: PodTemplate) -> set[str]:
+    return {
+        v["persistentVolumeClaim"]["claimName"] for v in template.volumes() if "persistentVolumeClaim" in v
+    }
+
+
+# gitops-engine's sync order of known kinds (pkg/sync/kind_order); other kinds follow, by kind name.
+KIND_ORDER = (
+    "Namespace", "NetworkPolicy", "ResourceQuota", "LimitRange", "PodSecurityPolicy",
+    "PodDisruptionBudget", "ServiceAccount", "Secret", "SecretList", "ConfigMap", "StorageClass",
+    "PersistentVolume", "PersistentVolumeClaim", "CustomResourceDefinition", "ClusterRole",
+    "ClusterRoleList", "ClusterRoleBinding", "ClusterRoleBindingList", "Role", "RoleList",
+    "RoleBinding", "RoleBindingList", "Service", "DaemonSet", "Pod", "ReplicationController",
+    "ReplicaSet", "Deployment", "HorizontalPodAutoscaler", "StatefulSet", "Job", "CronJob",
+    "IngressClass", "Ingress", "APIService",
+)  # fmt: skip
+_RANK = {k: i for i, k in enumerate(KIND_ORDER)}
+
+
+def sync_order(body: Mapping[str, Any]) -> tuple[int, int, str, str]:
+    """(sync wave, kind rank, kind, name): the order Argo CD applies the objects of one sync."""
+    annotations = (body.get("metadata") or {}).get("annotations") or {}
+    wave = int(annotations.get("argocd.argoproj.io/sync-wave", "0"))
+    kind = str(body.get("kind", ""))
+    return wave, _RANK.get(kind, len(KIND_ORDER)), kind, str(body["metadata"].get("name", ""))
+
+
+# Kinds every API server serves from the start (group, kind) -> resource name.
+BUILTIN = {
+    ("", "Namespace"): "namespaces", ("", "ServiceAccount"): "serviceaccounts",
+    ("", "Secret"): "secrets", ("", "ConfigMap"): "configmaps", ("", "Service"): "services",
+    ("", "PersistentVolumeClaim"): "persistentvolumeclaims", ("", "Pod"): "pods",
+    ("", "ResourceQuota"): "resourcequotas", ("", "LimitRange"): "limitranges",
+    ("", "Endpoints"): "endpoints",
+    ("apps", "Deployment"): "deployments", ("apps", "StatefulSet"): "statefulsets",
+    ("apps", "DaemonSet"): "daemonsets", ("batch", "Job"): "jobs", ("batch", "CronJob"): "cronjobs",
+    ("policy", "PodDisruptionBudget"): "poddisruptionbudgets",
+    ("rbac.authorization.k8s.io", "ClusterRole"): "clusterroles",
+    ("rbac.authorization.k8s.io", "ClusterRoleBinding"): "clusterrolebindings",
+    ("rbac.authorization.k8s.io", "Role"): "roles",
+    ("rbac.authorization.k8s.io", "RoleBinding"): "rolebindings",
+    ("networking.k8s.io", "NetworkPolicy"): "networkpolicies",
+    ("networking.k8s.io", "Ingress"): "ingresses", ("networking.k8s.io", "IngressClass"): "ingressclasses",
+    ("storage.k8s.io", "StorageClass"): "storageclasses", ("storage.k8s.io", "CSIDriver"): "csidrivers",
+    ("scheduling.k8s.io", "PriorityClass"): "priorityclasses",
+    ("node.k8s.io", "RuntimeClass"): "runtimeclasses",
+    ("apiextensions.k8s.io", "CustomResourceDefinition"): "customresourcedefinitions",
+    ("apiregistration.k8s.io", "APIService"): "apiservices",
+    ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration"): "validatingwebhookconfigurations",
+    ("admissionregistration.k8s.io", "MutatingWebhookConfiguration"): "mutatingwebhookconfigurations",
+    ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy"): "validatingadmissionpolicies",
+    ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding"):
+        "validatingadmissionpolicybindings",
+    ("autoscaling", "HorizontalPodAutoscaler"): "horizontalpodautoscalers",
+    ("coordination.k8s.io", "Lease"): "leases",
+    ("flowcontrol.apiserver.k8s.io", "FlowSchema"): "flowschemas",
+    ("flowcontrol.apiserver.k8s.io", "PriorityLevelConfiguration"): "prioritylevelconfigurations",
+    ("discovery.k8s.io", "EndpointSlice"): "endpointslices",
+    ("resource.k8s.io", "DeviceClass"): "deviceclasses",
+}  # fmt: skip
+
+
+def group_of(body: Mapping[str, Any]) -> str:
+    return str(body.get("apiVersion", "")).rpartition("/")[0]

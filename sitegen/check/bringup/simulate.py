@@ -1,0 +1,702 @@
+"""The first install of a variant, from bare hosts to every Application Healthy, replayed offline.
+
+The operator's part is the generated RUNBOOK itself: its shell blocks are read and their commands
+replayed (kubeadm init and joins with the host files they name, node labels, `kubectl apply` of folders
+of dist/, waits, the vault's auth, policies and keys, the fabric preparation, DirectPV's drives). A step
+that begins "Once `<app>` is Healthy" runs when that Application is. Argo CD's part follows `argo.py`.
+Nothing is assumed that the RUNBOOK and dist/ do not say; what the simulation cannot know (a Secret a
+chart's own controller makes) is left out rather than guessed.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+from typing import Any
+
+from constructs.kubeadm import KUBELET_PATCH
+from sitegen.check.appsets import applications
+from sitegen.check.bringup.argo import APPLICATION_HEALTH_KEY, HEALTHY, AppSync, Failure, Providers
+from sitegen.check.bringup.cluster import Cluster, Vault, key_of, show
+from sitegen.check.bringup.kube import NOT_READY, Node, Taint, label_selector_matches, quantity
+from sitegen.check.tree import Document
+from sitegen.components.catalog import COMPONENTS
+from sitegen.components.networking.cilium import Cilium
+from sitegen.compose import paths
+from sitegen.model import VariantLayout
+
+Tree = Mapping[PurePosixPath, list[dict[str, Any]]]  # dist path -> documents (YAML files)
+Texts = Mapping[PurePosixPath, str]  # dist path -> text (the RUNBOOK, host scripts)
+
+CONTROL_PLANE_TAINT = Taint("node-role.kubernetes.io/control-plane", "", "NoSchedule")
+MAX_PODS = 110  # the kubelet's default
+EVICTION_HARD_MEMORY = 100 * 2**20  # the kubelet's default memory.available threshold
+KUBELET_LABELS = {"kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64"}  # set by every kubelet
+
+
+@dataclass(frozen=True)
+class Event:
+    cluster: str
+    step: str
+    what: str
+
+
+@dataclass(frozen=True)
+class Blocker:
+    cluster: str
+    step: str
+    component: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.cluster}: {self.step}: {self.component}: {self.reason}"
+
+
+@dataclass
+class Result:
+    variant: str
+    timeline: list[Event] = field(default_factory=list)
+    blocker: Blocker | None = None
+    retried: list[Failure] = field(default_factory=list)  # failed attempts an app's own retry fixed
+
+    @property
+    def ok(self) -> bool:
+        return self.blocker is None
+
+
+class Stop(Exception):
+    def __init__(self, blocker: Blocker):
+        super().__init__(str(blocker))
+        self.blocker = blocker
+
+
+@dataclass
+class RunbookStep:
+    number: int
+    title: str
+    cluster: str | None
+    body: str
+    after_app: str | None  # "Once `<app>` is Healthy"
+
+    @property
+    def label(self) -> str:
+        return f"runbook step {self.number} ({self.title})"
+
+
+def runbook_steps(text: str) -> list[RunbookStep]:
+    steps: list[RunbookStep] = []
+    cluster: str | None = None
+    for block in re.split(r"^(?=##+ )", text, flags=re.M):
+        heading = block.splitlines()[0] if block.strip() else ""
+        if heading.startswith("## "):
+            named = re.search(r"`([\w-]+)`", heading)
+            cluster = named.group(1) if named else None
+            continue
+        found = re.match(r"### (\d+)\. (.+)", heading)
+        if not found:
+            continue
+        body = block[len(heading) :]
+        after = re.search(r"^Once `([\w-]+)` is Healthy", body.strip(), flags=re.M)
+        steps.append(
+            RunbookStep(int(found.group(1)), found.group(2), cluster, body, after.group(1) if after else None)
+        )
+    return steps
+
+
+def _commands(body: str) -> list[tuple[list[str], list[str]]]:
+    """Each shell command of the step's code blocks as words, with the here-document that follows it."""
+    out: list[tuple[list[str], list[str]]] = []
+    for code in re.findall(r"```sh\n(.*?)```", body, flags=re.S):
+        lines = code.replace("\\\n", " ").splitlines()
+        i = 0
+        while i < len(lines):
+            line = lines[i].split("   #")[0].strip()
+            i += 1
+            if not line or line.startswith("#"):
+                continue
+            heredoc: list[str] = []
+            marker = re.search(r"<<'?(\w+)'?", line)
+            if marker:
+                while i < len(lines) and lines[i].strip() != marker.group(1):
+                    heredoc.append(lines[i])
+                    i += 1
+                i += 1
+                line = line[: marker.start()]
+            for part in re.split(r"\s*(?:&&|\|)\s*", line):
+                try:
+                    words = shlex.split(part)
+                except ValueError:
+                    words = part.split()
+                if words:
+                    out.append((words, heredoc))
+    return out
+
+
+class Simulation:
+    def __init__(self, layout: VariantLayout, tree: Tree, texts: Texts, *, argocd_namespace: str) -> None:
+        self.layout = layout
+        self.variant = layout.name
+        self.tree = tree
+        self.texts = texts
+        self.argocd_namespace = argocd_namespace
+        self.vault = Vault()
+        self.clusters = {c.name: Cluster(c.name, self.vault) for c in layout.clusters}
+        for name, cluster in self.clusters.items():
+            cluster.cni_app = f"{name}-{Cilium.name}"
+            for kind in COMPONENTS:
+                app = f"{name}-{kind.name}"
+                if paths.app_dir(self.variant, name, kind.name) in {p.parent for p in tree}:
+                    for version in getattr(kind, "serves_at_runtime", ()):
+                        cluster.runtime_groups[version.rpartition("/")[0]] = app
+        self.hosts = {h.name: pool for c in layout.clusters for pool in c.pools for h in pool.hosts}
+        self.result = Result(layout.name)
+        self.rails: dict[str, dict[str, set[str]]] = {c: {} for c in self.clusters}  # node -> interfaces
+        self.prepared: dict[str, set[str]] = {}  # pool -> interface names its fabric preparation sets
+        self.providers = self._providers()
+        self.apps: dict[str, AppSync] = {}
+        self.root: RootSync | None = None
+        self.healthy: set[str] = set()
+        self.step = "bare hosts"
+
+    # ---- inputs --------------------------------------------------------------------------------
+    def _docs_under(self, folder: PurePosixPath) -> list[dict[str, Any]]:
+        return [
+            body
+            for path, bodies in sorted(self.tree.items())
+            if path.is_relative_to(folder) and path.suffix == ".yaml"
+            for body in bodies
+            if isinstance(body, dict) and body.get("kind")
+        ]
+
+    def _providers(self) -> Providers:
+        found = Providers()
+        for name, cluster in self.clusters.items():
+            for group, app in cluster.runtime_groups.items():
+                found.groups[(name, group)] = app
+        for cluster in self.clusters:
+            root = paths.cluster_apps_dir(self.variant, cluster)
+            for path, bodies in sorted(self.tree.items()):
+                if not path.is_relative_to(root):
+                    continue
+                app = f"{cluster}-{path.relative_to(root).parts[0]}"
+                for body in bodies:
+                    kind = body.get("kind")
+                    if kind == "CustomResourceDefinition":
+                        spec = body["spec"]
+                        found.crds.setdefault((cluster, spec["group"], spec["names"]["kind"]), app)
+                    elif kind == "Namespace":
+                        found.namespaces.setdefault((cluster, body["metadata"]["name"]), app)
+                    elif kind in ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"):
+                        found.webhooks.setdefault((cluster, body["metadata"]["name"]), app)
+        return found
+
+    def _repo_path(self, repo_path: str) -> PurePosixPath:
+        found = paths.from_repo(repo_path.lstrip("/"))
+        if found is None:
+            raise Stop(Blocker("-", self.step, repo_path, "the path is not inside dist/"))
+        return found
+
+    def _cluster_of_path(self, path: PurePosixPath) -> str | None:
+        parts = path.parts
+        return parts[2] if len(parts) > 2 and parts[1] in paths.CLUSTER_AREAS else None
+
+    # ---- the runbook ---------------------------------------------------------------------------
+    def run(self) -> Result:
+        runbook = self.texts.get(paths.bootstrap_dir(self.variant) / paths.RUNBOOK)
+        try:
+            if runbook is None:
+                raise Stop(Blocker("-", "runbook", "RUNBOOK.md", "dist/ has no runbook"))
+            deferred: list[RunbookStep] = []
+            for step in runbook_steps(runbook):
+                if step.after_app:
+                    deferred.append(step)
+                    continue
+                self._run_step(step)
+            self._converge(deferred)
+        except Stop as stop:
+            self.result.blocker = stop.blocker
+        return self.result
+
+    def _event(self, cluster: str, what: str) -> None:
+        self.result.timeline.append(Event(cluster, self.step, what))
+
+    def _run_step(self, step: RunbookStep) -> None:
+        self.step = step.label
+        cluster_name = step.cluster
+        config: PurePosixPath | None = None
+        patch: dict[str, Any] | None = None
+        for bullet in re.findall(r"^- `([\w./-]+)`: ", step.body, flags=re.M):
+            self.vault.keys.add(bullet)
+        for words, heredoc in _commands(step.body):
+            tool = words[0]
+            args = words[1:]
+            target = self._path_argument(words)
+            if target is not None and cluster_name is None:
+                cluster_name = self._cluster_of_path(target)
+            cluster = self.clusters.get(cluster_name or "")
+            if tool == "envsubst" and target is not None:
+                config = target
+            elif tool == "install" and target is not None and words[-1].endswith(KUBELET_PATCH):
+                patch = self._one(target, "KubeletConfiguration")
+            elif tool == "bash" and target is not None and "fabric-prep-" in target.name:
+                pool = target.stem.removeprefix("fabric-prep-")
+                script = self.texts.get(target, "")
+                self.prepared[pool] = set(re.findall(r'NAME="([\w.-]+)"', script))
+            elif tool == "kubeadm" and args[:1] in (["init"], ["join"]):
+                if config is None or cluster is None:
+                    raise Stop(
+                        Blocker(cluster_name or "-", self.step, "kubeadm", "no configuration file given")
+                    )
+                self._join(cluster, config, patch)
+            elif tool == "kubectl" and cluster is not None:
+                self._kubectl(cluster, args, target)
+            elif tool == "vault":
+                self._vault(args, heredoc)
+        for cluster in self.clusters.values():
+            cluster.reconcile(self.rails[cluster.name])
+        self._drain()
+
+    def _path_argument(self, words: list[str]) -> PurePosixPath | None:
+        for word in words:
+            if word.startswith(f"{paths.REPO_DIST}/"):
+                return self._repo_path(word.rstrip("/"))
+        return None
+
+    def _one(self, path: PurePosixPath, kind: str) -> dict[str, Any]:
+        for body in self.tree.get(path, []):
+            if body.get("kind") == kind:
+                return body
+        raise Stop(Blocker("-", self.step, str(path), f"no {kind} in the file"))
+
+    # ---- hosts ---------------------------------------------------------------------------------
+    def _join(self, cluster: Cluster, config: PurePosixPath, patch: Mapping[str, Any] | None) -> None:
+        docs = self.tree.get(config, [])
+        init = next((d for d in docs if d.get("kind") in ("InitConfiguration", "JoinConfiguration")), None)
+        if init is None:
+            raise Stop(Blocker(cluster.name, self.step, str(config), "no Init/JoinConfiguration"))
+        registration = init.get("nodeRegistration") or {}
+        control_plane = init["kind"] == "InitConfiguration" or "controlPlane" in init
+        if "${NODE_NAME}" in str(registration.get("name", "")):
+            header = self.texts.get(config, "")
+            names = re.findall(r"\b([a-z][\w-]*)=\d+\.\d+\.\d+\.\d+", header)
+        else:
+            names = [str(registration["name"])]
+        taints = registration.get("taints")
+        pool_taints = (
+            [CONTROL_PLANE_TAINT] if taints is None and control_plane
+            else [Taint(t["key"], str(t.get("value", "")), t["effect"]) for t in taints or []]
+        )  # fmt: skip
+        labels = {}
+        for arg in registration.get("kubeletExtraArgs") or []:
+            if arg["name"] == "node-labels":
+                labels = dict(pair.split("=", 1) for pair in arg["value"].split(","))
+        if control_plane:
+            labels["node-role.kubernetes.io/control-plane"] = ""
+        if patch is None:
+            raise Stop(Blocker(
+                cluster.name, self.step, str(config),
+                f"joins {_names(names)} without kubelet reservations (no {KUBELET_PATCH} installed): pods "
+                "may request the memory the kubelet and container runtime live on",
+            ))  # fmt: skip
+        reserved = _reservations(patch)
+        for name in names:
+            pool = self.hosts.get(name)
+            if pool is None:
+                raise Stop(Blocker(cluster.name, self.step, name, "a host the model does not know joins"))
+            hw = pool.hardware
+            capacity = {
+                "cpu": hw.cpu_cores * 1000,
+                "memory": hw.memory_gb * 10**9,
+                "pods": MAX_PODS,
+                **({"hardware/gpu": hw.gpu.count} if hw.gpu else {}),
+            }
+            cluster.nodes[name] = Node(
+                name, pool.name, {**KUBELET_LABELS, "kubernetes.io/hostname": name, **labels},
+                [*pool_taints, *NOT_READY], capacity, dict(reserved),
+            )  # fmt: skip
+            self.rails[cluster.name][name] = self.prepared.get(pool.name, set())
+        cluster.changes += 1
+        self._event(cluster.name, f"{len(names)} node(s) joined NotReady: {_names(names)}")
+
+    def _kubectl(self, cluster: Cluster, args: list[str], target: PurePosixPath | None) -> None:
+        verb = next((a for a in args if not a.startswith("-")), "")
+        if verb == "label" and "node" in args:
+            rest = args[args.index("node") + 1 :]
+            names = [a for a in rest if "=" not in a and not a.startswith("-")]
+            pairs = dict(a.split("=", 1) for a in rest if "=" in a and not a.startswith("-"))
+            for name in names:
+                if name not in cluster.nodes:
+                    raise Stop(Blocker(cluster.name, self.step, name, "labels a node that has not joined"))
+                cluster.nodes[name].labels.update(pairs)
+            cluster.changes += 1
+        elif verb == "apply" and target is not None:
+            self._apply(cluster, target)
+        elif verb == "wait":
+            cluster.reconcile(self.rails[cluster.name])
+            self._wait(cluster, args)
+        elif verb == "directpv" and "init" in args:
+            cluster.drives_initialized = True
+            cluster.changes += 1
+            self._event(cluster.name, "DirectPV drives initialized")
+
+    def _apply(self, cluster: Cluster, target: PurePosixPath) -> None:
+        if target.suffix == ".yaml":
+            bodies, owner = list(self.tree.get(target, [])), "runbook"
+        else:
+            bodies = self._docs_under(target)
+            owner = f"{cluster.name}-{target.name}" if target.parent.name == cluster.name else "runbook"
+        if not bodies:
+            raise Stop(Blocker(cluster.name, self.step, str(target), "nothing to apply there"))
+        if any(b.get("kind") == "Application" and b["metadata"]["name"] == "root" for b in bodies):
+            self._start_root(bodies[0])
+            return
+        for body in sorted(
+            bodies, key=lambda b: (b.get("kind") != "CustomResourceDefinition", b.get("kind") != "Namespace")
+        ):
+            _, kind, ns, _ = key_of(body)
+            if ns and not cluster.has_namespace(ns):
+                raise Stop(
+                    Blocker(cluster.name, self.step, show(key_of(body)), f"namespace {ns} does not exist")
+                )
+            if not cluster.serves(*key_of(body)[:2]):
+                raise Stop(
+                    Blocker(cluster.name, self.step, show(key_of(body)), f"the cluster serves no {kind}")
+                )
+            cluster.apply(body, owner)
+        cluster.reconcile(self.rails[cluster.name])
+        self._event(cluster.name, f"applied {target.name}: {len(bodies)} objects")
+
+    def _wait(self, cluster: Cluster, args: list[str]) -> None:
+        if "nodes" in args:
+            down = [n for n in cluster.nodes.values() if not n.ready]
+            if down:
+                raise Stop(Blocker(cluster.name, self.step, "nodes", self._not_ready(cluster, down)))
+            self._event(cluster.name, f"{len(cluster.nodes)} nodes Ready")
+        elif "deployment" in args and "-l" in args:
+            ns = args[args.index("-n") + 1] if "-n" in args else "default"
+            selector = dict(p.split("=", 1) for p in args[args.index("-l") + 1].split(","))
+            found = [
+                w for (_, k, n, _), w in cluster.workloads.items()
+                if k == "Deployment" and n == ns and label_selector_matches({"matchLabels": selector}, _meta_labels(cluster, w))
+            ]  # fmt: skip
+            down = [w for w in found if not w.running]
+            if not found or down:
+                what = f"{down[0].template.ref}: {down[0].reason}" if down else "no Deployment matches"
+                raise Stop(Blocker(cluster.name, self.step, ns, what))
+            self._event(cluster.name, f"{len(found)} Deployments Available in {ns}")
+
+    def _not_ready(self, cluster: Cluster, down: list[Node]) -> str:
+        agents = [
+            w for w in cluster.workloads.values()
+            if w.owner == cluster.cni_app and not w.running and w.template.kind in ("DaemonSet", "Deployment")
+        ]  # fmt: skip
+        why = (
+            "; ".join(f"{w.template.ref} not running: {w.reason}" for w in agents)
+            or "the CNI agent is not on them"
+        )
+        return f"{len(down)} nodes NotReady ({_names([n.name for n in down])}): {why}"
+
+    def _vault(self, args: list[str], heredoc: list[str]) -> None:
+        if args[:2] == ["policy", "write"]:
+            self.vault.policies[args[2]] = set(
+                re.findall(r'path "[\w-]+/data/([\w./-]+)"', "\n".join(heredoc))
+            )
+        elif args[:1] == ["write"] and args[1].startswith("auth/") and "/role/" in args[1]:
+            mount, _, role = args[1].removeprefix("auth/").partition("/role/")
+            self.vault.roles[(mount, role)] = dict(a.split("=", 1) for a in args[2:] if "=" in a)
+        elif args[:2] == ["kv", "put"]:
+            self.vault.keys.add(args[2].partition("/")[2])  # <kv mount>/<key>
+
+    # ---- Argo CD -------------------------------------------------------------------------------
+    def _start_root(self, root: Mapping[str, Any]) -> None:
+        hub = self.clusters[self.layout.hub.name]
+        bootstrap = self._repo_path(root["spec"]["source"]["path"])
+        bodies = [
+            b
+            for b in self._docs_under(bootstrap)
+            if not (b.get("kind") == "Application" and b["metadata"]["name"] == "root")
+        ]
+        servers = {self.layout.server(c): c.name for c in self.layout.clusters}
+        health_lua = any(
+            APPLICATION_HEALTH_KEY in (b.get("data") or {})
+            for _, applied in hub.of_kind("ConfigMap")
+            for b in [applied.body]
+            if b["metadata"]["name"] == "argocd-cm"
+        )
+        for index, body in enumerate(bodies):
+            if body.get("kind") not in ("Application", "ApplicationSet"):
+                continue
+            found, errors = applications([Document(bootstrap / f"{index}.yaml", 0, body)])
+            for _, error in errors:
+                raise Stop(Blocker(hub.name, self.step, body["metadata"]["name"], error.message))
+            generated = found
+            for app in generated:
+                server, namespace = app.destination
+                cluster = servers.get(server)
+                if cluster is None:
+                    raise Stop(
+                        Blocker(
+                            hub.name,
+                            self.step,
+                            app.name,
+                            f"destination {server} is no cluster of the variant",
+                        )
+                    )
+                source = self._repo_path(app.sources[0]["path"])
+                self.apps[app.name] = AppSync(
+                    app.name, self.clusters[cluster], self._docs_under(source),
+                    sync_options=list((app.spec.get("syncPolicy") or {}).get("syncOptions") or []),
+                    destination_namespace=namespace,
+                    retry_limit=int(((app.spec.get("syncPolicy") or {}).get("retry") or {}).get("limit", 0)),
+                    registered=self._registration(server, cluster),
+                    providers=self.providers,
+                )  # fmt: skip
+                if body["kind"] == "ApplicationSet":
+                    self.apps[app.name].generated_by = body["metadata"]["name"]
+                self.apps[app.name].wave = int(app.wave or 0)
+        self.root = RootSync(
+            "root", hub, bodies,
+            sync_options=list(root["spec"]["syncPolicy"].get("syncOptions") or []),
+            destination_namespace=root["spec"]["destination"]["namespace"],
+            retry_limit=int(root["spec"]["syncPolicy"].get("retry", {}).get("limit", 0)),
+            registered=lambda: None, providers=self.providers,
+        )  # fmt: skip
+        self.root.children = self.apps
+        self.root.waits_on_children = health_lua
+        self.root.created = True
+        self._event(hub.name, f"root Application: {len(self.apps)} Applications to create")
+
+    def _registration(self, server: str, cluster: str) -> Any:
+        hub = self.clusters[self.layout.hub.name]
+        if cluster == hub.name:
+            return lambda: None
+
+        def registered() -> str | None:
+            for (_, kind, ns, _), applied in hub.objects.items():
+                template = ((applied.body.get("spec") or {}).get("target") or {}).get("template") or {}
+                if (
+                    kind == "ExternalSecret"
+                    and ns == self.argocd_namespace
+                    and (template.get("data") or {}).get("server") == server
+                ):
+                    why = hub.external_secret_ready(applied.body)
+                    return None if why is None else f"cluster {cluster} is not registered with Argo CD: {why}"
+            return f"cluster {cluster} is not registered with Argo CD (no cluster Secret for {server})"
+
+        return registered
+
+    def _converge(self, deferred: list[RunbookStep]) -> None:
+        if self.root is None:
+            raise Stop(
+                Blocker(
+                    self.layout.hub.name, "runbook", "root", "the runbook never applies the root Application"
+                )
+            )
+        self.step = "Argo CD"
+        syncs = [self.root, *self.apps.values()]
+        while True:
+            moved = False
+            for cluster in self.clusters.values():
+                before = cluster.changes
+                cluster.reconcile(self.rails[cluster.name])
+                moved |= cluster.changes != before
+            for sync in syncs:
+                failures = len(sync.failures)
+                moved |= sync.step()
+                for failure in sync.failures[failures:]:
+                    self._judge(sync, failure)
+            self._note_health()
+            for step in list(deferred):
+                app = self.apps.get(step.after_app or "")
+                if app is None:
+                    raise Stop(
+                        Blocker(
+                            "-",
+                            step.label,
+                            step.after_app or "",
+                            "waits on an Application that does not exist",
+                        )
+                    )
+                if app.name in self.healthy:
+                    deferred.remove(step)
+                    self._run_step(step)
+                    self.step = "Argo CD"
+                    moved = True
+            if not moved:
+                break
+        self._final(deferred)
+
+    def _judge(self, sync: AppSync, failure: Failure) -> None:
+        """A failed attempt an app's own retry fixes is Argo CD as usual; one waiting on another app is
+        an ordering defect: it converges, if at all, only by retrying until the other app is there."""
+        if failure.provider is None or failure.provider == sync.name:
+            self.result.retried.append(failure)
+            return
+        wave = sync.wave
+        raise Stop(Blocker(
+            sync.cluster.name, f"root wave {self._root_wave()}", sync.name,
+            f"sync failed before {failure.provider} was Healthy (sync wave {wave}"
+            f"{self._wave_note(failure.provider)}): {failure}",
+        ))  # fmt: skip
+
+    def _wave_note(self, provider: str) -> str:
+        app = self.apps.get(provider)
+        if app is None:
+            return ""
+        note = f" vs {app.wave}"
+        return note + (
+            f"; generated by ApplicationSet {app.generated_by}, whose waves order nothing"
+            if app.generated_by
+            else ""
+        )
+
+    def _root_wave(self) -> str:
+        if self.root is None or not self.root.groups:
+            return "-"
+        group = self.root.groups[min(self.root._group, len(self.root.groups) - 1)]
+        return str(
+            int(
+                ((group[0].get("metadata") or {}).get("annotations") or {}).get(
+                    "argocd.argoproj.io/sync-wave", "0"
+                )
+            )
+        )
+
+    def _note_health(self) -> None:
+        self._drain()
+        fresh = sorted(
+            (app.wave, app.cluster.name, name) for name, app in self.apps.items()
+            if name not in self.healthy and app.synced and app.health()[0] == HEALTHY
+        )  # fmt: skip
+        by_wave: dict[tuple[int, str], list[str]] = {}
+        for wave, cluster, name in fresh:
+            self.healthy.add(name)
+            by_wave.setdefault((wave, cluster), []).append(name)
+        for (wave, cluster), names in sorted(by_wave.items()):
+            self.result.timeline.append(Event(cluster, f"wave {wave}", "Healthy: " + ", ".join(names)))
+
+    def _drain(self) -> None:
+        """Move what the controllers did into the timeline."""
+        for cluster in self.clusters.values():
+            for line in [*cluster.device_report(), *cluster.log]:
+                self.result.timeline.append(
+                    Event(
+                        cluster.name,
+                        self.step if self.step != "Argo CD" else f"wave {self._root_wave()}",
+                        line,
+                    )
+                )
+            cluster.log.clear()
+
+    def _final(self, deferred: list[RunbookStep]) -> None:
+        assert self.root is not None
+        sick = sorted(
+            (app.wave, name) for name, app in self.apps.items() if app.health()[0] != HEALTHY or not app.synced
+        )  # fmt: skip
+        if sick:
+            _, name = sick[0]
+            app = self.apps[name]
+            status, why = app.health()
+            if not app.created:
+                status, why = "never created", f"the root is stuck: {self.root.health()[1]}"
+            raise Stop(Blocker(app.cluster.name, f"root wave {self._root_wave()}", name, f"{status}: {why}"))
+        status, why = self.root.health()
+        if status != HEALTHY:
+            raise Stop(Blocker(self.layout.hub.name, "root", "root", f"{status}: {why}"))
+        for step in deferred:
+            raise Stop(Blocker("-", step.label, step.after_app or "", "never ran"))
+        self._rerun_queued_jobs()
+        for cluster in self.clusters.values():
+            for w in sorted(cluster.workloads.values(), key=lambda w: w.template.ref):
+                if w.template.kind == "CronJob":
+                    nodes = [
+                        n
+                        for n in cluster.nodes.values()
+                        if w.template.why_not(n) is None and not n.fits({**w.template.requests, "pods": 1})
+                    ]
+                    if not nodes:
+                        raise Stop(
+                            Blocker(
+                                cluster.name,
+                                "after sync",
+                                w.owner,
+                                f"{w.template.ref} can never run: no node takes its pods",
+                            )
+                        )
+            self.result.timeline.append(
+                Event(
+                    cluster.name,
+                    "done",
+                    f"{len(cluster.nodes)} nodes Ready, {sum(1 for a in self.apps.values() if a.cluster is cluster)} Applications Healthy",
+                )
+            )
+
+    def _rerun_queued_jobs(self) -> None:
+        """Day 2 on day 1: the acceptance job runs again (after maintenance) while everything else
+        runs. It must still be admitted, preempting what its priority allows, and what it preempted
+        must come back once it completes."""
+        for cluster in self.clusters.values():
+            self.step = "acceptance re-run"
+            jobs = [w for w in cluster.workloads.values() if w.done and cluster.queue_of(w)]
+            for job in jobs:
+                job.done, job.admitted, job.reason = False, None, "submitted again"
+                cluster.changes += 1
+            if not jobs:
+                continue
+            cluster.reconcile(self.rails[cluster.name])
+            self._drain()
+            for w in sorted(cluster.workloads.values(), key=lambda w: w.template.ref):
+                if w.template.kind == "CronJob" or (w.template.kind == "Job" and w not in jobs):
+                    continue
+                finished = w.done if w.template.kind == "Job" else w.running
+                if not finished:
+                    raise Stop(Blocker(cluster.name, self.step, w.owner, f"{w.template.ref}: {w.reason}"))
+
+
+class RootSync(AppSync):
+    children: dict[str, AppSync]
+    waits_on_children: bool
+
+    def step(self) -> bool:
+        moved = super().step()
+        for (_, kind, _, name), applied in self.cluster.objects.items():
+            if kind in ("Application", "ApplicationSet") and applied.owner == self.name:
+                for child in self.children.values():
+                    if (child.name == name or child.generated_by == name) and not child.created:
+                        child.created = True
+                        moved = True
+        return moved
+
+    def application_health(self, body: Mapping[str, Any]) -> tuple[str, str]:
+        if not self.waits_on_children:
+            return HEALTHY, "no health check for Application (argocd-cm): the root does not wait"
+        child = self.children[body["metadata"]["name"]]
+        status, why = child.health()
+        return (status, f"{child.name}: {why}") if status != HEALTHY else (HEALTHY, "")
+
+
+def _reservations(patch: Mapping[str, Any] | None) -> dict[str, int]:
+    """What pods cannot request: kube and system reservations of the kubelet patch the node joined
+    with, and the kubelet's default hard eviction threshold (memory.available 100Mi)."""
+    reserved: dict[str, int] = {"memory": EVICTION_HARD_MEMORY}
+    if patch is None:
+        return reserved
+    for field_name in ("systemReserved", "kubeReserved"):
+        for name, value in (patch.get(field_name) or {}).items():
+            reserved[name] = reserved.get(name, 0) + quantity(value, milli=name == "cpu")
+    eviction = (patch.get("evictionHard") or {}).get("memory.available")
+    if eviction:
+        reserved["memory"] = reserved.get("memory", 0) + quantity(eviction)
+    return reserved
+
+
+def _meta_labels(cluster: Cluster, w: Any) -> dict[str, str]:
+    body = cluster.objects_body(w)
+    return {k: str(v) for k, v in ((body.get("metadata") or {}).get("labels") or {}).items()}
+
+
+def _names(names: list[str]) -> str:
+    return ", ".join(names) if len(names) <= 6 else f"{', '.join(names[:3])}, ... {names[-1]}"
