@@ -96,11 +96,27 @@ def node_block_size(rail_size: int, nodes: int) -> int:
 
 
 class NicClusterPolicy(Construct):
-    def __init__(self, scope: Construct, id: str, *, pools: list[PoolLayout], images: FabricImages) -> None:
+    """Node agents on the fabric pools; the Deployments it creates (nv-ipam's controller) on the
+    system pool, where the site's other controllers run (left unset, they may land on control-plane
+    nodes)."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        pools: list[PoolLayout],
+        system_pool: PoolLayout,
+        images: FabricImages,
+    ) -> None:
         super().__init__(scope, id)
         spec = {
             "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": _terms(pools)},
             "tolerations": _tolerations(pools),
+            "deploymentNodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": _terms([system_pool])
+            },
+            "deploymentTolerations": _tolerations([system_pool]),
             "secondaryNetwork": {
                 "multus": _image(images.multus),
                 "cniPlugins": _image(images.cni_plugins),
@@ -223,7 +239,9 @@ class RailFabric(Construct):
     ) -> None:
         super().__init__(scope, id)
         pools = [p for p in cluster.pools if p.name in fabric.nics]
-        NicClusterPolicy(self, "NicClusterPolicy", pools=pools, images=images)
+        NicClusterPolicy(
+            self, "NicClusterPolicy", pools=pools, system_pool=cluster.system_pool, images=images
+        )
         for pool in pools:
             NicNodePolicy(
                 self,

@@ -214,7 +214,7 @@ def validate(config_dir: Path, dist_dir: Path, crd_dirs: tuple[Path, ...]) -> No
 @CONFIG_OPTION
 @DIST_OPTION
 def apps(config_dir: Path, dist_dir: Path) -> None:
-    """Expand every ApplicationSet offline and print the app inventory; exit 1 on a broken app."""
+    """List every Application (expanding any ApplicationSet) and print the inventory; exit 1 on a broken app."""
     site = _load(config_dir)
     _require_dirs(dist_dir)
     from sitegen.report.inventory import inventory

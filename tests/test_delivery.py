@@ -226,3 +226,16 @@ def test_each_cluster_reads_only_the_vault_keys_its_external_secrets_name(docs):
         "argocd/clusters/aistor"
         not in text.split("external-secrets-aistor - <<'EOF'", 1)[1].split("EOF", 1)[0]
     )
+
+
+def test_each_worker_pool_joins_with_a_fresh_bootstrap_token():
+    """The init token lives two hours; ~97 joins take longer: each pool gets its own before joining."""
+    text = (DIST / "one-cluster/bootstrap/RUNBOOK.md").read_text()
+    sections = re.split(r"^### \d+\. ", text, flags=re.M)
+    joins = [s for s in sections if s.startswith("Worker join: pool ")]
+    assert len(joins) == 4
+    for section in joins:
+        pool = section.split()[3]
+        assert section.index(
+            f"kubeadm token create --ttl 2h --description 'join pool {pool}'"
+        ) < section.index("kubeadm join")

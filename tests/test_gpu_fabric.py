@@ -237,3 +237,26 @@ def test_no_runtime_class_is_exempt_from_pod_security():
     assert exemptions("one-cluster/kubeadm/ai/admission-config.yaml")["runtimeClasses"] == []
     assert exemptions("two-cluster/kubeadm/aistor/admission-config.yaml")["runtimeClasses"] == []
     assert _job(DIST)["spec"]["template"]["spec"]["runtimeClassName"] == "nvidia"
+
+
+@pytest.mark.parametrize("variant", ["one-cluster", "two-cluster"])
+def test_nv_ipam_controller_stays_on_the_system_pool(site, variant):
+    """The NicClusterPolicy's Deployments (nv-ipam's controller) go where the site's controllers run,
+    never unplaced (where the operator's defaults could put them on control-plane nodes)."""
+    for cluster in resolve(site, variant).clusters:
+        path = DIST / variant / "apps" / cluster.name / "fabric" / "nicclusterpolicy.nic-cluster-policy.yaml"
+        if not path.exists():
+            continue
+        spec = _one(path)["spec"]
+        system = cluster.system_pool.placement
+        terms = spec["deploymentNodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
+            "nodeSelectorTerms"
+        ]
+        assert terms == [
+            {
+                "matchExpressions": [
+                    {"key": k, "operator": "In", "values": [v]} for k, v in system.node_selector.items()
+                ]
+            }
+        ]
+        assert spec["deploymentTolerations"] == list(system.tolerations)

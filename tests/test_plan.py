@@ -77,3 +77,17 @@ def test_docs_storage_map_is_the_plan_output(site):
     rendered = render_plan(site)
     for line in block.strip().splitlines():
         assert line.rstrip() in rendered, line
+
+
+def test_plan_says_when_aistor_is_off_the_fabric(site):
+    """The seed's GPUDirect path to AIStor: deferred by `aistor.rdma: false`, and the plan says so
+    beside the NDR bandwidth it would otherwise seem to claim."""
+    assert "AIStor over the fabric: off (storage.yaml aistor.rdma: false)" in render_plan(site)
+    on = site.model_copy(
+        update={
+            "storage": site.storage.model_copy(
+                update={"aistor": site.storage.aistor.model_copy(update={"rdma": True})}
+            )
+        }
+    )
+    assert "AIStor over the fabric" not in render_plan(on)

@@ -21,7 +21,8 @@ from sitegen.compose import paths
 from sitegen.compose.apps import VariantApps
 from sitegen.model import ClusterLayout, PoolLayout, Site, VariantLayout
 
-FIELD_MANAGER = "argocd-controller"  # the field manager of Argo CD's server-side apply
+FIELD_MANAGER = "argocd-controller"
+JOIN_TOKEN_TTL = "2h"  # per pool: a pool's hosts join in parallel, well within it  # the field manager of Argo CD's server-side apply
 
 
 def _kubelet_patch(kdir: PurePosixPath, pool: PoolLayout) -> str:
@@ -115,6 +116,13 @@ bash {kdir}/fabric-preflight-{pool.name}.sh
         section(
             f"Worker join: pool {pool.name} ({len(pool.hosts)} hosts)",
             f"""
+A bootstrap token of the pool's own: the one of `kubeadm init` expires two hours after it, long
+before the last of the site's joins. On {first.name}, then hand `KUBEADM_TOKEN` to the pool's hosts:
+
+```sh
+export KUBEADM_TOKEN="$(kubeadm token create --ttl {JOIN_TOKEN_TTL} --description 'join pool {pool.name}')"
+```
+
 On each host, with `NODE_NAME` and `NODE_IP` from the list in the file's header:
 
 ```sh

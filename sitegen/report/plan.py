@@ -202,4 +202,14 @@ def render_plan(site: Site) -> str:
             ]
         ],
     )
+    aistor = site.storage.aistor
+    if aistor.pool in pools_on_fabric and not aistor.rdma:
+        storage = plan.pools[aistor.pool]
+        out += [
+            "",
+            f"AIStor over the fabric: off (storage.yaml aistor.rdma: false). The {aistor.pool} pool's "
+            f"{_num(storage.ndr_gbps / 1000)} Tbps of NDR ports above carry IPoIB only; S3 from GPU "
+            "nodes runs over the 100GbE Kubernetes network, and the seed's GPUDirect RDMA path to "
+            "AIStor is deferred until aistor.rdma is true.",
+        ]
     return "\n".join(out) + "\n"
