@@ -92,11 +92,9 @@ class ClusterConfiguration(Construct):
                 etcd=api.Etcd(
                     local=api.LocalEtcd(
                         dataDir="/var/lib/etcd",
-                        # /metrics and /health only, plain HTTP, for Prometheus; the client port stays mTLS
-                        extraArgs=_args(
-                            quota_backend_bytes=str(spec.etcd_quota_gib * 2**30),
-                            listen_metrics_urls="http://0.0.0.0:2381",
-                        ),
+                        # /metrics and /health stay on kubeadm's 127.0.0.1:2381 here; each member's
+                        # patch (etcd_metrics_patch) adds its own node address, never 0.0.0.0
+                        extraArgs=_args(quota_backend_bytes=str(spec.etcd_quota_gib * 2**30)),
                     )
                 ),
                 apiServer=api.ApiServer(
@@ -175,6 +173,22 @@ class InitConfiguration(Construct):
                 patches=api.Patches(directory=PATCHES_DIR),
             ),
         )
+
+
+ETCD_METRICS_PORT = 2381
+ETCD_PATCH = "etcd+json.yaml"
+
+
+def etcd_patch_file(host: Host) -> str:
+    return f"etcd-{host.name}.yaml"
+
+
+def etcd_metrics_patch(host: Host) -> str:
+    """A JSON patch of the member's etcd static pod: metrics on loopback and the node's own address
+    (where Prometheus scrapes), not on every interface (management, IPoIB). etcd takes the last
+    --listen-metrics-urls it is given, so appending overrides kubeadm's loopback-only default."""
+    urls = f"http://127.0.0.1:{ETCD_METRICS_PORT},http://{host.address}:{ETCD_METRICS_PORT}"
+    return f"- op: add\n  path: /spec/containers/0/command/-\n  value: --listen-metrics-urls={urls}\n"
 
 
 def kubelet_patch_file(pool: PoolLayout) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
+import yaml
 from cdk8s import Testing as K8sTesting
 
 from constructs.host_file import HostFile
@@ -13,6 +14,7 @@ from constructs.kubeadm import KubeadmConfigs
 from sitegen.model import load_site, resolve
 
 from .components.conftest import SMALL_SITE
+from .conftest import DIST, validate
 
 
 def _files(site, variant="one-cluster", cluster="ai"):
@@ -163,3 +165,28 @@ def test_kube_vip_static_pod(site, bootstrap):
     assert pod["spec"]["containers"][0]["image"] == site.versions.images["kube-vip"].ref
     kubeconfig = pod["spec"]["volumes"][0]["hostPath"]["path"]
     assert kubeconfig.endswith("super-admin.conf" if bootstrap else "/admin.conf")
+
+
+def test_etcd_metrics_on_loopback_and_the_members_own_address(site):
+    """Not 0.0.0.0: each member's patch adds its node address (where Prometheus scrapes) to loopback."""
+    files = _files(site)
+    init = next(d for d in files["init-cp01.yaml"] if d["kind"] == "ClusterConfiguration")
+    assert "listen-metrics-urls" not in {a["name"] for a in init["etcd"]["local"]["extraArgs"]}
+    for host in site.pools["control-plane"].hosts:
+        text = (DIST / "one-cluster/kubeadm/ai" / f"etcd-{host.name}.yaml").read_text()
+        (op,) = yaml.safe_load(text)
+        assert op == {
+            "op": "add",
+            "path": "/spec/containers/0/command/-",
+            "value": f"--listen-metrics-urls=http://127.0.0.1:2381,http://{host.address}:2381",
+        }
+    runbook = (DIST / "one-cluster/bootstrap/RUNBOOK.md").read_text()
+    assert "etcd-cp03.yaml /etc/kubernetes/patches/etcd+json.yaml" in runbook
+
+
+def test_validate_checks_kubeadm_json_patches(tree):
+    path = tree / "one-cluster/kubeadm/ai/etcd-cp02.yaml"
+    path.write_text(path.read_text().replace("op: add", "op: append"))
+    result = validate(tree)
+    assert result.exit_code == 1
+    assert "etcd-cp02.yaml [doc 0] : schema: $[0]: not a JSON patch operation" in result.stdout

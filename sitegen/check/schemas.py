@@ -200,3 +200,24 @@ def _translate(node: Any) -> Any:
     if is_object and not preserve and "additionalProperties" not in node:
         node["additionalProperties"] = False
     return node
+
+
+_JSON_PATCH_OPS = {"add": True, "replace": True, "test": True, "remove": False, "move": False, "copy": False}
+
+
+def json_patch_problems(operations: list[Any]) -> list[Problem]:
+    """RFC 6902: each operation an object with a known `op`, a `path` pointer, and `value` where the op
+    takes one (kubeadm's `<target>+json` patches)."""
+    problems = []
+    for i, op in enumerate(operations):
+        where = f"$[{i}]"
+        if not isinstance(op, dict) or op.get("op") not in _JSON_PATCH_OPS:
+            problems.append(
+                Problem(where, f"not a JSON patch operation (op one of {', '.join(_JSON_PATCH_OPS)})")
+            )
+            continue
+        if not isinstance(op.get("path"), str) or not op["path"].startswith("/"):
+            problems.append(Problem(f"{where}.path", "a JSON pointer starting with /"))
+        if _JSON_PATCH_OPS[op["op"]] and "value" not in op:
+            problems.append(Problem(where, f"op {op['op']} needs a value"))
+    return problems

@@ -39,6 +39,11 @@ class Document:
         return self.area == paths.KUBEADM
 
     @property
+    def is_kubeadm_patch(self) -> bool:
+        """A host file holding a JSON patch kubeadm applies to a static pod (a list, not an object)."""
+        return self.is_host_file and set(self.body) == {"_"} and isinstance(self.body["_"], list)
+
+    @property
     def is_values(self) -> bool:
         return self.area == paths.VALUES
 

@@ -9,7 +9,7 @@ from pathlib import Path, PurePosixPath
 from sitegen.check.allowlists import allow_lists
 from sitegen.check.appsets import applications
 from sitegen.check.rules import Context, run_rules
-from sitegen.check.schemas import Problem, SchemaCatalog
+from sitegen.check.schemas import Problem, SchemaCatalog, json_patch_problems
 from sitegen.check.tree import Document, load_tree
 from sitegen.components.base import ChartComponent
 from sitegen.compose.apps import variant_apps
@@ -85,7 +85,9 @@ def validate_tree(dist: Path, site: Site, crd_dirs: list[Path]) -> Report:
             continue  # Helm values are checked by the typed models that write them
         key = (sources, doc.digest, doc.index)
         if key not in _SCHEMA_MEMO:
-            _SCHEMA_MEMO[key] = catalog.validate(doc.body)
+            _SCHEMA_MEMO[key] = (
+                json_patch_problems(doc.body["_"]) if doc.is_kubeadm_patch else catalog.validate(doc.body)
+            )
         findings += [
             Finding(doc.file, doc.index, doc.ref, "schema", p.path, p.message) for p in _SCHEMA_MEMO[key]
         ]

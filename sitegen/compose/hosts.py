@@ -9,7 +9,13 @@ from __future__ import annotations
 
 from constructs import Construct
 from constructs.kube_vip import KubeVipStaticPod
-from constructs.kubeadm import KubeadmConfigs
+from constructs.kubeadm import (
+    ETCD_PATCH,
+    PATCHES_DIR,
+    KubeadmConfigs,
+    etcd_metrics_patch,
+    etcd_patch_file,
+)
 from sitegen.compose import paths
 from sitegen.compose.charts import HostFilesChart
 from sitegen.compose.writer import OutputFile
@@ -38,6 +44,20 @@ def host_files(scope: Construct, site: Site, variant: str, cluster: ClusterLayou
             bootstrap=bootstrap,
         )
     return chart
+
+
+def etcd_patches(variant: str, cluster: ClusterLayout) -> list[OutputFile]:
+    """Each control-plane member's etcd patch (JSON patch in YAML: not an object, so written as text)."""
+    folder = paths.kubeadm_dir(variant, cluster.name)
+    return [
+        OutputFile(
+            folder / etcd_patch_file(host),
+            [],
+            f"On {host.name}, before kubeadm init/join: {PATCHES_DIR}/{ETCD_PATCH}",
+            text=etcd_metrics_patch(host),
+        )
+        for host in cluster.control_plane.hosts
+    ]
 
 
 def mirror_files(site: Site, variant: str) -> list[OutputFile]:

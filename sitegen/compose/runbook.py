@@ -9,7 +9,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import PurePosixPath
 from typing import Any
 
-from constructs.kubeadm import KUBELET_PATCH, PATCHES_DIR, kubelet_patch_file
+from constructs.kubeadm import ETCD_PATCH, KUBELET_PATCH, PATCHES_DIR, etcd_patch_file, kubelet_patch_file
 from sitegen.components.base import S3Access
 from sitegen.components.networking.cilium import Cilium
 from sitegen.components.platform.argo_cd import ArgoCd
@@ -65,6 +65,7 @@ and copy the file, mode 0600, to every other control-plane host. It is never wri
         f"""
 ```sh
 {_kubelet_patch(kdir, cluster.control_plane)}
+install -D -m 0644 {kdir}/{etcd_patch_file(first)} {PATCHES_DIR}/{ETCD_PATCH}
 install -D -m 0600 {kdir}/kube-vip-init.yaml /etc/kubernetes/manifests/kube-vip.yaml
 export KUBEADM_TOKEN="$(kubeadm token generate)" KUBEADM_CERTIFICATE_KEY="$(kubeadm certs certificate-key)"
 envsubst < {kdir}/init-{first.name}.yaml > /tmp/kubeadm.yaml
@@ -87,6 +88,7 @@ expire after two hours; `kubeadm init phase upload-certs --upload-certs` renews 
             f"""
 ```sh
 {_kubelet_patch(kdir, cluster.control_plane)}
+install -D -m 0644 {kdir}/{etcd_patch_file(host)} {PATCHES_DIR}/{ETCD_PATCH}
 install -D -m 0600 {kdir}/kube-vip.yaml /etc/kubernetes/manifests/kube-vip.yaml
 envsubst < {kdir}/{name} > /tmp/kubeadm.yaml
 kubeadm join --config /tmp/kubeadm.yaml

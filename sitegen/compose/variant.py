@@ -19,7 +19,7 @@ from sitegen.compose.chart_supply import Archive, supply
 from sitegen.compose.charts import ObjectChart
 from sitegen.compose.delivery import bootstrap
 from sitegen.compose.fabric_hosts import fabric_files
-from sitegen.compose.hosts import host_files, mirror_files
+from sitegen.compose.hosts import etcd_patches, host_files, mirror_files
 from sitegen.compose.hydrate import Progress, Rendered, RenderJob, hydrate
 from sitegen.compose.runbook import runbook
 from sitegen.compose.writer import OutputFile
@@ -98,6 +98,7 @@ def _variant_files(app: App, apps: VariantApps, hydrated: Mapping[str, Rendered]
                 documents[(cluster, component.name)] = [o.metadata_document() for o in rendered.objects]
         files += host_files(app, site, variant, ctx.cluster).output_files()
         files += fabric_files(site, variant, ctx.cluster)
+        files += etcd_patches(variant, ctx.cluster)
     root = ObjectChart(app, f"{variant}-bootstrap", folder=paths.bootstrap_dir(variant))
     bootstrap(root, apps, documents)
     for chart in [*charts.values(), root]:

@@ -229,7 +229,7 @@ class KubePrometheusStackValues(Values):
     kubeScheduler: Toggle = OFF
     # Cilium replaces kube-proxy.
     kubeProxy: Toggle = OFF
-    # etcd serves /metrics over plain HTTP on :2381 (listen-metrics-urls in the kubeadm config).
+    # etcd serves /metrics over plain HTTP on :2381 of its node address (the per-member kubeadm patch).
     kubeEtcd: KubeEtcd = KubeEtcd(enabled=True, service=EtcdService(port=2381, targetPort=2381))
 
 
