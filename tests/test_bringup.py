@@ -249,3 +249,22 @@ def test_a_runbook_step_waiting_on_a_misnamed_application(site, inputs):
 def test_directpv_drives_never_initialized(site, inputs):
     texts = runbook_without(inputs, ONE, r"^kubectl directpv init .*\n")
     blocked(run(site, inputs, texts=texts), "ai-aistor", "DirectPV has no drives")
+
+
+def test_a_pool_joining_without_its_taints(site, inputs):
+    def untainted(doc):
+        doc["nodeRegistration"].pop("taints", None)
+
+    tree = edited(inputs, ONE, "one-cluster/kubeadm/ai/join-storage.yaml", untainted)
+    blocked(
+        run(site, inputs, tree=tree), "nodes", "st01", "lacks its pool's taints: dedicated=aistor:NoSchedule"
+    )
+
+
+def test_a_pool_never_labelled(site, inputs):
+    texts = runbook_without(inputs, ONE, r"^kubectl label node --overwrite cmp01 .*\n.*\n")
+    blocked(
+        run(site, inputs, texts=texts),
+        "cmp01",
+        "lacks its pool's labels: node-role.kubernetes.io/compute=true",
+    )

@@ -604,7 +604,7 @@ class Cluster:
         w.placed.clear()
         w.running = False
         w.done = True
-        self.log.append(f"{w.template.ref} ran to completion")
+        self.log.append((w.owner, f"{w.template.ref} ran to completion"))
         w.admitted = None if w.admitted is None else False
 
     # ---- Kueue -----------------------------------------------------------------------------------
@@ -649,7 +649,7 @@ class Cluster:
             if why is None:
                 w.admitted = True
                 w.reason = "admitted by Kueue"
-                self.log.append(f"Kueue admitted {w.template.ref} (priority {w.priority})")
+                self.log.append((w.owner, f"Kueue admitted {w.template.ref} (priority {w.priority})"))
                 self.changes += 1
             elif w.reason != why:
                 w.reason = why
@@ -706,7 +706,7 @@ class Cluster:
         w.running = False
         w.admitted = False
         w.reason = why
-        self.log.append(f"{w.template.ref} {why}")
+        self.log.append((w.owner, f"{w.template.ref} {why}"))
         self.changes += 1
 
 

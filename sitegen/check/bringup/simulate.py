@@ -257,7 +257,10 @@ class Simulation:
                 self._vault(args, heredoc)
         for cluster in self.clusters.values():
             cluster.reconcile(self.rails[cluster.name])
-        self._drain()
+        if self.root is None:
+            self._drain()
+        else:
+            self._note_health()
 
     def _path_argument(self, words: list[str]) -> PurePosixPath | None:
         for word in words:
@@ -566,30 +569,51 @@ class Simulation:
         )
 
     def _note_health(self) -> None:
-        self._drain()
-        fresh = sorted(
-            (app.wave, app.cluster.name, name) for name, app in self.apps.items()
-            if name not in self.healthy and app.synced and app.health()[0] == HEALTHY
-        )  # fmt: skip
-        by_wave: dict[tuple[int, str], list[str]] = {}
-        for wave, cluster, name in fresh:
-            self.healthy.add(name)
-            by_wave.setdefault((wave, cluster), []).append(name)
-        for (wave, cluster), names in sorted(by_wave.items()):
-            self.result.timeline.append(Event(cluster, f"wave {wave}", "Healthy: " + ", ".join(names)))
+        """Log, by the wave of the Application they belong to, what became Healthy and what the
+        controllers did in this round."""
+        events: list[tuple[int, int, int, str, str, str]] = []  # wave, kind, order, cluster, label, what
+        current = self._wave_of("")
+        here = f"wave {current}" if self.step == "Argo CD" else self.step
+        for cluster in self.clusters.values():
+            for line in cluster.device_report():
+                events.append((current, 0, len(events), cluster.name, here, line))
+            for owner, line in cluster.log:
+                wave = self._wave_of(owner)
+                label = f"wave {wave}" if owner in self.apps else here
+                events.append((wave, 0, len(events), cluster.name, label, line))
+            cluster.log.clear()
+        for name, app in self.apps.items():
+            if name not in self.healthy and app.synced and app.health()[0] == HEALTHY:
+                self.healthy.add(name)
+                events.append((app.wave, 1, len(events), app.cluster.name, "", name))
+        healthy: dict[tuple[int, str], list[str]] = {}
+        for wave, kind, _, cluster, label, what in sorted(events):
+            if kind == 1:
+                healthy.setdefault((wave, cluster), []).append(what)
+                continue
+            self._flush(healthy, before=wave)
+            self.result.timeline.append(Event(cluster, label, what))
+        self._flush(healthy, before=None)
+
+    def _flush(self, healthy: dict[tuple[int, str], list[str]], before: int | None) -> None:
+        for wave, cluster in sorted(healthy):
+            if before is None or wave < before:
+                names = healthy.pop((wave, cluster))
+                self.result.timeline.append(Event(cluster, f"wave {wave}", "Healthy: " + ", ".join(names)))
+
+    def _wave_of(self, owner: str) -> int:
+        app = self.apps.get(owner)
+        if app is not None:
+            return app.wave
+        return int(self._root_wave()) if self._root_wave().lstrip("-").isdigit() else -99
 
     def _drain(self) -> None:
-        """Move what the controllers did into the timeline."""
+        """Move what the controllers did outside Argo CD's syncs into the timeline."""
         for cluster in self.clusters.values():
-            for line in [*cluster.device_report(), *cluster.log]:
-                self.result.timeline.append(
-                    Event(
-                        cluster.name,
-                        self.step if self.step != "Argo CD" else f"wave {self._root_wave()}",
-                        line,
-                    )
-                )
+            lines = [*cluster.device_report(), *(line for _, line in cluster.log)]
             cluster.log.clear()
+            for line in lines:
+                self.result.timeline.append(Event(cluster.name, self.step, line))
 
     def _final(self, deferred: list[RunbookStep]) -> None:
         assert self.root is not None
@@ -608,6 +632,7 @@ class Simulation:
             raise Stop(Blocker(self.layout.hub.name, "root", "root", f"{status}: {why}"))
         for step in deferred:
             raise Stop(Blocker("-", step.label, step.after_app or "", "never ran"))
+        self._check_node_identity()
         self._rerun_queued_jobs()
         for cluster in self.clusters.values():
             for w in sorted(cluster.workloads.values(), key=lambda w: w.template.ref):
@@ -631,6 +656,33 @@ class Simulation:
                     cluster.name,
                     "done",
                     f"{len(cluster.nodes)} nodes Ready, {sum(1 for a in self.apps.values() if a.cluster is cluster)} Applications Healthy",
+                )
+            )
+
+    def _check_node_identity(self) -> None:
+        """The seed's labels and taints reached every node: labels by the runbook and the kubelet's
+        own node-labels, taints at registration only (nothing in dist/ creates a Node)."""
+        self.step = "nodes"
+        for cluster in self.clusters.values():
+            for node in cluster.nodes.values():
+                pool = self.hosts[node.name]
+                missing = {k: v for k, v in pool.labels.items() if node.labels.get(k) != v}
+                if missing:
+                    label = ", ".join(f"{k}={v}" for k, v in sorted(missing.items()))
+                    raise Stop(
+                        Blocker(cluster.name, self.step, node.name, f"lacks its pool's labels: {label}")
+                    )
+                taints = {Taint(t.key, t.value or "", t.effect) for t in pool.taints}
+                if not taints <= set(node.taints):
+                    absent = ", ".join(sorted(map(str, taints - set(node.taints))))
+                    raise Stop(
+                        Blocker(cluster.name, self.step, node.name, f"lacks its pool's taints: {absent}")
+                    )
+            self.result.timeline.append(
+                Event(
+                    cluster.name,
+                    self.step,
+                    f"every node carries its pool's labels and taints ({len(cluster.nodes)})",
                 )
             )
 
