@@ -16,7 +16,7 @@ export SITEGEN_CRDS ?= $(wildcard ../shared/crds)
 export SITEGEN_CHART_MIRROR ?= $(wildcard ../shared/charts)
 HELM := node_modules/.sitegen/bin/helm
 
-.PHONY: synth test lint plan validate bench deps lock imports clean charts charts-renew
+.PHONY: synth test lint plan validate bench deps lock imports clean charts charts-renew scan
 
 synth: $(PY_STAMP) $(NPM_STAMP)
 	@$(BIN)/sitegen synth
@@ -45,6 +45,20 @@ lint: $(PY_STAMP)
 
 validate: $(PY_STAMP) $(NPM_STAMP)
 	@$(BIN)/sitegen validate
+
+# checkov over dist/, judged against .ci/scanner/exceptions.yaml. Its own venv and hash-pinned lock:
+# its dependency pins must not move the generator's.
+SCAN_VENV := .venv-scan
+SCAN_STAMP := $(SCAN_VENV)/.installed
+scan: $(PY_STAMP) $(SCAN_STAMP)
+	@SITEGEN_CHECKOV=$(SCAN_VENV)/bin/checkov $(BIN)/sitegen scan
+
+$(SCAN_STAMP): .ci/scanner/requirements.lock
+	@echo "installing checkov into $(SCAN_VENV)"
+	@test -x $(SCAN_VENV)/bin/python || $(PYTHON) -m venv $(SCAN_VENV)
+	@set -o pipefail; $(SCAN_VENV)/bin/pip install --quiet --require-hashes --no-deps \
+		-r .ci/scanner/requirements.lock 2>&1 | { grep -v "$(PIP_NOISE)" || true; }
+	@touch $@
 
 plan: $(PY_STAMP) $(NPM_STAMP)
 	@$(BIN)/sitegen plan
@@ -78,10 +92,12 @@ lock: $(PY_STAMP)
 	@$(BIN)/pip install --quiet --disable-pip-version-check uv
 	@$(BIN)/uv pip compile pyproject.toml --extra dev --generate-hashes --no-emit-index-url \
 		--python-version 3.11 --no-header -q -o requirements.lock
+	@$(BIN)/uv pip compile .ci/scanner/requirements.in --generate-hashes --no-emit-index-url \
+		--python-version 3.11 --no-header -q -o .ci/scanner/requirements.lock
 
 # Regenerate imports/ from the CRDs listed in cdk8s.yaml (read from ../shared/crds, never copied).
 imports: $(NPM_STAMP)
 	@rm -rf imports && JSII_NODE=$(CURDIR)/node_modules/.bin/node npx --no-install cdk8s import --language python --output imports
 
 clean:
-	rm -rf $(VENV) node_modules
+	rm -rf $(VENV) $(SCAN_VENV) node_modules

@@ -23,6 +23,7 @@ GPU_RESOURCE = "nvidia.com/gpu"
 RUNTIME_CLASS = "nvidia"  # created by the GPU Operator; GPU workloads name it
 PRIMARY_INTERFACE = "eth0"  # Cilium's pod interface: NCCL bootstrap only, never the data path
 SHM_GIB_PER_GPU = 8
+WORKLOAD_UID = 10001
 # Share of a node's cores and memory a full-node job may request (the rest is for the node's agents).
 NODE_SHARE = 0.9
 
@@ -98,12 +99,15 @@ class GpuPodTemplate:
             "metadata": metadata,
             "spec": {
                 "runtimeClassName": RUNTIME_CLASS,
+                # GPU jobs and model servers never call the API server (rendezvous is a headless Service)
+                "automountServiceAccountToken": False,
                 "nodeSelector": self.pool.placement.node_selector,
                 "tolerations": list(self.pool.placement.tolerations),
                 "securityContext": {
                     "runAsNonRoot": True,
-                    "runAsUser": 1000,
-                    "runAsGroup": 1000,
+                    # above any host account (the image's own user is irrelevant: HOME and caches are set)
+                    "runAsUser": WORKLOAD_UID,
+                    "runAsGroup": WORKLOAD_UID,
                     "seccompProfile": {"type": "RuntimeDefault"},
                 },
                 "containers": [

@@ -64,6 +64,7 @@ class ProxyCacheProjects(Construct):
                 "template": {
                     "spec": {
                         "restartPolicy": "OnFailure",
+                        "automountServiceAccountToken": False,  # it talks to Harbor, never to the API server
                         "nodeSelector": placement.node_selector,
                         "tolerations": list(placement.tolerations),
                         "securityContext": NOBODY_POD,
@@ -89,7 +90,7 @@ class ProxyCacheProjects(Construct):
                                     "requests": {"cpu": "10m", "memory": "32Mi"},
                                     "limits": {"memory": "64Mi"},
                                 },
-                                "securityContext": RESTRICTED_CONTAINER,
+                                "securityContext": {**RESTRICTED_CONTAINER, "readOnlyRootFilesystem": True},
                             }
                         ],
                     }

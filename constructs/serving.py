@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from constructs import Construct
-from constructs.gpu_workload import GpuPodTemplate
+from constructs.gpu_workload import WORKLOAD_UID, GpuPodTemplate
 from constructs.kueue import PRIORITY_LABEL, QUEUE_LABEL
 from constructs.local_cache import CLASS_NAME as LOCAL_NVME
 from constructs.objects import api_object
@@ -71,7 +71,7 @@ class ModelServer(Construct):
             ],
         ).to_dict()
         spec: dict[str, Any] = template["spec"]
-        spec["securityContext"]["fsGroup"] = 1000  # the weights volume is written as the pod's user
+        spec["securityContext"]["fsGroup"] = WORKLOAD_UID  # the weights volume is written as the pod's user
         container = spec["containers"][0]
         container["name"] = "vllm"
         container["env"].append(

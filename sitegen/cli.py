@@ -251,6 +251,37 @@ def bringup(config_dir: Path, dist_dir: Path, variants: tuple[str, ...]) -> None
 
 
 @cli.command()
+@DIST_OPTION
+@click.option(
+    "--exceptions",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=Path(".ci/scanner/exceptions.yaml"),
+    show_default=True,
+    help="The reviewed exceptions: check, objects, reason.",
+)
+@click.option(
+    "--checkov",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=lambda: os.environ.get("SITEGEN_CHECKOV", ".venv-scan/bin/checkov"),
+    show_default="$SITEGEN_CHECKOV or .venv-scan/bin/checkov",
+)
+def scan(dist_dir: Path, exceptions: Path, checkov: Path) -> None:
+    """Run checkov over every object of dist/ and judge its findings against the reviewed exceptions;
+    exit 1 on a finding no exception covers, or an exception that covers nothing any more."""
+    _require_dirs(dist_dir)
+    from sitegen.report.scan import ScanError, judge, load_exceptions, render, run_checkov
+
+    try:
+        entries = load_exceptions(exceptions)
+        verdict = judge(run_checkov(checkov.resolve(), dist_dir), entries)
+    except (ScanError, OSError) as fault:
+        click.echo(f"error: {fault}", err=True)
+        sys.exit(2)
+    click.echo(render(verdict, entries))
+    sys.exit(0 if verdict.ok else 1)
+
+
+@cli.command()
 @click.argument("base", default="origin/main")
 @click.argument("head", required=False)
 @click.option("--format", "fmt", type=click.Choice(["text", "markdown"]), default="text", show_default=True)

@@ -126,6 +126,18 @@ class ServiceMonitorOn(Values):
     serviceMonitor: Toggle
 
 
+class LokiRbac(Values):
+    namespaced: bool
+
+
+class RulesSidecar(Values):
+    resource: Literal["configmap", "secret", "both"]
+
+
+class Sidecar(Values):
+    rules: RulesSidecar
+
+
 class LokiValues(Values):
     deploymentMode: Literal["SimpleScalable"] = "SimpleScalable"
     loki: LokiConfig
@@ -140,6 +152,10 @@ class LokiValues(Values):
     test: Toggle = OFF
     minio: Toggle = OFF
     monitoring: ServiceMonitorOn = ServiceMonitorOn(serviceMonitor=Toggle(enabled=True))
+    # The rules sidecar reads ConfigMaps of Loki's own namespace through a Role: by default it gets
+    # a ClusterRole that reads every Secret of the cluster (checkov CKV2_K8S_5).
+    rbac: LokiRbac = LokiRbac(namespaced=True)
+    sidecar: Sidecar = Sidecar(rules=RulesSidecar(resource="configmap"))
 
 
 class Loki(ChartComponent):

@@ -1,0 +1,85 @@
+"""The scanner gate: checkov's findings judged against the reviewed exceptions (make scan runs
+checkov itself; these tests feed the judge checkov-shaped reports)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from sitegen.report.scan import Exception_, ScanError, findings_of, judge, load_exceptions, render
+
+from .conftest import REPO
+
+EXCEPTIONS = REPO / ".ci" / "scanner" / "exceptions.yaml"
+
+
+def _report(*failed: tuple[str, str, str], passed: int = 10) -> dict:
+    return {
+        "check_type": "kubernetes",
+        "summary": {"passed": passed, "failed": len(failed)},
+        "results": {
+            "failed_checks": [
+                {"check_id": c, "check_name": f"title of {c}", "file_path": f, "resource": r}
+                for c, f, r in failed
+            ]
+        },
+    }
+
+
+PRIVILEGED = (
+    "CKV_K8S_16",
+    "/one-cluster/apps/ai/cilium/kube-system.daemonset.cilium.yaml",
+    "DaemonSet.kube-system.cilium",
+)
+ROOTED = ("CKV_K8S_16", "/one-cluster/apps/ai/models/x.yaml", "StatefulSet.ai-research.llama")
+VIP = ("CKV_K8S_19", "/two-cluster/kubeadm/aistor/kube-vip.yaml", "Pod.kube-system.kube-vip")
+
+
+def test_findings_name_cluster_app_and_object():
+    _, failed, found = findings_of(
+        [_report(PRIVILEGED, VIP), {"check_type": "secrets", "summary": {"failed": 9}}]
+    )
+    assert failed == 2
+    assert [(f.variant, f.subject) for f in found] == [
+        ("one-cluster", "ai/cilium/DaemonSet.kube-system.cilium"),
+        ("two-cluster", "aistor/kubeadm/Pod.kube-system.kube-vip"),
+    ]
+
+
+def test_a_finding_no_entry_covers_fails_and_is_named():
+    entries = [Exception_("CKV_K8S_16", ("*/cilium/*",), "the CNI")]
+    verdict = judge(_report(PRIVILEGED, ROOTED), entries)
+    assert not verdict.ok
+    assert [str(f) for f in verdict.new] == [
+        "CKV_K8S_16 one-cluster/ai/models/StatefulSet.ai-research.llama: title of CKV_K8S_16"
+    ]
+    assert "0 new" not in render(verdict, entries) and "NEW CKV_K8S_16 one-cluster/ai/models" in render(
+        verdict, entries
+    )
+
+
+def test_an_exception_that_covers_nothing_fails():
+    entries = [
+        Exception_("CKV_K8S_16", ("*/cilium/*",), "the CNI"),
+        Exception_("CKV_K8S_19", ("*/cilium/*",), "x"),
+    ]
+    verdict = judge(_report(PRIVILEGED), entries)
+    assert verdict.new == [] and [e.check for e in verdict.stale] == ["CKV_K8S_19"]
+    assert "STALE exception CKV_K8S_19" in render(verdict, entries)
+
+
+def test_every_entry_needs_a_reason(tmp_path: Path):
+    path = tmp_path / "exceptions.yaml"
+    path.write_text("- check: CKV_K8S_16\n  where: ['*']\n  reason: ''\n")
+    with pytest.raises(ScanError, match="entry 0: needs exactly check, where and a reason"):
+        load_exceptions(path)
+
+
+def test_the_reviewed_file_loads_and_scopes_the_dangerous_checks():
+    entries = {e.check: e for e in load_exceptions(EXCEPTIONS)}
+    assert all(len(e.reason) > 10 for e in entries.values())
+    # host access is excepted for the node agents that need it, never site-wide
+    for check in ("CKV_K8S_16", "CKV_K8S_17", "CKV_K8S_19", "CKV_K8S_25", "CKV_K8S_39", "CKV2_K8S_5"):
+        assert "*" not in entries[check].where, check
+    assert not entries["CKV_K8S_16"].covers(judge(_report(ROOTED), []).new[0])
