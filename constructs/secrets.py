@@ -1,4 +1,4 @@
-"""External Secrets: the ClusterSecretStore of a cluster, and ExternalSecrets that write Secrets from it.
+"""External Secrets: a SecretStore per namespace, and ExternalSecrets that write Secrets from it.
 
 Every credential of the site (AIStor root and licence, PowerScale, Argo CD's repository and spoke
 clusters) reaches Kubernetes this way; git only ever holds the reference.
@@ -15,21 +15,37 @@ from sitegen.model import Secrets
 ESO = "external-secrets.io/v1"
 
 
-class SecretStore(Construct):
-    """The cluster's view of the site vault: Kubernetes auth, one auth mount per cluster."""
+# The service account a namespace's SecretStore logs in to the vault as (External Secrets requests
+# its token): the vault role of the namespace is bound to it and nothing else.
+READER_SERVICE_ACCOUNT = "vault-reader"
 
-    def __init__(
-        self,
-        scope: Construct,
-        id: str,
-        *,
-        secrets: Secrets,
-        cluster: str,
-        namespace: str,
-        service_account: str,
-    ) -> None:
+
+def vault_role(secrets: Secrets, namespace: str) -> str:
+    """The vault role of one namespace's store, on its cluster's auth mount."""
+    return f"{secrets.vault.role}-{namespace}"
+
+
+def vault_mount(secrets: Secrets, cluster: str) -> str:
+    """Each cluster has its own service-account issuer, hence its own Kubernetes auth mount."""
+    return f"{secrets.vault.auth_mount}-{cluster}"
+
+
+class SecretStore(Construct):
+    """One namespace's view of the site vault: a SecretStore that reads as the namespace's own vault
+    role, whose policy names exactly the keys that namespace's ExternalSecrets read. No store is
+    shared between namespaces, so a tenant (or a compromised controller) reads only its own keys."""
+
+    def __init__(self, scope: Construct, id: str, *, secrets: Secrets, cluster: str, namespace: str) -> None:
         super().__init__(scope, id)
         vault = secrets.vault
+        api_object(
+            self,
+            "ServiceAccount",
+            "v1",
+            "ServiceAccount",
+            {"name": READER_SERVICE_ACCOUNT, "namespace": namespace},
+            automountServiceAccountToken=False,
+        )
         spec = {
             "provider": {
                 "vault": {
@@ -38,16 +54,17 @@ class SecretStore(Construct):
                     "version": vault.version,
                     "auth": {
                         "kubernetes": {
-                            # each cluster has its own service-account issuer, hence its own auth mount
-                            "mountPath": f"{vault.auth_mount}-{cluster}",
-                            "role": vault.role,
-                            "serviceAccountRef": {"name": service_account, "namespace": namespace},
+                            "mountPath": vault_mount(secrets, cluster),
+                            "role": vault_role(secrets, namespace),
+                            "serviceAccountRef": {"name": READER_SERVICE_ACCOUNT},
                         }
                     },
                 }
             }
         }
-        api_object(self, "Resource", ESO, "ClusterSecretStore", {"name": secrets.store}, spec=spec)
+        api_object(
+            self, "Resource", ESO, "SecretStore", {"name": secrets.store, "namespace": namespace}, spec=spec
+        )
 
 
 class VaultSecret(Construct):
@@ -80,7 +97,7 @@ class VaultSecret(Construct):
                 target["template"]["data"] = template
         spec = {
             "refreshInterval": "1h",
-            "secretStoreRef": {"kind": "ClusterSecretStore", "name": store},
+            "secretStoreRef": {"kind": "SecretStore", "name": store},  # its own namespace's
             "target": target,
             "data": [{"secretKey": p, "remoteRef": {"key": key, "property": p}} for p in properties],
         }

@@ -185,8 +185,9 @@ def test_gpu_hosts_joined_without_fabric_preparation(site, inputs):
 def test_no_vault_role_for_the_cluster(site, inputs):
     texts = runbook_without(inputs, ONE, r"^vault write auth/kubernetes-ai/role/.*\n")
     blocked(
-        run(site, inputs, texts=texts), "the vault has no role external-secrets on auth mount kubernetes-ai"
-    )
+        run(site, inputs, texts=texts),
+        "ai-secret-store", "the vault has no role external-secrets-", "on auth mount kubernetes-ai",
+    )  # fmt: skip
 
 
 def test_powerscale_without_the_snapshot_controller(site, inputs):
@@ -267,4 +268,21 @@ def test_a_pool_never_labelled(site, inputs):
         run(site, inputs, texts=texts),
         "cmp01",
         "lacks its pool's labels: node-role.kubernetes.io/compute=true",
+    )
+
+
+def test_a_tenant_store_borrowing_a_platform_role(site, inputs):
+    """The vault binds each namespace's role to that namespace's reader: a tenant's store that names
+    Harbor's role cannot log in, so its secrets never arrive."""
+
+    def borrow(doc):
+        if doc["kind"] == "SecretStore" and doc["metadata"]["namespace"] == "ai-research":
+            doc["spec"]["provider"]["vault"]["auth"]["kubernetes"]["role"] = "external-secrets-harbor"
+
+    tree = edited(inputs, ONE, "one-cluster/apps/ai/secret-store/ai-research.secretstore", borrow)
+    blocked(
+        run(site, inputs, tree=tree),
+        "ai-secret-store",
+        "SecretStore ai-research/site-vault",
+        "vault role external-secrets-harbor is not bound to namespace ai-research",
     )

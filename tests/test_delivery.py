@@ -205,27 +205,27 @@ def test_expander_catches_an_undeclared_destination(tree):
     assert result.exit_code == 1 and "APP-003 destinations" in result.stdout
 
 
-def test_each_cluster_reads_only_the_vault_keys_its_external_secrets_name(docs):
+def test_each_namespace_reads_only_the_vault_keys_its_external_secrets_name(docs):
     text = (DIST / "two-cluster/bootstrap/RUNBOOK.md").read_text()
+    policies = dict(re.findall(r"vault policy write (\S+) - <<'EOF'\n(.*?)\nEOF", text, flags=re.S))
+    expected: dict[str, set[str]] = {}
+    for d in docs:
+        if d.variant == "two-cluster" and d.kind == "ExternalSecret":
+            cluster = d.cluster or "ai"  # bootstrap/: the hub's
+            expected.setdefault(f"external-secrets-{cluster}-{d.namespace}", set()).update(
+                item["remoteRef"]["key"] for item in d.body["spec"].get("data", [])
+            )
+    assert {
+        p: set(re.findall(r'path "secret/data/([^"]+)"', body)) for p, body in policies.items()
+    } == expected
+    readers = [p for p, keys in expected.items() if "pki/site-ca" in keys]
+    assert readers == ["external-secrets-ai-cert-manager"]  # the CA's private key: cert-manager only
     for cluster in ("ai", "aistor"):
-        policy = text.split(f"vault policy write external-secrets-{cluster} - <<'EOF'\n", 1)[1].split(
-            "\nEOF", 1
-        )[0]
-        granted = set(re.findall(r'path "secret/data/([^"]+)"', policy))
-        read = {
-            item["remoteRef"]["key"]
-            for d in docs
-            if d.variant == "two-cluster"
-            and d.kind == "ExternalSecret"
-            and (d.cluster == cluster or (d.cluster is None and cluster == "ai"))  # bootstrap/: the hub's
-            for item in d.body["spec"].get("data", [])
-        }
-        assert granted == read, cluster
         assert f"vault auth enable -path=kubernetes-{cluster} kubernetes" in text
     assert (
-        "argocd/clusters/aistor"
-        not in text.split("external-secrets-aistor - <<'EOF'", 1)[1].split("EOF", 1)[0]
-    )
+        "vault write auth/kubernetes-ai/role/external-secrets-ai-research bound_service_account_names=vault-reader "
+        "bound_service_account_namespaces=ai-research policies=external-secrets-ai-ai-research ttl=1h"
+    ) in text
 
 
 def test_each_worker_pool_joins_with_a_fresh_bootstrap_token():

@@ -295,7 +295,7 @@ def test_loki_keeps_chunks_in_aistor_with_credentials_by_reference(site):
     assert one["loki"]["storage"]["bucketNames"]["chunks"] == site.services.logs.bucket
     assert one["write"]["extraEnvFrom"] == [{"secretRef": {"name": "loki-s3"}}]
     secret = _one(DIST / "one-cluster/apps/ai/observability/loki.externalsecret.loki-s3.yaml")
-    assert secret["spec"]["secretStoreRef"]["kind"] == "ClusterSecretStore"
+    assert secret["spec"]["secretStoreRef"]["kind"] == "SecretStore"  # loki's own namespace's
     # the AIStor cluster of its own is reached under its S3 name
     two = _values("two-cluster", "ai", "loki")["loki"]["storage"]["s3"]
     assert two["endpoint"] == site.storage.aistor.s3_hostname

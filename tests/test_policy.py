@@ -104,6 +104,52 @@ BREAKERS = {
         }
     ],
     "PIN-001": [workload(selector=INFRA, containers=[container("nginx:latest")])],
+    "SEC-003": [
+        {
+            "apiVersion": "external-secrets.io/v1",
+            "kind": "ClusterSecretStore",
+            "metadata": {"name": "everyone"},
+            "spec": {"provider": {"vault": {"server": "https://v", "path": "secret"}}},
+        },
+        {
+            "apiVersion": "external-secrets.io/v1",
+            "kind": "ExternalSecret",
+            "metadata": {"name": "s", "namespace": "demo"},
+            "spec": {
+                "secretStoreRef": {"kind": "SecretStore", "name": "site-vault"},  # demo has no store
+                "data": [{"secretKey": "k", "remoteRef": {"key": "harbor/admin", "property": "password"}}],
+            },
+        },
+        {
+            "apiVersion": "external-secrets.io/v1",
+            "kind": "SecretStore",
+            "metadata": {"name": "borrowed", "namespace": "demo"},
+            "spec": {
+                "provider": {
+                    "vault": {
+                        "server": "https://v",
+                        "path": "secret",
+                        "auth": {
+                            "kubernetes": {"mountPath": "kubernetes-ai", "role": "external-secrets-harbor"}
+                        },
+                    }
+                }
+            },
+        },
+    ],
+    "SEC-004": [
+        {
+            "apiVersion": "external-secrets.io/v1",
+            "kind": "ExternalSecret",
+            "metadata": {"name": "ca", "namespace": "ai-research"},  # a tenant
+            "spec": {
+                "secretStoreRef": {"kind": "SecretStore", "name": "site-vault"},
+                "data": [
+                    {"secretKey": "tls.key", "remoteRef": {"key": "pki/site-ca", "property": "tls.key"}}
+                ],
+            },
+        }
+    ],
     "PIN-002": [APP],
     "SEC-002": [
         workload(selector=INFRA, containers=[{"name": "app", "image": "registry.example.internal/a:1"}])
@@ -284,3 +330,10 @@ def test_unlisted_agent_on_every_node_is_refused(tree):
 )
 def test_image_pinning(image, pinned):
     assert image_is_pinned(image) is pinned
+
+
+def test_rule_ids_are_unique():
+    from sitegen.check.rules.base import rule
+
+    with pytest.raises(ValueError, match="rule id SEC-001 is taken by no-secret-data"):
+        rule("SEC-001", "again", "a second rule under a taken id")(lambda ctx: iter(()))

@@ -167,7 +167,9 @@ def test_credentials_only_by_reference(docs, site):
         ("argocd", "repo-site-gitops"),
         ("argocd", "cluster-aistor"),
     } <= names
-    assert {d["metadata"]["name"] for d in kinds["ClusterSecretStore"]} == {"site-vault"}
+    stores = {(d["metadata"]["namespace"], d["metadata"]["name"]) for d in kinds["SecretStore"]}
+    assert {(ns, "site-vault") for ns, _ in names} <= stores  # every reader has its own store
+    assert "ClusterSecretStore" not in kinds
 
 
 def test_two_cluster_aistor_lives_in_the_aistor_cluster(site):

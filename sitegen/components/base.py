@@ -201,6 +201,9 @@ class Component:
 class RenderedComponent(Component):
     """A component whose objects cdk8s renders: `dist/<variant>/apps/<cluster>/<name>/`."""
 
+    # renders from what the cluster's other apps render (ctx.rendered): rendered after them
+    reads_rendered: ClassVar[bool] = False
+
     def render(self, scope: Construct, ctx: ClusterContext) -> None:
         raise NotImplementedError
 

@@ -7,8 +7,8 @@ cluster (and the variant) actually has, reached by type, never by name string.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import TypeVar
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 from sitegen.components.base import Component
 from sitegen.model import ClusterLayout, ImagePin, Placement, PoolLayout, Site, VariantLayout
@@ -54,7 +54,7 @@ class ClusterScope:
 
     @property
     def store(self) -> str:
-        """The ClusterSecretStore every ExternalSecret reads from."""
+        """The name of the SecretStore every ExternalSecret reads from, in its own namespace."""
         return self.site.secrets.store
 
     def image(self, key: str) -> ImagePin:
@@ -71,6 +71,9 @@ class ClusterContext(ClusterScope):
     components: tuple[Component, ...]  # this cluster's, in sync order
     variant_components: Mapping[str, tuple[Component, ...]]  # every cluster's of the variant
     waves: Mapping[str, int]  # sync wave by component name, computed from the declared dependencies
+    # what the cluster's other apps rendered (app -> objects): given only to a component that
+    # `reads_rendered`, which compose renders after the others
+    rendered: Mapping[str, list[dict[str, Any]]] = field(default_factory=dict)
 
     def wave(self, component: Component) -> int:
         return self.waves[component.name]

@@ -10,6 +10,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from constructs.kubeadm import ETCD_PATCH, KUBELET_PATCH, PATCHES_DIR, etcd_patch_file, kubelet_patch_file
+from constructs.secrets import READER_SERVICE_ACCOUNT, vault_mount, vault_role
 from sitegen.components.base import S3Access
 from sitegen.components.networking.cilium import Cilium
 from sitegen.components.platform.argo_cd import ArgoCd
@@ -252,15 +253,17 @@ Application of a spoke syncs before it exists.
     lines.append(
         f"""### {step}. Keys, auth mounts and policies
 
-Every credential reaches the clusters through External Secrets, which reads them through the Kubernetes
-auth mount `{site.secrets.vault.auth_mount}-<cluster>` and role `{site.secrets.vault.role}`. Before the root
-Application syncs, the vault must hold (key: properties):
+Every credential reaches the clusters through External Secrets: each namespace that holds
+ExternalSecrets has its own SecretStore, which logs in through the cluster's Kubernetes auth mount
+`{site.secrets.vault.auth_mount}-<cluster>` as the namespace's own role `{site.secrets.vault.role}-<namespace>`.
+Before the root Application syncs, the vault must hold (key: properties):
 
 {_vault_keys(documents, leave_out=later)}
 {registration}
-Each cluster gets its own Kubernetes auth mount and a policy that reads exactly the keys its
-ExternalSecrets name (no cluster reads another's credentials). With `VAULT_ADDR` and an admin token,
-and each cluster's API CA in `<cluster>-ca.crt`:
+Each cluster gets its own Kubernetes auth mount, and each namespace a policy that reads exactly the
+keys its ExternalSecrets name, bound to its `{READER_SERVICE_ACCOUNT}` service account: no cluster reads
+another's credentials, no tenant a platform key, and only cert-manager's namespace the CA's private
+key. With `VAULT_ADDR` and an admin token, and each cluster's API CA in `<cluster>-ca.crt`:
 
 ```sh
 {_vault_auth(site, layout, by_cluster)}
@@ -356,41 +359,40 @@ def _buckets(consumers: list[S3Access], kv_mount: str) -> str:
     return "\n".join(lines)
 
 
-def _read_keys(documents: Iterable[dict[str, Any]]) -> list[str]:
-    return sorted(
-        {
-            item["remoteRef"]["key"]
-            for doc in documents
-            if doc.get("kind") == "ExternalSecret"
-            for item in doc["spec"].get("data", [])
-        }
-    )
-
-
 def _vault_auth(site: Site, layout: VariantLayout, by_cluster: Mapping[str, list[dict[str, Any]]]) -> str:
-    vault = site.secrets.vault
-    store = next(d for docs in by_cluster.values() for d in docs if d.get("kind") == "ClusterSecretStore")[
-        "spec"
-    ]["provider"]["vault"]["auth"]["kubernetes"]
-    account = store["serviceAccountRef"]
+    """Per cluster its auth mount; per namespace with ExternalSecrets a policy reading exactly their
+    keys and a role bound to the namespace's reader service account (no namespace reads another's)."""
+    secrets = site.secrets
+    vault = secrets.vault
     data = f"{vault.path}/data" if vault.version == "v2" else vault.path
     out = []
     for cluster in layout.clusters:
-        mount = f"{vault.auth_mount}-{cluster.name}"
-        policy = f"{vault.role}-{cluster.name}"
-        paths_ = "\n".join(
-            f'path "{data}/{key}" {{ capabilities = ["read"] }}'
-            for key in _read_keys(by_cluster[cluster.name])
-        )
-        out.append(
-            f"vault auth enable -path={mount} kubernetes\n"
+        mount = vault_mount(secrets, cluster.name)
+        lines = [
+            f"vault auth enable -path={mount} kubernetes",
             f"vault write auth/{mount}/config kubernetes_host=https://{cluster.spec.api.endpoint} "
-            f"kubernetes_ca_cert=@{cluster.name}-ca.crt\n"
-            f"vault policy write {policy} - <<'EOF'\n{paths_}\nEOF\n"
-            f"vault write auth/{mount}/role/{vault.role} bound_service_account_names={account['name']} "
-            f"bound_service_account_namespaces={account['namespace']} policies={policy} ttl=1h"
-        )
+            f"kubernetes_ca_cert=@{cluster.name}-ca.crt",
+        ]
+        for namespace, keys in sorted(_keys_by_namespace(by_cluster[cluster.name]).items()):
+            policy = f"{vault.role}-{cluster.name}-{namespace}"
+            grants = "\n".join(f'path "{data}/{key}" {{ capabilities = ["read"] }}' for key in keys)
+            lines += [
+                f"vault policy write {policy} - <<'EOF'\n{grants}\nEOF",
+                f"vault write auth/{mount}/role/{vault_role(secrets, namespace)} "
+                f"bound_service_account_names={READER_SERVICE_ACCOUNT} "
+                f"bound_service_account_namespaces={namespace} policies={policy} ttl=1h",
+            ]
+        out.append("\n".join(lines))
     return "\n\n".join(out)
+
+
+def _keys_by_namespace(documents: Iterable[dict[str, Any]]) -> dict[str, list[str]]:
+    found: dict[str, set[str]] = {}
+    for doc in documents:
+        if doc.get("kind") == "ExternalSecret":
+            keys = found.setdefault(doc["metadata"]["namespace"], set())
+            keys.update(item["remoteRef"]["key"] for item in doc["spec"].get("data", []))
+    return {ns: sorted(keys) for ns, keys in found.items()}
 
 
 def _vault_keys(documents: Iterable[dict[str, Any]], leave_out: set[str]) -> str:

@@ -4,6 +4,7 @@ containerd mirrors, as output files in a stable order."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections import Counter
 from collections.abc import Mapping
@@ -84,11 +85,16 @@ def _variant_files(app: App, apps: VariantApps, hydrated: Mapping[str, Rendered]
     documents: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for ctx in apps.contexts:
         cluster = ctx.cluster.name
-        for component in ctx.components:
+        readers = [c for c in ctx.components if isinstance(c, RenderedComponent) and c.reads_rendered]
+        for component in [*(c for c in ctx.components if c not in readers), *readers]:
             folder = paths.app_dir(variant, cluster, component.name)
             if isinstance(component, RenderedComponent):
                 chart = ObjectChart(app, f"{variant}-{cluster}-{component.name}", folder=folder)
-                component.render(chart, ctx)
+                if component.reads_rendered:
+                    rendered = {name: docs for (c, name), docs in documents.items() if c == cluster}
+                    component.render(chart, dataclasses.replace(ctx, rendered=rendered))
+                else:
+                    component.render(chart, ctx)
                 charts[(cluster, component.name)] = chart
                 documents[(cluster, component.name)] = chart.documents
             elif isinstance(component, ChartComponent):

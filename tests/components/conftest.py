@@ -4,6 +4,7 @@ test are the end-to-end check."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +43,9 @@ def output(ctx: ClusterContext, component: Component) -> Any:
     """A component's objects (rendered) or its values document (chart)."""
     if isinstance(component, RenderedComponent):
         chart = ObjectChart(App(), "test", folder=Path("test"))
+        if component.reads_rendered:  # as compose does: after the cluster's other rendered apps
+            others = [c for c in ctx.components if isinstance(c, RenderedComponent) and not c.reads_rendered]
+            ctx = dataclasses.replace(ctx, rendered={c.name: output(ctx, c) for c in others})
         component.render(chart, ctx)
         return chart.documents
     assert isinstance(component, ChartComponent)

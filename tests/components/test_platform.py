@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from sitegen.check.placement import targeted_pools, workloads
-from sitegen.components.base import NamespaceSecurity
+from sitegen.components.base import NamespaceSecurity, RenderedComponent
 from sitegen.components.platform.argo_cd import ArgoCd
 from sitegen.components.platform.coredns import CoreDns
 from sitegen.components.platform.external_secrets import ExternalSecrets
@@ -13,7 +13,7 @@ from sitegen.components.platform.secret_store import SecretStore
 from sitegen.components.platform_nodes.node_labels import NodeLabels
 from sitegen.model import resolve
 
-from .conftest import by_kind, context, render
+from .conftest import by_kind, context, output, render
 
 INFRA = {"node-role.kubernetes.io/infra": "true"}
 
@@ -66,12 +66,33 @@ def test_external_secrets_pods_all_on_the_system_pool(docs, site):
     assert checked >= 2 * 3
 
 
-def test_secret_store_authenticates_per_cluster(two, small):
+def test_a_secret_store_per_namespace_with_its_own_role(two, small):
+    """Each namespace with ExternalSecrets (and Argo CD's on the hub) reads the vault through its own
+    store, as its own role on its cluster's auth mount: none is shared."""
     for cluster in ("ai", "aistor"):
-        (store,) = render(two, cluster, SecretStore)
-        auth = store["spec"]["provider"]["vault"]["auth"]["kubernetes"]
-        assert auth["mountPath"] == f"{small.secrets.vault.auth_mount}-{cluster}"
-        assert auth["serviceAccountRef"]["namespace"] == ExternalSecrets.namespace
+        docs = render(two, cluster, SecretStore)
+        stores = by_kind(docs, "SecretStore")
+        users = {
+            d["metadata"]["namespace"]
+            for c in context(two, cluster).components
+            if isinstance(c, RenderedComponent) and not c.reads_rendered
+            for d in output(context(two, cluster), c)
+            if d["kind"] == "ExternalSecret"
+        }
+        if cluster == "ai":
+            users.add(small.gitops.argocd.namespace)
+        assert sorted(s["metadata"]["namespace"] for s in stores) == sorted(users)
+        for store in stores:
+            ns = store["metadata"]["namespace"]
+            auth = store["spec"]["provider"]["vault"]["auth"]["kubernetes"]
+            assert auth == {
+                "mountPath": f"{small.secrets.vault.auth_mount}-{cluster}",
+                "role": f"{small.secrets.vault.role}-{ns}",
+                "serviceAccountRef": {"name": "vault-reader"},
+            }
+        assert {
+            (d["metadata"]["namespace"], d["metadata"]["name"]) for d in by_kind(docs, "ServiceAccount")
+        } == {(ns, "vault-reader") for ns in users}
 
 
 def test_metrics_server_and_coredns_on_infra(one):

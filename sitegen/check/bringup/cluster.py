@@ -235,8 +235,14 @@ class Cluster:
         if role is None:
             return f"the vault has no role {kube.get('role')} on auth mount {kube.get('mountPath')}"
         account = kube.get("serviceAccountRef") or {}
+        # a namespaced store's account is in the store's namespace, whatever the reference says
+        account_ns = namespace if kind == "SecretStore" else account.get("namespace", "")
         if account.get("name") not in role.get("bound_service_account_names", "").split(","):
             return f"vault role {kube.get('role')} is not bound to service account {account.get('name')}"
+        if account_ns not in role.get("bound_service_account_namespaces", "").split(","):
+            return f"vault role {kube.get('role')} is not bound to namespace {account_ns}"
+        if self.find("ServiceAccount", account_ns, account.get("name", "")) is None:
+            return f"ServiceAccount {account_ns}/{account.get('name')} does not exist"
         return None
 
     def readable_keys(self, store: Mapping[str, Any]) -> set[str]:

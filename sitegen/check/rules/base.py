@@ -11,7 +11,7 @@ from sitegen.check.appsets import ExpandedApp, ExpandError
 from sitegen.check.placement import Workload, workloads
 from sitegen.check.tree import Document
 from sitegen.components.base import NodeAgent
-from sitegen.model import ClusterLayout, PoolLayout, VariantLayout
+from sitegen.model import ClusterLayout, PoolLayout, Secrets, VariantLayout
 
 
 @dataclass(frozen=True)
@@ -32,6 +32,7 @@ class Context:
     charts: Mapping[PurePosixPath, tuple[str, Path]] = field(
         default_factory=dict
     )  # values file -> chart, archive
+    secrets: Secrets | None = None  # the site vault's settings (roles are named after namespaces)
 
     def cluster(self, doc: Document) -> ClusterLayout | None:
         layout = self.layouts.get(doc.variant)
@@ -67,6 +68,9 @@ RULES: list[Rule] = []
 
 def rule(id: str, name: str, rationale: str) -> Callable[[Check], Check]:
     def register(check: Check) -> Check:
+        taken = next((r for r in RULES if r.id == id), None)
+        if taken is not None:  # a finding's id must say which rule fired
+            raise ValueError(f"rule id {id} is taken by {taken.name}")
         RULES.append(Rule(id, name, rationale, check))
         return check
 

@@ -1,10 +1,14 @@
-"""Secret rules: no secret value in git."""
+"""Secret rules: no secret value in git; every namespace reads the vault through its own store and role."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
+from constructs.edge import SITE_CA_VAULT_KEY
+from constructs.secrets import vault_role
 from sitegen.check.rules.base import Context, Violation, rule
+from sitegen.check.tree import Document
+from sitegen.components.edge.cert_manager import CertManager
 
 
 @rule(
@@ -24,3 +28,70 @@ def _no_secret_data(ctx: Context) -> Iterator[Violation]:
                 )
                 if filled:
                     yield Violation(doc, f"$.{key}", f"a Secret with values in git: {', '.join(filled)}")
+
+
+def _cluster_of(doc: Document, ctx: Context) -> str | None:
+    """The cluster an object lands on: its apps folder's, or the hub's for the bootstrap folder."""
+    if doc.cluster is not None:
+        return doc.cluster
+    layout = ctx.layouts.get(doc.variant)
+    return layout.hub.name if layout is not None and doc.area == "bootstrap" else None
+
+
+@rule(
+    "SEC-003",
+    "scoped-stores",
+    "each namespace reads the vault through its own SecretStore and role: no store serves another namespace",
+)
+def _scoped_stores(ctx: Context) -> Iterator[Violation]:
+    stores: dict[tuple[str, str | None, str, str], Document] = {}
+    for doc in ctx.docs:
+        if doc.group != "external-secrets.io":
+            continue
+        if doc.kind == "ClusterSecretStore":
+            yield Violation(
+                doc, "$", "a ClusterSecretStore serves every namespace: use a SecretStore per namespace"
+            )
+        elif doc.kind == "SecretStore":
+            stores[(doc.variant, _cluster_of(doc, ctx), doc.namespace, doc.name)] = doc
+            auth = ((doc.body["spec"].get("provider") or {}).get("vault") or {}).get("auth") or {}
+            role = (auth.get("kubernetes") or {}).get("role")
+            own = vault_role(ctx.secrets, doc.namespace) if ctx.secrets else role
+            if role != own:
+                yield Violation(
+                    doc,
+                    "$.spec.provider.vault.auth.kubernetes.role",
+                    f"role {role} is not namespace {doc.namespace}'s own ({own})",
+                )
+    for doc in ctx.docs:
+        if doc.kind != "ExternalSecret" or doc.group != "external-secrets.io":
+            continue
+        ref = doc.body["spec"].get("secretStoreRef") or {}
+        if ref.get("kind", "SecretStore") != "SecretStore":
+            yield Violation(
+                doc,
+                "$.spec.secretStoreRef",
+                f"reads through a {ref.get('kind')}, not its namespace's SecretStore",
+            )
+        elif (doc.variant, _cluster_of(doc, ctx), doc.namespace, ref.get("name")) not in stores:
+            yield Violation(
+                doc, "$.spec.secretStoreRef", f"no SecretStore {ref.get('name')} in namespace {doc.namespace}"
+            )
+
+
+@rule(
+    "SEC-004",
+    "ca-key-reader",
+    "only cert-manager's namespace reads the site CA's private key (everyone else its certificate)",
+)
+def _ca_key_reader(ctx: Context) -> Iterator[Violation]:
+    for doc in ctx.docs:
+        if doc.kind != "ExternalSecret" or doc.namespace == CertManager.namespace:
+            continue
+        for i, item in enumerate(doc.body["spec"].get("data") or []):
+            if item["remoteRef"]["key"] == SITE_CA_VAULT_KEY:
+                yield Violation(
+                    doc,
+                    f"$.spec.data[{i}].remoteRef.key",
+                    f"reads the CA key pair {SITE_CA_VAULT_KEY} outside {CertManager.namespace}",
+                )

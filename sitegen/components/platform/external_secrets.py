@@ -9,9 +9,6 @@ from sitegen.components.platform import PROJECT
 from sitegen.components.platform.namespaces import Namespaces
 from sitegen.components.values import Placed, Resources, placed, requests
 
-# The service account the ClusterSecretStore authenticates to the vault with (the chart's default).
-SERVICE_ACCOUNT = "external-secrets"
-
 
 class Webhook(Placed):
     replicaCount: int

@@ -1,4 +1,8 @@
-"""`secret-store`: the cluster's ClusterSecretStore, its view of the site vault."""
+"""`secret-store`: a SecretStore per namespace that reads the site vault, each as its own vault role.
+
+The namespaces are those whose objects the cluster's other apps render ExternalSecrets into (and, on
+the hub, Argo CD's, for the root's repository and spoke credentials): computed, never listed.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +11,7 @@ from constructs.secrets import SecretStore as VaultStore
 from sitegen.components.base import Layer, RenderedComponent
 from sitegen.components.context import ClusterContext
 from sitegen.components.platform import PROJECT
-from sitegen.components.platform.external_secrets import SERVICE_ACCOUNT, ExternalSecrets
+from sitegen.components.platform.external_secrets import ExternalSecrets
 
 
 class SecretStore(RenderedComponent):
@@ -16,13 +20,25 @@ class SecretStore(RenderedComponent):
     layer = Layer.RESOURCES
     skip_dry_run = True
     after = (ExternalSecrets,)
+    reads_rendered = True
+
+    def namespaces(self, ctx: ClusterContext) -> list[str]:
+        found = {
+            doc["metadata"]["namespace"]
+            for docs in ctx.rendered.values()
+            for doc in docs
+            if doc.get("kind") == "ExternalSecret"
+        }
+        if ctx.is_hub:
+            found.add(ctx.site.gitops.argocd.namespace)  # the root's ExternalSecrets
+        return sorted(found)
 
     def render(self, scope: Construct, ctx: ClusterContext) -> None:
-        VaultStore(
-            scope,
-            "Store",
-            secrets=ctx.site.secrets,
-            cluster=ctx.cluster.name,
-            namespace=ctx.get(ExternalSecrets).namespace,
-            service_account=SERVICE_ACCOUNT,
-        )
+        for namespace in self.namespaces(ctx):
+            VaultStore(
+                scope,
+                f"Store-{namespace}",
+                secrets=ctx.site.secrets,
+                cluster=ctx.cluster.name,
+                namespace=namespace,
+            )
