@@ -268,3 +268,24 @@ class RepositoryCredentials(Construct):
             },
             metadata_annotations={SYNC_WAVE: str(wave)},
         )
+
+
+class OidcClientSecret(Construct):
+    """Argo CD's OIDC client secret, from the vault, labelled so argocd-cm may reference it."""
+
+    def __init__(
+        self, scope: Construct, id: str, *, name: str, key: str, vault_key: str, namespace: str, secret_store: str, wave: int
+    ) -> None:
+        super().__init__(scope, id)
+        VaultSecret(
+            self,
+            "Resource",
+            name=name,
+            namespace=namespace,
+            store=secret_store,
+            key=vault_key,
+            properties=[key],
+            labels={"app.kubernetes.io/part-of": "argocd"},
+            template={key: f"{{{{ .{key} }}}}"},
+            metadata_annotations={SYNC_WAVE: str(wave)},
+        )

@@ -102,6 +102,20 @@ CASES = [
         "Extra inputs are not permitted",
     ),
     case(
+        "argocd-unknown-role",
+        set_value("gitops.yaml", "argocd", "rbac", "platform-admins", value="superuser"),
+        "gitops.yaml",
+        "argocd.rbac.platform-admins",
+        "Input should be 'admin' or 'readonly'",
+    ),
+    case(
+        "argocd-sso-over-http",
+        set_value("gitops.yaml", "argocd", "sso", "issuer", value="http://sso.example/realms/site"),
+        "gitops.yaml",
+        "argocd.sso.issuer",
+        "should match pattern",
+    ),
+    case(
         "unknown-key-rail",
         set_value("fabric.yaml", "rails", "A", "vlan", value=30),
         "fabric.yaml",

@@ -21,12 +21,14 @@ from constructs.argocd import (
     Destination,
     GroupKind,
     LockedDefaultProject,
+    OidcClientSecret,
     RepositoryCredentials,
     RootApplication,
 )
 from sitegen.components.base import Component, Project
 from sitegen.components.catalog import COMPONENTS
 from sitegen.components.context import ClusterContext
+from sitegen.components.platform.argo_cd import OIDC_SECRET, OIDC_SECRET_KEY, OIDC_VAULT_KEY
 from sitegen.components.platform.secret_store import SecretStore
 from sitegen.components.storage.aistor import AIStor
 from sitegen.compose import paths
@@ -182,6 +184,16 @@ def bootstrap(chart: ObjectChart, apps: VariantApps, documents: Documents) -> No
         chart,
         "RepoCredentials",
         repo_url=gitops.repo_url,
+        namespace=argocd_ns,
+        secret_store=site.secrets.store,
+        wave=credentials_wave,
+    )
+    OidcClientSecret(
+        chart,
+        "OidcClientSecret",
+        name=OIDC_SECRET,
+        key=OIDC_SECRET_KEY,
+        vault_key=OIDC_VAULT_KEY,
         namespace=argocd_ns,
         secret_store=site.secrets.store,
         wave=credentials_wave,

@@ -282,7 +282,9 @@ kubectl -n {ns} wait --for=condition=Available --timeout=10m deployment -l app.k
 ```
 
 If `{site.gitops.repo_url}` needs credentials, create its repository Secret from the site vault now
-(an ExternalSecret once External Secrets runs); none is stored here.
+(an ExternalSecret once External Secrets runs); none is stored here. Argo CD has no local admin: sign-in
+is SSO only (`{site.gitops.argocd.sso.issuer}`, groups {", ".join(f"`{g}` ({r})" for g, r in sorted(site.gitops.argocd.rbac.items()))}),
+and works once the root has written the OIDC client secret from the vault; until then use kubectl.
 """
     )
     step += 1

@@ -2,16 +2,29 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import Field
 
-from sitegen.model.fields import DnsLabel, DnsName, Strict
+from sitegen.model.fields import DnsLabel, DnsName, HttpsUrl, Strict
+
+GroupName = Annotated[str, Field(min_length=1, pattern=r"^[A-Za-z0-9._:/@-]+$")]
+
+
+class Sso(Strict):
+    """The site's OIDC provider: Argo CD's only way in (its local admin is disabled)."""
+
+    issuer: HttpsUrl
+    client_id: Annotated[str, Field(min_length=1)]
+    groups_claim: Annotated[str, Field(min_length=1)] = "groups"
 
 
 class ArgoCD(Strict):
     namespace: DnsLabel = "argocd"
     hostname: DnsName
+    sso: Sso
+    # the identity provider's groups and the built-in Argo CD role each gets; nobody else gets any
+    rbac: Annotated[dict[GroupName, Literal["admin", "readonly"]], Field(min_length=1)]
 
 
 class GitOps(Strict):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import yaml
+
 from sitegen.check.placement import targeted_pools, workloads
 from sitegen.components.base import NamespaceSecurity, RenderedComponent
 from sitegen.components.platform.argo_cd import ArgoCd
@@ -112,3 +114,16 @@ def test_coredns_tolerates_the_control_plane_where_that_is_the_system_pool(one, 
     assert any(t["key"] == "node-role.kubernetes.io/control-plane" for t in spec["tolerations"])
     (ai,) = render(one, "ai", CoreDns)
     assert "tolerations" not in ai["spec"]["template"]["spec"]
+
+
+def test_argo_cd_signs_in_only_through_sso_with_rbac_from_config(one, small):
+    configs = render(one, "ai", ArgoCd)["configs"]
+    argocd = small.gitops.argocd
+    assert configs["cm"]["admin.enabled"] == "false"
+    oidc = yaml.safe_load(configs["cm"]["oidc.config"])
+    assert oidc["issuer"] == argocd.sso.issuer and oidc["clientID"] == argocd.sso.client_id
+    assert oidc["clientSecret"] == "$argocd-oidc:clientSecret"  # a Secret the root writes from the vault
+    assert configs["rbac"]["policy.default"] == ""  # signed in, but in no group: nothing
+    assert configs["rbac"]["policy.csv"].splitlines() == [
+        f"g, {group}, role:{role}" for group, role in sorted(argocd.rbac.items())
+    ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Literal
 
 import yaml
@@ -14,9 +15,15 @@ from sitegen.components.networking.cilium import Cilium
 from sitegen.components.platform import PROJECT
 from sitegen.components.platform.namespaces import Namespaces
 from sitegen.components.values import OFF, Pdb, Placed, Resources, Toggle, Values, placed, requests
+from sitegen.model.gitops import Sso
 
 # the usual object names (argocd-server, ...), which the HTTPRoute and runbook name
 FULLNAME = "argocd"
+# The OIDC client secret, written from the vault into a Secret Argo CD reads by reference
+# (`$<secret>:<key>` needs the part-of label); the root renders its ExternalSecret.
+OIDC_SECRET = "argocd-oidc"
+OIDC_SECRET_KEY = "clientSecret"
+OIDC_VAULT_KEY = "argocd/oidc"
 SERVER_SERVICE = f"{FULLNAME}-server"
 
 # Argo CD's own default exclusions (3.x) plus high-churn objects of this site's operators. Setting
@@ -71,6 +78,8 @@ class ArgoGlobal(Placed):
 
 class ArgoCm(Values):
     url: str
+    admin_enabled: Literal["true", "false"] = Field(alias="admin.enabled")
+    oidc_config: str = Field(alias="oidc.config")
     resource_exclusions: str = Field(alias="resource.exclusions")
     application_health: str = Field(alias="resource.customizations.health.argoproj.io_Application")
     timeout_reconciliation: str = Field(alias="timeout.reconciliation")
@@ -81,9 +90,16 @@ class ArgoParams(Values):
     server_insecure: Literal["true", "false"] = Field(alias="server.insecure")
 
 
+class ArgoRbac(Values):
+    policy_csv: str = Field(alias="policy.csv")
+    policy_default: str = Field(alias="policy.default")
+    scopes: str
+
+
 class ArgoConfigs(Values):
     cm: ArgoCm
     params: ArgoParams
+    rbac: ArgoRbac
 
 
 class ArgoComponent(Values):
@@ -115,6 +131,25 @@ class ArgoCDValues(Values):
     redis_ha: RedisHa = Field(alias="redis-ha")
     # Single sign-on is the site's choice; until configured, Dex stays off.
     dex: Toggle = OFF
+
+
+def oidc_config(sso: Sso) -> str:
+    return yaml.safe_dump(
+        {
+            "name": "SSO",
+            "issuer": sso.issuer,
+            "clientID": sso.client_id,
+            "clientSecret": f"${OIDC_SECRET}:{OIDC_SECRET_KEY}",
+            "requestedScopes": ["openid", "profile", "email", sso.groups_claim],
+        },
+        sort_keys=False,
+    )
+
+
+def rbac(groups: Mapping[str, str], sso: Sso) -> ArgoRbac:
+    """Groups to built-in roles, and no default role: an authenticated user outside them sees nothing."""
+    lines = [f"g, {group}, role:{role}" for group, role in sorted(groups.items())]
+    return ArgoRbac(policy_csv="\n".join(lines) + "\n", policy_default="", scopes=f"[{sso.groups_claim}]")
 
 
 class ArgoCd(ChartComponent):
@@ -151,7 +186,10 @@ class ArgoCd(ChartComponent):
                     resource_exclusions=yaml.safe_dump(_EXCLUSIONS, sort_keys=False),
                     application_health=_APPLICATION_HEALTH,
                     timeout_reconciliation="180s",
+                    admin_enabled="false",
+                    oidc_config=oidc_config(site.gitops.argocd.sso),
                 ),
+                rbac=rbac(site.gitops.argocd.rbac, site.gitops.argocd.sso),
                 # TLS ends at the site Gateway; the server speaks plain HTTP inside the cluster
                 params=ArgoParams(controller_diff_server_side="true", server_insecure="true"),
             ),
