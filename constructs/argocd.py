@@ -60,6 +60,7 @@ class AppProject(Construct):
         destinations: list[Destination],
         cluster_kinds: list[GroupKind],
         namespace_kinds: list[GroupKind],
+        signature_keys: list[str] | None = None,
         wave: int = -2,
     ) -> None:
         super().__init__(scope, id)
@@ -74,6 +75,8 @@ class AppProject(Construct):
                 k.entry() for k in sorted(set(cluster_kinds), key=lambda k: (k.group, k.kind))
             ],
         }
+        if signature_keys:  # only commits signed by one of these keys sync
+            spec["signatureKeys"] = [{"keyID": k} for k in sorted(signature_keys)]
         if namespace_kinds:
             spec["namespaceResourceWhitelist"] = [
                 k.entry() for k in sorted(set(namespace_kinds), key=lambda k: (k.group, k.kind))

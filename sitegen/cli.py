@@ -227,6 +227,17 @@ def apps(config_dir: Path, dist_dir: Path) -> None:
 
 
 @cli.command()
+@DIST_OPTION
+def projects(dist_dir: Path) -> None:
+    """List which Argo CD project may create cluster-scoped RBAC and the objects of its apps that need
+    it, for review (rule APP-005 refuses a kind no app of the project renders)."""
+    _require_dirs(dist_dir)
+    from sitegen.report.projects import render_projects
+
+    click.echo(render_projects(dist_dir), nl=False)
+
+
+@cli.command()
 @CONFIG_OPTION
 @DIST_OPTION
 @click.option("--variant", "variants", multiple=True, help="Variant to bring up (repeatable). Default: all.")

@@ -239,3 +239,19 @@ def test_each_worker_pool_joins_with_a_fresh_bootstrap_token():
         assert section.index(
             f"kubeadm token create --ttl 2h --description 'join pool {pool}'"
         ) < section.index("kubeadm join")
+
+
+def test_a_project_admitting_a_cluster_role_binding_it_does_not_ship(tree):
+    path = tree / "one-cluster/bootstrap/argocd.appproject.tenants.yaml"
+    doc = yaml.safe_load(path.read_text())
+    doc["spec"]["clusterResourceWhitelist"].append(
+        {"group": "rbac.authorization.k8s.io", "kind": "ClusterRoleBinding"}
+    )
+    path.write_text(yaml.safe_dump(doc))
+    result = validate(tree)
+    assert result.exit_code == 1
+    assert "APP-005 project-least-privilege" in result.stdout
+    assert (
+        "admits cluster-scoped rbac.authorization.k8s.io/ClusterRoleBinding, which none of its apps render"
+        in result.stdout
+    )

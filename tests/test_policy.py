@@ -183,6 +183,18 @@ def app_with(**spec: Any) -> dict[str, Any]:
 
 
 APP_BREAKERS = {
+    "APP-005": {
+        "apiVersion": "argoproj.io/v1alpha1",
+        "kind": "AppProject",
+        "metadata": {"name": "greedy", "namespace": "argocd"},
+        "spec": {
+            "sourceRepos": ["https://git.hpc.example.internal/platform/site-gitops.git"],
+            "destinations": [],
+            "clusterResourceWhitelist": [
+                {"group": "rbac.authorization.k8s.io", "kind": "ClusterRoleBinding"}
+            ],
+        },
+    },
     "APP-000": {
         "apiVersion": "argoproj.io/v1alpha1",
         "kind": "ApplicationSet",

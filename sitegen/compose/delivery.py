@@ -163,6 +163,7 @@ def bootstrap(chart: ObjectChart, apps: VariantApps, documents: Documents) -> No
             # what its apps render, nothing more: computed from the objects, never listed by hand
             cluster_kinds=[k for _, docs in rendered for k in _kinds(docs, namespaced=False)],
             namespace_kinds=[k for _, docs in rendered for k in _kinds(docs, namespaced=True)],
+            signature_keys=list(gitops.signature_keys),
         )
         for ctx, component in members:
             path = paths.in_repo(paths.app_dir(layout.name, ctx.cluster.name, component.name))

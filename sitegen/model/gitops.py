@@ -27,7 +27,15 @@ class ArgoCD(Strict):
     rbac: Annotated[dict[GroupName, Literal["admin", "readonly"]], Field(min_length=1)]
 
 
+GpgKeyId = Annotated[str, Field(pattern=r"^[0-9A-F]{16}$")]
+
+
 class GitOps(Strict):
     repo_url: Annotated[str, Field(pattern=r"^(https://|ssh://|git@)\S+$")]
     revision: Annotated[str, Field(min_length=1, pattern=r"^[A-Za-z0-9._/-]+$")]
     argocd: ArgoCD
+    # Commit signature verification: GPG key ID (16 hex digits) -> ASCII-armoured public key. When set,
+    # every project syncs only commits signed by one of them; empty: not verified.
+    signature_keys: dict[
+        GpgKeyId, Annotated[str, Field(pattern=r"^-----BEGIN PGP PUBLIC KEY BLOCK-----")]
+    ] = {}

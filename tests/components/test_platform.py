@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import yaml
+from cdk8s import App
 
 from sitegen.check.placement import targeted_pools, workloads
 from sitegen.components.base import NamespaceSecurity, RenderedComponent
@@ -127,3 +130,29 @@ def test_argo_cd_signs_in_only_through_sso_with_rbac_from_config(one, small):
     assert configs["rbac"]["policy.csv"].splitlines() == [
         f"g, {group}, role:{role}" for group, role in sorted(argocd.rbac.items())
     ]
+
+
+def test_signed_commits_only_when_keys_are_configured(small):
+    from sitegen.compose.apps import variant_apps
+    from sitegen.compose.charts import ObjectChart
+    from sitegen.compose.delivery import bootstrap
+
+    key = "-----BEGIN PGP PUBLIC KEY BLOCK-----\nmQINBGV...\n-----END PGP PUBLIC KEY BLOCK-----\n"
+    signed = small.model_copy(
+        update={"gitops": small.gitops.model_copy(update={"signature_keys": {"0123456789ABCDEF": key}})}
+    )
+    apps = variant_apps(signed, resolve(signed, "one-cluster"))
+    assert render(apps, "ai", ArgoCd)["configs"]["gpg"]["keys"] == {"0123456789ABCDEF": key}
+    documents = {(ctx.cluster.name, c.name): [] for ctx, c in apps.members()}
+    chart = ObjectChart(App(), "bootstrap", folder=Path("bootstrap"))
+    bootstrap(chart, apps, documents)
+    projects = [
+        d
+        for d in chart.documents
+        if d["kind"] == "AppProject" and d["metadata"]["name"] not in ("default", "bootstrap")
+    ]
+    assert projects and all(p["spec"]["signatureKeys"] == [{"keyID": "0123456789ABCDEF"}] for p in projects)
+    unsigned = render(variant_apps(small, resolve(small, "one-cluster")), "ai", ArgoCd)["configs"]["gpg"][
+        "keys"
+    ]
+    assert unsigned == {}

@@ -164,3 +164,32 @@ def _project_admits(ctx: Context) -> Iterator[Violation]:
                 f"{app.project} does not admit {scope} {group or 'core'}/{kind} "
                 f"({len(docs)} objects, e.g. {docs[0].file})",
             )
+
+
+@rule(
+    "APP-005",
+    "project-least-privilege",
+    "a project admits only the kinds its apps render: a ClusterRoleBinding it does not ship is cluster-admin for the taking",
+)
+def _project_least_privilege(ctx: Context) -> Iterator[Violation]:
+    rendered: dict[tuple[str, str], set[tuple[str, str, bool]]] = {}
+    for app in ctx.apps:
+        found = rendered.setdefault((app.source.variant, app.project), set())
+        found.update((d.group, d.kind, bool(d.namespace)) for d in _rendered_under(ctx, app))
+    for doc in ctx.docs:
+        if doc.group != "argoproj.io" or doc.kind != "AppProject" or doc.name in ("default", "bootstrap"):
+            continue
+        shipped = rendered.get((doc.variant, doc.name), set())
+        spec = doc.body.get("spec") or {}
+        for field, namespaced in (("clusterResourceWhitelist", False), ("namespaceResourceWhitelist", True)):
+            for i, entry in enumerate(spec.get(field) or []):
+                group, kind = entry.get("group", ""), entry.get("kind", "")
+                if not any(
+                    fnmatchcase(g, group) and fnmatchcase(k, kind) and n == namespaced for g, k, n in shipped
+                ):
+                    scope = "namespaced" if namespaced else "cluster-scoped"
+                    yield Violation(
+                        doc,
+                        f"$.spec.{field}[{i}]",
+                        f"admits {scope} {group}/{kind}, which none of its apps render",
+                    )

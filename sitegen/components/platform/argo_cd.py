@@ -96,10 +96,15 @@ class ArgoRbac(Values):
     scopes: str
 
 
+class ArgoGpg(Values):
+    keys: dict[str, str]  # key ID -> public key: argocd-gpg-keys-cm, what signatureKeys verify against
+
+
 class ArgoConfigs(Values):
     cm: ArgoCm
     params: ArgoParams
     rbac: ArgoRbac
+    gpg: ArgoGpg
 
 
 class ArgoComponent(Values):
@@ -190,6 +195,7 @@ class ArgoCd(ChartComponent):
                     oidc_config=oidc_config(site.gitops.argocd.sso),
                 ),
                 rbac=rbac(site.gitops.argocd.rbac, site.gitops.argocd.sso),
+                gpg=ArgoGpg(keys=dict(sorted(site.gitops.signature_keys.items()))),
                 # TLS ends at the site Gateway; the server speaks plain HTTP inside the cluster
                 params=ArgoParams(controller_diff_server_side="true", server_insecure="true"),
             ),

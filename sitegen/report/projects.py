@@ -1,0 +1,47 @@
+"""Which project may create cluster-scoped RBAC, and why: the AppProjects' cluster-scoped RBAC kinds
+and the objects of their apps that need them, for review. A project that may create a
+ClusterRoleBinding can bind anyone to cluster-admin; this list is where a reviewer sees each one."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sitegen.check.appsets import applications
+from sitegen.check.tree import Document, load_tree
+from sitegen.compose import paths
+from sitegen.report.table import table
+
+RBAC = "rbac.authorization.k8s.io"
+CLUSTER_RBAC = ("ClusterRole", "ClusterRoleBinding")
+
+
+def cluster_rbac(docs: list[Document]) -> list[list[str]]:
+    """Rows: variant, project, kind, how many objects, the apps that ship them."""
+    apps, _ = applications([d for d in docs if d.area == paths.BOOTSTRAP])
+    shipped: dict[tuple[str, str, str], dict[str, int]] = {}
+    for app in apps:
+        path = paths.from_repo(str(app.sources[0].get("path", "")))
+        if path is None:
+            continue
+        prefix = path.as_posix() + "/"
+        for doc in docs:
+            if doc.group == RBAC and doc.kind in CLUSTER_RBAC and doc.file.as_posix().startswith(prefix):
+                apps_of = shipped.setdefault((app.source.variant, app.project, doc.kind), {})
+                apps_of[app.name] = apps_of.get(app.name, 0) + 1
+    rows = []
+    for doc in docs:
+        if doc.kind != "AppProject" or doc.group != "argoproj.io":
+            continue
+        for entry in (doc.body.get("spec") or {}).get("clusterResourceWhitelist") or []:
+            if entry.get("group") == RBAC and entry.get("kind") in CLUSTER_RBAC:
+                found = shipped.get((doc.variant, doc.name, entry["kind"]), {})
+                rows.append([
+                    doc.variant, doc.name, entry["kind"], str(sum(found.values())),
+                    ", ".join(f"{a} ({n})" for a, n in sorted(found.items())) or "NONE: not needed",
+                ])  # fmt: skip
+    return sorted(rows)
+
+
+def render_projects(dist: Path) -> str:
+    rows = cluster_rbac(load_tree(dist))
+    return "\n".join(table(["variant", "project", "may create", "objects", "shipped by"], rows)) + "\n"
