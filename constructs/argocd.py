@@ -277,7 +277,16 @@ class OidcClientSecret(Construct):
     """Argo CD's OIDC client secret, from the vault, labelled so argocd-cm may reference it."""
 
     def __init__(
-        self, scope: Construct, id: str, *, name: str, key: str, vault_key: str, namespace: str, secret_store: str, wave: int
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        name: str,
+        key: str,
+        vault_key: str,
+        namespace: str,
+        secret_store: str,
+        wave: int,
     ) -> None:
         super().__init__(scope, id)
         VaultSecret(
