@@ -208,9 +208,22 @@ class PodSecurityConfiguration(_Doc):
     exemptions: PodSecurityExemptions
 
 
+class EventRateLimit(_Doc):
+    type: Literal["Server", "Namespace", "User", "SourceAndObject"]
+    qps: int = Field(ge=1)
+    burst: int = Field(ge=1)
+    cacheSize: int | None = Field(default=None, ge=1)
+
+
+class EventRateLimitConfiguration(_Doc):
+    apiVersion: Literal["eventratelimit.admission.k8s.io/v1alpha1"]
+    kind: Literal["Configuration"]
+    limits: list[EventRateLimit]
+
+
 class AdmissionPlugin(_Doc):
-    name: Literal["PodSecurity"]
-    configuration: PodSecurityConfiguration
+    name: Literal["PodSecurity", "EventRateLimit"]
+    configuration: PodSecurityConfiguration | EventRateLimitConfiguration
 
 
 class AdmissionConfiguration(HostConfig):

@@ -24,6 +24,20 @@ ENCRYPTION_CONFIG = "/etc/kubernetes/enc/enc.yaml"
 PATCHES_DIR = "/etc/kubernetes/patches"
 KUBELET_PATCH = "kubeletconfiguration+strategic.yaml"
 
+# CIS 1.2.x: NodeRestriction; no Service externalIPs (CVE-2020-8554); a cap on Events, which every
+# controller can be made to flood; and tolerations limited per namespace (tenants may tolerate the GPU
+# taint and nothing else: see the tenant namespaces' tolerationsWhitelist). AlwaysPullImages is not
+# on: it would make every pod start depend on Harbor and the upstream being reachable.
+ADMISSION_PLUGINS = (
+    "NodeRestriction",
+    "DenyServiceExternalIPs",
+    "EventRateLimit",
+    "PodTolerationRestriction",
+)
+# Events per second the API server accepts (burst after a quiet spell): for the whole server, per
+# namespace (a noisy tenant cannot starve the rest) and per user.
+EVENT_RATE_LIMITS = (("Server", 100, 200, None), ("Namespace", 20, 100, 2000), ("User", 10, 50, 2000))
+
 TOKEN = "${KUBEADM_TOKEN}"
 CA_CERT_HASH = "${KUBEADM_CA_CERT_HASH}"
 CERTIFICATE_KEY = "${KUBEADM_CERTIFICATE_KEY}"
@@ -109,7 +123,7 @@ class ClusterConfiguration(Construct):
                         encryption_provider_config=ENCRYPTION_CONFIG,
                         admission_control_config_file=ADMISSION_CONFIG,
                         # DenyServiceExternalIPs: no Service may claim an external IP (CVE-2020-8554)
-                        enable_admission_plugins="NodeRestriction,DenyServiceExternalIPs",
+                        enable_admission_plugins=",".join(ADMISSION_PLUGINS),
                         tls_cipher_suites=TLS_CIPHER_SUITES,
                     ),
                     extraVolumes=[
@@ -350,7 +364,18 @@ class ApiServerPolicies(Construct):
                                 namespaces=["kube-system"],
                             ),
                         ),
-                    )
+                    ),
+                    api.AdmissionPlugin(
+                        name="EventRateLimit",
+                        configuration=api.EventRateLimitConfiguration(
+                            apiVersion="eventratelimit.admission.k8s.io/v1alpha1",
+                            kind="Configuration",
+                            limits=[
+                                api.EventRateLimit(type=kind, qps=qps, burst=burst, cacheSize=cache)
+                                for kind, qps, burst, cache in EVENT_RATE_LIMITS
+                            ],
+                        ),
+                    ),
                 ]
             ),
         )

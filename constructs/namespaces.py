@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Literal
 
 from cdk8s_plus_27 import k8s
@@ -9,6 +10,13 @@ from cdk8s_plus_27 import k8s
 from constructs import Construct
 
 PSA = "pod-security.kubernetes.io/"
+TOLERATIONS_WHITELIST = "scheduler.alpha.kubernetes.io/tolerationsWhitelist"
+# What the DefaultTolerationSeconds admission plugin adds to every pod before PodTolerationRestriction
+# checks it: a whitelist must admit these too.
+DEFAULT_TOLERATIONS = (
+    {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute"},
+    {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute"},
+)
 PsaLevel = Literal["privileged", "baseline", "restricted"]
 
 
@@ -32,12 +40,20 @@ class AppNamespace(Construct):
         level: PsaLevel,
         kubernetes_minor: str,
         labels: dict[str, str] | None = None,
+        allowed_tolerations: list[dict[str, str]] | None = None,
     ) -> None:
         super().__init__(scope, id)
+        annotations = (
+            {TOLERATIONS_WHITELIST: json.dumps(allowed_tolerations, sort_keys=True, separators=(",", ":"))}
+            if allowed_tolerations is not None
+            else None
+        )
         k8s.KubeNamespace(
             self,
             "Resource",
             metadata=k8s.ObjectMeta(
-                name=name, labels={**(labels or {}), **psa_labels(level, kubernetes_minor)}
+                name=name,
+                labels={**(labels or {}), **psa_labels(level, kubernetes_minor)},
+                annotations=annotations,
             ),
         )

@@ -190,3 +190,19 @@ def test_validate_checks_kubeadm_json_patches(tree):
     result = validate(tree)
     assert result.exit_code == 1
     assert "etcd-cp02.yaml [doc 0] : schema: $[0]: not a JSON patch operation" in result.stdout
+
+
+def test_cis_admission_plugins_with_their_configuration(site):
+    files = _files(site)
+    cluster = next(d for d in files["init-cp01.yaml"] if d["kind"] == "ClusterConfiguration")
+    args = {a["name"]: a["value"] for a in cluster["apiServer"]["extraArgs"]}
+    assert args["enable-admission-plugins"].split(",") == [
+        "NodeRestriction",
+        "DenyServiceExternalIPs",
+        "EventRateLimit",
+        "PodTolerationRestriction",
+    ]
+    (admission,) = files["admission-config.yaml"]
+    plugins = {p["name"]: p["configuration"] for p in admission["plugins"]}
+    assert {limit["type"] for limit in plugins["EventRateLimit"]["limits"]} == {"Server", "Namespace", "User"}
+    assert plugins["PodSecurity"]["exemptions"]["runtimeClasses"] == []

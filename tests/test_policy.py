@@ -104,6 +104,30 @@ BREAKERS = {
         }
     ],
     "PIN-001": [workload(selector=INFRA, containers=[container("nginx:latest")])],
+    "PLC-008": [
+        {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {"name": "sneaky", "namespace": "ai-research"},  # a tenant: GPU taint only
+            "spec": {
+                "template": {
+                    "spec": {
+                        "restartPolicy": "Never",
+                        "nodeSelector": {"node-role.kubernetes.io/aistor": "true"},
+                        "tolerations": [
+                            {
+                                "key": "dedicated",
+                                "operator": "Equal",
+                                "value": "aistor",
+                                "effect": "NoSchedule",
+                            }
+                        ],
+                        "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}],
+                    }
+                }
+            },
+        }
+    ],
     "SEC-003": [
         {
             "apiVersion": "external-secrets.io/v1",

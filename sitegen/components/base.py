@@ -133,6 +133,11 @@ class Component:
     security: ClassVar[NamespaceSecurity | None] = None
     # Its namespace's batch workloads go through Kueue (the namespace opts in; no other does).
     queued: ClassVar[bool] = False
+
+    def allowed_tolerations(self, ctx: ClusterContext) -> list[dict[str, str]] | None:
+        """The only tolerations pods of its namespace may carry (PodTolerationRestriction); None: any."""
+        return None
+
     # versions.yaml images this component sets, each with what uses it (a missing pin names it).
     images: ClassVar[Mapping[str, str]] = {}
     # Components of the same cluster this one must come after (each must be present).

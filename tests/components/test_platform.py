@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import yaml
@@ -156,3 +157,22 @@ def test_signed_commits_only_when_keys_are_configured(small):
         "keys"
     ]
     assert unsigned == {}
+
+
+def test_tenants_may_tolerate_the_gpu_taint_and_nothing_else(one):
+    docs = render(one, "ai", Namespaces)
+    ctx = context(one, "ai")
+    for doc in by_kind(docs, "Namespace"):
+        raw = (doc["metadata"].get("annotations") or {}).get(
+            "scheduler.alpha.kubernetes.io/tolerationsWhitelist"
+        )
+        tenant = doc["metadata"]["name"] in ctx.site.tenants
+        assert (raw is not None) == tenant, doc["metadata"]["name"]
+        if tenant:
+            allowed = json.loads(raw)
+            gpu = [dict(t) for p in ctx.gpu_pools for t in p.placement.tolerations]
+            assert allowed[: len(gpu)] == gpu
+            assert {a["key"] for a in allowed[len(gpu) :]} == {
+                "node.kubernetes.io/not-ready",
+                "node.kubernetes.io/unreachable",
+            }

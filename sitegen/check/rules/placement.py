@@ -3,9 +3,12 @@ control-plane taints are tolerated only where they must be, node agents reach ex
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import PurePosixPath
 
+from constructs.namespaces import TOLERATIONS_WHITELIST
+from sitegen.check.bringup.kube import pod_template
 from sitegen.check.placement import reached_pools, taints_of, targeted_pools, tolerated_taints, tolerates
 from sitegen.check.rules.base import Context, Violation, rule
 from sitegen.check.tree import Document
@@ -178,3 +181,38 @@ def _bootstrap_critical(ctx: Context) -> Iterator[Violation]:
                 f"does not tolerate {NOT_READY.key}:{NOT_READY.effect}, which every node carries until "
                 f"this runs ({critical[w.agent_key]})",
             )
+
+
+@rule(
+    "PLC-008",
+    "toleration-whitelist",
+    "a pod tolerates only what its namespace's tolerationsWhitelist admits: the API server refuses it otherwise",
+)
+def _toleration_whitelist(ctx: Context) -> Iterator[Violation]:
+    allowed: dict[tuple[str, str | None, str], list[dict[str, str]]] = {}
+    for doc in ctx.docs:
+        if doc.kind == "Namespace" and doc.group == "":
+            raw = ((doc.body.get("metadata") or {}).get("annotations") or {}).get(TOLERATIONS_WHITELIST)
+            if raw is not None:
+                allowed[(doc.variant, doc.cluster, doc.name)] = json.loads(raw)
+    for doc in ctx.docs:
+        template = pod_template(doc.body) if doc.namespace else None
+        whitelist = allowed.get((doc.variant, doc.cluster, doc.namespace)) if template else None
+        if template is None or whitelist is None:
+            continue
+        for i, toleration in enumerate(template.spec.get("tolerations") or []):
+            if not any(_same(toleration, w) for w in whitelist):
+                yield Violation(
+                    doc,
+                    f"$..tolerations[{i}]",
+                    f"namespace {doc.namespace} admits no toleration {toleration.get('key')}"
+                    f"={toleration.get('value', '')}:{toleration.get('effect', '')}",
+                )
+
+
+def _same(toleration: dict[str, str], allowed: dict[str, str]) -> bool:
+    """PodTolerationRestriction's match: key, operator, value and effect (not tolerationSeconds)."""
+    return all(
+        toleration.get(k, d) == allowed.get(k, d)
+        for k, d in (("key", ""), ("operator", "Equal"), ("value", ""), ("effect", ""))
+    )

@@ -26,4 +26,5 @@ class Namespaces(RenderedComponent):
                     level=component.security.level,
                     kubernetes_minor=minor,
                     labels={MANAGED_NAMESPACE_LABEL: "true"} if component.queued else None,
+                    allowed_tolerations=component.allowed_tolerations(ctx),
                 )

@@ -6,6 +6,7 @@ from __future__ import annotations
 from constructs import Construct
 from constructs.gpu_workload import NcclAllReduceJob
 from constructs.kueue import TenantQueue
+from constructs.namespaces import DEFAULT_TOLERATIONS
 from sitegen.components.base import Component, Layer, NamespaceSecurity, RenderedComponent
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.gpu.gpu_queues import GpuQueues
@@ -30,6 +31,12 @@ class Tenant(RenderedComponent):
     @classmethod
     def instances(cls, scope: ClusterScope) -> list[Component]:
         return [cls(name) for name in scope.site.tenants] if scope.has_gpus else []
+
+    def allowed_tolerations(self, ctx: ClusterContext) -> list[dict[str, str]]:
+        """The GPU pools' taints, and what DefaultTolerationSeconds adds to every pod: a tenant's pod
+        can never be placed on control-plane, storage or infra-only nodes by tolerating their taints."""
+        found = [dict(t) for pool in ctx.gpu_pools for t in pool.placement.tolerations]
+        return [*found, *DEFAULT_TOLERATIONS]
 
     def render(self, scope: Construct, ctx: ClusterContext) -> None:
         TenantQueue(scope, "Queue", tenant=self.tenant)
