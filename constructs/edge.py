@@ -95,6 +95,15 @@ class Route:
     backends: tuple[Backend, ...]
     # a Secret (`.htpasswd`) in the route's namespace: Envoy asks for basic authentication
     basic_auth: str | None = None
+    # API keys (client id -> key) from the vault: Envoy admits a request only with one in `x-api-key`
+    api_keys: ApiKeys | None = None
+
+
+@dataclass(frozen=True)
+class ApiKeys:
+    secret: str  # written into the route's namespace
+    vault_key: str  # every property of it is a client id and its key
+    header: str = "x-api-key"
 
 
 # set by the API server on every Namespace: a selector on it names exactly one namespace
@@ -114,6 +123,7 @@ class SiteGateway(Construct):
         placement: Placement,
         address: str,
         routes: list[Route],
+        store: str,
         replicas: int = 2,
     ) -> None:
         super().__init__(scope, id)
@@ -249,6 +259,28 @@ class SiteGateway(Construct):
                     "rules": [_rule(b) for b in route.backends],
                 },
             )
+            if route.api_keys:
+                keys = route.api_keys
+                VaultSecret(
+                    self, f"Keys-{route.name}", name=keys.secret, namespace=route.namespace, store=store,
+                    key=keys.vault_key, properties=None,
+                )  # fmt: skip
+                _object(
+                    self,
+                    f"KeyAuth-{route.name}",
+                    "gateway.envoyproxy.io/v1alpha1",
+                    "SecurityPolicy",
+                    {"name": route.name, "namespace": route.namespace},
+                    {
+                        "targetRefs": [
+                            {"group": "gateway.networking.k8s.io", "kind": "HTTPRoute", "name": route.name}
+                        ],
+                        "apiKeyAuth": {
+                            "credentialRefs": [{"name": keys.secret}],
+                            "extractFrom": [{"headers": [keys.header]}],
+                        },
+                    },
+                )
             if route.basic_auth:
                 _object(
                     self,

@@ -69,7 +69,7 @@ class SecretStore(Construct):
 
 class VaultSecret(Construct):
     """A Secret written from vault `key`: `properties` become template variables of `template` (the
-    Secret's data) or, without a template, keys of their own."""
+    Secret's data) or, without a template, keys of their own; None: every property of the key."""
 
     def __init__(
         self,
@@ -80,7 +80,7 @@ class VaultSecret(Construct):
         namespace: str,
         store: str,
         key: str,
-        properties: list[str],
+        properties: list[str] | None,
         template: dict[str, str] | None = None,
         labels: dict[str, str] | None = None,
         annotations: dict[str, str] | None = None,
@@ -95,12 +95,15 @@ class VaultSecret(Construct):
                 target["template"]["metadata"] = meta
             if template is not None:
                 target["template"]["data"] = template
-        spec = {
+        spec: dict[str, Any] = {
             "refreshInterval": "1h",
             "secretStoreRef": {"kind": "SecretStore", "name": store},  # its own namespace's
             "target": target,
-            "data": [{"secretKey": p, "remoteRef": {"key": key, "property": p}} for p in properties],
         }
+        if properties is None:
+            spec["dataFrom"] = [{"extract": {"key": key}}]
+        else:
+            spec["data"] = [{"secretKey": p, "remoteRef": {"key": key, "property": p}} for p in properties]
         metadata = {
             "name": name,
             "namespace": namespace,

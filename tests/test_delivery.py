@@ -212,9 +212,9 @@ def test_each_namespace_reads_only_the_vault_keys_its_external_secrets_name(docs
     for d in docs:
         if d.variant == "two-cluster" and d.kind == "ExternalSecret":
             cluster = d.cluster or "ai"  # bootstrap/: the hub's
-            expected.setdefault(f"external-secrets-{cluster}-{d.namespace}", set()).update(
-                item["remoteRef"]["key"] for item in d.body["spec"].get("data", [])
-            )
+            keys = expected.setdefault(f"external-secrets-{cluster}-{d.namespace}", set())
+            keys.update(item["remoteRef"]["key"] for item in d.body["spec"].get("data", []))
+            keys.update(item["extract"]["key"] for item in d.body["spec"].get("dataFrom", []))
     assert {
         p: set(re.findall(r'path "secret/data/([^"]+)"', body)) for p, body in policies.items()
     } == expected

@@ -410,3 +410,23 @@ def test_grafana_reads_dashboards_of_two_namespaces_not_every_secret(docs):
     assert reader.body["rules"] == [
         {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list", "watch"]}
     ]
+
+
+def test_the_llm_endpoint_requires_an_api_key():
+    """The OpenAI-compatible API answers only requests carrying a client's key (x-api-key), the keys
+    coming from the vault (one property per client) into the route's namespace."""
+    gateway = DIST / "one-cluster/apps/ai/gateway"
+    policy = _one(gateway / "ai-research.securitypolicy.llm.yaml")
+    assert policy["spec"]["targetRefs"] == [
+        {"group": "gateway.networking.k8s.io", "kind": "HTTPRoute", "name": "llm"}
+    ]
+    auth = policy["spec"]["apiKeyAuth"]
+    assert auth == {"credentialRefs": [{"name": "llm-api-keys"}], "extractFrom": [{"headers": ["x-api-key"]}]}
+    keys = _one(gateway / "ai-research.externalsecret.llm-api-keys.yaml")
+    assert keys["spec"]["target"]["name"] == "llm-api-keys"
+    assert keys["spec"]["dataFrom"] == [{"extract": {"key": "serving/api-keys"}}]
+    runbook = (DIST / "one-cluster/bootstrap/RUNBOOK.md").read_text()
+    assert (
+        'path "secret/data/serving/api-keys"'
+        in runbook.split("external-secrets-ai-ai-research - <<'EOF'", 1)[1].split("EOF", 1)[0]
+    )

@@ -394,6 +394,7 @@ def _keys_by_namespace(documents: Iterable[dict[str, Any]]) -> dict[str, list[st
         if doc.get("kind") == "ExternalSecret":
             keys = found.setdefault(doc["metadata"]["namespace"], set())
             keys.update(item["remoteRef"]["key"] for item in doc["spec"].get("data", []))
+            keys.update(item["extract"]["key"] for item in doc["spec"].get("dataFrom", []))
     return {ns: sorted(keys) for ns, keys in found.items()}
 
 
@@ -409,6 +410,8 @@ def _vault_keys(documents: Iterable[dict[str, Any]], leave_out: set[str]) -> str
             if ref["key"] in leave_out:
                 continue
             keys.setdefault(ref["key"], set()).add(ref.get("property", ""))
+        for item in doc["spec"].get("dataFrom", []):
+            keys.setdefault(item["extract"]["key"], set()).add("(one property per client: id -> key)")
     return "\n".join(
         f"- `{k}`: {', '.join(sorted(p for p in props if p))}" for k, props in sorted(keys.items())
     )

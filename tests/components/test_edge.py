@@ -24,8 +24,12 @@ def test_gateway_routes_are_the_ones_components_declare(one, two):
 
 
 def test_telemetry_door_asks_for_basic_authentication(two):
-    (policy,) = by_kind(render(two, "ai", Gateway), "SecurityPolicy")
-    assert policy["spec"]["targetRefs"][0]["name"] == "telemetry"
+    policies = {
+        p["spec"]["targetRefs"][0]["name"]: p["spec"]
+        for p in by_kind(render(two, "ai", Gateway), "SecurityPolicy")
+    }
+    assert "basicAuth" in policies["telemetry"]
+    assert "apiKeyAuth" in policies["llm"]  # the model API: a client key per request
 
 
 def test_edge_runs_on_the_hub_only(two):

@@ -50,4 +50,5 @@ class Gateway(RenderedComponent):
             placement=ctx.system_placement,
             address=str(ctx.site.services.gateway.address),
             routes=[route for component in ctx.components for route in component.routes(ctx)],
+            store=ctx.store,
         )

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from constructs.edge import Backend, Route
+from constructs.edge import ApiKeys, Backend, Route
 from constructs.serving import ENGINE_PORT
 from sitegen.components.base import ChartComponent, Component, Layer
 from sitegen.components.context import ClusterContext, ClusterScope
@@ -22,6 +22,9 @@ from sitegen.components.values import (
     required_affinity,
 )
 from sitegen.model import ClusterLayout, Serving
+
+API_KEYS_SECRET = "llm-api-keys"
+API_KEYS_VAULT_KEY = "serving/api-keys"  # one property per client: client id -> API key
 
 ROUTER_PORT = 80  # the router Service's port (the chart's servicePort)
 
@@ -90,6 +93,8 @@ class VllmStack(ChartComponent):
                 self.namespace,
                 hostname,
                 (Backend(f"{self.release_name}-router-service", ROUTER_PORT, timeout="0s"),),
+                # the OpenAI-compatible API is for the site's clients, each with a key of its own
+                api_keys=ApiKeys(API_KEYS_SECRET, API_KEYS_VAULT_KEY),
             )
         ]
 
