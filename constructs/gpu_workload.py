@@ -24,6 +24,9 @@ RUNTIME_CLASS = "nvidia"  # created by the GPU Operator; GPU workloads name it
 PRIMARY_INTERFACE = "eth0"  # Cilium's pod interface: NCCL bootstrap only, never the data path
 SHM_GIB_PER_GPU = 8
 WORKLOAD_UID = 10001
+# On the pods of GPU batch jobs: the GPU Operator's driver upgrade waits for them to finish before it
+# takes their node (tenants' own jobs carry it too, see docs/site.md).
+BATCH_LABEL = "sitegen.io/gpu-batch"
 # Share of a node's cores and memory a full-node job may request (the rest is for the node's agents).
 NODE_SHARE = 0.9
 
@@ -197,6 +200,7 @@ class NcclAllReduceJob(Construct):
         nodes = len(pool.hosts)
         name = self.NAME
         labels = {"app.kubernetes.io/name": name}
+        pod_labels = {**labels, BATCH_LABEL: "true"}
         rendezvous = f"{name}-0.{name}.{namespace}.svc"
         template = GpuPodTemplate(
             pool=pool,
@@ -204,7 +208,7 @@ class NcclAllReduceJob(Construct):
             namespace=namespace,
             image=image,
             gpus=gpu.count,
-            labels=labels,
+            labels=pod_labels,
             env={"NCCL_DEBUG": "INFO", "BENCH_BYTES": str(1 << 30), "BENCH_ITERS": "20"},
             command=[
                 "torchrun",

@@ -260,3 +260,16 @@ def test_nv_ipam_controller_stays_on_the_system_pool(site, variant):
             }
         ]
         assert spec["deploymentTolerations"] == list(system.tolerations)
+
+
+def test_driver_upgrades_wait_for_batch_jobs_one_node_at_a_time():
+    """A driver change never takes a node from under a running multi-node job: the operator waits for
+    the pods its selector names, which the acceptance job's pods carry."""
+    policy = _one(DIST / "one-cluster/apps/ai/gpu-operator/clusterpolicy.cluster-policy.yaml")
+    upgrade = policy["spec"]["driver"]["upgradePolicy"]
+    assert (upgrade["maxParallelUpgrades"], str(upgrade["maxUnavailable"])) == (1, "1")  # IntOrString
+    wait = upgrade["waitForCompletion"]
+    assert wait["timeoutSeconds"] == 0
+    key, _, value = wait["podSelector"].partition("=")
+    job = _one(DIST / "one-cluster/apps/ai/tenant-ai-research/ai-research.job.nccl-allreduce.yaml")
+    assert job["spec"]["template"]["metadata"]["labels"][key] == value

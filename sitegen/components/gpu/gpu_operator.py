@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Literal
 
 from constructs.gpu_workload import RUNTIME_CLASS
+from constructs.gpu_workload import BATCH_LABEL
 from sitegen.components.base import ChartComponent, Layer, NamespaceSecurity, NodeAgent
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.gpu import PROJECT
@@ -40,10 +41,16 @@ class DriverRdma(Values):
     useHostMofed: bool
 
 
+class WaitForCompletion(Values):
+    podSelector: str
+    timeoutSeconds: int  # 0: as long as the job runs
+
+
 class UpgradePolicy(Values):
     autoUpgrade: bool
     maxParallelUpgrades: int
     maxUnavailable: str
+    waitForCompletion: WaitForCompletion
 
 
 class Driver(Values):
@@ -166,6 +173,14 @@ class GpuOperator(ChartComponent):
                 kernelModuleType="open",  # required by B300 and by DMA-BUF GPUDirect RDMA
                 # GPUDirect RDMA through DMA-BUF (open modules, kernel >= 5.12): no legacy nvidia-peermem.
                 rdma=DriverRdma(enabled=False, useHostMofed=False),
-                upgradePolicy=UpgradePolicy(autoUpgrade=True, maxParallelUpgrades=1, maxUnavailable="25%"),
+                # A driver change rolls one GPU node at a time (a bad driver stops at one node), and a
+                # node is taken only once its batch jobs have finished: a multi-node job loses no rank
+                # mid-step. Model servers are not waited on: their pods move, Kueue readmits them.
+                upgradePolicy=UpgradePolicy(
+                    autoUpgrade=True,
+                    maxParallelUpgrades=1,
+                    maxUnavailable="1",
+                    waitForCompletion=WaitForCompletion(podSelector=f"{BATCH_LABEL}=true", timeoutSeconds=0),
+                ),
             ),
         )
