@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Literal
 
-from constructs.gpu_workload import RUNTIME_CLASS
-from constructs.gpu_workload import BATCH_LABEL
+from constructs.gpu_workload import BATCH_LABEL, RUNTIME_CLASS
 from sitegen.components.base import ChartComponent, Layer, NamespaceSecurity, NodeAgent
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.gpu import PROJECT
