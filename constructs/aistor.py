@@ -17,6 +17,8 @@ from constructs.objects import RESTRICTED_CONTAINER, SKIP_DRY_RUN, api_object
 from constructs.secrets import VaultSecret
 from sitegen.model import AIStorTier, ErasureLayout, Fabric, ImagePin, PoolLayout
 
+OBJECT_STORE = "aistor"  # the ObjectStore's name and namespace
+
 DRIVE_CLASS = "directpv-min-io"  # AIStor Volume Manager's StorageClass (one volume per drive)
 # A PVC slightly below the drive: the filesystem takes a few percent of the raw bytes.
 DRIVE_FILL = 0.97

@@ -244,13 +244,20 @@ APP_BREAKERS = {
         ],
     ),
     "APP-003": app_with(destination={"server": "https://elsewhere.example:6443", "namespace": "kube-system"}),
-    "APP-004": app_with(project="networking"),
+    "APP-004": app_with(project="tenants"),  # node-labels' objects and namespace: not a tenant's
 }
 
 
 def test_every_rule_has_a_breaker():
     # these break synthesized files: tests/test_hydrated_checks.py
-    synthesized = {"VAL-001", "PLC-007", "FAB-001", "KUE-001"}
+    synthesized = {
+        "VAL-001",
+        "PLC-007",
+        "FAB-001",
+        "KUE-001",
+        "NET-001",
+        "NET-002",
+    }  # test_network_policy.py: NET-*
     assert {r.id for r in RULES} == {*BREAKERS, *APP_BREAKERS, "UNQ-001", *synthesized}
 
 
@@ -289,6 +296,16 @@ def test_unique_names_across_apps(tree):
 
 def test_compliant_workloads_pass(tree):
     add(tree, "one-cluster/apps/ai/ok/ns.yaml", namespace("demo"))
+    add(
+        tree,
+        "one-cluster/apps/ai/ok/deny.yaml",
+        {
+            "apiVersion": "networking.k8s.io/v1",
+            "kind": "NetworkPolicy",
+            "metadata": {"name": "default-deny", "namespace": "demo"},
+            "spec": {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]},
+        },
+    )
     add(tree, "one-cluster/apps/ai/ok/infra.yaml", workload(name="api", selector=INFRA))
     add(
         tree, "one-cluster/apps/ai/ok/gpu.yaml", workload(name="model", selector=GPU, tolerations=[GPU_TAINT])

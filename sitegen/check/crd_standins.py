@@ -99,7 +99,54 @@ class NvIpamIPPool(_Doc):
     spec: IPPoolSpec
 
 
+class EndpointSelector(_Doc):
+    matchLabels: dict[str, str] = {}
+    matchExpressions: list[SelectorRequirement] = []
+
+
+class PortProtocol(_Doc):
+    port: str
+    protocol: Literal["TCP", "UDP", "SCTP", "ANY"] = "ANY"
+
+
+class PortRule(_Doc):
+    ports: list[PortProtocol]
+
+
+Entity = Literal[
+    "all", "world", "cluster", "host", "remote-node", "kube-apiserver", "health", "init", "ingress"
+]
+
+
+class IngressRule(_Doc):
+    fromEndpoints: list[EndpointSelector] | None = None
+    fromEntities: list[Entity] | None = None
+    toPorts: list[PortRule] | None = None
+
+
+class EgressRule(_Doc):
+    toEndpoints: list[EndpointSelector] | None = None
+    toEntities: list[Entity] | None = None
+    toPorts: list[PortRule] | None = None
+
+
+class NetworkPolicySpec(_Doc):
+    endpointSelector: EndpointSelector
+    ingress: list[IngressRule] = []
+    egress: list[EgressRule] = []
+
+
+class CiliumNetworkPolicy(_Doc):
+    """cilium.io/v2 (Cilium 1.20), namespaced."""
+
+    apiVersion: Literal["cilium.io/v2"]
+    kind: Literal["CiliumNetworkPolicy"]
+    metadata: _Meta
+    spec: NetworkPolicySpec
+
+
 STANDIN_MODELS: dict[tuple[str, str], type[_Doc]] = {
+    ("cilium.io/v2", "CiliumNetworkPolicy"): CiliumNetworkPolicy,
     ("cilium.io/v2alpha1", "CiliumL2AnnouncementPolicy"): CiliumL2AnnouncementPolicy,
     ("cilium.io/v2", "CiliumLoadBalancerIPPool"): CiliumLoadBalancerIPPool,
     ("nv-ipam.nvidia.com/v1alpha1", "IPPool"): NvIpamIPPool,

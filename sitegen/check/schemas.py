@@ -163,19 +163,23 @@ def strict_crd_schema(openapi: dict[str, Any]) -> dict[str, Any]:
     return schema
 
 
-def _translate(node: Any) -> Any:
-    """One schema node; recursion follows only the keywords whose values are schemas."""
+def _translate(node: Any, junctor: bool = False) -> Any:
+    """One schema node; recursion follows only the keywords whose values are schemas. Inside allOf,
+    anyOf, oneOf and not (`junctor`) a node only constrains (which fields are required): the outer
+    node's properties say what exists, so no additionalProperties is added there."""
     if not isinstance(node, dict):
         return node
     for key in ("properties", "patternProperties"):
         if key in node:
             node[key] = {name: _translate(sub) for name, sub in node[key].items()}
-    for key in ("items", "additionalProperties", "not"):
+    for key in ("items", "additionalProperties"):
         if isinstance(node.get(key), dict):
             node[key] = _translate(node[key])
+    if isinstance(node.get("not"), dict):
+        node["not"] = _translate(node["not"], junctor=True)
     for key in ("allOf", "anyOf", "oneOf"):
         if key in node:
-            node[key] = [_translate(sub) for sub in node[key]]
+            node[key] = [_translate(sub, junctor=True) for sub in node[key]]
     preserve = node.pop("x-kubernetes-preserve-unknown-fields", False)
     embedded = node.pop("x-kubernetes-embedded-resource", False)
     if node.pop("x-kubernetes-int-or-string", False):
@@ -197,7 +201,7 @@ def _translate(node: Any) -> Any:
         props.setdefault("metadata", {"type": "object"})
     # The server prunes what a structural schema does not name; here that is an error, not silent loss.
     is_object = node.get("type") == "object" or "properties" in node
-    if is_object and not preserve and "additionalProperties" not in node:
+    if is_object and not preserve and not junctor and "additionalProperties" not in node:
         node["additionalProperties"] = False
     return node
 

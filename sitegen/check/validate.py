@@ -101,6 +101,7 @@ def validate_tree(dist: Path, site: Site, crd_dirs: list[Path]) -> Report:
         expand_errors=expand_errors,
         charts=values_charts(site, docs),
         secrets=site.secrets,
+        site=site,
     )
     findings += [
         Finding(v.doc.file, v.doc.index, v.doc.ref, f"{r.id} {r.name}", v.path, v.message)

@@ -65,6 +65,23 @@ class NodeAgent:
     implied_selector: Mapping[str, str] = field(default_factory=dict)
 
 
+WORLD = "world"  # outside the cluster (vault, git, registries, PowerScale, another cluster's address)
+NODES = "nodes"  # the nodes themselves (host network: kubelet, node-exporter, etcd metrics)
+EVERY_NAMESPACE = "*"
+
+
+@dataclass(frozen=True)
+class Flow:
+    """Traffic a component's pods start (egress): to the pods of another component (its namespace, on
+    this cluster; a component of another cluster is reached as WORLD), to WORLD or NODES, or to
+    EVERY_NAMESPACE. The destination's ingress follows from it. DNS, the own namespace and (for
+    `talks_to_api` components) the API server need no declaration."""
+
+    to: type[Component] | str
+    ports: tuple[int, ...]  # TCP; () any
+    why: str
+
+
 @dataclass(frozen=True)
 class S3Access:
     """An S3 consumer: its AIStor user and the buckets it writes (created by the runbook)."""
@@ -133,6 +150,16 @@ class Component:
     security: ClassVar[NamespaceSecurity | None] = None
     # Its namespace's batch workloads go through Kueue (the namespace opts in; no other does).
     queued: ClassVar[bool] = False
+
+    # Its pods call the API server (controllers, operators, agents): the network policy lets them.
+    talks_to_api: ClassVar[bool] = True
+    # Reached from outside the cluster (and from the nodes: image pulls, S3 from hosts) through a
+    # LoadBalancer address: the Gateway's proxies, the AIStor ObjectStore.
+    exposed: ClassVar[bool] = False
+
+    def flows(self, ctx: ClusterContext) -> list[Flow]:
+        """What its pods reach beyond DNS, their own namespace and the API server (see Flow)."""
+        return []
 
     def allowed_tolerations(self, ctx: ClusterContext) -> list[dict[str, str]] | None:
         """The only tolerations pods of its namespace may carry (PodTolerationRestriction); None: any."""

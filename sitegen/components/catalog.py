@@ -18,6 +18,7 @@ from sitegen.components.networking.cilium import Cilium
 from sitegen.components.networking.cilium_lb import CiliumLb
 from sitegen.components.networking.fabric import Fabric
 from sitegen.components.networking.network_operator import NetworkOperator
+from sitegen.components.networking.network_policies import NetworkPolicies
 from sitegen.components.observability.grafana import Grafana
 from sitegen.components.observability.kube_prometheus_stack import KubePrometheusStack
 from sitegen.components.observability.loki import Loki
@@ -59,6 +60,7 @@ COMPONENTS: tuple[type[Component], ...] = (
     # networking and hardware
     Cilium,
     CiliumLb,
+    NetworkPolicies,
     NodeFeatureDiscovery,
     NetworkOperator,
     Fabric,

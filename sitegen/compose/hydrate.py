@@ -101,6 +101,11 @@ class RenderedObject:
     namespace: str
     name: str
 
+    def document(self) -> dict[str, Any]:
+        """The whole object, parsed (costly for large CRDs: only for what needs the body)."""
+        docs = [d for d in yaml.load_all(self.text, Loader=KubeLoader) if isinstance(d, dict)]
+        return docs[0] if docs else self.metadata_document()
+
     def metadata_document(self) -> dict[str, Any]:
         """The object's identity as a document, for what reads only apiVersion, kind and namespace."""
         meta = {"name": self.name, **({"namespace": self.namespace} if self.namespace else {})}

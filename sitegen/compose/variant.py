@@ -14,6 +14,7 @@ from cdk8s import App
 
 from sitegen.components.base import ChartComponent, RenderedComponent
 from sitegen.components.context import ClusterContext
+from sitegen.components.networking.network_policies import WEBHOOK_KINDS
 from sitegen.compose import paths
 from sitegen.compose.apps import CompositionError, VariantApps, variant_apps
 from sitegen.compose.chart_supply import Archive, supply
@@ -101,7 +102,12 @@ def _variant_files(app: App, apps: VariantApps, hydrated: Mapping[str, Rendered]
                 rendered = hydrated[str(folder)]
                 _check_serves(ctx, component, rendered)
                 files += [OutputFile(paths.PurePosixPath(o.path), [], text=o.text) for o in rendered.objects]
-                documents[(cluster, component.name)] = [o.metadata_document() for o in rendered.objects]
+                # identities only (the CRDs are large), but the bodies of what the network policies
+                # read: the Services the API server calls
+                documents[(cluster, component.name)] = [
+                    o.document() if o.kind in WEBHOOK_KINDS else o.metadata_document()
+                    for o in rendered.objects
+                ]
         files += host_files(app, site, variant, ctx.cluster).output_files()
         files += fabric_files(site, variant, ctx.cluster)
         files += etcd_patches(variant, ctx.cluster)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import Field, PositiveInt
 
@@ -18,6 +18,9 @@ class KubernetesPlane(Plane):
     interface: str
     link_gbps: PositiveInt
     mtu: Annotated[int, Field(ge=1280, le=9216)]
+    # Network policy: `audit` has Cilium log what the default-deny policies would drop (Hubble verdict
+    # AUDIT) without dropping it; `enforce` drops it. Audit until the flows were seen complete.
+    network_policy: Literal["audit", "enforce"] = "audit"
 
 
 class Management(Strict):

@@ -10,6 +10,7 @@ from sitegen.check.rules import (  # noqa: F401
     fabric,
     kueue,
     names,
+    network,
     pins,
     placement,
     pod_security,

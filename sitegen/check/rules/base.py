@@ -11,7 +11,7 @@ from sitegen.check.appsets import ExpandedApp, ExpandError
 from sitegen.check.placement import Workload, workloads
 from sitegen.check.tree import Document
 from sitegen.components.base import NodeAgent
-from sitegen.model import ClusterLayout, PoolLayout, Secrets, VariantLayout
+from sitegen.model import ClusterLayout, PoolLayout, Secrets, Site, VariantLayout
 
 
 @dataclass(frozen=True)
@@ -33,6 +33,7 @@ class Context:
         default_factory=dict
     )  # values file -> chart, archive
     secrets: Secrets | None = None  # the site vault's settings (roles are named after namespaces)
+    site: Site | None = None  # for rules that compare the output with what the components declare
 
     def cluster(self, doc: Document) -> ClusterLayout | None:
         layout = self.layouts.get(doc.variant)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from constructs import Construct
 from constructs.edge import SiteGateway, SiteIssuer
-from sitegen.components.base import Layer, RenderedComponent
+from sitegen.components.base import Flow, Layer, RenderedComponent
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.edge import PROJECT
 from sitegen.components.edge.cert_manager import CertManager
@@ -29,6 +29,12 @@ class Gateway(RenderedComponent):
     )  # the issuer's CA from the vault; the Gateway's address
     namespace = EnvoyGateway.namespace
     skip_dry_run = True
+
+    exposed = True  # its proxies take the site's web traffic, and the nodes' image pulls
+
+    def flows(self, ctx: ClusterContext) -> list[Flow]:
+        routes = [route for component in ctx.components for route in component.routes(ctx)]
+        return [Flow(route.namespace, (), f"route {route.name}") for route in routes]
 
     @classmethod
     def applies(cls, scope: ClusterScope) -> bool:

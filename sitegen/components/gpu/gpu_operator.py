@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Literal
 
 from constructs.gpu_workload import BATCH_LABEL, RUNTIME_CLASS
-from sitegen.components.base import ChartComponent, Layer, NamespaceSecurity, NodeAgent
+from sitegen.components.base import WORLD, ChartComponent, Flow, Layer, NamespaceSecurity, NodeAgent
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.gpu import PROJECT
 from sitegen.components.hardware.node_feature_discovery import NodeFeatureDiscovery
@@ -130,6 +130,9 @@ class GpuOperator(ChartComponent):
         "privileged", "driver container, toolkit and device plugin load kernel modules and run privileged"
     )
     images = {"nvidia-driver": "the GPU Operator's driver"}
+
+    def flows(self, ctx: ClusterContext) -> list[Flow]:
+        return [Flow(WORLD, (80, 443), "the driver container fetches the running kernel's headers")]
 
     @classmethod
     def applies(cls, scope: ClusterScope) -> bool:

@@ -121,6 +121,8 @@ class CiliumValues(Values):
     certgen: Certgen
     # The namespace the chart creates for TLS secrets holds no pods: the strictest level.
     secretsNamespaceLabels: dict[str, str]
+    # network.kubernetes.network_policy: audit logs what the policies would drop instead of dropping it
+    policyAuditMode: bool
 
 
 class Cilium(ChartComponent):
@@ -155,6 +157,7 @@ class Cilium(ChartComponent):
         spec = ctx.cluster.spec
         system = placed(ctx.system_placement)
         return CiliumValues(
+            policyAuditMode=ctx.site.network.kubernetes.network_policy == "audit",
             cluster=CiliumCluster(name=ctx.cluster.name, id=spec.id),
             # The VIP, not the DNS name: the agent must reach the API before cluster DNS exists.
             k8sServiceHost=str(spec.api.vip),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sitegen.components.base import ChartComponent, Layer, NamespaceSecurity
+from sitegen.components.base import WORLD, ChartComponent, Flow, Layer, NamespaceSecurity
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.hardware.node_feature_discovery import NodeFeatureDiscovery
 from sitegen.components.networking import PROJECT
@@ -36,6 +36,9 @@ class NetworkOperator(ChartComponent):
     security = NamespaceSecurity(
         "privileged", "RDMA device plugin, Multus and CNI installers write to the host"
     )
+
+    def flows(self, ctx: ClusterContext) -> list[Flow]:
+        return [Flow(WORLD, (80, 443), "the DOCA driver container fetches the running kernel's headers")]
 
     @classmethod
     def applies(cls, scope: ClusterScope) -> bool:

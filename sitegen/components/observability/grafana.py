@@ -8,7 +8,7 @@ from pydantic import Field
 
 from constructs.edge import Backend, Route
 from constructs.local_cache import CLASS_NAME as LOCAL_NVME
-from sitegen.components.base import ChartComponent, Layer, NamespaceSecurity
+from sitegen.components.base import ChartComponent, Flow, Layer, NamespaceSecurity
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.observability import PROJECT
 from sitegen.components.observability.kube_prometheus_stack import (
@@ -126,6 +126,12 @@ class Grafana(ChartComponent):
     )  # data sources; its volume; its admin and dashboards
     namespace = "grafana"
     security = NamespaceSecurity("baseline", "the chart's pods are not verified against restricted")
+
+    def flows(self, ctx: ClusterContext) -> list[Flow]:
+        return [
+            Flow(KubePrometheusStack, (), "the Prometheus datasource"),
+            Flow(Loki, (), "the Loki datasource"),
+        ]
 
     @classmethod
     def applies(cls, scope: ClusterScope) -> bool:

@@ -13,8 +13,12 @@ from pydantic import Field
 
 from constructs.local_cache import CLASS_NAME as LOCAL_NVME
 from sitegen.components.base import (
+    EVERY_NAMESPACE,
     EVERY_POOL,
+    NODES,
+    WORLD,
     ChartComponent,
+    Flow,
     Layer,
     NamespaceSecurity,
     NodeAgent,
@@ -266,6 +270,13 @@ class KubePrometheusStack(ChartComponent):
         "node-exporter shares the host's network and PID namespaces, smartctl reads the NVMe devices, "
         "the log collector reads /var/log/pods",
     )
+
+    def flows(self, ctx: ClusterContext) -> list[Flow]:
+        return [
+            Flow(EVERY_NAMESPACE, (), "Prometheus scrapes every namespace's metrics"),
+            Flow(NODES, (), "node-exporter, kubelets, etcd and Cilium agents on the host network"),
+            Flow(WORLD, (443,), "Alertmanager's receivers; a spoke's Prometheus writes to the hub's Gateway"),
+        ]
 
     def node_agents(self, scope: ClusterScope) -> Mapping[str, NodeAgent]:
         return {

@@ -7,12 +7,12 @@ from typing import Literal
 from pydantic import Field
 
 from constructs.local_cache import CLASS_NAME as LOCAL_NVME
-from sitegen.components.base import ChartComponent, Layer, NamespaceSecurity, S3Access, s3_vault_key
+from sitegen.components.base import ChartComponent, Flow, Layer, NamespaceSecurity, S3Access, s3_vault_key
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.observability import PROJECT
 from sitegen.components.observability.kube_prometheus_stack import KubePrometheusStack
 from sitegen.components.storage.aistor import CA_SECRET as AISTOR_CA_SECRET
-from sitegen.components.storage.aistor import s3_endpoint
+from sitegen.components.storage.aistor import AIStor, s3_endpoint
 from sitegen.components.storage.local_nvme import LocalNvme
 from sitegen.components.values import (
     OFF,
@@ -169,6 +169,9 @@ class Loki(ChartComponent):
     )  # its ServiceMonitors; its volumes' class; its S3 keys and the AIStor CA
     namespace = "loki"
     security = NamespaceSecurity("baseline", "the chart's pods are not verified against restricted")
+
+    def flows(self, ctx: ClusterContext) -> list[Flow]:
+        return [Flow(AIStor, (), "chunks and rules in AIStor (S3)")]
 
     @classmethod
     def applies(cls, scope: ClusterScope) -> bool:

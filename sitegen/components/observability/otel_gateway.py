@@ -4,7 +4,7 @@ and, with other clusters, the telemetry door of the site Gateway."""
 from __future__ import annotations
 
 from constructs.edge import Backend, Route
-from sitegen.components.base import ChartComponent, Layer
+from sitegen.components.base import ChartComponent, Flow, Layer
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.observability import PROJECT
 from sitegen.components.observability.collector import (
@@ -41,6 +41,9 @@ class OtelGateway(ChartComponent):
     after = (KubePrometheusStack, Loki)
     namespace = NAMESPACE
     images = {COLLECTOR_IMAGE: "the log collectors"}
+
+    def flows(self, ctx: ClusterContext) -> list[Flow]:
+        return [Flow(Loki, (), "pushes logs to Loki's gateway")]
 
     @classmethod
     def applies(cls, scope: ClusterScope) -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from sitegen.components.base import EVERY_POOL, ChartComponent, Layer, NodeAgent
+from sitegen.components.base import EVERY_POOL, WORLD, ChartComponent, Flow, Layer, NodeAgent
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.observability import PROJECT
 from sitegen.components.observability.collector import (
@@ -46,6 +46,10 @@ class OtelNode(ChartComponent):
     after = (KubePrometheusStack,)  # its ServiceMonitor
     namespace = NAMESPACE
     images = {COLLECTOR_IMAGE: "the log collectors"}
+
+    def flows(self, ctx: ClusterContext) -> list[Flow]:
+        # on the hub the gateway collector is in the same namespace; a spoke ships through the hub's Gateway
+        return [] if ctx.is_hub else [Flow(WORLD, (443,), "logs to the hub's telemetry route")]
 
     def node_agents(self, scope: ClusterScope) -> Mapping[str, NodeAgent]:
         return {

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Literal
+from urllib.parse import urlsplit
 
 import yaml
 from pydantic import Field
 
 from constructs.edge import Backend, Route
-from sitegen.components.base import ChartComponent, Component, Layer, NamespaceSecurity
+from sitegen.components.base import WORLD, ChartComponent, Component, Flow, Layer, NamespaceSecurity
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.networking.cilium import Cilium
 from sitegen.components.platform import PROJECT
@@ -138,6 +139,12 @@ class ArgoCDValues(Values):
     dex: Toggle = OFF
 
 
+def _port(url: str) -> int:
+    """The TCP port of a repository URL (ssh and scp-like URLs: 22)."""
+    parsed = urlsplit(url if "://" in url else f"ssh://{url}")
+    return parsed.port or (443 if parsed.scheme == "https" else 22)
+
+
 def oidc_config(sso: Sso) -> str:
     return yaml.safe_dump(
         {
@@ -167,6 +174,11 @@ class ArgoCd(ChartComponent):
     security = NamespaceSecurity(
         "baseline", "the chart's redis-ha and haproxy are not verified against restricted; audit and warn are"
     )
+
+    def flows(self, ctx: ClusterContext) -> list[Flow]:
+        ports = {_port(ctx.site.gitops.repo_url), 443}  # the repository, the OIDC issuer
+        ports |= {c.spec.api.port for c in ctx.variant.spokes}  # the spokes' API servers
+        return [Flow(WORLD, tuple(sorted(ports)), "the Git repository, the OIDC issuer, the spoke clusters")]
 
     def __init__(self, namespace: str) -> None:
         self.namespace = namespace

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from sitegen.components.base import ChartComponent, Layer, NamespaceSecurity
+from urllib.parse import urlsplit
+
+from sitegen.components.base import WORLD, ChartComponent, Flow, Layer, NamespaceSecurity
 from sitegen.components.context import ClusterContext
 from sitegen.components.networking.cilium import Cilium
 from sitegen.components.platform import PROJECT
@@ -40,6 +42,10 @@ class ExternalSecrets(ChartComponent):
     after = (Cilium, Namespaces)
     namespace = "external-secrets"
     security = NamespaceSecurity("baseline", "the chart's pods are not verified against restricted")
+
+    def flows(self, ctx: ClusterContext) -> list[Flow]:
+        vault = urlsplit(ctx.site.secrets.vault.server)
+        return [Flow(WORLD, (vault.port or 443,), "the site vault")]
 
     def values(self, ctx: ClusterContext) -> ExternalSecretsValues:
         system = placed(ctx.system_placement)

@@ -14,7 +14,9 @@ from constructs.edge import Backend, Route
 from constructs.local_cache import CLASS_NAME as LOCAL_NVME
 from constructs.registry import ADMIN_PASSWORD_KEY
 from sitegen.components.base import (
+    WORLD,
     ChartComponent,
+    Flow,
     Layer,
     NamespaceSecurity,
     ObjectPatch,
@@ -24,7 +26,7 @@ from sitegen.components.base import (
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.registry import PROJECT
 from sitegen.components.storage.aistor import CA_SECRET as AISTOR_CA_SECRET
-from sitegen.components.storage.aistor import s3_endpoint
+from sitegen.components.storage.aistor import AIStor, s3_endpoint
 from sitegen.components.storage.local_nvme import LocalNvme
 from sitegen.components.values import ON, Placed, Resources, Toggle, Values, placed, requests
 
@@ -195,6 +197,12 @@ class Harbor(ChartComponent):
     after = (LocalNvme,)  # its volumes' class
     namespace = "harbor"
     security = NamespaceSecurity("baseline", "the chart's pods are not verified against restricted")
+
+    def flows(self, ctx: ClusterContext) -> list[Flow]:
+        return [
+            Flow(AIStor, (), "image layers in AIStor (S3)"),
+            Flow(WORLD, (443,), "the upstream registries its proxy caches pull from"),
+        ]
 
     @classmethod
     def applies(cls, scope: ClusterScope) -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from constructs import Construct
 from constructs.serving import ServingModels
-from sitegen.components.base import Component, Layer, RenderedComponent
+from sitegen.components.base import WORLD, Component, Flow, Layer, RenderedComponent
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.serving import PROJECT
 from sitegen.components.serving.vllm_stack import VllmStack
@@ -24,6 +24,12 @@ class Models(RenderedComponent):
     )  # the serving tenant's queue; the router in front; the weights cache
     skip_dry_run = True
     images = {"vllm-openai": "the model servers"}
+
+    talks_to_api = False
+
+    def flows(self, ctx: ClusterContext) -> list[Flow]:
+        # the serving tenant's namespace, so its tenant may reach the hub too: the one exception
+        return [Flow(WORLD, (443,), "model weights from the Hugging Face hub")]
 
     def __init__(self, namespace: str) -> None:
         self.namespace = namespace

@@ -76,6 +76,8 @@ class VllmStack(ChartComponent):
     after = (KubePrometheusStack,)  # its ServiceMonitor
     images = {"vllm-router": "the vLLM router"}
 
+    talks_to_api = False  # static service discovery: the router never calls the API server
+
     def __init__(self, namespace: str) -> None:
         self.namespace = namespace
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from constructs import Construct
-from constructs.aistor import ObjectStore, license_secret
+from constructs.aistor import OBJECT_STORE, ObjectStore, license_secret
 from constructs.secrets import VaultSecret
-from sitegen.components.base import Layer, NamespaceSecurity, RenderedComponent
+from sitegen.components.base import Flow, Layer, NamespaceSecurity, RenderedComponent
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.platform.secret_store import SecretStore
 from sitegen.components.storage import PROJECT
@@ -21,7 +21,6 @@ from sitegen.components.storage.aistor_operator import AIStorOperator
 from sitegen.components.storage.aistor_volumemanager import AIStorVolumeManager
 from sitegen.model import ClusterLayout, Site
 
-OBJECT_STORE = "aistor"  # the ObjectStore's name and namespace
 S3_SERVICE = "minio"  # the operator's S3 Service of an ObjectStore
 REGION = "us-east-1"  # AIStor's default region; S3 clients sign requests with it
 CA_SECRET = "aistor-ca"  # the AIStor CA, in each consumer's namespace
@@ -64,6 +63,11 @@ class AIStor(RenderedComponent):
         "aistor-server": "the ObjectStore",
         "aistor-server-rdma": "the ObjectStore with storage.aistor.rdma on",
     }
+
+    exposed = True  # S3 for clients outside the cluster (the hub, in two clusters)
+
+    def flows(self, ctx: ClusterContext) -> list[Flow]:
+        return [Flow(AIStorOperator, (), "the servers' sidecar reads their configuration from the operator")]
 
     @classmethod
     def applies(cls, scope: ClusterScope) -> bool:

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from sitegen.components.base import ChartComponent, Layer, NamespaceSecurity, ObjectPatch, placement_patch
+from constructs.aistor import OBJECT_STORE
+from sitegen.components.base import (
+    ChartComponent,
+    Flow,
+    Layer,
+    NamespaceSecurity,
+    ObjectPatch,
+    placement_patch,
+)
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.networking.cilium import Cilium
 from sitegen.components.platform.namespaces import Namespaces
@@ -35,6 +43,9 @@ class AIStorOperator(ChartComponent):
     after = (Cilium, Namespaces)
     namespace = "aistor-operator"
     security = NamespaceSecurity("baseline", "the chart's pods are not verified against restricted")
+
+    def flows(self, ctx: ClusterContext) -> list[Flow]:
+        return [Flow(OBJECT_STORE, (), "the ObjectStore's admin API (its namespace)")]
 
     @classmethod
     def applies(cls, scope: ClusterScope) -> bool:

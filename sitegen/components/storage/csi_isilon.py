@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from sitegen.components.base import ChartComponent, Layer, NamespaceSecurity, NodeAgent
+from sitegen.components.base import WORLD, ChartComponent, Flow, Layer, NamespaceSecurity, NodeAgent
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.networking.cilium import Cilium
 from sitegen.components.platform.namespaces import Namespaces
@@ -41,6 +41,9 @@ class CsiIsilon(ChartComponent):
     after = (Cilium, Namespaces)
     namespace = "isilon"  # Dell's documented namespace
     security = NamespaceSecurity("privileged", "the PowerScale CSI node plugin mounts NFS for the kubelet")
+
+    def flows(self, ctx: ClusterContext) -> list[Flow]:
+        return [Flow(WORLD, (), "PowerScale's API (the controller provisions exports)")]
 
     @classmethod
     def applies(cls, scope: ClusterScope) -> bool:

@@ -7,9 +7,11 @@ from constructs import Construct
 from constructs.gpu_workload import NcclAllReduceJob
 from constructs.kueue import TenantQueue
 from constructs.namespaces import DEFAULT_TOLERATIONS
-from sitegen.components.base import Component, Layer, NamespaceSecurity, RenderedComponent
+from sitegen.components.base import Component, Flow, Layer, NamespaceSecurity, RenderedComponent
 from sitegen.components.context import ClusterContext, ClusterScope
+from sitegen.components.edge.gateway import Gateway
 from sitegen.components.gpu.gpu_queues import GpuQueues
+from sitegen.components.storage.aistor import AIStor
 from sitegen.components.tenants import PROJECT
 
 
@@ -22,6 +24,14 @@ class Tenant(RenderedComponent):
     queued = True
     images = {"nvidia-pytorch": "the NCCL all-reduce benchmark"}
     after = (GpuQueues,)
+
+    talks_to_api = False
+
+    def flows(self, ctx: ClusterContext) -> list[Flow]:
+        return [
+            Flow(Gateway, (), "the site's public routes (the model API among them)"),
+            Flow(AIStor, (), "S3"),
+        ]
 
     def __init__(self, tenant: str) -> None:
         self.tenant = tenant

@@ -1,0 +1,92 @@
+"""Network policy of one namespace: a NetworkPolicy that denies everything, and a CiliumNetworkPolicy
+that allows the flows given (Cilium's entities say what NetworkPolicy cannot: the API server, the
+world outside the cluster, the nodes)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from constructs import Construct
+from constructs.objects import api_object
+
+CILIUM = "cilium.io/v2"
+NAMESPACE_KEY = "k8s:io.kubernetes.pod.namespace"
+EVERY_NAMESPACE = "*"
+# Cilium's entities for the names flows use
+ENTITIES = {"world": ["world"], "nodes": ["host", "remote-node"], "kube-apiserver": ["kube-apiserver"]}
+DNS = {"matchLabels": {NAMESPACE_KEY: "kube-system", "k8s:k8s-app": "kube-dns"}}
+DEFAULT_DENY = "default-deny"
+FLOWS = "site-flows"
+
+
+@dataclass(frozen=True, order=True)
+class Peer:
+    namespace: str = ""  # a namespace, or EVERY_NAMESPACE
+    entity: str = ""  # a key of ENTITIES
+
+
+def _ports(ports: set[int]) -> dict[str, Any]:
+    return (
+        {"toPorts": [{"ports": [{"port": str(p), "protocol": "TCP"} for p in sorted(ports)]}]}
+        if ports
+        else {}
+    )
+
+
+def _selector(namespace: str) -> dict[str, Any]:
+    if namespace == EVERY_NAMESPACE:
+        return {"matchExpressions": [{"key": NAMESPACE_KEY, "operator": "Exists"}]}
+    return {"matchLabels": {NAMESPACE_KEY: namespace}}
+
+
+def _rules(peers: Mapping[Peer, set[int]], endpoints: str, entities: str) -> list[dict[str, Any]]:
+    rules = []
+    for peer in sorted(peers):
+        if peer.entity:
+            rules.append({entities: ENTITIES[peer.entity], **_ports(peers[peer])})
+        else:
+            rules.append({endpoints: [_selector(peer.namespace)], **_ports(peers[peer])})
+    return rules
+
+
+class NamespacePolicy(Construct):
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        namespace: str,
+        api: bool,
+        egress: Mapping[Peer, set[int]],
+        ingress: Mapping[Peer, set[int]],
+    ) -> None:
+        super().__init__(scope, id)
+        api_object(
+            self,
+            "Deny",
+            "networking.k8s.io/v1",
+            "NetworkPolicy",
+            {"name": DEFAULT_DENY, "namespace": namespace},
+            spec={"podSelector": {}, "policyTypes": ["Ingress", "Egress"]},
+        )
+        out: list[dict[str, Any]] = [
+            {"toEndpoints": [DNS], "toPorts": [{"ports": [{"port": "53", "protocol": "ANY"}]}]},
+            {"toEndpoints": [{}]},  # its own namespace
+        ]
+        if api:
+            out.append({"toEntities": ENTITIES["kube-apiserver"]})
+        out += _rules(egress, "toEndpoints", "toEntities")
+        into: list[dict[str, Any]] = [
+            {"fromEndpoints": [{}]},
+            *_rules(ingress, "fromEndpoints", "fromEntities"),
+        ]
+        api_object(
+            self,
+            "Allow",
+            CILIUM,
+            "CiliumNetworkPolicy",
+            {"name": FLOWS, "namespace": namespace},
+            spec={"endpointSelector": {}, "ingress": into, "egress": out},
+        )

@@ -1,0 +1,104 @@
+"""What the rendered network policies of one cluster allow: the slice of Cilium's semantics the site's
+policies use (namespace selectors, entities, TCP ports). A connection is allowed when the source's
+policy lets it out and the destination's lets it in; a namespace without policy lets everything."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from constructs.network_policy import DEFAULT_DENY, ENTITIES, NAMESPACE_KEY
+from sitegen.check.tree import Document
+
+
+@dataclass(frozen=True)
+class End:
+    """One end of a connection: a namespace's pods, or an entity (world, kube-apiserver, nodes)."""
+
+    namespace: str = ""
+    entity: str = ""
+
+    def __str__(self) -> str:
+        return self.namespace or self.entity
+
+
+def _selects(selector: Mapping[str, Any], policy_namespace: str, peer: End) -> bool:
+    """Whether an endpoint selector of a namespaced policy selects every pod of the peer namespace."""
+    if not peer.namespace:
+        return False
+    labels = dict(selector.get("matchLabels") or {})
+    namespace = labels.pop(NAMESPACE_KEY, None)
+    if labels:  # some pods of a namespace only (kube-dns): not the namespace as a whole
+        return False
+    expressions = selector.get("matchExpressions") or []
+    for expr in expressions:
+        if expr["key"] != NAMESPACE_KEY:
+            return False
+        if not (
+            expr["operator"] == "Exists"
+            or (expr["operator"] == "In" and peer.namespace in expr.get("values", []))
+        ):
+            return False
+    if namespace is not None:
+        return namespace == peer.namespace
+    # without a namespace label a selector stays in the policy's namespace, unless it names namespaces
+    return bool(expressions) or peer.namespace == policy_namespace
+
+
+def _port_ok(rule: Mapping[str, Any], port: int | None) -> bool:
+    rules = rule.get("toPorts")
+    if not rules:
+        return True
+    if port is None:
+        return False
+    return any(int(p["port"]) == port for r in rules for p in r.get("ports") or [])
+
+
+class PolicyView:
+    def __init__(self, docs: Iterable[Document]) -> None:
+        self.denied: set[str] = set()  # namespaces under a default deny
+        self.rules: dict[str, dict[str, list[Mapping[str, Any]]]] = {}  # namespace -> ingress/egress
+        for doc in docs:
+            if doc.kind == "NetworkPolicy" and doc.name == DEFAULT_DENY:
+                spec = doc.body.get("spec") or {}
+                if spec.get("podSelector") == {} and set(spec.get("policyTypes") or []) == {
+                    "Ingress",
+                    "Egress",
+                }:
+                    self.denied.add(doc.namespace)
+            elif (
+                doc.kind == "CiliumNetworkPolicy"
+                and (doc.body.get("spec") or {}).get("endpointSelector") == {}
+            ):
+                spec = doc.body["spec"]
+                mine = self.rules.setdefault(doc.namespace, {"ingress": [], "egress": []})
+                mine["ingress"] += spec.get("ingress") or []
+                mine["egress"] += spec.get("egress") or []
+
+    def _out(self, source: End, target: End, port: int | None) -> bool:
+        if source.entity or source.namespace not in self.denied:
+            return True
+        for rule in self.rules.get(source.namespace, {}).get("egress", []):
+            if target.entity and any(e in (rule.get("toEntities") or []) for e in ENTITIES[target.entity]):
+                return _port_ok(rule, port)
+            if any(_selects(s, source.namespace, target) for s in rule.get("toEndpoints") or []) and _port_ok(
+                rule, port
+            ):
+                return True
+        return False
+
+    def _in(self, source: End, target: End, port: int | None) -> bool:
+        if target.entity or target.namespace not in self.denied:
+            return True
+        for rule in self.rules.get(target.namespace, {}).get("ingress", []):
+            entities = rule.get("fromEntities") or []
+            if source.entity and any(e in entities for e in ENTITIES[source.entity]) and _port_ok(rule, port):
+                return True
+            selectors = rule.get("fromEndpoints") or []
+            if any(_selects(s, target.namespace, source) for s in selectors) and _port_ok(rule, port):
+                return True
+        return False
+
+    def allows(self, source: End, target: End, port: int | None = None) -> bool:
+        return self._out(source, target, port) and self._in(source, target, port)

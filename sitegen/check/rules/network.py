@@ -1,0 +1,84 @@
+"""Network rules: default deny in every namespace the site creates, and exactly the declared flows
+allowed (each component's Flow declarations, evaluated against the rendered policies)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from constructs.network_policy import EVERY_NAMESPACE
+from sitegen.check.netpol import End, PolicyView
+from sitegen.check.rules.base import Context, Violation, rule
+from sitegen.check.tree import Document
+from sitegen.components.networking.network_policies import cluster_flows, site_namespaces
+from sitegen.compose.apps import variant_apps
+
+
+def _cluster_docs(ctx: Context, variant: str, cluster: str) -> list[Document]:
+    return [d for d in ctx.docs if d.variant == variant and d.cluster == cluster and d.area == "apps"]
+
+
+@rule(
+    "NET-001",
+    "default-deny",
+    "every namespace the site creates denies all ingress and egress but what its policy allows",
+)
+def _default_deny(ctx: Context) -> Iterator[Violation]:
+    views: dict[tuple[str, str | None], PolicyView] = {}
+    for doc in ctx.docs:
+        if doc.kind != "Namespace" or doc.group != "" or doc.area != "apps":
+            continue
+        key = (doc.variant, doc.cluster)
+        if key not in views:
+            views[key] = PolicyView(_cluster_docs(ctx, doc.variant, doc.cluster or ""))
+        if doc.name not in views[key].denied:
+            yield Violation(
+                doc,
+                "$",
+                f"namespace {doc.name} has no default-deny NetworkPolicy (podSelector {{}}, Ingress and Egress)",
+            )
+
+
+@rule(
+    "NET-002",
+    "declared-flows",
+    "the policies allow every flow the components declare, and a tenant reaches nothing it did not declare",
+)
+def _declared_flows(ctx: Context) -> Iterator[Violation]:
+    if ctx.site is None:
+        return
+    for variant, layout in sorted(ctx.layouts.items()):
+        apps = variant_apps(ctx.site, layout)
+        for cluster_ctx in apps.contexts:
+            docs = _cluster_docs(ctx, variant, cluster_ctx.cluster.name)
+            anchor = next((d for d in docs if d.kind == "CiliumNetworkPolicy"), None)
+            if anchor is None:
+                continue
+            view = PolicyView(docs)
+            namespaces = site_namespaces(cluster_ctx)
+            declared = cluster_flows(cluster_ctx)
+            for namespace, flows in sorted(declared.items()):
+                for peer, ports in sorted(flows.egress.items()):
+                    targets = namespaces if peer.namespace == EVERY_NAMESPACE else [peer.namespace or ""]
+                    for target in targets:
+                        end = End(entity=peer.entity) if peer.entity else End(namespace=target)
+                        for port in sorted(ports) or [None]:
+                            if not view.allows(End(namespace=namespace), end, port):
+                                yield Violation(
+                                    anchor,
+                                    "$",
+                                    f"{namespace} -> {end}{f':{port}' if port else ''} is declared but not allowed",
+                                )
+            tenants = [
+                c.namespace for c in cluster_ctx.components if not c.talks_to_api and c.security is not None
+            ]
+            for tenant in tenants:
+                reached = {p.namespace for p in declared[tenant].egress if p.namespace}
+                for other in namespaces:
+                    if other in (tenant, *reached):
+                        continue
+                    if view.allows(End(namespace=tenant), End(namespace=other)):
+                        yield Violation(
+                            anchor, "$", f"tenant {tenant} reaches {other}, which it did not declare"
+                        )
+                if view.allows(End(namespace=tenant), End(entity="kube-apiserver")):
+                    yield Violation(anchor, "$", f"tenant {tenant} reaches the API server")

@@ -1,0 +1,85 @@
+"""Default deny in every namespace the site creates, and exactly the flows the components declare
+(NET-001, NET-002), checked on the rendered policies; Cilium audits or enforces them per config."""
+
+from __future__ import annotations
+
+import yaml
+
+from sitegen.check.netpol import End, PolicyView
+from sitegen.check.tree import load_tree
+
+from .conftest import DIST, validate
+
+ONE = DIST / "one-cluster/apps/ai/network-policies"
+
+
+def _view():
+    return PolicyView([d for d in load_tree(DIST) if d.variant == "one-cluster" and d.cluster == "ai"])
+
+
+def test_declared_flows_pass_and_the_rest_is_denied():
+    view = _view()
+    tenant, platform = (
+        End(namespace="ai-research"),
+        ["harbor", "argocd", "monitoring", "external-secrets", "loki"],
+    )
+    assert view.allows(End(namespace="loki"), End(namespace="aistor"))  # chunks in S3
+    assert view.allows(End(namespace="grafana"), End(namespace="loki"))
+    assert view.allows(End(namespace="monitoring"), End(namespace="harbor"))  # scraping
+    assert view.allows(End(namespace="external-secrets"), End(entity="world"), 8200)  # the vault
+    assert not view.allows(End(namespace="external-secrets"), End(entity="world"), 22)
+    assert view.allows(End(entity="kube-apiserver"), End(namespace="cert-manager"))  # its webhook
+    assert view.allows(End(entity="world"), End(namespace="envoy-gateway-system"))
+    assert view.allows(tenant, End(namespace="envoy-gateway-system")) and view.allows(
+        tenant, End(namespace="aistor")
+    )
+    for other in platform:
+        assert not view.allows(tenant, End(namespace=other)), other
+        assert not view.allows(End(namespace="harbor"), End(namespace="ai-research")) or other != "harbor"
+    assert not view.allows(tenant, End(entity="kube-apiserver"))
+    assert not view.allows(End(entity="world"), End(namespace="harbor"))  # only through the Gateway
+
+
+def test_audit_until_config_says_enforce():
+    values = yaml.safe_load((DIST / "one-cluster/values/ai/cilium.yaml").read_text())
+    assert values["policyAuditMode"] is True  # network.kubernetes.network_policy: audit
+
+
+def test_a_namespace_without_default_deny(tree):
+    (tree / "one-cluster/apps/ai/network-policies/harbor.networkpolicy.default-deny.yaml").unlink()
+    result = validate(tree)
+    assert result.exit_code == 1
+    assert (
+        "Namespace harbor: NET-001 default-deny: $: namespace harbor has no default-deny NetworkPolicy"
+        in result.stdout
+    )
+
+
+def test_a_declared_flow_the_policy_lost(tree):
+    path = tree / "one-cluster/apps/ai/network-policies/loki.ciliumnetworkpolicy.site-flows.yaml"
+    doc = yaml.safe_load(path.read_text())
+    doc["spec"]["egress"] = [r for r in doc["spec"]["egress"] if "aistor" not in str(r)]
+    path.write_text(yaml.safe_dump(doc))
+    result = validate(tree)
+    assert result.exit_code == 1 and "NET-002 declared-flows" in result.stdout
+    assert "loki -> aistor is declared but not allowed" in result.stdout
+
+
+def test_a_tenant_reaching_a_platform_namespace(tree):
+    path = tree / "one-cluster/apps/ai/network-policies/ai-research.ciliumnetworkpolicy.site-flows.yaml"
+    doc = yaml.safe_load(path.read_text())
+    doc["spec"]["egress"].append(
+        {"toEndpoints": [{"matchLabels": {"k8s:io.kubernetes.pod.namespace": "harbor"}}]}
+    )
+    path.write_text(yaml.safe_dump(doc))
+    other = tree / "one-cluster/apps/ai/network-policies/harbor.ciliumnetworkpolicy.site-flows.yaml"
+    doc = yaml.safe_load(other.read_text())
+    doc["spec"]["ingress"].append(
+        {"fromEndpoints": [{"matchLabels": {"k8s:io.kubernetes.pod.namespace": "ai-research"}}]}
+    )
+    other.write_text(yaml.safe_dump(doc))
+    result = validate(tree)
+    assert (
+        result.exit_code == 1
+        and "tenant ai-research reaches harbor, which it did not declare" in result.stdout
+    )
