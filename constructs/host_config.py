@@ -256,6 +256,25 @@ class AuditPolicy(HostConfig):
     rules: list[AuditRule] = Field(min_length=1)
 
 
+class AnonymousCondition(_Doc):
+    path: str
+
+
+class Anonymous(_Doc):
+    enabled: bool
+    conditions: list[AnonymousCondition] = []
+
+
+class AuthenticationConfiguration(HostConfig):
+    """The API server's structured authentication (GA in 1.34): here, who may stay anonymous."""
+
+    API_VERSION = "apiserver.config.k8s.io/v1"
+    KIND = "AuthenticationConfiguration"
+    apiVersion: Literal["apiserver.config.k8s.io/v1"] = "apiserver.config.k8s.io/v1"
+    kind: Literal["AuthenticationConfiguration"] = "AuthenticationConfiguration"
+    anonymous: Anonymous
+
+
 HOST_CONFIG_MODELS: dict[tuple[str, str], type[HostConfig]] = {
     (m.API_VERSION, m.KIND): m
     for m in (
@@ -265,5 +284,6 @@ HOST_CONFIG_MODELS: dict[tuple[str, str], type[HostConfig]] = {
         KubeletConfiguration,
         AdmissionConfiguration,
         AuditPolicy,
+        AuthenticationConfiguration,
     )
 }

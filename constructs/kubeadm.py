@@ -17,6 +17,9 @@ CRI_SOCKET = "unix:///var/run/containerd/containerd.sock"
 AUDIT_POLICY = "/etc/kubernetes/audit/policy.yaml"
 AUDIT_LOG_DIR = "/var/log/kubernetes/audit"
 ADMISSION_CONFIG = "/etc/kubernetes/admission/admission.yaml"
+AUTHENTICATION_CONFIG = "/etc/kubernetes/authn/authentication.yaml"
+# CIS 1.2.1: anonymous requests only for the load balancer's and kubelet's health checks
+ANONYMOUS_PATHS = ("/livez", "/readyz", "/healthz")
 ENCRYPTION_CONFIG = "/etc/kubernetes/enc/enc.yaml"
 
 # kubeadm applies `kubeletconfiguration+strategic.yaml` from here over the cluster-wide kubelet
@@ -122,6 +125,7 @@ class ClusterConfiguration(Construct):
                         audit_policy_file=AUDIT_POLICY,
                         encryption_provider_config=ENCRYPTION_CONFIG,
                         admission_control_config_file=ADMISSION_CONFIG,
+                        authentication_config=AUTHENTICATION_CONFIG,
                         # DenyServiceExternalIPs: no Service may claim an external IP (CVE-2020-8554)
                         enable_admission_plugins=",".join(ADMISSION_PLUGINS),
                         tls_cipher_suites=TLS_CIPHER_SUITES,
@@ -130,6 +134,7 @@ class ClusterConfiguration(Construct):
                         _mount("audit-policy", AUDIT_POLICY.rsplit("/", 1)[0], read_only=True),
                         _mount("audit-log", AUDIT_LOG_DIR, read_only=False),
                         _mount("admission", ADMISSION_CONFIG.rsplit("/", 1)[0], read_only=True),
+                        _mount("authentication", AUTHENTICATION_CONFIG.rsplit("/", 1)[0], read_only=True),
                         _mount("encryption", ENCRYPTION_CONFIG.rsplit("/", 1)[0], read_only=True),
                     ],
                 ),
@@ -328,6 +333,20 @@ class ApiServerPolicies(Construct):
                     ),
                     api.AuditRule(level="Metadata"),
                 ],
+            ),
+        )
+        authentication = HostFile(
+            self,
+            "Authentication",
+            file_name="authentication-config.yaml",
+            header=f"Copy to {AUTHENTICATION_CONFIG} on every control-plane node before kubeadm init or join.",
+        )
+        config_document(
+            authentication,
+            api.AuthenticationConfiguration(
+                anonymous=api.Anonymous(
+                    enabled=True, conditions=[api.AnonymousCondition(path=p) for p in ANONYMOUS_PATHS]
+                )
             ),
         )
         admission = HostFile(

@@ -33,6 +33,7 @@ def test_one_cluster_file_set(site):
     assert sorted(files) == [
         "admission-config.yaml",
         "audit-policy.yaml",
+        "authentication-config.yaml",
         "init-cp01.yaml",
         "join-compute.yaml",
         "join-control-plane-cp02.yaml",
@@ -206,3 +207,18 @@ def test_cis_admission_plugins_with_their_configuration(site):
     plugins = {p["name"]: p["configuration"] for p in admission["plugins"]}
     assert {limit["type"] for limit in plugins["EventRateLimit"]["limits"]} == {"Server", "Namespace", "User"}
     assert plugins["PodSecurity"]["exemptions"]["runtimeClasses"] == []
+
+
+def test_anonymous_requests_only_for_health_checks(site):
+    files = _files(site)
+    cluster = next(d for d in files["init-cp01.yaml"] if d["kind"] == "ClusterConfiguration")
+    args = {a["name"]: a["value"] for a in cluster["apiServer"]["extraArgs"]}
+    assert args["authentication-config"] == "/etc/kubernetes/authn/authentication.yaml"
+    assert "anonymous-auth" not in args  # the flag and the file's anonymous section exclude each other
+    mounts = {m["hostPath"] for m in cluster["apiServer"]["extraVolumes"]}
+    assert "/etc/kubernetes/authn" in mounts
+    (authn,) = files["authentication-config.yaml"]
+    assert authn["anonymous"] == {
+        "enabled": True,
+        "conditions": [{"path": "/livez"}, {"path": "/readyz"}, {"path": "/healthz"}],
+    }

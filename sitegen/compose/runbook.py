@@ -9,7 +9,14 @@ from collections.abc import Iterable, Mapping
 from pathlib import PurePosixPath
 from typing import Any
 
-from constructs.kubeadm import ETCD_PATCH, KUBELET_PATCH, PATCHES_DIR, etcd_patch_file, kubelet_patch_file
+from constructs.kubeadm import (
+    AUTHENTICATION_CONFIG,
+    ETCD_PATCH,
+    KUBELET_PATCH,
+    PATCHES_DIR,
+    etcd_patch_file,
+    kubelet_patch_file,
+)
 from constructs.secrets import READER_SERVICE_ACCOUNT, vault_mount, vault_role
 from sitegen.components.base import S3Access
 from sitegen.components.networking.cilium import Cilium
@@ -54,6 +61,7 @@ def _cluster_steps(apps: VariantApps, cluster: ClusterLayout, step: int) -> tupl
 ```sh
 install -D -m 0600 {kdir}/audit-policy.yaml /etc/kubernetes/audit/policy.yaml
 install -D -m 0600 {kdir}/admission-config.yaml /etc/kubernetes/admission/admission.yaml
+install -D -m 0600 {kdir}/authentication-config.yaml {AUTHENTICATION_CONFIG}
 ```
 
 Secrets at rest: create `/etc/kubernetes/enc/enc.yaml` once on {first.name} (an `EncryptionConfiguration`
