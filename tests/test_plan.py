@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from sitegen.model import load_site
 from sitegen.report.plan import compute_plan, render_plan
 
-from .conftest import REPO, run_sitegen
+from .conftest import REPO, edit_yaml, run_sitegen
 
 
 def test_site_totals_match_the_seed(site):
@@ -91,3 +92,21 @@ def test_plan_says_when_aistor_is_off_the_fabric(site):
         }
     )
     assert "AIStor over the fabric" not in render_plan(on)
+
+
+def test_maintenance_budgets_follow_the_model(site, config_copy):
+    """30 AIStor servers at EC:4 over 15-drive sets (one drive of a set per server): 4 servers may be
+    down; etcd of 5 keeps quorum with 2 down; the GPU pool keeps one node per model-server replica."""
+    budgets = {b.pool: b.down for b in site.maintenance_budgets()}
+    assert budgets == {"control-plane": 2, "storage": 4, "gpu": 11}
+    assert "Maintenance: nodes of a pool that may be down at once" in render_plan(site)
+    edit_yaml(config_copy, "storage.yaml", lambda d: d["aistor"].update(parity=3))
+    assert {b.pool: b.down for b in load_site(config_copy).maintenance_budgets()}["storage"] == 3
+
+
+def test_a_set_wider_than_the_servers_halves_the_aistor_budget():
+    from sitegen.model.erasure import ErasureLayout
+    from sitegen.model.maintenance import aistor_budget
+
+    wide = ErasureLayout(set_size=32, parity=4, drives=16 * 24, raw_gb=0)
+    assert aistor_budget("storage", 16, wide).down == 2  # two drives of every set on each server

@@ -18,6 +18,7 @@ from sitegen.model.fabric import Fabric, check_fabric
 from sitegen.model.fields import DnsLabel, Strict
 from sitegen.model.gitops import GitOps
 from sitegen.model.hardware import Hardware
+from sitegen.model.maintenance import Budget, aistor_budget, etcd_budget, gpu_budget
 from sitegen.model.network import Network
 from sitegen.model.pools import CONTROL_PLANE_ROLE, INFRA_ROLE, Pool, check_hosts, check_pool_hardware
 from sitegen.model.secrets import Secrets
@@ -100,6 +101,18 @@ class Site(Strict):
             set_size=set_size if set_size is not None else tier.explicit_set_size,
             parity=parity if parity is not None else tier.explicit_parity,
         )
+
+    def maintenance_budgets(self) -> list[Budget]:
+        """Per pool with a promise to keep: how many nodes may be down at once (model/maintenance.py)."""
+        cp = self.control_plane_pool
+        budgets = [etcd_budget(cp, self.pools[cp].count)]
+        tier = self.storage.aistor
+        budgets.append(aistor_budget(tier.pool, self.pools[tier.pool].count, self.aistor_layout()))
+        serving = sum(m.replicas for m in self.services.serving.models)  # one node per engine replica
+        for name, pool in self.pools.items():
+            if self.hardware[pool.hardware].gpu is not None:
+                budgets.append(gpu_budget(name, pool.count, serving))
+        return budgets
 
     def aistor_alternatives(self) -> list[ErasureLayout]:
         """The set sizes worth comparing, each at EC:2 to EC:4."""

@@ -202,6 +202,11 @@ def render_plan(site: Site) -> str:
             ]
         ],
     )
+    out += ["", "Maintenance: nodes of a pool that may be down at once"]
+    out += table(
+        ["pool", "nodes", "down at once", "because"],
+        [[b.pool, str(b.nodes), str(b.down), b.why] for b in site.maintenance_budgets()],
+    )
     aistor = site.storage.aistor
     if aistor.pool in pools_on_fabric and not aistor.rdma:
         storage = plan.pools[aistor.pool]
