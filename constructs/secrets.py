@@ -111,3 +111,10 @@ class VaultSecret(Construct):
             "annotations": {**SKIP_DRY_RUN, **(metadata_annotations or {})},
         }
         api_object(self, "Resource", ESO, "ExternalSecret", metadata, spec=spec)
+
+
+def read_keys(external_secret: dict[str, Any]) -> set[str]:
+    """The vault keys an ExternalSecret reads: its data's, and its dataFrom extracts (every property)."""
+    spec = external_secret.get("spec") or {}
+    keys = {item["remoteRef"]["key"] for item in spec.get("data") or []}
+    return keys | {item["extract"]["key"] for item in spec.get("dataFrom") or []}

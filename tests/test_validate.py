@@ -223,3 +223,28 @@ def test_translation_leaves_field_names_alone():
     """A field called `nullable` or `x-kubernetes-...` in `properties` is a field, not a keyword."""
     translated = strict_crd_schema(_spec(nullable={"type": "string"}))
     assert "nullable" in translated["properties"]["spec"]["properties"]
+
+
+def test_structural_junctors_only_require_fields():
+    """anyOf/oneOf branches of a CRD schema (CiliumNetworkPolicy: one of ingress/egress...) only say
+    which fields must be present; strictness comes from the outer node. Adding
+    additionalProperties:false to the branches refused every valid policy."""
+    import jsonschema
+
+    from sitegen.check.schemas import strict_crd_schema
+
+    schema = strict_crd_schema(
+        {
+            "type": "object",
+            "properties": {"spec": {
+                "type": "object",
+                "properties": {"ingress": {"type": "array"}, "egress": {"type": "array"}},
+                "anyOf": [{"properties": {"ingress": {}}, "required": ["ingress"]},
+                          {"properties": {"egress": {}}, "required": ["egress"]}],
+            }},
+        }
+    )["properties"]["spec"]  # fmt: skip
+    validator = jsonschema.Draft202012Validator(schema)
+    assert validator.is_valid({"ingress": [], "egress": []})
+    assert not validator.is_valid({})  # a branch still requires its field
+    assert not validator.is_valid({"ingress": [], "other": 1})  # the outer node stays strict

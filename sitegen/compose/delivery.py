@@ -25,6 +25,7 @@ from constructs.argocd import (
     RepositoryCredentials,
     RootApplication,
 )
+from constructs.secrets import read_keys
 from sitegen.components.base import Component, Project
 from sitegen.components.catalog import COMPONENTS
 from sitegen.components.context import ClusterContext
@@ -94,12 +95,7 @@ def root_waves(apps: VariantApps, documents: Documents) -> dict[tuple[str, str],
 
 
 def _read_keys(docs: list[dict[str, Any]]) -> set[str]:
-    return {
-        item["remoteRef"]["key"]
-        for d in docs
-        if d.get("kind") == "ExternalSecret"
-        for item in d["spec"].get("data") or []
-    }
+    return {key for d in docs if d.get("kind") == "ExternalSecret" for key in read_keys(d)}
 
 
 def _kinds(docs: list[dict[str, Any]], *, namespaced: bool) -> list[GroupKind]:

@@ -17,7 +17,7 @@ from constructs.kubeadm import (
     etcd_patch_file,
     kubelet_patch_file,
 )
-from constructs.secrets import READER_SERVICE_ACCOUNT, vault_mount, vault_role
+from constructs.secrets import READER_SERVICE_ACCOUNT, read_keys, vault_mount, vault_role
 from sitegen.components.base import S3Access
 from sitegen.components.networking.cilium import Cilium
 from sitegen.components.platform.argo_cd import ArgoCd
@@ -400,9 +400,7 @@ def _keys_by_namespace(documents: Iterable[dict[str, Any]]) -> dict[str, list[st
     found: dict[str, set[str]] = {}
     for doc in documents:
         if doc.get("kind") == "ExternalSecret":
-            keys = found.setdefault(doc["metadata"]["namespace"], set())
-            keys.update(item["remoteRef"]["key"] for item in doc["spec"].get("data", []))
-            keys.update(item["extract"]["key"] for item in doc["spec"].get("dataFrom", []))
+            found.setdefault(doc["metadata"]["namespace"], set()).update(read_keys(doc))
     return {ns: sorted(keys) for ns, keys in found.items()}
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 import yaml
 
+from constructs.secrets import read_keys
 from sitegen.check.bringup.kube import (
     BUILTIN,
     NOT_READY,
@@ -262,8 +263,7 @@ class Cluster:
         store = self.find(kind, "" if kind == "ClusterSecretStore" else ns, name)
         assert store is not None
         readable = self.readable_keys(store.body)
-        for item in [*(body["spec"].get("data") or []), *(body["spec"].get("dataFrom") or [])]:
-            key = (item.get("remoteRef") or item.get("extract") or {}).get("key", "")
+        for key in sorted(read_keys(body)):
             if key not in self.vault.keys:
                 return f"the vault holds no {key}"
             if readable and key not in readable:
@@ -601,14 +601,17 @@ class Cluster:
             )
         return f"one pod per node and only {len(ready)} candidate nodes"
 
-    def _finish(self, w: Workload) -> None:
-        """A Job that ran completes and gives its nodes and quota back."""
+    def _release(self, w: Workload) -> None:
+        """Give back what the workload's pods took on their nodes."""
         requests = {**w.template.requests, "pods": 1}
         for node, pods in w.placed.items():
-            for _ in range(pods):
-                add(self.nodes[node].used, requests, -1)
+            add(self.nodes[node].used, {k: v * pods for k, v in requests.items()}, -1)
         w.placed.clear()
         w.running = False
+
+    def _finish(self, w: Workload) -> None:
+        """A Job that ran completes and gives its nodes and quota back."""
+        self._release(w)
         w.done = True
         self.log.append((w.owner, f"{w.template.ref} ran to completion"))
         w.admitted = None if w.admitted is None else False
@@ -704,12 +707,7 @@ class Cluster:
         return local.body["spec"]["clusterQueue"] if local else None
 
     def _evict(self, w: Workload, why: str) -> None:
-        requests = {**w.template.requests, "pods": 1}
-        for node, pods in w.placed.items():
-            for _ in range(pods):
-                add(self.nodes[node].used, requests, -1)
-        w.placed.clear()
-        w.running = False
+        self._release(w)
         w.admitted = False
         w.reason = why
         self.log.append((w.owner, f"{w.template.ref} {why}"))

@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
+from constructs.namespaces import DEFAULT_TOLERATIONS as ADMISSION_DEFAULT_TOLERATIONS
+
 _SUFFIX = {
     "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50,
     "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15,
@@ -100,20 +102,7 @@ DAEMONSET_TOLERATIONS = (
     {"key": "node.kubernetes.io/unschedulable", "operator": "Exists", "effect": "NoSchedule"},
 )
 # What the DefaultTolerationSeconds admission plugin (on by default) adds to every pod without its own.
-DEFAULT_TOLERATIONS = (
-    {
-        "key": "node.kubernetes.io/not-ready",
-        "operator": "Exists",
-        "effect": "NoExecute",
-        "tolerationSeconds": 300,
-    },
-    {
-        "key": "node.kubernetes.io/unreachable",
-        "operator": "Exists",
-        "effect": "NoExecute",
-        "tolerationSeconds": 300,
-    },
-)
+DEFAULT_TOLERATIONS = tuple({**t, "tolerationSeconds": 300} for t in ADMISSION_DEFAULT_TOLERATIONS)
 _HOST_NETWORK_DAEMONSET_TOLERATION = {
     "key": "node.kubernetes.io/network-unavailable",
     "operator": "Exists",

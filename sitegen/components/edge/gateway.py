@@ -5,7 +5,7 @@ HTTPRoute for every web front end a component of the cluster declares (`Componen
 from __future__ import annotations
 
 from constructs import Construct
-from constructs.edge import SiteGateway, SiteIssuer
+from constructs.edge import Route, SiteGateway, SiteIssuer
 from sitegen.components.base import Flow, Layer, RenderedComponent
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.edge import PROJECT
@@ -15,6 +15,11 @@ from sitegen.components.networking.cilium_lb import CiliumLb
 from sitegen.components.platform.secret_store import SecretStore
 
 GATEWAY = "site"
+
+
+def site_routes(ctx: ClusterContext) -> list[Route]:
+    """Every front end the cluster's components serve through the Gateway."""
+    return [route for component in ctx.components for route in component.routes(ctx)]
 
 
 class Gateway(RenderedComponent):
@@ -33,8 +38,7 @@ class Gateway(RenderedComponent):
     exposed = True  # its proxies take the site's web traffic, and the nodes' image pulls
 
     def flows(self, ctx: ClusterContext) -> list[Flow]:
-        routes = [route for component in ctx.components for route in component.routes(ctx)]
-        return [Flow(route.namespace, (), f"route {route.name}") for route in routes]
+        return [Flow(route.namespace, (), f"route {route.name}") for route in site_routes(ctx)]
 
     @classmethod
     def applies(cls, scope: ClusterScope) -> bool:
@@ -55,6 +59,6 @@ class Gateway(RenderedComponent):
             namespace=self.namespace,
             placement=ctx.system_placement,
             address=str(ctx.site.services.gateway.address),
-            routes=[route for component in ctx.components for route in component.routes(ctx)],
+            routes=site_routes(ctx),
             store=ctx.store,
         )

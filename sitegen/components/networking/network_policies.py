@@ -81,27 +81,22 @@ def cluster_flows(
                 flows[peer.namespace].add(flows[peer.namespace].ingress, source, flow.ports)
     for docs in (rendered or {}).values():
         for doc in docs:
-            for namespace, port in _webhook_backends(doc):
+            for namespace in _webhook_backends(doc):
                 if namespace in flows:
-                    flows[namespace].add(
-                        flows[namespace].ingress, Peer(entity="kube-apiserver"), [port] if port else []
-                    )
+                    flows[namespace].add(flows[namespace].ingress, Peer(entity="kube-apiserver"), ())
     return flows
 
 
-def _webhook_backends(doc: dict) -> list[tuple[str, int | None]]:
-    """(namespace, port) of the Services the API server calls: webhooks and aggregated APIs."""
+def _webhook_backends(doc: dict) -> list[str]:
+    """Namespaces of the Services the API server calls: webhooks and aggregated APIs. Any port: a
+    Service's port maps to a pod port the configuration does not say."""
     if doc.get("kind") not in WEBHOOK_KINDS:
         return []
     if doc["kind"] == "APIService":
-        service = (doc.get("spec") or {}).get("service")
-        return [(service["namespace"], None)] if service else []
-    found = []
-    for hook in doc.get("webhooks") or []:
-        service = (hook.get("clientConfig") or {}).get("service")
-        if service:
-            found.append((service["namespace"], None))  # the Service port maps to a pod port we may not know
-    return found
+        services = [(doc.get("spec") or {}).get("service")]
+    else:
+        services = [(hook.get("clientConfig") or {}).get("service") for hook in doc.get("webhooks") or []]
+    return [s["namespace"] for s in services if s]
 
 
 class NetworkPolicies(RenderedComponent):
