@@ -206,6 +206,24 @@ def app_with(**spec: Any) -> dict[str, Any]:
     return {**ROOT_APP, "spec": {k: v for k, v in merged.items() if v is not None}}
 
 
+def nginx(conf: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "loki-gateway", "namespace": "loki"},
+        "data": {"nginx.conf": conf},
+    }
+
+
+LOKI_PUSH = "location = /loki/api/v1/push { proxy_pass http://loki-write.loki.svc:3100; }"
+BREAKERS["SEC-005"] = [
+    nginx(f"http {{ server {{ listen 8080; {LOKI_PUSH} }} }}"),
+    nginx(
+        "http { server { listen 8080;\n  auth_basic_user_file /etc/nginx/secrets/.htpasswd;\n"
+        "location ^~ /loki/api/v1/ { auth_basic off; proxy_pass http://loki-read.loki.svc:3100; } } }"
+    ),
+]
+
 APP_BREAKERS = {
     "APP-005": {
         "apiVersion": "argoproj.io/v1alpha1",

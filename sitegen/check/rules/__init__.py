@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from sitegen.check.rules import (  # noqa: F401
     applications,
     fabric,
+    front_doors,
     kueue,
     names,
     network,

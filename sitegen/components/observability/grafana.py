@@ -17,7 +17,7 @@ from sitegen.components.observability.kube_prometheus_stack import (
     KubePrometheusStack,
 )
 from sitegen.components.observability.loki import GATEWAY_SERVICE as LOKI_GATEWAY
-from sitegen.components.observability.loki import Loki
+from sitegen.components.observability.loki import LOKI_CLIENT, Loki
 from sitegen.components.storage.local_nvme import LocalNvme
 from sitegen.components.values import OFF, ON, Placed, Resources, Toggle, Values, placed, requests
 
@@ -64,6 +64,9 @@ class Datasource(Values):
     url: str
     access: Literal["proxy"] = "proxy"
     isDefault: bool | None = None
+    basicAuth: bool | None = None
+    basicAuthUser: str | None = None
+    secureJsonData: dict[str, str] | None = None
 
 
 class DatasourcesFile(Values):
@@ -104,6 +107,7 @@ class GrafanaValues(Placed):
     resources: Resources
     persistence: Persistence
     admin: Admin = Admin(existingSecret=ADMIN_SECRET, userKey="admin-user", passwordKey="admin-password")
+    envFromSecret: str = LOKI_CLIENT  # provisioning expands ${LOKI_*} in the Loki datasource
     grafana_ini: GrafanaIni = Field(alias="grafana.ini")
     datasources: Datasources
     sidecar: Sidecar
@@ -167,6 +171,9 @@ class Grafana(ChartComponent):
                             type="loki",
                             uid="loki",
                             url=ctx.service_url(LOKI_GATEWAY, ctx.get(Loki).namespace),
+                            basicAuth=True,
+                            basicAuthUser="${LOKI_USERNAME}",
+                            secureJsonData={"basicAuthPassword": "${LOKI_PASSWORD}"},
                         ),
                     ]
                 )

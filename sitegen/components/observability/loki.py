@@ -34,6 +34,12 @@ S3_USER = "loki"
 S3_VAULT_KEY = s3_vault_key(S3_USER)
 SCHEMA_FROM = "2026-01-01"  # first day of the v13 TSDB schema; a schema change adds a dated entry
 CA_MOUNT = "/etc/aistor-ca"
+# Loki's gateway asks every client for basic auth: it checks the htpasswd line (hash only) of
+# GATEWAY_USERS; its clients (Grafana, the gateway collector) read the pair as LOKI_CLIENT.
+GATEWAY_USERS = "loki-gateway-users"
+GATEWAY_USERS_VAULT_KEY = "loki/htpasswd"
+LOKI_CLIENT = "loki-client"  # LOKI_USERNAME, LOKI_PASSWORD and `basic` (base64 of user:password)
+LOKI_CLIENT_VAULT_KEY = "loki/client"
 
 
 class SchemaIndex(Values):
@@ -113,9 +119,15 @@ class Target(Placed):
     persistence: Persistence | None = None
 
 
+class BasicAuth(Values):
+    enabled: bool
+    existingSecret: str  # holds `.htpasswd`; without it the chart hashes a password from values
+
+
 class Gateway(Placed):
     replicas: int
     resources: Resources
+    basicAuth: BasicAuth
 
 
 class Cache(Placed):
@@ -237,7 +249,12 @@ class Loki(ChartComponent):
             write=target(3, "1", "4Gi", "8Gi", volume=True),
             read=target(3, "1", "4Gi", "8Gi", volume=False),
             backend=target(3, "500m", "2Gi", "4Gi", volume=True),
-            gateway=Gateway(replicas=2, resources=requests("100m", "128Mi", "512Mi"), **system),
+            gateway=Gateway(
+                replicas=2,
+                resources=requests("100m", "128Mi", "512Mi"),
+                basicAuth=BasicAuth(enabled=True, existingSecret=GATEWAY_USERS),
+                **system,
+            ),
             chunksCache=Cache(allocatedMemory=4096, **system),
             resultsCache=Cache(allocatedMemory=1024, **system),
         )

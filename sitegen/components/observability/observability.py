@@ -2,8 +2,9 @@
 dashboards, and the credentials the observability charts read (all from the vault).
 
 On the hub: the rules (for every cluster of the variant: the others' agents write to the hub),
-dashboards, Grafana's admin, Loki's S3 keys and the AIStor CA, the telemetry door's htpasswd. On any
-other cluster: the basic-auth pair its agents deliver with, and the site CA's certificate.
+dashboards, Grafana's admin, Loki's S3 keys and the AIStor CA, the Loki gateway's users and its
+clients' pair, the telemetry door's htpasswd. On any other cluster: the basic-auth pair its agents
+deliver with, and the site CA's certificate.
 """
 
 from __future__ import annotations
@@ -30,7 +31,15 @@ from sitegen.components.observability.kube_prometheus_stack import (
     NAMESPACE,
     KubePrometheusStack,
 )
-from sitegen.components.observability.loki import S3_SECRET, S3_VAULT_KEY, Loki
+from sitegen.components.observability.loki import (
+    GATEWAY_USERS,
+    GATEWAY_USERS_VAULT_KEY,
+    LOKI_CLIENT,
+    LOKI_CLIENT_VAULT_KEY,
+    S3_SECRET,
+    S3_VAULT_KEY,
+    Loki,
+)
 from sitegen.components.observability.otel_gateway import OtelGateway
 from sitegen.components.observability.telemetry import (
     CLIENT_VAULT_KEY,
@@ -131,6 +140,30 @@ class Observability(RenderedComponent):
             template={"AWS_ACCESS_KEY_ID": "{{ .access_key }}", "AWS_SECRET_ACCESS_KEY": "{{ .secret_key }}"},
         )
         aistor_ca(scope, "LokiAIStorCA", namespace=loki, store=ctx.store)
+        VaultSecret(
+            scope,
+            "LokiGatewayUsers",
+            name=GATEWAY_USERS,
+            namespace=loki,
+            store=ctx.store,
+            key=GATEWAY_USERS_VAULT_KEY,
+            properties=[".htpasswd"],
+        )
+        for client in sorted({grafana, ctx.get(OtelGateway).namespace}):
+            VaultSecret(
+                scope,
+                f"LokiClient-{client}",
+                name=LOKI_CLIENT,
+                namespace=client,
+                store=ctx.store,
+                key=LOKI_CLIENT_VAULT_KEY,
+                properties=["username", "password"],
+                template={
+                    "LOKI_USERNAME": "{{ .username }}",
+                    "LOKI_PASSWORD": "{{ .password }}",
+                    "basic": '{{ printf "%s:%s" .username .password | b64enc }}',
+                },
+            )
         if ctx.variant.spokes:
             # htpasswd lines ({SHA}) of the clients that deliver telemetry from the other clusters
             VaultSecret(

@@ -26,9 +26,17 @@ from sitegen.components.observability.kube_prometheus_stack import (
     KubePrometheusStack,
 )
 from sitegen.components.observability.loki import GATEWAY_SERVICE as LOKI_GATEWAY
-from sitegen.components.observability.loki import Loki
+from sitegen.components.observability.loki import LOKI_CLIENT, Loki
 from sitegen.components.observability.telemetry import TELEMETRY_USERS
-from sitegen.components.values import Pdb, image, placed, requests
+from sitegen.components.values import (
+    EnvVar,
+    EnvVarSource,
+    Pdb,
+    SecretKeyRef,
+    image,
+    placed,
+    requests,
+)
 
 SERVICE = "otel-gateway"
 
@@ -75,8 +83,18 @@ class OtelGateway(ChartComponent):
             resources=requests("500m", "1Gi", "4Gi"),
             presets=Presets(),
             podDisruptionBudget=Pdb(),
+            extraEnvs=[
+                EnvVar(
+                    name="LOKI_AUTH",
+                    valueFrom=EnvVarSource(secretKeyRef=SecretKeyRef(name=LOKI_CLIENT, key="basic")),
+                )
+            ],
             config=CollectorConfig(
-                exporters={"otlphttp/loki": OtlpHttpExporter(endpoint=loki + "/otlp")},
+                exporters={
+                    "otlphttp/loki": OtlpHttpExporter(
+                        endpoint=loki + "/otlp", headers={"Authorization": "Basic ${env:LOKI_AUTH}"}
+                    )
+                },
                 service=Service(
                     pipelines=Pipelines(
                         logs=Pipeline(receivers=["otlp"], processors=["batch"], exporters=["otlphttp/loki"])
