@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Literal
 
 from cdk8s_plus_27 import k8s
@@ -56,4 +57,37 @@ class AppNamespace(Construct):
                 labels={**(labels or {}), **psa_labels(level, kubernetes_minor)},
                 annotations=annotations,
             ),
+        )
+
+
+@dataclass(frozen=True)
+class Quota:
+    cpu: int  # cores
+    memory_gb: int
+    gpus: int
+    gpu_resource: str
+    storage_gb: int
+    volumes: int
+
+
+class NamespaceQuota(Construct):
+    """A ResourceQuota: requests of CPU, memory and GPUs, volume claims and their size, and no Service
+    of type LoadBalancer or NodePort (a namespace reaches the world through the site Gateway only)."""
+
+    def __init__(self, scope: Construct, id: str, *, namespace: str, quota: Quota) -> None:
+        super().__init__(scope, id)
+        hard = {
+            "requests.cpu": str(quota.cpu),
+            "requests.memory": f"{quota.memory_gb}G",
+            f"requests.{quota.gpu_resource}": str(quota.gpus),
+            "requests.storage": f"{quota.storage_gb}G",
+            "persistentvolumeclaims": str(quota.volumes),
+            "services.loadbalancers": "0",
+            "services.nodeports": "0",
+        }
+        k8s.KubeResourceQuota(
+            self,
+            "Resource",
+            metadata=k8s.ObjectMeta(name="quota", namespace=namespace),
+            spec=k8s.ResourceQuotaSpec(hard={k: k8s.Quantity.from_string(v) for k, v in hard.items()}),
         )

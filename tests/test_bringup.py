@@ -286,3 +286,27 @@ def test_a_tenant_store_borrowing_a_platform_role(site, inputs):
         "SecretStore ai-research/site-vault",
         "vault role external-secrets-harbor is not bound to namespace ai-research",
     )
+
+
+def test_a_tenant_quota_below_its_own_acceptance_job(site, inputs):
+    def one_node_of_gpus(doc):
+        doc["spec"]["hard"]["requests.nvidia.com/gpu"] = "8"
+
+    tree = edited(inputs, ONE, "one-cluster/apps/ai/namespaces/ai-research.resourcequota", one_node_of_gpus)
+    blocked(
+        run(site, inputs, tree=tree),
+        "ai-tenant-ai-research", "Job ai-research/nccl-allreduce",
+        "ResourceQuota quota: nvidia.com/gpu: 0 in use + 96 asked > 8",
+    )  # fmt: skip
+
+
+def test_a_tenant_pod_without_a_cpu_request_under_the_quota(site, inputs):
+    def no_cpu(doc):
+        for c in doc["spec"]["template"]["spec"]["containers"]:
+            c["resources"]["requests"].pop("cpu")
+
+    tree = edited(inputs, ONE, "one-cluster/apps/ai/vllm-stack/ai-research.deployment", no_cpu)
+    blocked(
+        run(site, inputs, tree=tree),
+        "ai-vllm-stack", "ResourceQuota quota bounds cpu: container router-container requests none",
+    )  # fmt: skip

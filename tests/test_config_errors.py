@@ -116,6 +116,13 @@ CASES = [
         "should match pattern",
     ),
     case(
+        "tenant-quota-below-the-served-models",
+        set_value("tenants.yaml", "ai-research", "quota", "storage_gb", value=100),
+        "tenants.yaml",
+        "ai-research.quota.storage_gb",
+        "cannot hold the served models' weight caches (400 GB)",
+    ),
+    case(
         "unknown-key-rail",
         set_value("fabric.yaml", "rails", "A", "vlan", value=30),
         "fabric.yaml",

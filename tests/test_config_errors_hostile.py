@@ -165,21 +165,31 @@ CASES = [
     # --- names and pins ------------------------------------------------------------------------------
     case(
         "tenant-named-kube-system",
-        set_value("tenants.yaml", "kube-system", value={"description": "x"}),
+        set_value(
+            "tenants.yaml",
+            "kube-system",
+            value={"description": "x", "quota": {"storage_gb": 100, "volumes": 1}},
+        ),
         "tenants.yaml",
         "kube-system",
         "a Kubernetes system namespace",
     ),
     case(
         "tenant-named-after-a-platform-namespace",
-        set_value("tenants.yaml", "monitoring", value={"description": "x"}),
+        set_value(
+            "tenants.yaml",
+            "monitoring",
+            value={"description": "x", "quota": {"storage_gb": 100, "volumes": 1}},
+        ),
         "tenants.yaml",
         "monitoring",
         "namespace 'monitoring' belongs to component",
     ),
     case(
         "tenant-named-argocd",
-        set_value("tenants.yaml", "argocd", value={"description": "x"}),
+        set_value(
+            "tenants.yaml", "argocd", value={"description": "x", "quota": {"storage_gb": 100, "volumes": 1}}
+        ),
         "tenants.yaml",
         "argocd",
         "belongs to component argo-cd",

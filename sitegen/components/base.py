@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from constructs import Construct
 from constructs.edge import Route
-from constructs.namespaces import PsaLevel
+from constructs.namespaces import PsaLevel, Quota
 from sitegen.model import Placement
 
 if TYPE_CHECKING:
@@ -163,6 +163,10 @@ class Component:
 
     def allowed_tolerations(self, ctx: ClusterContext) -> list[dict[str, str]] | None:
         """The only tolerations pods of its namespace may carry (PodTolerationRestriction); None: any."""
+        return None
+
+    def namespace_quota(self, ctx: ClusterContext) -> Quota | None:
+        """What its namespace may hold at once (a ResourceQuota, created with the namespace)."""
         return None
 
     # versions.yaml images this component sets, each with what uses it (a missing pin names it).

@@ -151,6 +151,19 @@ def check_services(
         raise ConfigError(("services", "serving", "tenant"), f"unknown tenant {serving.tenant!r}")
     if len({m.name for m in serving.models}) != len(serving.models):
         raise ConfigError(("services", "serving", "models"), "model names must be unique")
+    quota = tenants[serving.tenant].quota
+    caches = sum(m.cache_gb * m.replicas for m in serving.models)
+    if caches > quota.storage_gb:
+        raise ConfigError(
+            ("tenants", serving.tenant, "quota", "storage_gb"),
+            f"{quota.storage_gb} GB cannot hold the served models' weight caches ({caches} GB)",
+        )
+    claims = sum(m.replicas for m in serving.models)
+    if claims > quota.volumes:
+        raise ConfigError(
+            ("tenants", serving.tenant, "quota", "volumes"),
+            f"{quota.volumes} claims cannot hold one weight cache per model replica ({claims})",
+        )
     registry = services.registry
     upstreams: dict[str, str] = {}
     for name, cache in registry.proxy_cache.items():

@@ -2,12 +2,27 @@
 
 from __future__ import annotations
 
+from pydantic import PositiveInt
+
 from sitegen.model.fields import ConfigError, Strict
+
+
+class TenantQuota(Strict):
+    """What the namespace may hold at once (a ResourceQuota). Kueue shares the GPU pools between the
+    tenants' queued jobs; the quota bounds everything else they create, Kueue or not. CPU, memory and
+    GPUs left out are the capacity of the cluster's GPU pools (the queue's nominal quota)."""
+
+    cpu: PositiveInt | None = None  # cores
+    memory_gb: PositiveInt | None = None
+    gpus: PositiveInt | None = None
+    storage_gb: PositiveInt  # volume claims, all classes together
+    volumes: PositiveInt  # volume claims
 
 
 class Tenant(Strict):
     description: str
     nccl_benchmark: bool = False  # render the multi-node NCCL all-reduce benchmark job for this tenant
+    quota: TenantQuota
 
 
 # Namespaces Kubernetes itself owns: a tenant there would relabel (and Argo CD would adopt) them.

@@ -39,7 +39,11 @@ def test_node_labels_list_every_host_of_the_cluster_once(one, two, small):
 def test_namespaces_are_those_components_declare_with_their_level(one):
     ctx = context(one, "ai")
     declared = {c.namespace: c.security for c in ctx.components if c.security is not None}
-    namespaces = {n["metadata"]["name"]: n["metadata"]["labels"] for n in render(one, "ai", Namespaces)}
+    namespaces = {
+        n["metadata"]["name"]: n["metadata"]["labels"]
+        for n in render(one, "ai", Namespaces)
+        if n["kind"] == "Namespace"
+    }
     assert set(namespaces) == set(declared)
     for name, security in declared.items():
         assert isinstance(security, NamespaceSecurity)
@@ -176,3 +180,17 @@ def test_tenants_may_tolerate_the_gpu_taint_and_nothing_else(one):
                 "node.kubernetes.io/not-ready",
                 "node.kubernetes.io/unreachable",
             }
+
+
+def test_a_tenant_namespace_comes_with_its_quota(one, site):
+    """Created with the namespace (a quota does not evict pods it finds); GPUs are every GPU of the
+    cluster unless config narrows them; no LoadBalancer or NodePort Service."""
+    quotas = {
+        q["metadata"]["namespace"]: q for q in render(one, "ai", Namespaces) if q["kind"] == "ResourceQuota"
+    }
+    assert set(quotas) == set(site.tenants)
+    hard = quotas["ai-research"]["spec"]["hard"]
+    gpus = sum(len(p.hosts) * p.hardware.gpu.count for p in context(one, "ai").gpu_pools)
+    assert gpus and hard["requests.nvidia.com/gpu"] == str(gpus)
+    assert hard["services.loadbalancers"] == hard["services.nodeports"] == "0"
+    assert hard["requests.storage"] == f"{site.tenants['ai-research'].quota.storage_gb}G"

@@ -28,6 +28,7 @@ from sitegen.check.bringup.kube import (
     node_affinity_matches,
     pod_template,
     quantity,
+    requests_of,
     secret_refs,
     untolerated,
 )
@@ -506,6 +507,42 @@ class Cluster:
                 return f"volume claim: {why}"
         if w.operator and not self.controller_running(*w.operator):
             return f"the {w.operator[1]} operator is not running"
+        return self.quota_blocker(w)
+
+    def quota_blocker(self, w: Workload) -> str | None:
+        """The namespace's ResourceQuotas refuse the pods still to create: a request they bound that a
+        container leaves out, or more than is left beside the namespace's running pods."""
+        t = w.template
+        quotas = [
+            a.body for (_, k, ns, _), a in self.objects.items() if k == "ResourceQuota" and ns == t.namespace
+        ]
+        if not quotas:
+            return None
+        pods = (1 if t.daemon else max(t.replicas, 1)) - sum(w.placed.values())
+        used: dict[str, int] = {}
+        for other in self.workloads.values():
+            if other is not w and other.template.namespace == t.namespace and other.running:
+                running = sum(other.placed.values())
+                add(used, {**{k: v * running for k, v in other.template.requests.items()}, "pods": running})
+        need = {**{k: v * pods for k, v in t.requests.items()}, "pods": pods}
+        for quota in quotas:
+            name = quota["metadata"]["name"]
+            for key, limit in sorted(((quota.get("spec") or {}).get("hard") or {}).items()):
+                resource = _pod_quota_resource(key)
+                if resource is None:
+                    continue
+                if resource in ("cpu", "memory"):
+                    bare = [
+                        c.get("name")
+                        for c in t.containers()
+                        if resource not in requests_of(c.get("resources"))
+                    ]
+                    if bare:
+                        return f"ResourceQuota {name} bounds {resource}: container {bare[0]} requests none"
+                hard = quantity(limit, milli=resource == "cpu")
+                if used.get(resource, 0) + need.get(resource, 0) > hard:
+                    short = _usage(used, {resource: need.get(resource, 0)}, {resource: hard})
+                    return f"ResourceQuota {name}: {short}"
         return None
 
     def objects_body(self, w: Workload) -> Mapping[str, Any]:
@@ -744,6 +781,15 @@ def _rule_matches(rules: Iterable[Mapping[str, Any]], group: str, resource: str)
         if ("*" in groups or group in groups) and ("*" in resources or resource in resources):
             return True
     return False
+
+
+def _pod_quota_resource(key: str) -> str | None:
+    """The pod resource a ResourceQuota key bounds; None for claims, object counts and limits."""
+    if key in ("pods", "cpu", "memory"):
+        return key
+    if key.startswith("requests.") and key != "requests.storage" and not key.endswith(".storage"):
+        return key.removeprefix("requests.")
+    return None
 
 
 def _quota(cluster_queue: Mapping[str, Any]) -> dict[str, int]:

@@ -1,10 +1,11 @@
-"""`namespaces`: the namespace of every component that declares one, with its Pod Security labels."""
+"""`namespaces`: the namespace of every component that declares one, with its Pod Security labels and,
+where the component sets one, its ResourceQuota."""
 
 from __future__ import annotations
 
 from constructs import Construct
 from constructs.kueue import MANAGED_NAMESPACE_LABEL
-from constructs.namespaces import AppNamespace
+from constructs.namespaces import AppNamespace, NamespaceQuota
 from sitegen.components.base import Layer, RenderedComponent
 from sitegen.components.context import ClusterContext
 from sitegen.components.platform import PROJECT
@@ -28,3 +29,8 @@ class Namespaces(RenderedComponent):
                     labels={MANAGED_NAMESPACE_LABEL: "true"} if component.queued else None,
                     allowed_tolerations=component.allowed_tolerations(ctx),
                 )
+                quota = component.namespace_quota(ctx)
+                if quota is not None:  # before any pod: a quota does not evict what it finds
+                    NamespaceQuota(
+                        scope, f"{component.namespace}-quota", namespace=component.namespace, quota=quota
+                    )

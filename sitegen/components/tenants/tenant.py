@@ -1,12 +1,13 @@
-"""`tenant-<name>`: a tenant's namespace, its Kueue LocalQueue, its rail networks (the `fabric` app)
-and, where config asks, the multi-node NCCL all-reduce benchmark."""
+"""`tenant-<name>`: a tenant's namespace (with its ResourceQuota, from `namespaces`), its Kueue
+LocalQueue, its rail networks (the `fabric` app) and, where config asks, the multi-node NCCL
+all-reduce benchmark."""
 
 from __future__ import annotations
 
 from constructs import Construct
 from constructs.gpu_workload import NcclAllReduceJob
-from constructs.kueue import TenantQueue
-from constructs.namespaces import DEFAULT_TOLERATIONS
+from constructs.kueue import GPU_RESOURCE, TenantQueue
+from constructs.namespaces import DEFAULT_TOLERATIONS, Quota
 from sitegen.components.base import Component, Flow, Layer, NamespaceSecurity, RenderedComponent
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.edge.gateway import Gateway
@@ -47,6 +48,19 @@ class Tenant(RenderedComponent):
         can never be placed on control-plane, storage or infra-only nodes by tolerating their taints."""
         found = [dict(t) for pool in ctx.gpu_pools for t in pool.placement.tolerations]
         return [*found, *DEFAULT_TOLERATIONS]
+
+    def namespace_quota(self, ctx: ClusterContext) -> Quota:
+        """Config's, or the capacity of the GPU pools for what config leaves out."""
+        quota = ctx.site.tenants[self.tenant].quota
+        pools = ctx.gpu_pools
+        return Quota(
+            cpu=quota.cpu or sum(len(p.hosts) * p.hardware.cpu_cores for p in pools),
+            memory_gb=quota.memory_gb or sum(len(p.hosts) * p.hardware.memory_gb for p in pools),
+            gpus=quota.gpus or sum(len(p.hosts) * p.hardware.gpu.count for p in pools if p.hardware.gpu),
+            gpu_resource=GPU_RESOURCE,
+            storage_gb=quota.storage_gb,
+            volumes=quota.volumes,
+        )
 
     def render(self, scope: Construct, ctx: ClusterContext) -> None:
         TenantQueue(scope, "Queue", tenant=self.tenant)
