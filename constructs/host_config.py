@@ -181,6 +181,7 @@ class KubeletConfiguration(HostConfig):
     authorization: KubeletAuthorization | None = None
     readOnlyPort: int | None = None
     rotateCertificates: bool | None = None
+    serverTLSBootstrap: bool | None = None
     clusterDomain: str | None = None
     kubeReserved: dict[str, str] | None = None
     evictionHard: dict[str, str] | None = None

@@ -237,6 +237,9 @@ class KubeletConfiguration(Construct):
                 authorization=api.KubeletAuthorization(mode="Webhook"),
                 readOnlyPort=0,
                 rotateCertificates=True,
+                # serving certificate from the cluster CA (approved by kubelet-csr-approver), not
+                # self-signed: the kubelet's clients verify it
+                serverTLSBootstrap=True,
                 clusterDomain=cluster.spec.dns_domain,
             ),
         )

@@ -310,3 +310,32 @@ def test_a_tenant_pod_without_a_cpu_request_under_the_quota(site, inputs):
         run(site, inputs, tree=tree),
         "ai-vllm-stack", "ResourceQuota quota bounds cpu: container router-container requests none",
     )  # fmt: skip
+
+
+def test_kubelets_without_an_approver_of_their_serving_certificates(site, inputs):
+    tree = {p: docs for p, docs in inputs[ONE][0].items() if "/kubelet-csr-approver/" not in str(p)}
+    blocked(
+        run(site, inputs, tree=tree),
+        "ai-metrics-server", "cannot verify 102 kubelet(s)", "wait for an approver of kubernetes.io/kubelet-serving",
+    )  # fmt: skip
+
+
+def test_an_approver_that_does_not_know_the_gpu_nodes(site, inputs):
+    def without_gpu_nodes(doc):
+        if doc["kind"] == "Deployment":
+            for e in doc["spec"]["template"]["spec"]["containers"][0]["env"]:
+                if e["name"] == "PROVIDER_REGEX":
+                    e["value"] = e["value"].replace("gpu", "xpu")
+
+    tree = edited(inputs, ONE, "one-cluster/apps/ai/kubelet-csr-approver/", without_gpu_nodes)
+    blocked(run(site, inputs, tree=tree), "ai-metrics-server", "cannot verify 12 kubelet(s) (gpu01, ...)")
+
+
+def test_kubelets_serving_self_signed_certificates(site, inputs):
+    def self_signed(doc):
+        doc.pop("serverTLSBootstrap", None)
+
+    tree = edited(inputs, ONE, "one-cluster/kubeadm/ai/init-", self_signed)
+    blocked(
+        run(site, inputs, tree=tree), "ai-metrics-server", "self-signed certificates (no serverTLSBootstrap)"
+    )

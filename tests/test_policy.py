@@ -224,6 +224,21 @@ BREAKERS["SEC-005"] = [
     ),
 ]
 
+BREAKERS["SEC-006"] = [
+    workload(name="metrics-server", containers=[container(args=["--kubelet-insecure-tls"])]),
+    {
+        "apiVersion": "monitoring.coreos.com/v1",
+        "kind": "ServiceMonitor",
+        "metadata": {"name": "kubelet", "namespace": "monitoring"},
+        "spec": {
+            "selector": {"matchLabels": {"k8s-app": "kubelet"}},
+            "endpoints": [
+                {"port": "https-metrics", "scheme": "https", "tlsConfig": {"insecureSkipVerify": True}}
+            ],
+        },
+    },
+]
+
 APP_BREAKERS = {
     "APP-005": {
         "apiVersion": "argoproj.io/v1alpha1",

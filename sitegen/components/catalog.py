@@ -33,6 +33,7 @@ from sitegen.components.platform.external_secrets import ExternalSecrets
 from sitegen.components.platform.metrics_server import MetricsServer
 from sitegen.components.platform.namespaces import Namespaces
 from sitegen.components.platform.secret_store import SecretStore
+from sitegen.components.platform_nodes.kubelet_csr_approver import KubeletCsrApprover
 from sitegen.components.platform_nodes.node_labels import NodeLabels
 from sitegen.components.registry.harbor import Harbor
 from sitegen.components.registry.harbor_config import HarborConfig
@@ -51,6 +52,7 @@ from sitegen.components.tenants.tenant import Tenant
 COMPONENTS: tuple[type[Component], ...] = (
     # platform
     NodeLabels,
+    KubeletCsrApprover,
     Namespaces,
     ArgoCd,
     ExternalSecrets,

@@ -8,8 +8,10 @@ blocker can name who would have provided what is missing.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from ipaddress import ip_address, ip_network
 from typing import Any
 
 import yaml
@@ -39,6 +41,13 @@ KUEUE_QUEUE = "kueue.x-k8s.io/queue-name"
 KUEUE_PRIORITY = "kueue.x-k8s.io/priority-class"
 DIRECTPV = "directpv-min-io"  # provisions only on drives handed to it with `kubectl directpv init`
 BUILTIN_PRIORITY_CLASSES = {"system-node-critical", "system-cluster-critical"}
+KUBELET_SERVING = "kubernetes.io/kubelet-serving"
+# metrics-server's flags for how it reaches kubelets (DirectPV's --kubelet-dir-path is no client's)
+KUBELET_CLIENT_FLAGS = (
+    "--kubelet-preferred-address-types",
+    "--kubelet-use-node-status-port",
+    "--kubelet-port",
+)
 PREEMPTING = {"LowerPriority", "LowerOrNewerEqualPriority", "Any"}
 
 
@@ -92,6 +101,7 @@ class Cluster:
         self.crds: dict[tuple[str, str], tuple[str, str]] = {}  # (group, kind) -> (plural, owner)
         self.workloads: dict[Key, Workload] = {}
         self.drives_initialized = False
+        self.server_tls_bootstrap = False  # kubelets ask the cluster CA for serving certificates
         self._producers: dict[tuple[str, str], Applied] = {}
         self._producers_at = -1
         self.cni_app = ""
@@ -453,6 +463,81 @@ class Cluster:
                 node.taints = [t for t in node.taints if t not in NOT_READY]
                 self.changes += 1
 
+    # ---- kubelet serving certificates -----------------------------------------------------------
+    def _approvers(self) -> list[Workload]:
+        """Running workloads whose service account is bound to approve kubelet-serving requests by name
+        (an operator that may approve any signer, like AIStor's for its own CSRs, approves no kubelet)."""
+        roles = {
+            a.body["metadata"]["name"]
+            for _, a in self.of_kind("ClusterRole")
+            if any(
+                "signers" in (r.get("resources") or [])
+                and "approve" in (r.get("verbs") or [])
+                and KUBELET_SERVING in (r.get("resourceNames") or [])  # named: not any signer's approver
+                for r in a.body.get("rules") or []
+            )
+        }
+        accounts = {
+            (s.get("namespace", ""), s.get("name"))
+            for _, a in self.of_kind("ClusterRoleBinding")
+            if (a.body.get("roleRef") or {}).get("name") in roles
+            for s in a.body.get("subjects") or []
+            if s.get("kind") == "ServiceAccount"
+        }
+        return [
+            w for w in self.workloads.values()
+            if w.running and (w.template.namespace, w.template.spec.get("serviceAccountName", "default")) in accounts
+        ]  # fmt: skip
+
+    def refresh_serving_certificates(self) -> None:
+        """kube-controller-manager signs a kubelet's serving CSR once something approves it: an
+        approver whose checks (node name pattern, IP prefixes of kubelet-csr-approver) admit the node."""
+        waiting = [n for n in self.nodes.values() if not n.serving_certificate]
+        if not waiting or not self.server_tls_bootstrap:
+            return
+        for approver in self._approvers():
+            env = {
+                e["name"]: str(e.get("value", ""))
+                for c in approver.template.containers()
+                for e in c.get("env") or []
+            }
+            names = re.compile(env.get("PROVIDER_REGEX", ".*"))
+            prefixes = [
+                ip_network(p.strip()) for p in env.get("PROVIDER_IP_PREFIXES", "0.0.0.0/0").split(",")
+            ]
+            approved = [
+                n for n in waiting
+                if names.search(n.name) and n.address and any(ip_address(n.address) in p for p in prefixes)
+            ]  # fmt: skip
+            for node in approved:
+                node.serving_certificate = True
+            if approved:
+                self.changes += 1
+                self.log.append(
+                    (approver.owner, f"approved the serving certificates of {len(approved)} kubelet(s)")
+                )
+            waiting = [n for n in waiting if not n.serving_certificate]
+
+    def kubelet_client_blocker(self, w: Workload) -> str | None:
+        """A client of the kubelets that verifies them (metrics-server without --kubelet-insecure-tls)
+        is not Ready while a kubelet serves no certificate of the cluster CA."""
+        args = [
+            str(a)
+            for c in w.template.containers()
+            for a in [*(c.get("args") or []), *(c.get("command") or [])]
+        ]
+        if not any(a.startswith(KUBELET_CLIENT_FLAGS) for a in args) or "--kubelet-insecure-tls" in args:
+            return None
+        waiting = sorted(n.name for n in self.nodes.values() if not n.serving_certificate)
+        if not waiting:
+            return None
+        if not self.server_tls_bootstrap:
+            return "cannot verify the kubelets: they serve self-signed certificates (no serverTLSBootstrap)"
+        return (
+            f"cannot verify {len(waiting)} kubelet(s) ({waiting[0]}, ...): their serving certificate "
+            f"requests wait for an approver of {KUBELET_SERVING}"
+        )
+
     # ---- workloads -------------------------------------------------------------------------------
     def reconcile(self, rails: Mapping[str, set[str]]) -> None:
         """Run the controllers until nothing changes."""
@@ -460,6 +545,7 @@ class Cluster:
             before = self.changes
             self.refresh_readiness()
             self.refresh_devices(rails)
+            self.refresh_serving_certificates()
             self._admit()
             for key in sorted(self.workloads):
                 self._start(key, self.workloads[key])
@@ -507,7 +593,7 @@ class Cluster:
                 return f"volume claim: {why}"
         if w.operator and not self.controller_running(*w.operator):
             return f"the {w.operator[1]} operator is not running"
-        return self.quota_blocker(w)
+        return self.quota_blocker(w) or self.kubelet_client_blocker(w)
 
     def quota_blocker(self, w: Workload) -> str | None:
         """The namespace's ResourceQuotas refuse the pods still to create: a request they bound that a

@@ -138,6 +138,8 @@ class Node:
     reserved: dict[str, int]
     ready: bool = False
     used: dict[str, int] = field(default_factory=dict)
+    address: str = ""  # its InternalIP (kubelet node-ip)
+    serving_certificate: bool = False  # one of the cluster CA (serverTLSBootstrap, approved), not self-signed
 
     def allocatable(self, resource: str) -> int:
         return self.capacity.get(resource, 0) - self.reserved.get(resource, 0)

@@ -282,20 +282,25 @@ class Simulation:
             raise Stop(Blocker(cluster.name, self.step, str(config), "no Init/JoinConfiguration"))
         registration = init.get("nodeRegistration") or {}
         control_plane = init["kind"] == "InitConfiguration" or "controlPlane" in init
+        extra = {a["name"]: a["value"] for a in registration.get("kubeletExtraArgs") or []}
         if "${NODE_NAME}" in str(registration.get("name", "")):
             header = self.texts.get(config, "")
-            names = re.findall(r"\b([a-z][\w-]*)=\d+\.\d+\.\d+\.\d+", header)
+            addresses = dict(re.findall(r"\b([a-z][\w-]*)=(\d+\.\d+\.\d+\.\d+)", header))
+            names = list(addresses)
         else:
             names = [str(registration["name"])]
+            addresses = {names[0]: str(extra.get("node-ip", ""))}
+        if init["kind"] == "InitConfiguration":  # kubeadm uploads it; every joining kubelet downloads it
+            kubelet = next((d for d in docs if d.get("kind") == "KubeletConfiguration"), {})
+            cluster.server_tls_bootstrap = bool(kubelet.get("serverTLSBootstrap"))
         taints = registration.get("taints")
         pool_taints = (
             [CONTROL_PLANE_TAINT] if taints is None and control_plane
             else [Taint(t["key"], str(t.get("value", "")), t["effect"]) for t in taints or []]
         )  # fmt: skip
         labels = {}
-        for arg in registration.get("kubeletExtraArgs") or []:
-            if arg["name"] == "node-labels":
-                labels = dict(pair.split("=", 1) for pair in arg["value"].split(","))
+        if "node-labels" in extra:
+            labels = dict(pair.split("=", 1) for pair in extra["node-labels"].split(","))
         if control_plane:
             labels["node-role.kubernetes.io/control-plane"] = ""
         if patch is None:
@@ -318,7 +323,8 @@ class Simulation:
             }
             cluster.nodes[name] = Node(
                 name, pool.name, {**KUBELET_LABELS, "kubernetes.io/hostname": name, **labels},
-                [*pool_taints, *NOT_READY], capacity, dict(reserved),
+                [*pool_taints, *NOT_READY], capacity, dict(reserved), address=addresses.get(name, ""),
+                serving_certificate=False,
             )  # fmt: skip
             self.rails[cluster.name][name] = self.prepared.get(pool.name, set())
         cluster.changes += 1

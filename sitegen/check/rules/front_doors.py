@@ -31,3 +31,32 @@ def _authenticated_log_gateway(ctx: Context) -> Iterator[Violation]:
                 yield Violation(doc, f"$.data.{key}", "passes Loki's API on without auth_basic_user_file")
             elif any(re.search(r"auth_basic\s+off;", body) for body in locations):
                 yield Violation(doc, f"$.data.{key}", "turns auth_basic off on a location of Loki's API")
+
+
+def _containers(body: dict) -> list[dict]:
+    spec = body.get("spec") or {}
+    pod = ((spec.get("jobTemplate") or {}).get("spec") or spec).get("template", {}).get("spec") or {}
+    return [*(pod.get("initContainers") or []), *(pod.get("containers") or [])]
+
+
+@rule(
+    "SEC-006",
+    "verified-kubelets",
+    "kubelets serve certificates of the cluster CA (serverTLSBootstrap): their clients verify them",
+)
+def _verified_kubelets(ctx: Context) -> Iterator[Violation]:
+    for doc in ctx.docs:
+        for i, c in enumerate(_containers(doc.body)):
+            if "--kubelet-insecure-tls" in [*(c.get("args") or []), *(c.get("command") or [])]:
+                yield Violation(
+                    doc, f"$..containers[{i}].args", f"container {c.get('name')} skips kubelet TLS"
+                )
+        if doc.kind == "ServiceMonitor":
+            spec = doc.body.get("spec") or {}
+            if ((spec.get("selector") or {}).get("matchLabels") or {}).get("k8s-app") != "kubelet":
+                continue
+            for i, endpoint in enumerate(spec.get("endpoints") or []):
+                if (endpoint.get("tlsConfig") or {}).get("insecureSkipVerify"):
+                    yield Violation(
+                        doc, f"$.spec.endpoints[{i}].tlsConfig", "scrapes kubelets without verifying them"
+                    )

@@ -215,6 +215,15 @@ class KubeEtcd(Values):
     service: EtcdService
 
 
+class KubeletMonitor(Values):
+    https: bool
+    insecureSkipVerify: bool
+
+
+class Kubelet(Values):
+    serviceMonitor: KubeletMonitor
+
+
 class KubePrometheusStackValues(Values):
     crds: Toggle = ON
     # Grafana is its own app; the chart's Kubernetes dashboards still ship as ConfigMaps for it.
@@ -235,6 +244,9 @@ class KubePrometheusStackValues(Values):
     kubeProxy: Toggle = OFF
     # etcd serves /metrics over plain HTTP on :2381 of its node address (the per-member kubeadm patch).
     kubeEtcd: KubeEtcd = KubeEtcd(enabled=True, service=EtcdService(port=2381, targetPort=2381))
+    # Kubelets serve certificates of the cluster CA (serverTLSBootstrap): scraped over HTTPS and
+    # verified with the service account's CA, which the chart sets when https is on.
+    kubelet: Kubelet = Kubelet(serviceMonitor=KubeletMonitor(https=True, insecureSkipVerify=False))
 
 
 def pool_relabelings(pools: tuple[PoolLayout, ...]) -> list[Relabeling]:

@@ -7,15 +7,16 @@ from sitegen.components.context import ClusterContext
 from sitegen.components.networking.cilium import Cilium
 from sitegen.components.observability.kube_prometheus_stack import KubePrometheusStack
 from sitegen.components.platform import PROJECT
+from sitegen.components.platform_nodes.kubelet_csr_approver import KubeletCsrApprover
 from sitegen.components.values import ON, Pdb, Placed, Resources, Toggle, placed, requests
 
 
 class MetricsServerValues(Placed):
     replicas: int = 2
     resources: Resources
-    # Kubelet serving certificates are self-signed (kubeadm default, no CSR approver yet): metrics-server
-    # talks to the node IP without verifying it. Moving kubelets to serverTLSBootstrap removes this.
-    args: list[str] = ["--kubelet-preferred-address-types=InternalIP", "--kubelet-insecure-tls"]
+    # Kubelets serve certificates of the cluster CA for their node IP (serverTLSBootstrap, approved by
+    # kubelet-csr-approver): metrics-server verifies them with the CA of its service account.
+    args: list[str] = ["--kubelet-preferred-address-types=InternalIP"]
     serviceMonitor: Toggle = ON
     podDisruptionBudget: Pdb = Pdb()
 
@@ -26,7 +27,7 @@ class MetricsServer(ChartComponent):
     serves_at_runtime = ("metrics.k8s.io/v1beta1",)  # an APIService backed by metrics-server
     project = PROJECT
     layer = Layer.FOUNDATION
-    after = (Cilium, KubePrometheusStack)  # its ServiceMonitor
+    after = (Cilium, KubePrometheusStack, KubeletCsrApprover)  # its ServiceMonitor; kubelet certificates
 
     def values(self, ctx: ClusterContext) -> MetricsServerValues:
         return MetricsServerValues(resources=requests("100m", "200Mi", "1Gi"), **placed(ctx.system_placement))
