@@ -430,3 +430,36 @@ def test_the_llm_endpoint_requires_an_api_key():
         'path "secret/data/serving/api-keys"'
         in runbook.split("external-secrets-ai-ai-research - <<'EOF'", 1)[1].split("EOF", 1)[0]
     )
+
+
+def test_the_api_servers_audit_log_is_shipped_from_every_control_plane_node():
+    """The path kube-apiserver writes (kubeadm) is the one the node collectors read, mount and send to
+    the exporter that reaches the hub; and the collectors run on the control-plane nodes."""
+    for variant in ("one-cluster", "two-cluster"):
+        for init in (DIST / variant / "kubeadm").glob("*/init-*.yaml"):
+            cluster = init.parent.name
+            config = next(
+                d for d in yaml.safe_load_all(init.read_text()) if d and d["kind"] == "ClusterConfiguration"
+            )
+            args = {a["name"]: a["value"] for a in config["apiServer"]["extraArgs"]}
+            audit_dir = Path(args["audit-log-path"]).parent
+            app = DIST / variant / "apps" / cluster / "otel-node"
+            (cm,) = [
+                d for p in app.glob("*.configmap.*.yaml") for d in yaml.safe_load_all(p.read_text()) if d
+            ]
+            relay = yaml.safe_load(cm["data"]["relay"])
+            readers = [
+                n for n, r in relay["receivers"].items() if f"{audit_dir}/*.log" in (r.get("include") or [])
+            ]
+            assert readers, (variant, cluster)
+            shipping = [
+                p for p in relay["service"]["pipelines"].values() if set(readers) & set(p["receivers"])
+            ]
+            assert shipping and all("otlphttp" in p["exporters"] for p in shipping)
+            (ds,) = [
+                d for p in app.glob("*.daemonset.*.yaml") for d in yaml.safe_load_all(p.read_text()) if d
+            ]
+            pod = ds["spec"]["template"]["spec"]
+            mounted = {m["mountPath"] for c in pod["containers"] for m in c.get("volumeMounts") or []}
+            assert str(audit_dir) in mounted
+            assert any(t.get("operator") == "Exists" and "key" not in t for t in pod["tolerations"])

@@ -165,9 +165,15 @@ class SecretVolumeSource(Values):
     secretName: str
 
 
+class HostPathVolumeSource(Values):
+    path: str
+    type: Literal["Directory", "DirectoryOrCreate"]
+
+
 class Volume(Values):
     name: str
-    secret: SecretVolumeSource
+    secret: SecretVolumeSource | None = None
+    hostPath: HostPathVolumeSource | None = None
 
 
 class VolumeMount(Values):

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Literal
 
+from pydantic import Field
+
 from sitegen.components.values import (
     EnvVar,
     Image,
@@ -44,6 +46,21 @@ class Pipeline(Values):
 
 class Pipelines(Values):
     logs: Pipeline
+    logs_audit: Pipeline | None = Field(default=None, alias="logs/audit")
+
+
+class FileLogOperator(Values):
+    type: Literal["add"]
+    field: str
+    value: str
+
+
+class FileLogReceiver(Values):
+    include: list[str]
+    start_at: Literal["beginning", "end"]
+    storage: str  # an extension that keeps file offsets across restarts
+    include_file_path: bool
+    operators: list[FileLogOperator]
 
 
 class Service(Values):
@@ -61,7 +78,8 @@ class OtlpHttpExporter(Values):
 
 
 class CollectorConfig(Values):
-    # the collector's own config: exporters by `<type>/<name>` (free keys), the rest typed
+    # the collector's own config: receivers and exporters by `<type>/<name>` (free keys), the rest typed
+    receivers: dict[str, FileLogReceiver] | None = None
     exporters: dict[str, OtlpHttpExporter]
     service: Service
 

@@ -1,10 +1,12 @@
-"""`otel-node`: one log collector per node, every pool: container logs to the hub's gateway collector
-(in-cluster on the hub, through the site Gateway from the other clusters)."""
+"""`otel-node`: one log collector per node, every pool: container logs, and the API server's audit log
+on the control-plane nodes, to the hub's gateway collector (in-cluster on the hub, through the site
+Gateway from the other clusters)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
+from constructs.kubeadm import AUDIT_LOG_DIR
 from sitegen.components.base import EVERY_POOL, WORLD, ChartComponent, Flow, Layer, NodeAgent
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.observability import PROJECT
@@ -14,6 +16,8 @@ from sitegen.components.observability.collector import (
     OTLP_HTTP_PORT,
     CollectorConfig,
     ExporterTls,
+    FileLogOperator,
+    FileLogReceiver,
     OtelCollectorValues,
     OtlpHttpExporter,
     Pipeline,
@@ -29,13 +33,18 @@ from sitegen.components.values import (
     EVERY_TAINT,
     EnvVar,
     EnvVarSource,
+    HostPathVolumeSource,
     SecretKeyRef,
+    Volume,
+    VolumeMount,
     image,
     requests,
     secret_volume,
 )
 
 SITE_CA_MOUNT = "/etc/site-ca"
+AUDIT_RECEIVER = "file_log/audit"
+AUDIT_SERVICE = "kube-apiserver-audit"
 
 
 class OtelNode(ChartComponent):
@@ -59,7 +68,16 @@ class OtelNode(ChartComponent):
         }
 
     def values(self, ctx: ClusterContext) -> OtelCollectorValues:
-        extra_envs = volumes = mounts = None
+        extra_envs = None
+        # The API server's audit log, on the control-plane hosts (elsewhere the directory is empty):
+        # shipped like container logs, so that it outlives the host's rotation (kubeadm.py keeps
+        # 10 x 100 MB) and is searchable in Loki as service_name="kube-apiserver-audit".
+        volumes = [
+            Volume(
+                name="audit-log", hostPath=HostPathVolumeSource(path=AUDIT_LOG_DIR, type="DirectoryOrCreate")
+            )
+        ]
+        mounts = [VolumeMount(name="audit-log", mountPath=AUDIT_LOG_DIR, readOnly=True)]
         if ctx.is_hub:
             exporter = OtlpHttpExporter(
                 endpoint=ctx.service_url(GATEWAY_SERVICE, self.namespace, OTLP_HTTP_PORT)
@@ -70,7 +88,8 @@ class OtelNode(ChartComponent):
             if ctx.site.services.certificates.internal_ca:
                 tls = ExporterTls(ca_file=f"{SITE_CA_MOUNT}/{SITE_CA_KEY}")
                 volume, mount = secret_volume("site-ca", SITE_CA_SECRET, SITE_CA_MOUNT)
-                volumes, mounts = [volume], [mount]
+                volumes.append(volume)
+                mounts.append(mount)
             exporter = OtlpHttpExporter(
                 endpoint=f"https://{ctx.site.services.monitoring.telemetry_hostname}",
                 headers={"Authorization": "Basic ${env:TELEMETRY_AUTH}"},
@@ -97,6 +116,22 @@ class OtelNode(ChartComponent):
                 kubernetesAttributes=Preset(enabled=True),
             ),
             config=CollectorConfig(
+                receivers={
+                    AUDIT_RECEIVER: FileLogReceiver(
+                        include=[f"{AUDIT_LOG_DIR}/*.log"],
+                        start_at="beginning",
+                        storage="file_storage",  # the extension storeCheckpoints adds
+                        include_file_path=True,
+                        operators=[
+                            FileLogOperator(
+                                type="add", field='resource["service.name"]', value=AUDIT_SERVICE
+                            ),
+                            FileLogOperator(
+                                type="add", field='resource["k8s.node.name"]', value="${env:K8S_NODE_NAME}"
+                            ),
+                        ],
+                    )
+                },
                 exporters={"otlphttp": exporter},
                 service=Service(
                     pipelines=Pipelines(
@@ -104,7 +139,10 @@ class OtelNode(ChartComponent):
                             receivers=["filelog"],
                             processors=["k8sattributes", "batch"],
                             exporters=["otlphttp"],
-                        )
+                        ),
+                        logs_audit=Pipeline(
+                            receivers=[AUDIT_RECEIVER], processors=["batch"], exporters=["otlphttp"]
+                        ),
                     )
                 ),
             ),
