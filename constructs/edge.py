@@ -85,6 +85,10 @@ class Backend:
     port: int
     path: str | None = None  # an exact path; None: every request of the host
     timeout: str | None = None  # request timeout; "0s" none (image pushes, model streams)
+    # The backend serves HTTPS with the key pair of this Secret, which the Gateway has the site CA
+    # issue for the Service's name and then verifies (TLS from the client to the pod). Only with the
+    # internal CA: an ACME issuer cannot name a Service.
+    tls_secret: str | None = None
 
 
 @dataclass(frozen=True)
@@ -124,6 +128,7 @@ class SiteGateway(Construct):
         address: str,
         routes: list[Route],
         store: str,
+        cluster_domain: str,
         replicas: int = 2,
     ) -> None:
         super().__init__(scope, id)
@@ -281,6 +286,12 @@ class SiteGateway(Construct):
                         },
                     },
                 )
+            for backend in route.backends:
+                if backend.tls_secret:
+                    BackendTls(
+                        self, f"Tls-{route.name}-{backend.service}", namespace=route.namespace,
+                        backend=backend, cluster_domain=cluster_domain,
+                    )  # fmt: skip
             if route.basic_auth:
                 _object(
                     self,
@@ -295,6 +306,46 @@ class SiteGateway(Construct):
                         "basicAuth": {"users": {"name": route.basic_auth}},
                     },
                 )
+
+
+class BackendTls(Construct):
+    """The backend's serving certificate from the site CA, and the BackendTLSPolicy with which Envoy
+    verifies it (SNI and name: the Service's; trust: the CA in the certificate's own Secret)."""
+
+    def __init__(
+        self, scope: Construct, id: str, *, namespace: str, backend: Backend, cluster_domain: str
+    ) -> None:
+        super().__init__(scope, id)
+        assert backend.tls_secret is not None
+        host = f"{backend.service}.{namespace}.svc"
+        _object(
+            self,
+            "Certificate",
+            "cert-manager.io/v1",
+            "Certificate",
+            {"name": backend.tls_secret, "namespace": namespace},
+            {
+                "secretName": backend.tls_secret,
+                "dnsNames": [backend.service, host, f"{host}.{cluster_domain}"],
+                "issuerRef": {"group": "cert-manager.io", "kind": "ClusterIssuer", "name": ISSUER},
+                "privateKey": {"algorithm": "ECDSA", "size": 256, "rotationPolicy": "Always"},
+            },
+        )
+        _object(
+            self,
+            "Policy",
+            GATEWAY_API,
+            "BackendTLSPolicy",
+            {"name": backend.service, "namespace": namespace},
+            {
+                "targetRefs": [{"group": "", "kind": "Service", "name": backend.service}],
+                # Envoy Gateway reads `ca.crt` of a Secret too (cert-manager's CA issuer writes it)
+                "validation": {
+                    "caCertificateRefs": [{"group": "", "kind": "Secret", "name": backend.tls_secret}],
+                    "hostname": host,
+                },
+            },
+        )
 
 
 def _rule(backend: Backend) -> dict[str, Any]:

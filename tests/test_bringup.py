@@ -339,3 +339,25 @@ def test_kubelets_serving_self_signed_certificates(site, inputs):
     blocked(
         run(site, inputs, tree=tree), "ai-metrics-server", "self-signed certificates (no serverTLSBootstrap)"
     )
+
+
+def test_a_spoke_manager_missing_a_kind_its_apps_render(site, inputs):
+    """Argo CD manages the spoke as argocd-manager, scoped to the kinds the spoke's apps render: drop
+    one and the app that renders it cannot sync."""
+
+    def without_objectstores(doc):
+        for rule in doc["rules"]:
+            if "objectstores" in rule["resources"]:
+                rule["resources"].remove("objectstores")
+
+    tree = edited(inputs, TWO, "two-cluster/apps/aistor/argocd-manager/clusterrole.", without_objectstores)
+    blocked(
+        run(site, inputs, TWO, tree=tree),
+        "aistor-aistor", "ObjectStore", "Argo CD manages aistor as argocd-manager/argocd-manager",
+        "may not create objectstores.aistor.min.io",
+    )  # fmt: skip
+
+
+def test_a_spoke_without_an_issued_token(site, inputs):
+    texts = runbook_without(inputs, TWO, r"^kubectl -n argocd-manager create token .*\n")
+    blocked(run(site, inputs, TWO, texts=texts), "Argo CD has no credential for aistor")

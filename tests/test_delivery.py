@@ -164,8 +164,8 @@ def test_runbook_order():
         "join-gpu.yaml",
         "dist/two-cluster/apps/ai/cilium",
         "dist/two-cluster/apps/aistor/cilium",
-        "put a service-account token",  # the spoke's registration, in the vault before the root
         "vault write auth/kubernetes-aistor/role",
+        "create token argocd-manager",  # the spoke's registration, in the vault before the root
         "dist/two-cluster/apps/ai/argo-cd",
         "application.root.yaml",
         "Once `aistor-aistor-volumemanager` is Healthy",

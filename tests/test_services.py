@@ -44,9 +44,12 @@ def test_gateway_terminates_tls_with_a_cert_manager_certificate(site):
     assert site.gitops.argocd.hostname in certificate["spec"]["dnsNames"]
     route = _one(GATEWAY / "argocd.httproute.argocd.yaml")
     assert route["spec"]["hostnames"] == [site.gitops.argocd.hostname]
-    assert route["spec"]["rules"][0]["backendRefs"] == [{"name": "argocd-server", "port": 80}]
+    # with the internal CA the server serves HTTPS too, verified by Envoy (BackendTLSPolicy)
+    assert route["spec"]["rules"][0]["backendRefs"] == [{"name": "argocd-server", "port": 443}]
     argocd = _one(DIST / "one-cluster/values/ai/argo-cd.yaml")
-    assert argocd["fullnameOverride"] == "argocd" and argocd["configs"]["params"]["server.insecure"] == "true"
+    assert (
+        argocd["fullnameOverride"] == "argocd" and argocd["configs"]["params"]["server.insecure"] == "false"
+    )
 
 
 def test_envoy_data_plane_on_infra_with_its_configured_address(site):

@@ -239,6 +239,8 @@ class RenderedComponent(Component):
 
     # renders from what the cluster's other apps render (ctx.rendered): rendered after them
     reads_rendered: ClassVar[bool] = False
+    # ... including what the other readers render: rendered after those too
+    reads_readers: ClassVar[bool] = False
 
     def render(self, scope: Construct, ctx: ClusterContext) -> None:
         raise NotImplementedError

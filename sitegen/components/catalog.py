@@ -28,6 +28,7 @@ from sitegen.components.observability.otel_gateway import OtelGateway
 from sitegen.components.observability.otel_node import OtelNode
 from sitegen.components.observability.prometheus_smartctl_exporter import PrometheusSmartctlExporter
 from sitegen.components.platform.argo_cd import ArgoCd
+from sitegen.components.platform.argocd_manager import ArgocdManager
 from sitegen.components.platform.coredns import CoreDns
 from sitegen.components.platform.external_secrets import ExternalSecrets
 from sitegen.components.platform.metrics_server import MetricsServer
@@ -55,6 +56,7 @@ COMPONENTS: tuple[type[Component], ...] = (
     KubeletCsrApprover,
     Namespaces,
     ArgoCd,
+    ArgocdManager,
     ExternalSecrets,
     SecretStore,
     MetricsServer,

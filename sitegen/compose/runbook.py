@@ -21,6 +21,7 @@ from constructs.secrets import READER_SERVICE_ACCOUNT, read_keys, vault_mount, v
 from sitegen.components.base import S3Access
 from sitegen.components.networking.cilium import Cilium
 from sitegen.components.platform.argo_cd import ArgoCd
+from sitegen.components.platform.argocd_manager import ACCOUNT, ArgocdManager
 from sitegen.components.platform.namespaces import Namespaces
 from sitegen.components.platform_nodes.node_labels import NodeLabels
 from sitegen.components.storage.aistor import AIStor
@@ -202,6 +203,33 @@ kubectl wait --for=condition=Ready --timeout=15m nodes --all
     return out, step
 
 
+def _spoke_credential(apps: VariantApps, spoke: ClusterLayout, step: int) -> str:
+    site, variant = apps.site, apps.layout.name
+    manager = apps.context(spoke).get(ArgocdManager)
+    kv = site.secrets.vault.path
+    days = site.gitops.argocd.spoke_token_days
+    folder = paths.in_repo(paths.app_dir(variant, spoke.name, manager.name))
+    return f"""### {step}. Argo CD's credential for `{spoke.name}`
+
+Argo CD manages `{spoke.name}` as the service account `{manager.namespace}/{ACCOUNT}`, whose ClusterRole
+names the kinds the spoke's Applications render (no cluster-admin). With kubectl against
+`{spoke.name}`, its API CA in `{spoke.name}-ca.crt` and the vault as above, issue a token that expires
+after {days} days (`gitops.argocd.spoke_token_days`):
+
+```sh
+kubectl apply --server-side -f {folder}/
+kubectl -n {manager.namespace} create token {ACCOUNT} --duration={days * 24}h > {spoke.name}-token
+base64 -w0 {spoke.name}-ca.crt > {spoke.name}-ca.b64
+vault kv put {kv}/argocd/clusters/{spoke.name} token=@{spoke.name}-token caData=@{spoke.name}-ca.b64
+rm {spoke.name}-token
+```
+
+To rotate it, run the last four lines again before it expires: External Secrets rewrites Argo CD's
+cluster Secret within an hour and the old token lapses at its expiry. To revoke every token at once,
+delete the service account, apply the folder again and issue a new token as above.
+"""
+
+
 def runbook(apps: VariantApps, by_cluster: Mapping[str, list[dict[str, Any]]]) -> str:
     """The runbook of a variant; `by_cluster` holds every object we render, per cluster (its vault keys
     and each cluster's vault policy are read there)."""
@@ -250,10 +278,9 @@ before Harbor runs.{trust}
     spokes = layout.spokes
     registration = (
         f"""
-For each spoke ({", ".join(c.name for c in spokes)}), put a service-account token with cluster-admin on that
-cluster and its CA (base64) under `argocd/clusters/<cluster>` (properties `token`, `caData`): the
-ExternalSecret `cluster-<cluster>` in `{bootstrap}/` turns them into Argo CD's cluster Secret, and no
-Application of a spoke syncs before it exists.
+A spoke's key `argocd/clusters/<cluster>` is written in the next step: the ExternalSecret
+`cluster-<cluster>` in `{bootstrap}/` turns it into Argo CD's cluster Secret, and no Application of
+a spoke syncs before it exists.
 """
         if spokes
         else ""
@@ -279,6 +306,9 @@ key. With `VAULT_ADDR` and an admin token, and each cluster's API CA in `<cluste
 """
     )
     step += 1
+    for spoke in spokes:
+        lines.append(_spoke_credential(apps, spoke, step))
+        step += 1
     lines.append(f"## Argo CD on `{hub.name}`\n")
     lines.append(
         f"""### {step}. Argo CD, rendered from its chart

@@ -86,7 +86,10 @@ def _variant_files(app: App, apps: VariantApps, hydrated: Mapping[str, Rendered]
     documents: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for ctx in apps.contexts:
         cluster = ctx.cluster.name
-        readers = [c for c in ctx.components if isinstance(c, RenderedComponent) and c.reads_rendered]
+        readers = sorted(
+            (c for c in ctx.components if isinstance(c, RenderedComponent) and c.reads_rendered),
+            key=lambda c: c.reads_readers,
+        )
         for component in [*(c for c in ctx.components if c not in readers), *readers]:
             folder = paths.app_dir(variant, cluster, component.name)
             if isinstance(component, RenderedComponent):

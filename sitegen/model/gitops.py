@@ -25,6 +25,8 @@ class ArgoCD(Strict):
     sso: Sso
     # the identity provider's groups and the built-in Argo CD role each gets; nobody else gets any
     rbac: Annotated[dict[GroupName, Literal["admin", "readonly"]], Field(min_length=1)]
+    # Lifetime of the bound token Argo CD manages a spoke with (the RUNBOOK issues and rotates it).
+    spoke_token_days: Annotated[int, Field(ge=1, le=365)] = 90
 
 
 GpgKeyId = Annotated[str, Field(pattern=r"^[0-9A-F]{16}$")]

@@ -44,7 +44,13 @@ def output(ctx: ClusterContext, component: Component) -> Any:
     if isinstance(component, RenderedComponent):
         chart = ObjectChart(App(), "test", folder=Path("test"))
         if component.reads_rendered:  # as compose does: after the cluster's other rendered apps
-            others = [c for c in ctx.components if isinstance(c, RenderedComponent) and not c.reads_rendered]
+            others = [
+                c
+                for c in ctx.components
+                if isinstance(c, RenderedComponent)
+                and c is not component
+                and (not c.reads_rendered or (component.reads_readers and not c.reads_readers))
+            ]
             ctx = dataclasses.replace(ctx, rendered={c.name: output(ctx, c) for c in others})
         component.render(chart, ctx)
         return chart.documents

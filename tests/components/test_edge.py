@@ -5,6 +5,7 @@ from __future__ import annotations
 from sitegen.components.edge.cert_manager import CertManager
 from sitegen.components.edge.envoy_gateway import EnvoyGateway
 from sitegen.components.edge.gateway import Gateway
+from sitegen.components.platform.argo_cd import ArgoCd
 
 from .conftest import by_kind, context, render
 
@@ -19,7 +20,7 @@ def test_gateway_routes_are_the_ones_components_declare(one, two):
         assert routes == expected
         declared = {r.name for c in context(apps, "ai").components for r in c.routes(context(apps, "ai"))}
         assert routes == declared
-        (cert,) = by_kind(docs, "Certificate")
+        (cert,) = [c for c in by_kind(docs, "Certificate") if c["metadata"]["name"] == "site-gateway"]
         assert len(cert["spec"]["dnsNames"]) == len(expected)
 
 
@@ -36,3 +37,18 @@ def test_edge_runs_on_the_hub_only(two):
     for kind in (CertManager, EnvoyGateway, Gateway):
         assert context(two, "ai").has(kind) and not context(two, "aistor").has(kind)
     assert render(two, "ai", CertManager)["crds"] == {"enabled": True, "keep": True}
+
+
+def test_argo_cd_is_https_up_to_its_server(one):
+    """With the internal CA the site CA issues argocd-server's certificate for its Service name, the
+    server serves it (not --insecure) and Envoy verifies it with that CA: TLS from client to pod."""
+    docs = render(one, "ai", Gateway)
+    (policy,) = by_kind(docs, "BackendTLSPolicy")
+    (cert,) = [c for c in by_kind(docs, "Certificate") if c["metadata"]["namespace"] == "argocd"]
+    assert policy["spec"]["targetRefs"] == [{"group": "", "kind": "Service", "name": "argocd-server"}]
+    assert policy["spec"]["validation"]["hostname"] in cert["spec"]["dnsNames"]
+    assert policy["spec"]["validation"]["caCertificateRefs"][0]["name"] == cert["spec"]["secretName"]
+    assert cert["spec"]["secretName"] == "argocd-server-tls"
+    assert render(one, "ai", ArgoCd)["configs"]["params"]["server.insecure"] == "false"
+    (route,) = [r for r in by_kind(docs, "HTTPRoute") if r["metadata"]["name"] == "argocd"]
+    assert route["spec"]["rules"][0]["backendRefs"] == [{"name": "argocd-server", "port": 443}]

@@ -11,6 +11,7 @@ from cdk8s import App
 from sitegen.check.placement import targeted_pools, workloads
 from sitegen.components.base import NamespaceSecurity, RenderedComponent
 from sitegen.components.platform.argo_cd import ArgoCd
+from sitegen.components.platform.argocd_manager import ArgocdManager
 from sitegen.components.platform.coredns import CoreDns
 from sitegen.components.platform.external_secrets import ExternalSecrets
 from sitegen.components.platform.metrics_server import MetricsServer
@@ -194,3 +195,16 @@ def test_a_tenant_namespace_comes_with_its_quota(one, site):
     assert gpus and hard["requests.nvidia.com/gpu"] == str(gpus)
     assert hard["services.loadbalancers"] == hard["services.nodeports"] == "0"
     assert hard["requests.storage"] == f"{site.tenants['ai-research'].quota.storage_gb}G"
+
+
+def test_a_spoke_is_managed_by_the_kinds_its_apps_render_not_cluster_admin(two):
+    """Only on spokes; no wildcard; the stores and policies other readers render are among the kinds."""
+    assert not context(two, "ai").has(ArgocdManager)
+    (role,) = by_kind(render(two, "aistor", ArgocdManager), "ClusterRole")
+    rules = role["rules"]
+    assert all("*" not in r["apiGroups"] + r["resources"] + r["verbs"] for r in rules)
+    managed = {
+        (g, res) for r in rules if "create" in r["verbs"] for g in r["apiGroups"] for res in r["resources"]
+    }
+    assert {("external-secrets.io", "secretstores"), ("cilium.io", "ciliumnetworkpolicies")} <= managed
+    assert ("", "pods") not in managed and ("", "nodes") not in managed  # pods are read, never written

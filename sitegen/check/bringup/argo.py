@@ -120,6 +120,21 @@ class AppSync:
                 "skips its --register-with-taints (the pool's taints never arrive)",
                 "the kubelet",
             )  # fmt: skip
+        manager = self.cluster.manager
+        if self.cluster.remote and manager is None:
+            return Failure(
+                self.name, show(key_of(body)),
+                f"Argo CD has no credential for {where}: no service-account token was issued there", None,
+            )  # fmt: skip
+        if manager is not None:
+            resource = self.cluster.resource_name(group, kind)
+            if not self.cluster.may(manager, "create", group, resource):
+                return Failure(
+                    self.name, show(key_of(body)),
+                    f"Argo CD manages {where} as {manager[0]}/{manager[1]}, which may not create "
+                    f"{resource}{'.' + group if group else ''}",
+                    None,
+                )  # fmt: skip
         if not self.cluster.serves(group, kind):
             own = (group, kind) in self._own_crds()
             if not (dry_run and (own or self._skips_dry_run(body))):

@@ -16,6 +16,7 @@ from typing import Any
 
 import yaml
 
+from constructs.cluster_manager import resource_of
 from constructs.secrets import read_keys
 from sitegen.check.bringup.kube import (
     BUILTIN,
@@ -102,6 +103,8 @@ class Cluster:
         self.workloads: dict[Key, Workload] = {}
         self.drives_initialized = False
         self.server_tls_bootstrap = False  # kubelets ask the cluster CA for serving certificates
+        self.remote = False  # managed by another cluster's Argo CD (a spoke)
+        self.manager: tuple[str, str] | None = None  # the account that Argo CD manages it as
         self._producers: dict[tuple[str, str], Applied] = {}
         self._producers_at = -1
         self.cni_app = ""
@@ -225,7 +228,7 @@ class Cluster:
     def resource_name(self, group: str, kind: str) -> str:
         if (group, kind) in BUILTIN:
             return BUILTIN[(group, kind)]
-        return self.crds.get((group, kind), (kind.lower() + "s", None))[0]
+        return self.crds.get((group, kind), (resource_of(kind), None))[0]
 
     def namespace_labels(self, name: str) -> dict[str, str]:
         applied = self.find("Namespace", "", name)
@@ -462,6 +465,26 @@ class Cluster:
                 node.ready = True
                 node.taints = [t for t in node.taints if t not in NOT_READY]
                 self.changes += 1
+
+    # ---- RBAC ------------------------------------------------------------------------------------
+    def may(self, account: tuple[str, str], verb: str, group: str, resource: str) -> bool:
+        """Whether the ClusterRoles bound to service account (namespace, name) allow `verb` on every
+        object of the resource."""
+        roles = {
+            (a.body.get("roleRef") or {}).get("name")
+            for _, a in self.of_kind("ClusterRoleBinding")
+            for s in a.body.get("subjects") or []
+            if s.get("kind") == "ServiceAccount" and (s.get("namespace", ""), s.get("name")) == account
+        }
+        return any(
+            {"*", group} & set(r.get("apiGroups") or [])
+            and {"*", resource} & set(r.get("resources") or [])
+            and {"*", verb} & set(r.get("verbs") or [])
+            and not r.get("resourceNames")
+            for _, a in self.of_kind("ClusterRole")
+            if a.body["metadata"]["name"] in roles
+            for r in a.body.get("rules") or []
+        )
 
     # ---- kubelet serving certificates -----------------------------------------------------------
     def _approvers(self) -> list[Workload]:

@@ -146,6 +146,7 @@ class Simulation:
         self.clusters = {c.name: Cluster(c.name, self.vault) for c in layout.clusters}
         for name, cluster in self.clusters.items():
             cluster.cni_app = f"{name}-{Cilium.name}"
+            cluster.remote = name != layout.hub.name
             for kind in COMPONENTS:
                 app = f"{name}-{kind.name}"
                 if paths.app_dir(self.variant, name, kind.name) in {p.parent for p in tree}:
@@ -346,6 +347,16 @@ class Simulation:
         elif verb == "wait":
             cluster.reconcile(self.rails[cluster.name])
             self._wait(cluster, args)
+        elif "create" in args and args[args.index("create") + 1 : args.index("create") + 2] == ["token"]:
+            account = args[args.index("token") + 1]
+            namespace = args[args.index("-n") + 1] if "-n" in args else "default"
+            if cluster.find("ServiceAccount", namespace, account) is None:
+                raise Stop(Blocker(
+                    cluster.name, self.step, f"ServiceAccount {namespace}/{account}",
+                    "a token for a service account that does not exist",
+                ))  # fmt: skip
+            cluster.manager = (namespace, account)
+            self._event(cluster.name, f"token issued for {namespace}/{account}")
         elif verb == "directpv" and "init" in args:
             cluster.drives_initialized = True
             cluster.changes += 1

@@ -61,4 +61,5 @@ class Gateway(RenderedComponent):
             address=str(ctx.site.services.gateway.address),
             routes=site_routes(ctx),
             store=ctx.store,
+            cluster_domain=ctx.cluster.spec.dns_domain,
         )

@@ -26,6 +26,7 @@ OIDC_SECRET = "argocd-oidc"
 OIDC_SECRET_KEY = "clientSecret"
 OIDC_VAULT_KEY = "argocd/oidc"
 SERVER_SERVICE = f"{FULLNAME}-server"
+SERVER_TLS_SECRET = "argocd-server-tls"  # the name argocd-server loads its key pair from
 
 # Argo CD's own default exclusions (3.x) plus high-churn objects of this site's operators. Setting
 # the key replaces the defaults, so they are repeated here.
@@ -84,6 +85,8 @@ class ArgoCm(Values):
     resource_exclusions: str = Field(alias="resource.exclusions")
     application_health: str = Field(alias="resource.customizations.health.argoproj.io_Application")
     timeout_reconciliation: str = Field(alias="timeout.reconciliation")
+    # a spoke's argocd-manager may list only the kinds the site deploys: watch those, not every kind
+    respect_rbac: Literal["normal", "strict"] = Field("normal", alias="resource.respectRBAC")
 
 
 class ArgoParams(Values):
@@ -139,6 +142,10 @@ class ArgoCDValues(Values):
     dex: Toggle = OFF
 
 
+def _backend_tls(ctx: ClusterContext) -> bool:
+    return ctx.site.services.certificates.internal_ca
+
+
 def _port(url: str) -> int:
     """The TCP port of a repository URL (ssh and scp-like URLs: 22)."""
     parsed = urlsplit(url if "://" in url else f"ssh://{url}")
@@ -188,9 +195,11 @@ class ArgoCd(ChartComponent):
         return [cls(scope.site.gitops.argocd.namespace)] if scope.is_hub else []
 
     def routes(self, ctx: ClusterContext) -> list[Route]:
-        return [
-            Route("argocd", self.namespace, ctx.site.gitops.argocd.hostname, (Backend(SERVER_SERVICE, 80),))
-        ]
+        if _backend_tls(ctx):  # argocd-server serves the Secret it finds under this name
+            backend = Backend(SERVER_SERVICE, 443, tls_secret=SERVER_TLS_SECRET)
+        else:
+            backend = Backend(SERVER_SERVICE, 80)
+        return [Route("argocd", self.namespace, ctx.site.gitops.argocd.hostname, (backend,))]
 
     def values(self, ctx: ClusterContext) -> ArgoCDValues:
         site = ctx.site
@@ -209,7 +218,11 @@ class ArgoCd(ChartComponent):
                 rbac=rbac(site.gitops.argocd.rbac, site.gitops.argocd.sso),
                 gpg=ArgoGpg(keys=dict(sorted(site.gitops.signature_keys.items()))),
                 # TLS ends at the site Gateway; the server speaks plain HTTP inside the cluster
-                params=ArgoParams(controller_diff_server_side="true", server_insecure="true"),
+                params=ArgoParams(
+                    controller_diff_server_side="true",
+                    # HTTPS up to the server with the internal CA; plain HTTP behind the Gateway else
+                    server_insecure="false" if _backend_tls(ctx) else "true",
+                ),
             ),
             # One controller shard per cluster it manages.
             controller=ArgoComponent(

@@ -1,0 +1,72 @@
+"""The identity the hub's Argo CD manages a spoke cluster as: a ServiceAccount whose ClusterRole names
+exactly the kinds the spoke's Applications render, not cluster-admin.
+
+Its token is a bound service-account token with an expiry (`kubectl create token --duration`), put in
+the vault by the RUNBOOK and re-issued there to rotate it. Creating the RBAC the charts ship needs
+`bind` and `escalate` on roles (the API server otherwise refuses a binding to permissions the creator
+lacks); what the scope buys is no exec, no port-forward, no write to a kind the site does not deploy,
+and a reviewable list in git.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Set
+
+from constructs import Construct
+from constructs.objects import api_object
+
+NAME = "argocd-manager"
+RBAC = "rbac.authorization.k8s.io/v1"
+MANAGE = ["get", "list", "watch", "create", "update", "patch", "delete"]
+# What Argo CD reads to show an app's tree and judge health: objects the controllers create.
+OBSERVED: Mapping[str, tuple[str, ...]] = {
+    "": ("events", "pods"),
+    "apps": ("controllerrevisions", "replicasets"),
+    "discovery.k8s.io": ("endpointslices",),
+}
+
+
+def resource_of(kind: str) -> str:
+    """The resource of a kind, as the API server's RESTMapper guesses it (UnsafeGuessKindToResource):
+    lower case, -y to -ies, -s to -ses, else -s. `ClusterManager` checks guesses of custom kinds
+    against the CRDs that name them."""
+    singular = kind.lower()
+    if singular == "endpoints":
+        return singular
+    if singular.endswith("s"):
+        return singular + "es"
+    if singular.endswith("y"):
+        return singular[:-1] + "ies"
+    return singular + "s"
+
+
+class ClusterManager(Construct):
+    def __init__(self, scope: Construct, id: str, *, namespace: str, managed: Mapping[str, Set[str]]) -> None:
+        """`managed`: API group -> resources the spoke's Applications create."""
+        super().__init__(scope, id)
+        rules = [
+            {"apiGroups": [group], "resources": sorted(resources), "verbs": MANAGE}
+            for group, resources in sorted(managed.items())
+        ]
+        rules += [
+            {"apiGroups": [group], "resources": list(resources), "verbs": ["get", "list", "watch"]}
+            for group, resources in OBSERVED.items()
+        ]
+        rules.append(
+            {
+                "apiGroups": ["rbac.authorization.k8s.io"],
+                "resources": ["clusterroles", "roles"],
+                "verbs": ["bind", "escalate"],
+            }
+        )
+        api_object(self, "Account", "v1", "ServiceAccount", {"name": NAME, "namespace": namespace})
+        api_object(self, "Role", RBAC, "ClusterRole", {"name": NAME}, rules=rules)
+        api_object(
+            self,
+            "Binding",
+            RBAC,
+            "ClusterRoleBinding",
+            {"name": NAME},
+            roleRef={"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": NAME},
+            subjects=[{"kind": "ServiceAccount", "name": NAME, "namespace": namespace}],
+        )
