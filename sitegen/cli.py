@@ -228,6 +228,17 @@ def apps(config_dir: Path, dist_dir: Path) -> None:
 
 @cli.command()
 @DIST_OPTION
+def flows(dist_dir: Path) -> None:
+    """List the flows the network policies allow, per variant, cluster and namespace (beside each
+    namespace's default deny): egress destinations and ingress sources, with ports where limited."""
+    _require_dirs(dist_dir)
+    from sitegen.report.flows import render_flows
+
+    click.echo(render_flows(dist_dir), nl=False)
+
+
+@cli.command()
+@DIST_OPTION
 def projects(dist_dir: Path) -> None:
     """List which Argo CD project may create cluster-scoped RBAC and the objects of its apps that need
     it, for review (rule APP-005 refuses a kind no app of the project renders)."""

@@ -8,7 +8,7 @@ import yaml
 from sitegen.check.netpol import End, PolicyView
 from sitegen.check.tree import load_tree
 
-from .conftest import DIST, validate
+from .conftest import DIST, invoke_sitegen, validate
 
 ONE = DIST / "one-cluster/apps/ai/network-policies"
 
@@ -83,3 +83,14 @@ def test_a_tenant_reaching_a_platform_namespace(tree):
         result.exit_code == 1
         and "tenant ai-research reaches harbor, which it did not declare" in result.stdout
     )
+
+
+def test_the_flows_list_reads_back_what_the_policies_allow():
+    result = invoke_sitegen("flows", "--dist", DIST)
+    assert result.exit_code == 0, result.output
+    rows = {tuple(line.split()[:3]): line for line in result.output.splitlines()[2:]}
+    tenant = rows[("one-cluster", "ai", "ai-research")]
+    assert "DNS" in tenant and "aistor" in tenant and "argocd" not in tenant  # S3 yes, platform no
+    loki = rows[("one-cluster", "ai", "loki")]
+    assert loki.split("  ")[-1].strip().startswith("grafana")  # ingress: its datasource first
+    assert ("two-cluster", "aistor", "argocd-manager") in rows  # a spoke's namespaces too
