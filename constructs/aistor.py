@@ -1,4 +1,5 @@
-"""The AIStor ObjectStore on the storage pool: 30 servers x 24 NVMe, erasure layout from config.
+"""The AIStor ObjectStore on the storage pool: its server pools (30 servers x 24 NVMe to start),
+erasure layout from config.
 
 TLS: the operator's auto-certificate (`disableAutoCert: false`), with the external S3 name added as a
 SAN. It needs no cert-manager on the AIStor cluster and is renewed by the operator; the known gap
@@ -15,7 +16,7 @@ from constructs import Construct
 from constructs.fabric import RDMA_PREFIX, rail_resource
 from constructs.objects import RESTRICTED_CONTAINER, SKIP_DRY_RUN, api_object
 from constructs.secrets import VaultSecret
-from sitegen.model import AIStorTier, ErasureLayout, Fabric, ImagePin, PoolLayout
+from sitegen.model import AIStorTier, Fabric, ImagePin, PoolLayout
 
 OBJECT_STORE = "aistor"  # the ObjectStore's name and namespace
 
@@ -41,7 +42,7 @@ class ObjectStore(Construct):
         namespace: str,
         pool: PoolLayout,
         tier: AIStorTier,
-        layout: ErasureLayout,
+        parity: int,
         image: ImagePin,
         fabric: Fabric,
         external: bool,
@@ -49,7 +50,7 @@ class ObjectStore(Construct):
     ) -> None:
         super().__init__(scope, id)
         hw = pool.hardware
-        env = [{"name": "MINIO_STORAGE_CLASS_STANDARD", "value": f"EC:{layout.parity}"}]
+        env = [{"name": "MINIO_STORAGE_CLASS_STANDARD", "value": f"EC:{parity}"}]
         if isinstance(tier.set_drive_count, int):
             env.append({"name": "MINIO_ERASURE_SET_DRIVE_COUNT", "value": str(tier.set_drive_count)})
         resources: dict[str, Any] = {
@@ -60,8 +61,6 @@ class ObjectStore(Construct):
             "limits": {"memory": f"{int(hw.memory_gb * 0.9)}G"},
         }
         pool_spec: dict[str, Any] = {
-            "name": "pool-0",
-            "servers": len(pool.hosts),
             "volumesPerServer": hw.nvme.drives,
             "volumeClaimTemplate": {
                 "metadata": {"name": "data"},
@@ -103,7 +102,11 @@ class ObjectStore(Construct):
             "certificates": {"disableAutoCert": False, "config": {"dnsNames": [tier.s3_hostname]}},
             # Outside the AIStor cluster (two-cluster variant) S3 is reached on a load-balancer address.
             "services": {"minio": {"serviceType": "LoadBalancer" if external else "ClusterIP"}},
-            "pools": [pool_spec],
+            # one entry per server pool, in the order added: an entry never changes once it started
+            "pools": [
+                {"name": f"pool-{i}", "servers": server_pool.servers, **pool_spec}
+                for i, server_pool in enumerate(tier.server_pools)
+            ],
         }
         metadata = {
             "name": name,

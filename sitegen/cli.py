@@ -132,12 +132,15 @@ def synth(config_dir: Path, variants: tuple[str, ...], out_dir: Path) -> None:
     from sitegen.compose.writer import render_tree, write_tree
 
     chosen = list(variants) or list(site.variants)
+    from sitegen.compose.growth import check_growth
+
     try:
         rendered = render_tree(synthesize(site, chosen, progress=_progress()))
         if not variants:  # the whole site: its picture too
             from sitegen.report.picture import PICTURE, site_svg
 
             rendered[PICTURE] = site_svg(site).encode()
+        check_growth(site, rendered, out_dir)  # against the dist/ the site runs
     except (ChartFault, HydrationError) as fault:
         click.echo(f"error: {fault}", err=True)
         sys.exit(2)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from sitegen.model import load_site
 from sitegen.report.plan import compute_plan, render_plan
 
@@ -98,10 +100,27 @@ def test_maintenance_budgets_follow_the_model(site, config_copy):
     """30 AIStor servers at EC:4 over 15-drive sets (one drive of a set per server): 4 servers may be
     down; etcd of 5 keeps quorum with 2 down; the GPU pool keeps one node per model-server replica."""
     budgets = {b.pool: b.down for b in site.maintenance_budgets()}
-    assert budgets == {"control-plane": 2, "storage": 4, "gpu": 11}
+    assert budgets == {"control-plane": 2, "storage/pool-0": 4, "gpu": 11}
     assert "Maintenance: nodes of a pool that may be down at once" in render_plan(site)
     edit_yaml(config_copy, "storage.yaml", lambda d: d["aistor"].update(parity=3))
-    assert {b.pool: b.down for b in load_site(config_copy).maintenance_budgets()}["storage"] == 3
+    assert {b.pool: b.down for b in load_site(config_copy).maintenance_budgets()}["storage/pool-0"] == 3
+
+
+def test_a_second_aistor_pool_has_its_own_budget_and_capacity(config_copy):
+    """Two servers added as pool-1: a 16-drive set holds 8 drives on each, more than EC:4 covers, so
+    pool-1 allows no server down while pool-0 still allows 4; plan shows each pool's capacity."""
+
+    def grow(pools):
+        pools["storage"]["count"] = 32
+        pools["storage"]["hosts"].append({"names": "st{31..32}", "first_address": "10.20.2.31"})
+
+    edit_yaml(config_copy, "pools.yaml", grow)
+    edit_yaml(config_copy, "storage.yaml", lambda s: s["aistor"]["server_pools"].append({"servers": 2}))
+    site = load_site(config_copy)
+    budgets = {b.pool: b.down for b in site.maintenance_budgets()}
+    assert (budgets["storage/pool-0"], budgets["storage/pool-1"]) == (4, 0)
+    plan = render_plan(site)
+    assert re.search(r"pool-1 +2 +48 +3 +16 +EC:4 ", plan), plan
 
 
 def test_a_set_wider_than_the_servers_halves_the_aistor_budget():

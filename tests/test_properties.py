@@ -42,6 +42,7 @@ def sites(draw: st.DrawFn) -> dict[str, Any]:
         # AIStor needs a symmetric erasure layout (a model rule): 17 servers of 24 drives have none
         "storage": draw(st.integers(1, 40).filter(lambda n: bool(symmetric_set_sizes(n, 24 * n)))),
     }
+    config["storage"]["aistor"]["server_pools"] = [{"servers": counts["storage"]}]
     address = FIRST_HOST
     for pool, count in counts.items():
         config["pools"][pool]["count"] = count

@@ -28,6 +28,7 @@ from sitegen.components.storage.aistor import AIStor
 from sitegen.components.storage.aistor_volumemanager import AIStorVolumeManager
 from sitegen.compose import paths
 from sitegen.compose.apps import VariantApps
+from sitegen.compose.day2 import day2
 from sitegen.model import ClusterLayout, PoolLayout, Site, VariantLayout
 
 FIELD_MANAGER = "argocd-controller"
@@ -378,6 +379,7 @@ read them there:
 """
             )
             step += 1
+    lines.append(day2(apps))
     return "\n".join(lines)
 
 

@@ -91,23 +91,42 @@ class Site(Strict):
         return next(iter(self.variants))
 
     def aistor_layout(self, set_size: int | None = None, parity: int | None = None) -> ErasureLayout:
-        """The configured erasure layout of the AIStor pool, or the one given (for the alternatives)."""
+        """The erasure layout of AIStor's first server pool as configured, or with the set size and
+        parity given (the alternatives worth comparing before it starts)."""
         tier = self.storage.aistor
         nvme = self.hardware_of(tier.pool).nvme
         return erasure_layout(
-            servers=self.pools[tier.pool].count,
+            servers=tier.server_pools[0].servers,
             drives_per_server=nvme.drives,
             drive_gb=nvme.drive_gb,
             set_size=set_size if set_size is not None else tier.explicit_set_size,
             parity=parity if parity is not None else tier.explicit_parity,
         )
 
+    def aistor_layouts(self) -> list[ErasureLayout]:
+        """Each server pool's layout. Parity is one storage class for the whole ObjectStore: the
+        configured one, or the default of the first pool's sets."""
+        tier = self.storage.aistor
+        nvme = self.hardware_of(tier.pool).nvme
+        parity = self.aistor_layout().parity
+        return [
+            erasure_layout(
+                servers=pool.servers,
+                drives_per_server=nvme.drives,
+                drive_gb=nvme.drive_gb,
+                set_size=tier.explicit_set_size,
+                parity=parity,
+            )
+            for pool in tier.server_pools
+        ]
+
     def maintenance_budgets(self) -> list[Budget]:
         """Per pool with a promise to keep: how many nodes may be down at once (model/maintenance.py)."""
         cp = self.control_plane_pool
         budgets = [etcd_budget(cp, self.pools[cp].count)]
         tier = self.storage.aistor
-        budgets.append(aistor_budget(tier.pool, self.pools[tier.pool].count, self.aistor_layout()))
+        for i, (pool, layout) in enumerate(zip(tier.server_pools, self.aistor_layouts(), strict=True)):
+            budgets.append(aistor_budget(f"{tier.pool}/pool-{i}", pool.servers, layout))
         serving = sum(m.replicas for m in self.services.serving.models)  # one node per engine replica
         for name, pool in self.pools.items():
             if self.hardware[pool.hardware].gpu is not None:

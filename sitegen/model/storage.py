@@ -38,12 +38,22 @@ class PowerScale(Strict):
         return self.nodes * self.drives_per_node * self.drive_gb
 
 
+class AIStorServerPool(Strict):
+    """A server pool of the ObjectStore: its erasure sets never span pools, and its shape is fixed at
+    its first start."""
+
+    servers: PositiveInt
+
+
 class AIStorTier(Strict):
     pool: str
     set_drive_count: Literal["auto"] | Annotated[int, Field(ge=2, le=32)] = "auto"
     parity: Literal["default"] | Annotated[int, Field(ge=0, le=16)] = "default"
     rdma: bool = False
     s3_hostname: DnsName
+    # In the order they were added; together they take every host of `pool`. AIStor grows by adding a
+    # pool, never by resizing one (synth refuses a change to a pool dist/ already holds).
+    server_pools: list[AIStorServerPool] = Field(min_length=1)
 
     @property
     def explicit_set_size(self) -> int | None:
@@ -69,23 +79,39 @@ def check_storage(storage: Storage, pools: dict[str, Pool], hardware: dict[str, 
     aistor = storage.aistor
     if aistor.pool not in pools:
         raise ConfigError(("storage", "aistor", "pool"), f"unknown pool {aistor.pool!r}")
-    servers = pools[aistor.pool].count
-    drives = hardware[pools[aistor.pool].hardware].nvme.drives * servers
-    if aistor.set_drive_count == "auto" and not symmetric_set_sizes(servers, drives):
-        raise ConfigError(
-            ("storage", "aistor", "set_drive_count"),
-            f"{servers} servers admit no symmetric erasure set of 2-16 drives: set it",
+    hosts = pools[aistor.pool].count
+    held = sum(p.servers for p in aistor.server_pools)
+    if held != hosts:
+        change = (
+            f"add a server pool of {hosts - held}"
+            if hosts > held
+            else "take hosts out by decommissioning a pool"
         )
-    if aistor.explicit_set_size is not None and drives % aistor.explicit_set_size:
         raise ConfigError(
-            ("storage", "aistor", "set_drive_count"),
-            f"{drives} drives do not divide into sets of {aistor.explicit_set_size}",
+            ("storage", "aistor", "server_pools"),
+            f"hold {held} servers, pool {aistor.pool!r} has {hosts} hosts: a live pool never changes size; {change}",
         )
-    set_size = aistor.explicit_set_size or max(symmetric_set_sizes(servers, drives))
-    if aistor.explicit_parity is not None and aistor.explicit_parity > set_size // 2:
+    per_server = hardware[pools[aistor.pool].hardware].nvme.drives
+    smallest = None
+    for i, server_pool in enumerate(aistor.server_pools):
+        servers, drives = server_pool.servers, per_server * server_pool.servers
+        if aistor.set_drive_count == "auto" and not symmetric_set_sizes(servers, drives):
+            raise ConfigError(
+                ("storage", "aistor", "server_pools", i, "servers"),
+                f"{servers} servers admit no symmetric erasure set of 2-16 drives: set set_drive_count",
+            )
+        if aistor.explicit_set_size is not None and drives % aistor.explicit_set_size:
+            raise ConfigError(
+                ("storage", "aistor", "set_drive_count"),
+                f"pool {i}'s {drives} drives do not divide into sets of {aistor.explicit_set_size}",
+            )
+        set_size = aistor.explicit_set_size or max(symmetric_set_sizes(servers, drives))
+        smallest = set_size if smallest is None else min(smallest, set_size)
+    assert smallest is not None
+    if aistor.explicit_parity is not None and aistor.explicit_parity > smallest // 2:
         raise ConfigError(
             ("storage", "aistor", "parity"),
-            f"EC:{aistor.explicit_parity} on sets of {set_size} drives: AIStor allows at most EC:{set_size // 2}",
+            f"EC:{aistor.explicit_parity} on sets of {smallest} drives: AIStor allows at most EC:{smallest // 2}",
         )
     for i, pool in enumerate(storage.local_cache.pools):
         if pool not in pools:

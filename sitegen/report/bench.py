@@ -90,6 +90,11 @@ def scaled_config(source: Path, target: Path, factor: int) -> int:
     for i, cluster in enumerate(clusters.values()):
         cluster["pod_cidr"] = f"10.{64 + 4 * i}.0.0/14"
     (target / "clusters.yaml").write_text(yaml.safe_dump(clusters, sort_keys=False))
+    # the scaled storage pool as AIStor server pools of the original size (how the site would grow)
+    storage = yaml.safe_load((source / "storage.yaml").read_text())
+    tier = storage["aistor"]
+    tier["server_pools"] = [dict(p) for p in tier["server_pools"] for _ in range(factor)]
+    (target / "storage.yaml").write_text(yaml.safe_dump(storage, sort_keys=False))
     return nodes
 
 

@@ -157,7 +157,7 @@ def render_plan(site: Site) -> str:
                 "AIStor (S3)",
                 f"pool {site.storage.aistor.pool}: {_num(plan.aistor_drives)} NVMe",
                 f"{_tb(plan.aistor_raw_gb)} ({_num(round(plan.aistor_raw_gb / 1e6, 2))} PB), "
-                f"usable {_num(round(site.aistor_layout().usable_gb / 1e6, 2))} PB",
+                f"usable {_num(round(sum(x.usable_gb for x in site.aistor_layouts()) / 1e6, 2))} PB",
             ],
             [
                 "local NVMe cache",
@@ -168,11 +168,36 @@ def render_plan(site: Site) -> str:
         ],
     )
 
+    layouts = site.aistor_layouts()
+    out += ["", "AIStor server pools (each keeps the shape it started with; the site grows by adding one)"]
+    out += table(
+        ["pool", "servers", "drives", "sets", "set size", "parity", "raw TB", "usable TB"],
+        [
+            [
+                f"pool-{i}",
+                str(pool.servers),
+                _num(x.drives),
+                str(x.sets),
+                str(x.set_size),
+                f"EC:{x.parity}",
+                _tb(x.raw_gb),
+                _tb(x.usable_gb),
+            ]
+            for i, (pool, x) in enumerate(zip(site.storage.aistor.server_pools, layouts, strict=True))
+        ],
+    )
+    for i, x in enumerate(layouts):
+        out.append(
+            f"pool-{i}: a set that loses more than {x.parity} of its {x.set_size} drives takes its objects "
+            f"down (1/{x.sets} of the pool, {_tb(x.usable_gb // x.sets)} TB usable); they are lost for good "
+            "unless those drives come back: nothing else holds a copy"
+        )
     layout = site.aistor_layout()
     out += [
         "",
-        f"AIStor erasure layout: {layout.sets} sets of {layout.set_size} drives at EC:{layout.parity}, "
-        f"{_tb(layout.usable_gb)} TB usable of {_tb(layout.raw_gb)} TB raw ({layout.efficiency:.1%})",
+        f"First pool's layout: {layout.sets} sets of {layout.set_size} drives at EC:{layout.parity}, "
+        f"{_tb(layout.usable_gb)} TB usable of {_tb(layout.raw_gb)} TB raw ({layout.efficiency:.1%}); "
+        "the alternatives, while it has not started:",
     ]
     out += table(
         ["set size", "parity", "sets", "efficiency", "usable TB", "usable PB"],

@@ -83,7 +83,7 @@ class AIStor(RenderedComponent):
             namespace=self.namespace,
             pool=ctx.cluster.pool(tier.pool),
             tier=tier,
-            layout=site.aistor_layout(),
+            parity=site.aistor_layout().parity,
             image=ctx.image("aistor-server-rdma" if tier.rdma else "aistor-server"),
             fabric=site.fabric,
             external=ctx.cluster.system_pool.is_control_plane,  # an AIStor cluster of its own serves S3 outward

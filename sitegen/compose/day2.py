@@ -1,0 +1,222 @@
+"""The RUNBOOK's day-2 part: maintenance budgets and procedures, growth, the GPU driver and
+Kubernetes upgrades, and etcd's backup and restore, each computed from the model (pool sizes, the
+etcd quorum, AIStor's erasure layout, the model servers' nodes, the GPU Operator's upgrade policy).
+
+Its headings carry no step number: the bring-up simulation replays numbered steps only.
+"""
+
+from __future__ import annotations
+
+from constructs.gpu_workload import BATCH_LABEL
+from sitegen.components.storage.aistor import OBJECT_STORE
+from sitegen.compose import paths
+from sitegen.compose.apps import VariantApps
+from sitegen.model import ClusterLayout, PoolLayout
+from sitegen.model.maintenance import Budget, aistor_budget, etcd_budget, gpu_budget
+
+ETCD_PKI = "/etc/kubernetes/pki/etcd"
+ETCDCTL = (
+    f"ETCDCTL_API=3 etcdctl --endpoints=https://127.0.0.1:2379 --cacert={ETCD_PKI}/ca.crt "
+    f"--cert={ETCD_PKI}/server.crt --key={ETCD_PKI}/server.key"
+)
+
+
+def _names(pool: PoolLayout) -> str:
+    hosts = [h.name for h in pool.hosts]
+    return ", ".join(hosts) if len(hosts) <= 3 else f"{hosts[0]} ... {hosts[-1]}"
+
+
+def cluster_budgets(apps: VariantApps, cluster: ClusterLayout) -> list[tuple[PoolLayout, Budget]]:
+    """The budget of each pool of the cluster that has a promise to keep (None for the others)."""
+    site = apps.site
+    tier = site.storage.aistor
+    serving = sum(m.replicas for m in site.services.serving.models)
+    out = [(cluster.control_plane, etcd_budget(cluster.control_plane.name, len(cluster.control_plane.hosts)))]
+    for pool in cluster.worker_pools:
+        if pool.name == tier.pool:
+            for i, (server_pool, layout) in enumerate(
+                zip(tier.server_pools, site.aistor_layouts(), strict=True)
+            ):
+                out.append((pool, aistor_budget(f"{pool.name}/pool-{i}", server_pool.servers, layout)))
+        elif pool.hardware.gpu is not None:
+            out.append((pool, gpu_budget(pool.name, len(pool.hosts), serving)))
+    return out
+
+
+def _batch(budget: Budget | None, nodes: int) -> int:
+    """Nodes upgraded at once: within the budget, one when it allows none, never all."""
+    if budget is None:
+        return max(1, nodes // 10)  # no promise to keep: a tenth, so the services' PDBs find room
+    return max(1, min(budget.down, nodes - 1))
+
+
+def day2(apps: VariantApps) -> str:
+    site = apps.site
+    layout = apps.layout
+    minor = site.versions.kubernetes_minor
+    major, number = minor.lstrip("v").split(".")
+    nxt = f"v{major}.{int(number) + 1}"
+    out = [
+        "## Day 2: maintenance, growth and upgrades\n",
+        "Every number below comes from the model (`sitegen plan` prints the same budgets); a change of a "
+        "pool's size, the etcd membership or AIStor's layout changes them.\n",
+    ]
+    for cluster in layout.clusters:
+        budgets = cluster_budgets(apps, cluster)
+        lines = [f"### Maintenance budgets on `{cluster.name}`\n"]
+        for pool, budget in budgets:
+            which = f"servers of {pool.name}" if "/" in budget.pool else f"of {_names(pool)}"
+            lines.append(
+                f"- `{budget.pool}` ({budget.nodes} {which}): at most **{budget.down}** down at once ({budget.why})"
+            )
+        kept = {p.name for p, _ in budgets}
+        others = [p.name for p in cluster.worker_pools if p.name not in kept]
+        if others:
+            lines.append(
+                f"- {', '.join(f'`{o}`' for o in others)}: no promise beyond their services' "
+                "PodDisruptionBudgets; drain one node at a time"
+            )
+        out.append("\n".join(lines) + "\n")
+    out += _procedures(apps)
+    out.append(_kubernetes_upgrade(apps, minor, nxt))
+    out.append(_etcd(apps))
+    return "\n".join(out)
+
+
+def _procedures(apps: VariantApps) -> list[str]:
+    site, layout = apps.site, apps.layout
+    out = []
+    gpu = next(((c, p) for c in layout.clusters for p in c.worker_pools if p.hardware.gpu), None)
+    if gpu is not None:
+        cluster, pool = gpu
+        budget = dict((b.pool, b) for _, b in cluster_budgets(apps, cluster))[pool.name]
+        out.append(
+            f"""### Taking a GPU node out (`{cluster.name}`, pool {pool.name})
+
+A multi-node job loses every rank when one node goes: never drain a node with batch pods on it. Cordon
+it (Kueue admits nothing new there), wait until its `{BATCH_LABEL}=true` pods have finished, then
+drain; a model server moves and Kueue readmits it where the quota has room. At most {budget.down} of
+the {budget.nodes} nodes at once ({budget.why}); a job that needs every node waits until all are back.
+
+```sh
+kubectl cordon <node>
+kubectl get pods -A -l {BATCH_LABEL}=true --field-selector spec.nodeName=<node>   # repeat until empty
+kubectl drain <node> --ignore-daemonsets --delete-emptydir-data --timeout=30m
+kubectl uncordon <node>   # after the repair, once the node is Ready
+```
+
+GPU driver upgrades follow the same rule without you: the GPU Operator's upgrade policy takes one node
+at a time and only once the `{BATCH_LABEL}=true` pods on it have completed (no timeout), so a driver
+change never kills a running step; a new driver version is a change of `versions.yaml` and a sync.
+"""
+        )
+    tier = site.storage.aistor
+    aistor = next((c for c in layout.clusters if any(p.name == tier.pool for p in c.pools)), None)
+    if aistor is not None:
+        budgets = [b for p, b in cluster_budgets(apps, aistor) if p.name == tier.pool]
+        per_pool = "; ".join(f"{b.pool}: {b.down} ({b.why})" for b in budgets)
+        out.append(
+            f"""### Replacing an AIStor drive or server (`{aistor.name}`, pool {tier.pool})
+
+Servers that may be down at once, per server pool: {per_pool}. More than that takes erasure sets below
+their read quorum: their objects are unreadable until the servers return (`sitegen plan` says how much).
+
+A failed drive: AIStor keeps serving from parity. Put the new drive in, hand it to the volume manager,
+move the failed drive's volume onto it, and AIStor heals the set:
+
+```sh
+kubectl directpv discover --nodes <node> && kubectl directpv init drives.yaml --dangerous
+kubectl directpv list drives --nodes <node>          # the failed drive's ID and the new one's
+kubectl directpv cordon <failed-drive-id>
+kubectl directpv move <failed-drive-id> <new-drive-id>
+kubectl -n {OBJECT_STORE} delete pod <the server pod on that node>   # remounts; healing starts
+```
+
+A whole server: cordon and drain it (its ObjectStore pod stops; within the budget above), repair or
+replace the hardware keeping its name and address (synth refuses either change), join it again with its
+pool's join step, initialize its drives as above and delete the pending pod. A server pool is never
+resized: more servers are a new entry of `storage.aistor.server_pools`, and a pool leaves only after
+`mc admin decommission start` has moved its objects off it.
+"""
+        )
+    folders = ", ".join(
+        f"`{paths.in_repo(paths.kubeadm_dir(layout.name, c.name))}/`" for c in layout.clusters
+    )
+    out.append(
+        f"""### Adding hosts
+
+Add them to their pool in `config/pools.yaml` (storage hosts also as a new server pool), synth, review
+and merge. On each new host run its pool's join step from the bring-up above with the regenerated files
+({folders}); `node-labels` labels it, and Argo CD syncs what changed (a new ObjectStore pool, larger
+quotas). Joined hosts keep their names and addresses: synth refuses a renamed or readdressed host and a
+control-plane member that disappears.
+"""
+    )
+    return out
+
+
+def _kubernetes_upgrade(apps: VariantApps, minor: str, nxt: str) -> str:
+    rows = []
+    for cluster in apps.layout.clusters:
+        budgets = {p.name: b for p, b in cluster_budgets(apps, cluster) if not b.pool.count("/")}
+        aistor = [b for p, b in cluster_budgets(apps, cluster) if "/" in b.pool]
+        cp = cluster.control_plane
+        rows.append(
+            f"- `{cluster.name}`: control plane {_names(cp)} one at a time (etcd keeps quorum "
+            f"{len(cp.hosts) // 2 + 1} of {len(cp.hosts)}); then"
+        )
+        order = sorted(
+            cluster.worker_pools,
+            key=lambda p: (p.hardware.gpu is not None, p.name == apps.site.storage.aistor.pool),
+        )
+        for pool in order:
+            if aistor and pool.name == apps.site.storage.aistor.pool:
+                size = min(_batch(b, b.nodes) for b in aistor)
+            else:
+                size = _batch(budgets.get(pool.name), len(pool.hosts))
+            rows.append(f"  - pool `{pool.name}` ({len(pool.hosts)} nodes): {size} at a time")
+    return f"""### Upgrading Kubernetes ({minor} to {nxt})
+
+One minor at a time, control plane first, then the worker pools: system pool first, GPU nodes last
+(their batch jobs are waited for as above); batches stay inside the budgets:
+
+{chr(10).join(rows)}
+
+Before: every Application Synced and Healthy; `sitegen validate` passes with the new version pinned in
+`versions.yaml`; an etcd snapshot taken (below); no node NotReady. Per control-plane node, then per
+worker in its batch:
+
+```sh
+kubeadm upgrade plan                       # first control-plane node only
+kubeadm upgrade apply {nxt}.x            # first control-plane node; the others: kubeadm upgrade node
+kubectl drain <node> --ignore-daemonsets --delete-emptydir-data
+# install kubelet and kubectl {nxt}.x from the distribution's packages, then
+systemctl daemon-reload && systemctl restart kubelet
+kubectl uncordon <node>
+```
+"""
+
+
+def _etcd(apps: VariantApps) -> str:
+    clusters = ", ".join(f"`{c.name}` ({_names(c.control_plane)})" for c in apps.layout.clusters)
+    return f"""### etcd: snapshot and restore
+
+Each cluster's etcd ({clusters}) is stacked on its control-plane nodes. Take a snapshot before every
+upgrade or membership change, and keep it off the node:
+
+```sh
+{ETCDCTL} snapshot save /var/lib/etcd-snapshots/etcd-$(date +%Y%m%dT%H%M).db
+```
+
+- One member lost (quorum kept): on a healthy member `etcdctl member list` and `etcdctl member remove
+  <id>` of the lost one; `kubeadm reset` on the lost node, then join it again with its own
+  `join-control-plane-<host>.yaml`.
+- A majority lost (no quorum, the API is down): on one surviving member stop the static pods (move
+  `/etc/kubernetes/manifests/*.yaml` aside), `etcdutl snapshot restore <snapshot> --data-dir
+  /var/lib/etcd-restored --name <host> --initial-cluster <host>=https://<address>:2380
+  --initial-advertise-peer-urls https://<address>:2380`, point etcd's manifest at the restored data
+  dir, start it, then `kubeadm reset` and re-join every other member one at a time.
+- All lost: `kubeadm init` the first control-plane node from a snapshot restored as above into
+  `/var/lib/etcd` before the init (`--ignore-preflight-errors=DirAvailable--var-lib-etcd`), then join the
+  others; Argo CD reconciles whatever changed in git since the snapshot.
+"""

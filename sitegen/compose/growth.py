@@ -1,0 +1,131 @@
+"""What a running site cannot take: synth compares what it is about to write with the dist/ it
+replaces (what Argo CD and the hosts run) and refuses, before anything is written, a change that
+would disturb it:
+
+- an AIStor server pool resized or re-shaped (servers, drives per server, drive size), or removed:
+  erasure sets are fixed when a pool starts, so the site grows by adding a pool;
+- a joined host readdressed or renamed: its address is its kubelet's node-ip (and, on the control
+  plane, etcd's peer URL), its name the Node's;
+- a control-plane member gone: a stacked etcd member is removed from etcd first, then replaced.
+
+Hosts and pools that are new are fine: the RUNBOOK's join steps and Argo CD bring them in.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+import yaml
+
+from sitegen.model import ConfigError, Site
+
+# The server-pool fields AIStor fixes at a pool's first start.
+SHAPE = {
+    "servers": lambda p: p.get("servers"),
+    "volumesPerServer": lambda p: p.get("volumesPerServer"),
+    "drive size": lambda p: (p.get("volumeClaimTemplate") or {}).get("spec", {}).get("resources", {}),
+}
+_JOIN_HEADER = re.compile(r"\b([a-z][\w-]*)=(\d+\.\d+\.\d+\.\d+)")
+
+
+def _docs(data: bytes) -> list[dict[str, Any]]:
+    return [d for d in yaml.safe_load_all(data) if isinstance(d, dict)]
+
+
+def _object_stores(files: Mapping[PurePosixPath, bytes]) -> dict[PurePosixPath, dict[str, Any]]:
+    found = {}
+    for path, data in files.items():
+        if ".objectstore." in path.name:
+            for doc in _docs(data):
+                if doc.get("kind") == "ObjectStore":
+                    found[path] = doc
+    return found
+
+
+def _hosts(files: Mapping[PurePosixPath, bytes]) -> dict[PurePosixPath, dict[str, tuple[str, bool]]]:
+    """Per kubeadm folder: host -> (address, control plane), from the init and join files."""
+    found: dict[PurePosixPath, dict[str, tuple[str, bool]]] = {}
+    for path, data in files.items():
+        if path.parent.parent.name != "kubeadm" or not path.name.startswith(("init-", "join-")):
+            continue
+        hosts = found.setdefault(path.parent, {})
+        control_plane = path.name.startswith(("init-", "join-control-plane-"))
+        for doc in _docs(data):
+            registration = doc.get("nodeRegistration") or {}
+            args = {a["name"]: a["value"] for a in registration.get("kubeletExtraArgs") or []}
+            if "node-ip" in args and "$" not in str(registration.get("name", "$")):
+                hosts[str(registration["name"])] = (str(args["node-ip"]), control_plane)
+        if not control_plane:
+            for name, address in _JOIN_HEADER.findall(data.decode()):
+                hosts[name] = (address, False)
+    return found
+
+
+def _read(out_dir: Path, paths: list[PurePosixPath]) -> dict[PurePosixPath, bytes]:
+    return {p: (out_dir / p).read_bytes() for p in paths if (out_dir / p).is_file()}
+
+
+def check_growth(site: Site, rendered: Mapping[PurePosixPath, bytes], out_dir: Path) -> None:
+    """Raise ConfigError (naming the config field) for a change the running site cannot take."""
+    _check_object_stores(site, rendered, out_dir)
+    _check_hosts(site, rendered, out_dir)
+
+
+def _check_object_stores(site: Site, rendered: Mapping[PurePosixPath, bytes], out_dir: Path) -> None:
+    new = _object_stores(rendered)
+    old = _object_stores(_read(out_dir, list(new)))
+    for path, before in old.items():
+        pools = {p["name"]: p for p in new[path]["spec"].get("pools") or []}
+        for i, live in enumerate(before["spec"].get("pools") or []):
+            name = live["name"]
+            if name not in pools:
+                raise ConfigError(
+                    ("storage", "aistor", "server_pools"),
+                    f"AIStor {name} runs ({path}): a pool leaves only by decommissioning it, not from config",
+                )
+            for field, value in SHAPE.items():
+                if value(live) != value(pools[name]):
+                    where = ("servers",) if field == "servers" else ()
+                    raise ConfigError(
+                        ("storage", "aistor", "server_pools", i, *where),
+                        f"AIStor {name} runs with {field} {value(live)} ({path}); a live pool is never "
+                        "re-shaped: keep it and add a server pool",
+                    )
+
+
+def _check_hosts(site: Site, rendered: Mapping[PurePosixPath, bytes], out_dir: Path) -> None:
+    new = _hosts(rendered)
+    paths = [
+        PurePosixPath(folder, f.name)
+        for folder in new
+        if (out_dir / folder).is_dir()
+        for f in sorted((out_dir / folder).glob("*.yaml"))
+    ]
+    old = _hosts(_read(out_dir, paths))
+    pool_of = {h.name: name for name, pool in site.pools.items() for h in pool.hosts}
+    for folder, joined in old.items():
+        now = new.get(folder, {})
+        by_address = {address: name for name, (address, _) in now.items()}
+        for host, (address, control_plane) in sorted(joined.items()):
+            if host in now and now[host][0] != address:
+                raise ConfigError(
+                    ("pools", pool_of[host], "hosts"),
+                    f"{host} joined as {address} ({folder}): a node is not readdressed in place; drain "
+                    "and delete it, then join it again under the new address",
+                )
+            if host not in now and address in by_address:
+                renamed = by_address[address]
+                raise ConfigError(
+                    ("pools", pool_of.get(renamed, "?"), "hosts"),
+                    f"{renamed} has {host}'s address ({address}, {folder}): a joined node is not renamed; "
+                    "drain and delete it, then join it under the new name",
+                )
+            if host not in now and control_plane:
+                raise ConfigError(
+                    ("pools", site.control_plane_pool, "hosts"),
+                    f"control-plane member {host} is gone ({folder}): remove it from etcd first "
+                    "(RUNBOOK: replacing a control-plane member), then change the pool",
+                )

@@ -1,0 +1,101 @@
+"""A running site grows without being disturbed: synth compares with the dist/ it replaces and refuses
+a change to what runs (an AIStor pool's shape, a joined host's address or name, a control-plane
+member), naming the config field; new hosts and a new AIStor server pool are fine."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from .conftest import edit_yaml, invoke_sitegen, tree_bytes
+
+OBJECT_STORE = "one-cluster/apps/ai/aistor/aistor.objectstore.aistor.yaml"
+
+
+def synth(config: Path, out: Path):
+    return invoke_sitegen("synth", "--config", config, "--variant", "one-cluster", "--out", out)
+
+
+def pools_of(out: Path) -> list[dict[str, Any]]:
+    (store,) = [d for d in yaml.safe_load_all((out / OBJECT_STORE).read_text()) if d]
+    return store["spec"]["pools"]
+
+
+def add_storage_hosts(config: Path, n: int, server_pool: bool) -> None:
+    def grow(pools):
+        pools["storage"]["count"] += n
+        pools["storage"]["hosts"].append({"names": f"st{{31..{30 + n}}}", "first_address": "10.20.2.31"})
+
+    edit_yaml(config, "pools.yaml", grow)
+    if server_pool:
+        edit_yaml(config, "storage.yaml", lambda s: s["aistor"]["server_pools"].append({"servers": n}))
+
+
+@pytest.fixture
+def running(config_copy: Path, tmp_path: Path) -> tuple[Path, Path]:
+    out = tmp_path / "dist"
+    assert synth(config_copy, out).exit_code == 0
+    return config_copy, out
+
+
+def test_two_more_storage_servers_are_a_second_pool_and_pool_0_stays(running):
+    config, out = running
+    before = pools_of(out)
+    add_storage_hosts(config, 2, server_pool=True)
+    result = synth(config, out)
+    assert result.exit_code == 0, result.output
+    after = pools_of(out)
+    assert after[0] == before[0]  # byte for byte the same entry
+    assert (after[1]["name"], after[1]["servers"]) == ("pool-1", 2)
+
+
+def test_more_storage_hosts_without_a_pool_are_refused(running):
+    config, out = running
+    add_storage_hosts(config, 2, server_pool=False)
+    result = synth(config, out)
+    assert result.exit_code == 2
+    assert "storage.yaml: aistor.server_pools: hold 30 servers, pool 'storage' has 32 hosts" in result.output
+    assert "add a server pool of 2" in result.output
+
+
+def test_resizing_pool_0_is_a_one_line_error_and_dist_stays(running):
+    config, out = running
+    add_storage_hosts(config, 2, server_pool=False)
+    edit_yaml(config, "storage.yaml", lambda s: s["aistor"]["server_pools"][0].update(servers=32))
+    before = tree_bytes(out)
+    result = synth(config, out)
+    assert result.exit_code == 2
+    (line,) = result.output.strip().splitlines()
+    assert "storage.yaml: aistor.server_pools[0].servers: AIStor pool-0 runs with servers 30" in line
+    assert "Traceback" not in result.output
+    assert tree_bytes(out) == before
+
+
+def test_a_joined_host_readdressed_is_refused(running):
+    config, out = running
+
+    def readdress(pools):
+        pools["gpu"]["hosts"][0]["first_address"] = "10.20.1.201"
+
+    edit_yaml(config, "pools.yaml", readdress)
+    result = synth(config, out)
+    assert result.exit_code == 2
+    assert "pools.yaml: gpu.hosts: gpu01 joined as 10.20.1.101" in result.output
+
+
+def test_a_control_plane_member_replaced_is_refused(running):
+    config, out = running
+
+    def replace(pools):  # cp05 out, cp09 in
+        pools["control-plane"]["hosts"] = [
+            {"names": "cp{01..04}", "first_address": "10.20.0.11"},
+            {"name": "cp09", "address": "10.20.0.19"},
+        ]
+
+    edit_yaml(config, "pools.yaml", replace)
+    result = synth(config, out)
+    assert result.exit_code == 2
+    assert "control-plane member cp05 is gone" in result.output
