@@ -142,7 +142,7 @@ class GpuPodTemplate:
 
 
 ALLREDUCE_SCRIPT = """\
-import os, time
+import os, sys, time
 import torch
 import torch.distributed as dist
 
@@ -161,9 +161,13 @@ for _ in range(iters):
 torch.cuda.synchronize()
 seconds = (time.perf_counter() - start) / iters
 busbw = size / seconds * 2 * (world - 1) / world / 1e9
+minimum = float(os.environ.get("MIN_BUSBW_GBPS", "0"))
 if rank == 0:
     print(f"all_reduce {size} B on {world} GPUs: {seconds * 1e3:.2f} ms, bus bandwidth {busbw:.1f} GB/s", flush=True)
 dist.destroy_process_group()
+if rank == 0 and busbw < minimum:
+    print(f"below the {minimum:.1f} GB/s the fabric promises", flush=True)
+    sys.exit(1)
 """
 
 

@@ -32,6 +32,7 @@ MANAGED_NAMESPACE_LABEL = "sitegen.io/kueue-managed"
 PRIORITIES = {
     "acceptance": (1000, "fabric acceptance (the NCCL all-reduce over every GPU node): preempts serving"),
     "serving": (500, "model servers: preempt batch work, yield to acceptance runs"),
+    "health": (-100, "periodic fabric and GPU checks: run on idle GPUs only, any other work preempts them"),
 }
 
 

@@ -72,6 +72,8 @@ class SiteRisks:
     fabric_pools: tuple[FabricPool, ...]
     aistor_parity: int | None  # None: no AIStor in this cluster
     nvme_wear_percent: int = 80
+    health_namespace: str | None = None  # where the periodic GPU health checks run (None: none)
+    health_max_age_days: int = 8
 
 
 def _alert(name: str, expr: str, severity: str, summary: str, for_: str = "5m") -> dict[str, Any]:
@@ -142,6 +144,32 @@ def _gpu_rules(risks: SiteRisks) -> list[dict[str, Any]]:
             )
         )
     return rules
+
+
+def _health_rules(risks: SiteRisks) -> list[dict[str, Any]]:
+    """The periodic NCCL and DCGM checks: a failed run (bandwidth below the promise, a failed
+    diagnostic) and no passed run for too long (the GPUs were never idle, or Kueue never admitted it)."""
+    ns = f'namespace="{risks.health_namespace}"'
+    age = risks.health_max_age_days * 86400
+    return [
+        _alert(
+            "GpuHealthCheckFailed",
+            f"max by (job_name) (kube_job_status_failed{{{ns}}}) > 0 and on (job_name) "
+            f"(time() - max by (job_name) (kube_job_status_start_time{{{ns}}})) < 86400",
+            "warning",
+            "GPU health check {{ $labels.job_name }} failed: its log has the bus bandwidth or the failed "
+            "DCGM test; take the nodes it ran on out and check them",
+            for_="0m",
+        ),
+        _alert(
+            "GpuHealthCheckStale",
+            f"(time() - max by (cronjob) (kube_cronjob_status_last_successful_time{{{ns}}})) > {age} "
+            f"and on (cronjob) (time() - max by (cronjob) (kube_cronjob_created{{{ns}}})) > {age}",
+            "warning",
+            f"GPU health check {{{{ $labels.cronjob }}}} has not passed for {risks.health_max_age_days} days",
+            for_="1h",
+        ),
+    ]
 
 
 def _fabric_rules(risks: SiteRisks) -> list[dict[str, Any]]:
@@ -249,6 +277,7 @@ class SiteAlerts(Construct):
                 ("site-fabric", _fabric_rules(risks)),
                 ("site-storage", _storage_rules(risks)),
                 ("site-etcd", ETCD_RULES),
+                ("site-health", _health_rules(risks) if risks.health_namespace else []),
             )
             if rules
         ]

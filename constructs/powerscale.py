@@ -92,6 +92,8 @@ class PowerScaleSnapshots(Construct):
         metadata = {
             "name": "powerscale",
             "annotations": SKIP_DRY_RUN,
+            # the class Velero's CSI snapshots of these volumes use
+            "labels": {"velero.io/csi-volumesnapshot-class": "true"},
         }
         api_object(
             self,

@@ -233,7 +233,8 @@ def test_a_spoke_app_before_the_spoke_is_registered(site, inputs):
 
 def test_s3_keys_never_written(site, inputs):
     texts = runbook_without(inputs, ONE, r"^vault kv put .*\n")
-    blocked(run(site, inputs, texts=texts), "ai-harbor-config", "the vault holds no aistor/users/harbor")
+    # the first app of the root's order that reads an S3 key stops there
+    blocked(run(site, inputs, texts=texts), "Progressing", "the vault holds no aistor/users/")
 
 
 def test_a_runbook_step_waiting_on_a_misnamed_application(site, inputs):
@@ -361,3 +362,17 @@ def test_a_spoke_manager_missing_a_kind_its_apps_render(site, inputs):
 def test_a_spoke_without_an_issued_token(site, inputs):
     texts = runbook_without(inputs, TWO, r"^kubectl -n argocd-manager create token .*\n")
     blocked(run(site, inputs, TWO, texts=texts), "Argo CD has no credential for aistor")
+
+
+def test_a_server_synced_before_the_keys_it_mounts(site, inputs):
+    """A pod that mounts a Secret another app makes waits for that app: Velero's server synced before
+    velero-config (its AIStor keys) never turns Healthy, and the root stops there."""
+
+    def late(doc):
+        doc["metadata"]["annotations"]["argocd.argoproj.io/sync-wave"] = "99"
+
+    tree = edited(inputs, ONE, "one-cluster/bootstrap/argocd.application.ai-velero-config.yaml", late)
+    blocked(
+        run(site, inputs, tree=tree),
+        "ai-velero", "Deployment velero/velero", "Secret velero-aistor is not there: ai-velero-config makes it and has not synced",
+    )  # fmt: skip

@@ -50,3 +50,92 @@ def test_day_two_is_in_the_runbook_and_not_replayed():
     ):
         assert runbook.index(heading) > day_two
     assert all(runbook.index(f"### {s.number}. ") < day_two for s in runbook_steps(runbook))
+
+
+def test_etcd_is_snapshotted_into_aistor_from_every_control_plane(site):
+    """The CronJob reads the certificates kubeadm writes for etcd, reaches the member on its node, runs
+    only on the control plane, and its bucket, lifecycle rule and vault key are in the RUNBOOK."""
+    import yaml
+
+    for variant, clusters in (("one-cluster", ["ai"]), ("two-cluster", ["ai", "aistor"])):
+        runbook = (DIST / variant / "bootstrap/RUNBOOK.md").read_text()
+        backups = site.services.backups
+        assert (
+            f"mc ilm rule add --prefix etcd/ --expire-days {backups.etcd.retention_days} site/{backups.bucket}"
+            in runbook
+        )
+        assert "vault kv put secret/aistor/users/etcd-backup" in runbook
+        for cluster in clusters:
+            (job,) = yaml.safe_load_all(
+                (
+                    DIST / variant / "apps" / cluster / "etcd-backup/etcd-backup.cronjob.etcd-backup.yaml"
+                ).read_text()
+            )
+            assert job["spec"]["schedule"] == backups.etcd.schedule
+            pod = job["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+            assert pod["hostNetwork"] and pod["nodeSelector"] == {"node-role.kubernetes.io/control-plane": ""}
+            (snapshot,) = pod["initContainers"]
+            assert "--endpoints=https://127.0.0.1:2379" in snapshot["command"]
+            assert {
+                "name": "etcd-pki",
+                "hostPath": {"path": "/etc/kubernetes/pki/etcd", "type": "Directory"},
+            } in pod["volumes"]
+            env = {e["name"]: e.get("value") for e in pod["containers"][0]["env"]}
+            assert (env["CLUSTER"], env["BUCKET"]) == (cluster, backups.bucket)
+
+
+def test_velero_backs_up_each_cluster_into_aistor_by_namespace_class():
+    """A location per cluster under velero/<cluster>/ with the AIStor CA by reference; the tenants'
+    namespaces with CSI snapshots (PowerScale's class carries Velero's label), the site's with the
+    cluster-scoped objects; the keys arrive before the server that mounts them."""
+    import yaml
+
+    for variant, cluster, tenants in (("one-cluster", "ai", ["ai-research"]), ("two-cluster", "aistor", [])):
+        app = DIST / variant / "apps" / cluster / "velero"
+        docs = [d for p in sorted(app.glob("velero.*.yaml")) for d in yaml.safe_load_all(p.read_text()) if d]
+        (location,) = [d for d in docs if d["kind"] == "BackupStorageLocation"]
+        assert location["spec"]["objectStorage"]["prefix"] == f"velero/{cluster}"
+        assert location["spec"]["objectStorage"]["caCertRef"] == {"name": "aistor-ca", "key": "ca.crt"}
+        schedules = {d["metadata"]["name"]: d["spec"]["template"] for d in docs if d["kind"] == "Schedule"}
+        assert (
+            schedules["platform"]["includeClusterResources"] and not schedules["platform"]["snapshotVolumes"]
+        )
+        if tenants:
+            assert (
+                schedules["tenants"]["includedNamespaces"] == tenants
+                and schedules["tenants"]["snapshotVolumes"]
+            )
+            assert not set(tenants) & set(schedules["platform"]["includedNamespaces"])
+        else:
+            assert "tenants" not in schedules
+    (snapshots,) = yaml.safe_load_all(
+        (DIST / "one-cluster/apps/ai/powerscale/volumesnapshotclass.powerscale.yaml").read_text()
+    )
+    assert snapshots["metadata"]["labels"]["velero.io/csi-volumesnapshot-class"] == "true"
+    runbook = (DIST / "one-cluster/bootstrap/RUNBOOK.md").read_text()
+    assert "vault kv put secret/aistor/users/velero" in runbook
+
+
+def test_gpu_health_checks_run_last_and_fail_below_the_promised_bandwidth(site):
+    """Queued at the lowest priority (below untagged batch work), over whole GPU nodes, failing under
+    the configured share of the nodes' NDR bandwidth; the hub alerts on a failed or stale check."""
+    import yaml
+
+    from constructs.kueue import PRIORITIES
+    from sitegen.components.gpu.gpu_health import expected_busbw_gbps
+
+    assert PRIORITIES["health"][0] < 0 < min(v for k, (v, _) in PRIORITIES.items() if k != "health")
+    app = DIST / "one-cluster/apps/ai/gpu-health"
+    (nccl,) = yaml.safe_load_all((app / "gpu-health.cronjob.nccl-health.yaml").read_text())
+    job = nccl["spec"]["jobTemplate"]
+    assert job["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] == "health"
+    assert job["spec"]["completions"] == site.services.health.nccl.nodes
+    env = {e["name"]: e.get("value") for e in job["spec"]["template"]["spec"]["containers"][0]["env"]}
+    threshold = expected_busbw_gbps(site, "gpu") * site.services.health.nccl.min_fraction
+    assert float(env["MIN_BUSBW_GBPS"]) == round(threshold, 1) == 160.0  # 4 rails x 400 Gb/s, 80 %
+    (rules,) = yaml.safe_load_all(
+        (DIST / "one-cluster/apps/ai/observability/monitoring.prometheusrule.site.yaml").read_text()
+    )
+    health = next(g for g in rules["spec"]["groups"] if g["name"] == "site-health")
+    assert {r["alert"] for r in health["rules"]} == {"GpuHealthCheckFailed", "GpuHealthCheckStale"}
+    assert all('namespace="gpu-health"' in r["expr"] for r in health["rules"])

@@ -101,8 +101,8 @@ def test_default_project_is_locked_and_projects_are_narrow():
             text = path.read_text()
             assert "'*'" not in text.replace("namespaceResourceBlacklist:\n  - group: '*'\n    kind: '*'", "")
     (nodes,) = _docs(DIST / "one-cluster/bootstrap/argocd.appproject.platform-nodes.yaml")
-    # a Job labels the nodes, a controller approves their serving certificates: the project may bind
-    # their ClusterRoles but never create a Node
+    # a Job labels the nodes, a controller approves their serving certificates, a CronJob snapshots
+    # etcd with keys from the vault: the project may bind their ClusterRoles but never create a Node
     assert {k["kind"] for k in nodes["spec"]["clusterResourceWhitelist"]} == {
         "ClusterRole",
         "ClusterRoleBinding",
@@ -114,6 +114,7 @@ def test_default_project_is_locked_and_projects_are_narrow():
         "Deployment",
         "Role",
         "RoleBinding",
+        "ExternalSecret",
     }
     (networking,) = _docs(DIST / "two-cluster/bootstrap/argocd.appproject.networking.yaml")
     assert networking["spec"]["sourceRepos"] == ["https://git.hpc.example.internal/platform/site-gitops.git"]

@@ -58,6 +58,10 @@ def allow_lists(site: Site) -> AllowLists:
     agents: dict[tuple[str, str], dict[str, NodeAgent]] = {}
     critical: dict[tuple[str, str], dict[str, str]] = {}
     plain: dict[str, str] = {}
+    workloads = {
+        f"Pod/{KUBE_VIP_NAMESPACE}/{KUBE_VIP_POD}": "ARP and IPVS for the API VIP need host networking "
+        "and NET_ADMIN/NET_RAW"
+    }
     privileged = {
         SYSTEM_NAMESPACE: "static control-plane pods (etcd, API server, kube-vip) and the CNI need host access"
     }
@@ -67,15 +71,13 @@ def allow_lists(site: Site) -> AllowLists:
             agents.setdefault((variant, ctx.cluster.name), {}).update(component.node_agents(ctx))
             critical.setdefault((variant, ctx.cluster.name), {}).update(component.bootstrap_critical(ctx))
             plain.update(component.plain_secret_data(ctx))
+            workloads.update(component.privileged_workloads(ctx))
             if component.security is not None and component.security.level == "privileged":
                 privileged.setdefault(component.namespace, component.security.why)
     return AllowLists(
         agents=agents,
         privileged_namespaces=privileged,
-        privileged_workloads={
-            f"Pod/{KUBE_VIP_NAMESPACE}/{KUBE_VIP_POD}": "ARP and IPVS for the API VIP need host networking "
-            "and NET_ADMIN/NET_RAW"
-        },
+        privileged_workloads=workloads,
         plain_secret_data=plain,
         bootstrap_critical=critical,
     )

@@ -88,6 +88,8 @@ class S3Access:
 
     user: str
     buckets: tuple[str, ...]
+    # lifecycle rules of the first bucket: objects under the prefix expire after the days
+    expire: tuple[tuple[str, int], ...] = ()
 
     @property
     def vault_key(self) -> str:
@@ -204,6 +206,16 @@ class Component:
         """Node agents by policy key `Kind/namespace/name` (or `...:$.path` of a CR placement block)."""
         return {}
 
+    def object_key(self, kind: str, name: str, *, namespace: str | None = None, path: str = "") -> str:
+        """The policy key of one of this component's objects (`Kind/namespace/name`), or of a placement
+        block inside a custom resource (`Kind/namespace/name:$.json.path`); cluster-scoped: namespace ""."""
+        ref = f"{kind}/{self.namespace if namespace is None else namespace}/{name}"
+        return f"{ref}:{path}" if path else ref
+
+    def privileged_workloads(self, scope: ClusterScope) -> Mapping[str, str]:
+        """Workloads we render that cannot run `restricted` (host access), by policy key, and why."""
+        return {}
+
     def bootstrap_critical(self, scope: ClusterScope) -> Mapping[str, str]:
         """Workloads nodes need before they turn Ready (`Kind/namespace/name`), and why: they must
         schedule on nodes that still carry node.kubernetes.io/not-ready."""
@@ -272,9 +284,3 @@ class ChartComponent(Component):
     def patches(self, ctx: ClusterContext) -> list[ObjectPatch]:
         """Changes to rendered objects for what the chart's values cannot express (each says why)."""
         return []
-
-    def object_key(self, kind: str, name: str, *, namespace: str | None = None, path: str = "") -> str:
-        """The policy key of one of this component's objects (`Kind/namespace/name`), or of a placement
-        block inside a custom resource (`Kind/namespace/name:$.json.path`); cluster-scoped: namespace ""."""
-        ref = f"{kind}/{self.namespace if namespace is None else namespace}/{name}"
-        return f"{ref}:{path}" if path else ref

@@ -10,6 +10,7 @@ from sitegen.components.base import Component
 from sitegen.components.edge.cert_manager import CertManager
 from sitegen.components.edge.envoy_gateway import EnvoyGateway
 from sitegen.components.edge.gateway import Gateway
+from sitegen.components.gpu.gpu_health import GpuHealth
 from sitegen.components.gpu.gpu_operator import GpuOperator
 from sitegen.components.gpu.gpu_queues import GpuQueues
 from sitegen.components.gpu.kueue import Kueue
@@ -34,6 +35,7 @@ from sitegen.components.platform.external_secrets import ExternalSecrets
 from sitegen.components.platform.metrics_server import MetricsServer
 from sitegen.components.platform.namespaces import Namespaces
 from sitegen.components.platform.secret_store import SecretStore
+from sitegen.components.platform_nodes.etcd_backup import EtcdBackup
 from sitegen.components.platform_nodes.kubelet_csr_approver import KubeletCsrApprover
 from sitegen.components.platform_nodes.node_labels import NodeLabels
 from sitegen.components.registry.harbor import Harbor
@@ -48,12 +50,15 @@ from sitegen.components.storage.local_nvme import LocalNvme
 from sitegen.components.storage.powerscale import PowerScale
 from sitegen.components.storage.snapshot_controller import SnapshotController
 from sitegen.components.storage.topolvm import TopoLvm
+from sitegen.components.storage.velero import Velero
+from sitegen.components.storage.velero_config import VeleroConfig
 from sitegen.components.tenants.tenant import Tenant
 
 COMPONENTS: tuple[type[Component], ...] = (
     # platform
     NodeLabels,
     KubeletCsrApprover,
+    EtcdBackup,
     Namespaces,
     ArgoCd,
     ArgocdManager,
@@ -72,6 +77,7 @@ COMPONENTS: tuple[type[Component], ...] = (
     GpuOperator,
     Kueue,
     GpuQueues,
+    GpuHealth,
     # storage
     AIStorVolumeManager,
     AIStorOperator,
@@ -81,6 +87,8 @@ COMPONENTS: tuple[type[Component], ...] = (
     PowerScale,
     TopoLvm,
     LocalNvme,
+    Velero,
+    VeleroConfig,
     # edge
     CertManager,
     EnvoyGateway,

@@ -80,6 +80,7 @@ def day2(apps: VariantApps) -> str:
     out += _procedures(apps)
     out.append(_kubernetes_upgrade(apps, minor, nxt))
     out.append(_etcd(apps))
+    out.append(_velero(apps))
     return "\n".join(out)
 
 
@@ -219,4 +220,32 @@ upgrade or membership change, and keep it off the node:
 - All lost: `kubeadm init` the first control-plane node from a snapshot restored as above into
   `/var/lib/etcd` before the init (`--ignore-preflight-errors=DirAvailable--var-lib-etcd`), then join the
   others; Argo CD reconciles whatever changed in git since the snapshot.
+"""
+
+
+def _velero(apps: VariantApps) -> str:
+    backups = apps.site.services.backups
+    tenant = next(iter(apps.site.tenants), None)
+    drill = tenant or "<namespace>"
+    return f"""### Velero: restore, and the monthly drill
+
+Velero backs up every cluster into `s3://{backups.bucket}/velero/<cluster>/`: the site's namespaces with
+the cluster-scoped objects (`platform`, kept {backups.velero.platform.retention_days} days) and the tenants'
+namespaces with CSI snapshots of their PowerScale volumes (`tenants`, kept
+{backups.velero.tenants.retention_days} days). Snapshots stay on PowerScale: they undo deletion and
+corruption, not the loss of the array. Secrets come back from the vault (External Secrets), not from
+backups.
+
+Once a month, restore the newest tenant backup into a scratch namespace, check it, and remove it:
+
+```sh
+velero backup get --selector velero.io/schedule-name=tenants
+velero restore create drill-$(date +%Y%m) --from-schedule tenants --include-namespaces {drill} \\
+  --namespace-mappings {drill}:{drill}-drill --wait
+velero restore describe drill-$(date +%Y%m) --details   # Completed, no errors; volumes from snapshots
+kubectl delete namespace {drill}-drill
+```
+
+A real restore is the same without `--namespace-mappings`, after the namespace is gone; a whole cluster
+is rebuilt from git (the bring-up above), then its tenants restored from the newest `tenants` backup.
 """

@@ -384,13 +384,18 @@ read them there:
 
 
 def _s3_access(apps: VariantApps) -> list[S3Access]:
-    return [access for ctx, c in apps.in_registry_order() for access in c.s3_access(ctx)]
+    found = [access for ctx, c in apps.in_registry_order() for access in c.s3_access(ctx)]
+    return list(dict.fromkeys(found))  # one user per consumer, whichever clusters it runs on
 
 
 def _buckets(consumers: list[S3Access], kv_mount: str) -> str:
     lines = []
     for access in consumers:
         lines += [f"mc mb --ignore-existing site/{b}" for b in access.buckets]
+        lines += [
+            f"mc ilm rule add --prefix {prefix} --expire-days {days} site/{access.buckets[0]}"
+            for prefix, days in access.expire
+        ]
         lines.append(
             f"mc admin user svcacct add site <root-user> --name {access.user}   # scope: "
             + ", ".join(access.buckets)

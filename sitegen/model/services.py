@@ -107,6 +107,48 @@ class Serving(Strict):
     models: list[ServedModel] = Field(min_length=1)
 
 
+Cron = Annotated[str, Field(pattern=r"^(\S+\s+){4}\S+$")]  # five fields, as a CronJob takes them
+
+
+class BackupSchedule(Strict):
+    schedule: Cron  # UTC
+    retention_days: Annotated[int, Field(ge=1)]
+
+
+class VeleroBackups(Strict):
+    platform: BackupSchedule  # the site's namespaces and the cluster-scoped objects
+    tenants: BackupSchedule  # tenant namespaces, with CSI snapshots of their volumes
+
+
+class Backups(Strict):
+    """Backups into AIStor: each cluster's etcd snapshots (kept by a lifecycle rule) and its objects
+    through Velero (kept by Velero's TTL), under `etcd/` and `velero/` of one bucket."""
+
+    bucket: BucketName
+    etcd: BackupSchedule
+    velero: VeleroBackups
+
+
+class NcclCheck(Strict):
+    schedule: Cron  # UTC
+    nodes: Annotated[int, Field(ge=2)]  # across nodes: the rails, not only NVLink (at most the pool's)
+    # below this share of the nodes' NDR bandwidth (rails x link) the run fails and alerts
+    min_fraction: Annotated[float, Field(gt=0, le=1)]
+
+
+class DcgmCheck(Strict):
+    schedule: Cron  # UTC
+    level: Literal[1, 2, 3, 4]  # dcgmi diag -r: 1 quick, 2 medium (minutes), 3-4 long (an hour and more)
+
+
+class Health(Strict):
+    """Periodic checks on idle GPU nodes, at the lowest Kueue priority (any other work preempts them)."""
+
+    nccl: NcclCheck
+    dcgm: DcgmCheck
+    max_age_days: Annotated[int, Field(ge=1)]  # alert when no check has passed for this long
+
+
 class Services(Strict):
     certificates: Certificates
     gateway: GatewayConfig
@@ -114,6 +156,8 @@ class Services(Strict):
     logs: Logs
     registry: Registry
     serving: Serving
+    backups: Backups
+    health: Health
 
 
 def check_services(

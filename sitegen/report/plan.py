@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
+from sitegen.components.gpu.gpu_health import expected_busbw_gbps
 from sitegen.model import Site
 from sitegen.report.table import table
 
@@ -232,6 +233,36 @@ def render_plan(site: Site) -> str:
         ["pool", "nodes", "down at once", "because"],
         [[b.pool, str(b.nodes), str(b.down), b.why] for b in site.maintenance_budgets()],
     )
+    backups = site.services.backups
+    out += [
+        "",
+        "Backups (into AIStor)",
+        f"etcd of every cluster: cron `{backups.etcd.schedule}` (UTC), s3://{backups.bucket}/etcd/<cluster>/, "
+        f"kept {backups.etcd.retention_days} days (bucket lifecycle rule)",
+        *(
+            f"Velero, {name}: cron `{c.schedule}` (UTC), s3://{backups.bucket}/velero/<cluster>/, kept "
+            f"{c.retention_days} days (Velero's TTL)"
+            + (
+                ", with CSI snapshots of the volumes"
+                if name == "tenants"
+                else ", with cluster-scoped objects"
+            )
+            for name, c in (("platform", backups.velero.platform), ("tenants", backups.velero.tenants))
+        ),
+    ]
+    health = site.services.health
+    gpu_pools = [name for name, pool in site.pools.items() if site.hardware[pool.hardware].gpu is not None]
+    if gpu_pools:
+        expected = expected_busbw_gbps(site, gpu_pools[0])
+        out += [
+            "",
+            "GPU health checks (lowest Kueue priority: only on idle GPUs)",
+            f"NCCL all-reduce over {health.nccl.nodes} {gpu_pools[0]} nodes, cron `{health.nccl.schedule}`: fails "
+            f"below {_num(round(expected * health.nccl.min_fraction, 1))} GB/s bus bandwidth "
+            f"({health.nccl.min_fraction:.0%} of the nodes' {_num(expected)} GB/s of NDR rails)",
+            f"DCGM diagnostics level {health.dcgm.level} on one node, cron `{health.dcgm.schedule}`; alert when no "
+            f"check passed for {health.max_age_days} days",
+        ]
     aistor = site.storage.aistor
     if aistor.pool in pools_on_fabric and not aistor.rdma:
         storage = plan.pools[aistor.pool]

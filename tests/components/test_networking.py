@@ -57,7 +57,8 @@ def test_rail_pools_give_every_node_a_block_inside_the_rail(one, small):
 
 def test_every_tenant_gets_a_network_per_gpu_rail(one, small):
     networks = by_kind(render(one, "ai", Fabric), "IPoIBNetwork")
-    tenants = [t.tenant for t in context(one, "ai").all(Tenant)]
+    # the tenants' namespaces and the GPU health checks': every namespace Kueue queues GPU jobs in
+    tenants = [t.tenant for t in context(one, "ai").all(Tenant)] + ["gpu-health"]
     gpu_rails = small.fabric.rails_of("gpu")
     assert sorted(n["metadata"]["name"] for n in networks) == sorted(
         f"{t}-rail-{r.lower()}" for t in tenants for r in gpu_rails

@@ -165,13 +165,16 @@ def test_signed_commits_only_when_keys_are_configured(small):
 
 
 def test_tenants_may_tolerate_the_gpu_taint_and_nothing_else(one):
+    """The namespaces Kueue queues GPU jobs in (the tenants', the health checks') and no other."""
     docs = render(one, "ai", Namespaces)
     ctx = context(one, "ai")
+    queued = {c.namespace for c in ctx.components if c.queued}
+    assert set(ctx.site.tenants) < queued
     for doc in by_kind(docs, "Namespace"):
         raw = (doc["metadata"].get("annotations") or {}).get(
             "scheduler.alpha.kubernetes.io/tolerationsWhitelist"
         )
-        tenant = doc["metadata"]["name"] in ctx.site.tenants
+        tenant = doc["metadata"]["name"] in queued
         assert (raw is not None) == tenant, doc["metadata"]["name"]
         if tenant:
             allowed = json.loads(raw)

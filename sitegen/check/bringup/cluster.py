@@ -103,6 +103,8 @@ class Cluster:
         self.workloads: dict[Key, Workload] = {}
         self.drives_initialized = False
         self.server_tls_bootstrap = False  # kubelets ask the cluster CA for serving certificates
+        # Secrets that objects in dist/ make once their app syncs: (namespace, name) -> the app
+        self.made_later: dict[tuple[str, str], str] = {}
         self.remote = False  # managed by another cluster's Argo CD (a spoke)
         self.manager: tuple[str, str] | None = None  # the account that Argo CD manages it as
         self._producers: dict[tuple[str, str], Applied] = {}
@@ -313,6 +315,20 @@ class Cluster:
         owner = self.provider_of_kind("cert-manager.io", "ClusterIssuer")
         return next((w.template.namespace for w in self.owner_apps(owner or "")), "cert-manager")
 
+    @staticmethod
+    def made_secret(body: Mapping[str, Any]) -> tuple[str, str] | None:
+        """(namespace, name) of the Secret an object makes: itself, an ExternalSecret's target, a
+        Certificate's."""
+        kind, meta, spec = body.get("kind"), body.get("metadata") or {}, body.get("spec") or {}
+        ns = str(meta.get("namespace", ""))
+        if kind == "Secret":
+            return ns, str(meta["name"])
+        if kind == "ExternalSecret":
+            return ns, str((spec.get("target") or {}).get("name") or meta["name"])
+        if kind == "Certificate":
+            return ns, str(spec["secretName"])
+        return None
+
     def _secret_producers(self) -> dict[tuple[str, str], Applied]:
         """(namespace, Secret name) -> the object that makes it: a Secret, ExternalSecret or Certificate."""
         if self._producers_at != len(self.objects):
@@ -332,6 +348,8 @@ class Cluster:
         """None when the Secret is there, else why not. With `known_only`, a Secret nothing applied
         here makes counts as there (a chart's controller makes it; that is not modelled)."""
         producer = self._secret_producers().get((namespace, name))
+        if producer is None and (namespace, name) in self.made_later:
+            return f"{self.made_later[(namespace, name)]} makes it and has not synced"
         if producer is None:
             return None if known_only else f"nothing makes Secret {namespace}/{name}"
         kind = producer.body["kind"]

@@ -152,6 +152,18 @@ class Simulation:
                 if paths.app_dir(self.variant, name, kind.name) in {p.parent for p in tree}:
                     for version in getattr(kind, "serves_at_runtime", ()):
                         cluster.runtime_groups[version.rpartition("/")[0]] = app
+        for path, docs in tree.items():
+            parts = path.parts
+            if len(parts) > 4 and parts[1] == "apps" and parts[2] in self.clusters:
+                owner, cluster_of = f"{parts[2]}-{parts[3]}", self.clusters[parts[2]]
+            elif len(parts) > 2 and parts[1] == "bootstrap":
+                owner, cluster_of = "the root Application", self.clusters[layout.hub.name]
+            else:
+                continue
+            for body in docs:
+                made = Cluster.made_secret(body)
+                if made is not None:
+                    cluster_of.made_later.setdefault(made, owner)
         self.hosts = {h.name: pool for c in layout.clusters for pool in c.pools for h in pool.hosts}
         self.result = Result(layout.name)
         self.rails: dict[str, dict[str, set[str]]] = {c: {} for c in self.clusters}  # node -> interfaces

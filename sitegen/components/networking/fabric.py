@@ -9,7 +9,6 @@ from sitegen.components.base import Layer, RenderedComponent
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.networking import PROJECT
 from sitegen.components.networking.network_operator import NetworkOperator
-from sitegen.components.tenants.tenant import Tenant
 
 IMAGES = {
     "network-operator-multus-cni": "the NicClusterPolicy",
@@ -51,5 +50,6 @@ class Fabric(RenderedComponent):
                 doca_driver=images["network-operator-doca-driver"],
             ),
             ipam_namespace=self.namespace,
-            tenants=[t.tenant for t in ctx.all(Tenant)],
+            # every namespace of GPU jobs Kueue queues: the tenants' and the health checks'
+            tenants=sorted(c.namespace for c in ctx.components if c.queued),
         )

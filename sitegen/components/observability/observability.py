@@ -23,6 +23,7 @@ from constructs.monitoring import (
 from constructs.secrets import VaultSecret
 from sitegen.components.base import Layer, RenderedComponent
 from sitegen.components.context import ClusterContext
+from sitegen.components.gpu.gpu_health import NAMESPACE as GPU_HEALTH
 from sitegen.components.observability import PROJECT
 from sitegen.components.observability.grafana import ADMIN_SECRET, ADMIN_VAULT_KEY, SERVICE_ACCOUNT, Grafana
 from sitegen.components.observability.kube_prometheus_stack import (
@@ -195,4 +196,6 @@ def site_risks(site: Site, variant: VariantLayout) -> SiteRisks:
         aistor_parity=site.aistor_layout().parity
         if any(p.name == site.storage.aistor.pool for p in pools)
         else None,
+        health_namespace=GPU_HEALTH if any(p.hardware.gpu for p in pools) else None,
+        health_max_age_days=site.services.health.max_age_days,
     )

@@ -37,7 +37,8 @@ class CsiIsilon(ChartComponent):
     name = "csi-isilon"
     chart = "csi-isilon"
     project = PROJECT
-    layer = Layer.FOUNDATION
+    # a service, not a foundation: its pods mount the credentials `powerscale` writes from the vault
+    layer = Layer.SERVICES
     after = (Cilium, Namespaces)
     namespace = "isilon"  # Dell's documented namespace
     security = NamespaceSecurity("privileged", "the PowerScale CSI node plugin mounts NFS for the kubelet")

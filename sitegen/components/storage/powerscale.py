@@ -16,7 +16,9 @@ class PowerScale(RenderedComponent):
     name = "powerscale"
     project = PROJECT
     layer = Layer.RESOURCES
-    after = (CsiIsilon, SecretStore, SnapshotController)  # the VolumeSnapshotClass CRD
+    after = (SecretStore, SnapshotController)  # the VolumeSnapshotClass CRD
+    # the driver's pods mount the credentials and certificates written here: they come first
+    before = (CsiIsilon,)
     namespace = CsiIsilon.namespace
     skip_dry_run = True
 

@@ -1,0 +1,71 @@
+"""`gpu-health`: the periodic NCCL all-reduce and DCGM diagnostics of the GPU pool (see
+constructs/gpu_health.py), in a namespace of their own queued in Kueue at the lowest priority."""
+
+from __future__ import annotations
+
+from constructs import Construct
+from constructs.gpu_health import DcgmHealthCheck, NcclHealthCheck
+from constructs.kueue import TenantQueue
+from constructs.namespaces import DEFAULT_TOLERATIONS
+from sitegen.components.base import Layer, NamespaceSecurity, RenderedComponent
+from sitegen.components.context import ClusterContext, ClusterScope
+from sitegen.components.gpu import PROJECT
+from sitegen.components.gpu.gpu_queues import GpuQueues
+from sitegen.model import Site
+
+NAMESPACE = "gpu-health"
+
+
+def expected_busbw_gbps(site: Site, pool: str) -> float:
+    """A GPU node's NDR bandwidth in GB/s (rails x link): the bound of a multi-node all-reduce's bus
+    bandwidth, whose bottleneck is the network between the nodes."""
+    return len(site.fabric.rails_of(pool)) * site.fabric.link_gbps / 8
+
+
+class GpuHealth(RenderedComponent):
+    name = "gpu-health"
+    project = PROJECT
+    layer = Layer.TENANTS
+    namespace = NAMESPACE
+    security = NamespaceSecurity("baseline", "GPU pods, none exempt (as the tenants')")
+    queued = True
+    skip_dry_run = True  # Kueue's LocalQueue
+    images = {"nvidia-pytorch": "the NCCL all-reduce health check", "dcgm": "the DCGM diagnostics"}
+    after = (GpuQueues,)
+    talks_to_api = False
+
+    @classmethod
+    def applies(cls, scope: ClusterScope) -> bool:
+        return scope.has_gpus
+
+    def allowed_tolerations(self, ctx: ClusterContext) -> list[dict[str, str]]:
+        found = [dict(t) for pool in ctx.gpu_pools for t in pool.placement.tolerations]
+        return [*found, *DEFAULT_TOLERATIONS]
+
+    def render(self, scope: Construct, ctx: ClusterContext) -> None:
+        health = ctx.site.services.health
+        pool = ctx.gpu_pools[0]
+        TenantQueue(scope, "Queue", tenant=self.namespace)
+        NcclHealthCheck(
+            scope,
+            "Nccl",
+            pool=pool,
+            fabric=ctx.site.fabric,
+            namespace=self.namespace,
+            queue=self.namespace,
+            image=ctx.image("nvidia-pytorch"),
+            schedule=health.nccl.schedule,
+            nodes=min(health.nccl.nodes, len(pool.hosts)),
+            min_busbw_gbps=expected_busbw_gbps(ctx.site, pool.name) * health.nccl.min_fraction,
+        )
+        DcgmHealthCheck(
+            scope,
+            "Dcgm",
+            pool=pool,
+            fabric=ctx.site.fabric,
+            namespace=self.namespace,
+            queue=self.namespace,
+            image=ctx.image("dcgm"),
+            schedule=health.dcgm.schedule,
+            level=health.dcgm.level,
+        )

@@ -1,0 +1,208 @@
+"""`velero`: the Velero server (chart) on the system pool of every cluster: non-root, read-only, the AWS
+plugin for S3 (AIStor), CSI snapshots on, no node agent (volumes are snapshotted where they live, on
+PowerScale, not copied). With it, as the chart's extra objects (they need its CRDs): one
+BackupStorageLocation on AIStor (`velero/<cluster>/` of the backup bucket, the AIStor CA by reference)
+and a Schedule per namespace class of config: the site's namespaces with the cluster-scoped objects,
+and the tenants' namespaces with CSI snapshots of their volumes. Its keys: `velero-config`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sitegen.components.base import ChartComponent, Flow, Layer, NamespaceSecurity
+from sitegen.components.context import ClusterContext
+from sitegen.components.networking.cilium import Cilium
+from sitegen.components.observability.kube_prometheus_stack import KubePrometheusStack
+from sitegen.components.platform.namespaces import Namespaces
+from sitegen.components.storage import PROJECT
+from sitegen.components.storage.aistor import CA_SECRET, AIStor, s3_endpoint
+from sitegen.components.values import Image, Placed, Resources, Values, image, placed, requests
+
+NAMESPACE = "velero"
+VELERO_API = "velero.io/v1"
+LOCATION = "aistor"
+CREDENTIALS = "velero-aistor"  # `cloud`: the AWS plugin's credentials file, from the vault
+PLUGINS = "plugins"
+
+
+class Capabilities(Values):
+    drop: list[str] = ["ALL"]
+
+
+class ContainerSecurity(Values):
+    allowPrivilegeEscalation: bool = False
+    readOnlyRootFilesystem: bool = True
+    capabilities: Capabilities = Capabilities()
+
+
+class Seccomp(Values):
+    type: str = "RuntimeDefault"
+
+
+class PodSecurity(Values):
+    runAsNonRoot: bool = True
+    runAsUser: int = 65532
+    runAsGroup: int = 65532
+    fsGroup: int = 65532
+    seccompProfile: Seccomp = Seccomp()
+
+
+class Mount(Values):
+    name: str
+    mountPath: str
+
+
+class PluginContainer(Values):
+    """An init container that copies a plugin binary into the server's plugins volume."""
+
+    name: str
+    image: str
+    securityContext: ContainerSecurity = ContainerSecurity()
+    resources: Resources
+    volumeMounts: list[Mount]
+
+
+class EmptyDir(Values):
+    pass
+
+
+class ScratchVolume(Values):
+    name: str
+    emptyDir: EmptyDir = EmptyDir()
+
+
+class Credentials(Values):
+    useSecret: bool = True
+    existingSecret: str = CREDENTIALS
+
+
+class Configuration(Values):
+    features: str = "EnableCSI"  # CSI snapshots (built in since Velero 1.14, still behind the flag)
+    backupStorageLocation: list[dict] = []  # velero-config's, which names the AIStor CA Secret
+    volumeSnapshotLocation: list[dict] = []  # CSI needs none
+
+
+class ServiceMonitor(Values):
+    enabled: bool = True
+    autodetect: bool = False  # rendered offline: the CRD is not discoverable
+
+
+class Metrics(Values):
+    enabled: bool = True
+    serviceMonitor: ServiceMonitor = ServiceMonitor()
+
+
+def _location(ctx: ClusterContext) -> dict[str, Any]:
+    s3 = s3_endpoint(ctx.site, ctx.cluster)
+    return {
+        "apiVersion": VELERO_API,
+        "kind": "BackupStorageLocation",
+        "metadata": {"name": LOCATION, "namespace": NAMESPACE},
+        "spec": {
+            "provider": "aws",
+            "default": True,
+            "accessMode": "ReadWrite",
+            "objectStorage": {
+                "bucket": ctx.site.services.backups.bucket,
+                "prefix": f"velero/{ctx.cluster.name}",
+                "caCertRef": {
+                    "name": CA_SECRET,
+                    "key": "ca.crt",
+                },  # the chart's caCert would be base64 in git
+            },
+            "config": {"region": s3.region, "s3ForcePathStyle": "true", "s3Url": s3.url},
+        },
+    }
+
+
+def namespace_classes(ctx: ClusterContext) -> dict[str, list[str]]:
+    """The site's namespaces (platform) and the tenants' (a tenant's namespace is its name) of the cluster."""
+    site = {c.namespace for c in ctx.components if c.security is not None}
+    tenants = sorted(site & set(ctx.site.tenants))
+    return {"platform": sorted(site - set(tenants)), "tenants": tenants}
+
+
+def _schedules(ctx: ClusterContext) -> list[dict[str, Any]]:
+    velero = ctx.site.services.backups.velero
+    configured = {"platform": velero.platform, "tenants": velero.tenants}
+    out = []
+    for name, namespaces in namespace_classes(ctx).items():
+        if not namespaces:
+            continue
+        schedule = configured[name]
+        template = {
+            "ttl": f"{schedule.retention_days * 24}h0m0s",
+            "includedNamespaces": namespaces,
+            "storageLocation": LOCATION,
+            # Secrets come back from the vault through External Secrets: no copy of them in S3
+            "excludedResources": ["secrets"],
+            # tenants' data: a CSI snapshot of each volume; the platform's state is its objects (its
+            # volumes are caches and rebuildable, its secrets come back from the vault)
+            "snapshotVolumes": name == "tenants",
+            "includeClusterResources": name == "platform",
+        }
+        out.append(
+            {
+                "apiVersion": VELERO_API,
+                "kind": "Schedule",
+                "metadata": {"name": name, "namespace": NAMESPACE},
+                "spec": {
+                    "schedule": schedule.schedule,
+                    "useOwnerReferencesInBackup": False,
+                    "template": template,
+                },
+            }
+        )
+    return out
+
+
+class VeleroValues(Placed):
+    image: Image
+    # Helm hooks Argo CD would not run as Helm does: the CRDs come from the rendered chart
+    upgradeCRDs: bool = False
+    cleanUpCRDs: bool = False
+    initContainers: list[PluginContainer]
+    podSecurityContext: PodSecurity = PodSecurity()
+    containerSecurityContext: ContainerSecurity = ContainerSecurity()
+    resources: Resources
+    extraVolumes: list[ScratchVolume] = [ScratchVolume(name="udmrepo")]  # read-only root: its repo cache
+    extraVolumeMounts: list[Mount] = [Mount(name="udmrepo", mountPath="/udmrepo")]
+    credentials: Credentials = Credentials()
+    backupsEnabled: bool = False
+    snapshotsEnabled: bool = False
+    deployNodeAgent: bool = False
+    configuration: Configuration = Configuration()
+    metrics: Metrics = Metrics()
+    extraObjects: list[dict[str, Any]]
+
+
+class Velero(ChartComponent):
+    name = "velero"
+    chart = "velero"
+    serves = ("velero.io/v1", "velero.io/v2alpha1")
+    project = PROJECT
+    layer = Layer.SERVICES  # after its keys (velero-config) and AIStor
+    after = (Cilium, Namespaces, KubePrometheusStack)  # its ServiceMonitor
+    namespace = NAMESPACE
+    security = NamespaceSecurity("restricted", "the server runs restricted (non-root, read-only)")
+    images = {"velero": "the backup server", "velero-plugin-for-aws": "S3 (AIStor) for Velero"}
+
+    def flows(self, ctx: ClusterContext) -> list[Flow]:
+        return [Flow(AIStor, (), "backups to AIStor (S3)")]
+
+    def values(self, ctx: ClusterContext) -> VeleroValues:
+        plugin = ctx.image("velero-plugin-for-aws")
+        return VeleroValues(
+            image=image(ctx.image("velero")),
+            initContainers=[
+                PluginContainer(
+                    name="velero-plugin-for-aws",
+                    image=plugin.ref,
+                    resources=requests("10m", "32Mi", "128Mi"),
+                    volumeMounts=[Mount(name=PLUGINS, mountPath="/target")],
+                )
+            ],
+            resources=requests("100m", "256Mi", "1Gi"),
+            extraObjects=[_location(ctx), *_schedules(ctx)],
+            **placed(ctx.system_placement),
+        )

@@ -1,0 +1,38 @@
+"""`velero-config`: Velero's keys to AIStor (the AWS plugin's `cloud` file) and the AIStor CA, from the
+vault, in Velero's namespace before its server starts (its pod mounts the keys)."""
+
+from __future__ import annotations
+
+from constructs import Construct
+from constructs.secrets import VaultSecret
+from sitegen.components.base import Layer, RenderedComponent, S3Access
+from sitegen.components.context import ClusterContext
+from sitegen.components.platform.secret_store import SecretStore
+from sitegen.components.storage import PROJECT
+from sitegen.components.storage.aistor import ca_secret
+from sitegen.components.storage.velero import CREDENTIALS, NAMESPACE, Velero
+
+S3_USER = "velero"
+CLOUD_FILE = "[default]\naws_access_key_id={{ .access_key }}\naws_secret_access_key={{ .secret_key }}\n"
+
+
+class VeleroConfig(RenderedComponent):
+    name = "velero-config"
+    project = PROJECT
+    layer = Layer.RESOURCES
+    after = (SecretStore,)
+    before = (Velero,)
+    namespace = NAMESPACE
+    skip_dry_run = True  # ExternalSecret: its CRD arrives with External Secrets
+    talks_to_api = False
+
+    def s3_access(self, ctx: ClusterContext) -> list[S3Access]:
+        return [S3Access(S3_USER, (ctx.site.services.backups.bucket,))]
+
+    def render(self, scope: Construct, ctx: ClusterContext) -> None:
+        (access,) = self.s3_access(ctx)
+        VaultSecret(
+            scope, "Credentials", name=CREDENTIALS, namespace=self.namespace, store=ctx.store,
+            key=access.vault_key, properties=["access_key", "secret_key"], template={"cloud": CLOUD_FILE},
+        )  # fmt: skip
+        ca_secret(scope, "AIStorCA", namespace=self.namespace, store=ctx.store)
