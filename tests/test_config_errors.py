@@ -123,6 +123,20 @@ CASES = [
         "cannot hold the served models' weight caches (400 GB)",
     ),
     case(
+        "backup-lock-outlives-retention",
+        set_value("storage.yaml", "aistor", "bucket_protection", "site-backups", "lock_days", value=20),
+        "storage.yaml",
+        "aistor.bucket_protection.site-backups.lock_days",
+        "20 days outlive the shortest backup retention (14 days)",
+    ),
+    case(
+        "protection-of-an-unknown-bucket",
+        set_value("storage.yaml", "aistor", "bucket_protection", "scratch", value={"versioning": True}),
+        "storage.yaml",
+        "aistor.bucket_protection.scratch",
+        "no consumer of the site writes bucket 'scratch'",
+    ),
+    case(
         "unknown-key-rail",
         set_value("fabric.yaml", "rails", "A", "vlan", value=30),
         "fabric.yaml",

@@ -139,3 +139,13 @@ def test_gpu_health_checks_run_last_and_fail_below_the_promised_bandwidth(site):
     health = next(g for g in rules["spec"]["groups"] if g["name"] == "site-health")
     assert {r["alert"] for r in health["rules"]} == {"GpuHealthCheckFailed", "GpuHealthCheckStale"}
     assert all('namespace="gpu-health"' in r["expr"] for r in health["rules"])
+
+
+def test_the_backup_bucket_is_versioned_and_locked_from_its_creation(site):
+    runbook = (DIST / "one-cluster/bootstrap/RUNBOOK.md").read_text()
+    bucket = site.services.backups.bucket
+    lock = site.storage.aistor.bucket_protection[bucket].lock_days
+    create = runbook.index(f"mc mb --ignore-existing --with-lock site/{bucket}")
+    assert create < runbook.index(f"mc retention set --default GOVERNANCE {lock}d site/{bucket}")
+    assert f"mc version enable site/{bucket}" in runbook
+    assert "mc mb --ignore-existing site/loki-chunks" in runbook  # rebuildable: no lock

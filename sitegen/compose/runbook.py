@@ -374,7 +374,7 @@ ObjectStore, with the root credentials), and put each key in the vault; the cons
 read them there:
 
 ```sh
-{_buckets(consumers, site.secrets.vault.path)}
+{_buckets(consumers, site)}
 ```
 """
             )
@@ -388,20 +388,38 @@ def _s3_access(apps: VariantApps) -> list[S3Access]:
     return list(dict.fromkeys(found))  # one user per consumer, whichever clusters it runs on
 
 
-def _buckets(consumers: list[S3Access], kv_mount: str) -> str:
+def _buckets(consumers: list[S3Access], site: Site) -> str:
+    """Each bucket once (with its versioning, lock and lifecycle rules), then each consumer's key."""
+    protection = site.storage.aistor.bucket_protection
     lines = []
+    for bucket in sorted({b for access in consumers for b in access.buckets}):
+        guard = protection.get(bucket)
+        if guard is not None and guard.lock_days is not None:
+            lines.append(
+                f"mc mb --ignore-existing --with-lock site/{bucket}   # a lock is set at creation only"
+            )
+            lines.append(f"mc retention set --default GOVERNANCE {guard.lock_days}d site/{bucket}")
+        else:
+            lines.append(f"mc mb --ignore-existing site/{bucket}")
+        if guard is not None and guard.versioning:
+            lines.append(f"mc version enable site/{bucket}")
+            keep = guard.lock_days or 1
+            lines.append(
+                f"mc ilm rule add --noncurrent-expire-days {keep} site/{bucket}   # old versions, once unlocked"
+            )
+        for access in consumers:
+            if access.buckets[0] == bucket:
+                lines += [
+                    f"mc ilm rule add --prefix {prefix} --expire-days {days} site/{bucket}"
+                    for prefix, days in access.expire
+                ]
     for access in consumers:
-        lines += [f"mc mb --ignore-existing site/{b}" for b in access.buckets]
-        lines += [
-            f"mc ilm rule add --prefix {prefix} --expire-days {days} site/{access.buckets[0]}"
-            for prefix, days in access.expire
-        ]
         lines.append(
             f"mc admin user svcacct add site <root-user> --name {access.user}   # scope: "
             + ", ".join(access.buckets)
         )
         lines.append(
-            f"vault kv put {kv_mount}/{access.vault_key} access_key=<from above> secret_key=<from above>"
+            f"vault kv put {site.secrets.vault.path}/{access.vault_key} access_key=<from above> secret_key=<from above>"
         )
     return "\n".join(lines)
 

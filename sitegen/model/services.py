@@ -195,6 +195,32 @@ def check_services(
         raise ConfigError(("services", "serving", "tenant"), f"unknown tenant {serving.tenant!r}")
     if len({m.name for m in serving.models}) != len(serving.models):
         raise ConfigError(("services", "serving", "models"), "model names must be unique")
+    buckets = {
+        services.logs.bucket,
+        services.logs.ruler_bucket,
+        services.registry.bucket,
+        services.backups.bucket,
+    }
+    for name, protection in storage.aistor.bucket_protection.items():
+        field = ("storage", "aistor", "bucket_protection", name)
+        if name not in buckets:
+            raise ConfigError(
+                field, f"no consumer of the site writes bucket {name!r} ({', '.join(sorted(buckets))})"
+            )
+        if protection.lock_days is not None and not protection.versioning:
+            raise ConfigError((*field, "versioning"), "an object lock needs versioning")
+        if name == services.backups.bucket and protection.lock_days is not None:
+            backups = services.backups
+            kept = min(
+                backups.etcd.retention_days,
+                backups.velero.platform.retention_days,
+                backups.velero.tenants.retention_days,
+            )
+            if protection.lock_days > kept:
+                raise ConfigError(
+                    (*field, "lock_days"),
+                    f"{protection.lock_days} days outlive the shortest backup retention ({kept} days): expiry would fail",
+                )
     quota = tenants[serving.tenant].quota
     caches = sum(m.cache_gb * m.replicas for m in serving.models)
     if caches > quota.storage_gb:

@@ -45,6 +45,14 @@ class AIStorServerPool(Strict):
     servers: PositiveInt
 
 
+class BucketProtection(Strict):
+    """Versioning keeps overwritten and deleted objects (as noncurrent versions); a lock (WORM,
+    governance mode, needs versioning) keeps every version `lock_days`, even from an admin's delete."""
+
+    versioning: bool = True
+    lock_days: Annotated[int, Field(ge=1)] | None = None
+
+
 class AIStorTier(Strict):
     pool: str
     set_drive_count: Literal["auto"] | Annotated[int, Field(ge=2, le=32)] = "auto"
@@ -54,6 +62,8 @@ class AIStorTier(Strict):
     # In the order they were added; together they take every host of `pool`. AIStor grows by adding a
     # pool, never by resizing one (synth refuses a change to a pool dist/ already holds).
     server_pools: list[AIStorServerPool] = Field(min_length=1)
+    # Per bucket of the site's S3 consumers (its data class): versioning, object lock. Not listed: neither.
+    bucket_protection: dict[str, BucketProtection] = {}
 
     @property
     def explicit_set_size(self) -> int | None:
