@@ -102,6 +102,8 @@ class ObjectStore(Construct):
             "certificates": {"disableAutoCert": False, "config": {"dnsNames": [tier.s3_hostname]}},
             # Outside the AIStor cluster (two-cluster variant) S3 is reached on a load-balancer address.
             "services": {"minio": {"serviceType": "LoadBalancer" if external else "ClusterIP"}},
+            # the operator's PodDisruptionBudget per pool keeps a drain inside the erasure budget
+            "disablePodDisruptionBudget": False,
             # one entry per server pool, in the order added: an entry never changes once it started
             "pools": [
                 {"name": f"pool-{i}", "servers": server_pool.servers, **pool_spec}

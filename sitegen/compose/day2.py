@@ -121,6 +121,7 @@ change never kills a running step; a new driver version is a change of `versions
 
 Servers that may be down at once, per server pool: {per_pool}. More than that takes erasure sets below
 their read quorum: their objects are unreadable until the servers return (`sitegen plan` says how much).
+The AIStor operator keeps a PodDisruptionBudget per pool, so `kubectl drain` waits rather than going past it.
 
 A failed drive: AIStor keeps serving from parity. Put the new drive in, hand it to the volume manager,
 move the failed drive's volume onto it, and AIStor heals the set:
