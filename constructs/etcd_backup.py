@@ -9,7 +9,7 @@ the whole keyspace; the bucket's lifecycle rule (RUNBOOK) expires old ones.
 from __future__ import annotations
 
 from constructs import Construct
-from constructs.objects import RESTRICTED_CONTAINER, api_object
+from constructs.objects import RESTRICTED_CONTAINER, cron_job
 from sitegen.model import ImagePin, Placement
 
 NAME = "etcd-backup"
@@ -129,24 +129,14 @@ class EtcdSnapshots(Construct):
                 {"name": "s3-keys", "secret": {"secretName": credentials}},
             ],
         }
-        api_object(
+        cron_job(
             self,
             "CronJob",
-            "batch/v1",
-            "CronJob",
             {"name": NAME, "namespace": namespace},
-            spec={
-                "schedule": schedule,
-                "timeZone": "Etc/UTC",
-                "concurrencyPolicy": "Forbid",
-                "successfulJobsHistoryLimit": 3,
-                "failedJobsHistoryLimit": 3,
-                "jobTemplate": {
-                    "spec": {
-                        "backoffLimit": 2,
-                        "activeDeadlineSeconds": 1800,
-                        "template": {"metadata": {"labels": {"app.kubernetes.io/name": NAME}}, "spec": pod},
-                    }
-                },
+            schedule=schedule,
+            job={
+                "backoffLimit": 2,
+                "activeDeadlineSeconds": 1800,
+                "template": {"metadata": {"labels": {"app.kubernetes.io/name": NAME}}, "spec": pod},
             },
         )

@@ -11,8 +11,6 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from cdk8s import ApiObject
-
 from constructs import Construct
 from constructs.fabric import RDMA_PREFIX, rail_network, rail_resource
 from constructs.kueue import PRIORITY_LABEL, QUEUE_LABEL
@@ -171,21 +169,87 @@ if rank == 0 and busbw < minimum:
 """
 
 
-def _api(
-    scope: Construct, id: str, api_version: str, kind: str, metadata: dict[str, Any], body: dict[str, Any]
-) -> ApiObject:
-    return api_object(scope, id, api_version, kind, metadata, **body)
+JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
+RENDEZVOUS_PORT = 29500
+
+
+def all_reduce_run(
+    scope: Construct,
+    *,
+    name: str,
+    pool: PoolLayout,
+    fabric: Fabric,
+    namespace: str,
+    image: ImagePin,
+    nodes: int,
+    env: dict[str, str],
+) -> dict[str, Any]:
+    """An all-reduce over `nodes` whole nodes of `pool`: the script's ConfigMap and the headless Service
+    `name` (pod 0 of a run is the rendezvous), and the spec of the Indexed Job to run it (one torchrun a
+    node). The rendezvous is found by the Job's own name, so a CronJob's runs work as a Job does."""
+    gpu = pool.hardware.gpu
+    assert gpu is not None
+    labels = {"app.kubernetes.io/name": name}
+    template = GpuPodTemplate(
+        pool=pool,
+        fabric=fabric,
+        namespace=namespace,
+        image=image,
+        gpus=gpu.count,
+        labels={**labels, BATCH_LABEL: "true"},
+        env={"BENCH_BYTES": str(1 << 30), "BENCH_ITERS": "20", **env},
+        command=[
+            "torchrun",
+            f"--nnodes={nodes}",
+            f"--nproc-per-node={gpu.count}",
+            "--node-rank=$(JOB_COMPLETION_INDEX)",
+            f"--master-addr=$(JOB_NAME)-0.{name}.{namespace}.svc",
+            f"--master-port={RENDEZVOUS_PORT}",
+            "/opt/bench/allreduce.py",
+        ],
+    ).to_dict()
+    container = template["spec"]["containers"][0]
+    container["env"][:0] = [
+        {
+            "name": "JOB_COMPLETION_INDEX",
+            "valueFrom": {
+                "fieldRef": {"fieldPath": "metadata.annotations['batch.kubernetes.io/job-completion-index']"}
+            },
+        },
+        {
+            "name": "JOB_NAME",
+            "valueFrom": {"fieldRef": {"fieldPath": f"metadata.labels['{JOB_NAME_LABEL}']"}},
+        },
+    ]
+    container["ports"] = [{"name": "rendezvous", "containerPort": RENDEZVOUS_PORT}]
+    container["volumeMounts"].append({"name": "bench", "mountPath": "/opt/bench", "readOnly": True})
+    template["spec"]["volumes"].append({"name": "bench", "configMap": {"name": f"{name}-script"}})
+    template["spec"].update({"subdomain": name, "restartPolicy": "Never"})
+    api_object(
+        scope, f"{name}-script", "v1", "ConfigMap", {"name": f"{name}-script", "namespace": namespace},
+        data={"allreduce.py": ALLREDUCE_SCRIPT},
+    )  # fmt: skip
+    api_object(
+        scope,
+        f"{name}-service",
+        "v1",
+        "Service",
+        {"name": name, "namespace": namespace, "labels": labels},
+        spec={
+            "clusterIP": "None",
+            "publishNotReadyAddresses": True,
+            "selector": labels,
+            "ports": [{"name": "rendezvous", "port": RENDEZVOUS_PORT, "targetPort": RENDEZVOUS_PORT}],
+        },
+    )
+    return {"completionMode": "Indexed", "completions": nodes, "parallelism": nodes, "template": template}
 
 
 class NcclAllReduceJob(Construct):
-    """A multi-node NCCL all-reduce over every node of a GPU pool, submitted suspended to Kueue.
-
-    An Indexed Job runs one torchrun per node; pod 0 is the rendezvous, reached through a headless
-    Service. Kueue admits the whole job at once (it unsuspends it when the quota is free).
-    """
+    """The acceptance run: an all-reduce over every node of a GPU pool, submitted suspended to Kueue,
+    which admits the whole job at once (it unsuspends it when the quota is free)."""
 
     NAME = "nccl-allreduce"
-    PORT = 29500
 
     def __init__(
         self,
@@ -199,72 +263,12 @@ class NcclAllReduceJob(Construct):
         image: ImagePin,
     ) -> None:
         super().__init__(scope, id)
-        gpu = pool.hardware.gpu
-        assert gpu is not None
-        nodes = len(pool.hosts)
         name = self.NAME
-        labels = {"app.kubernetes.io/name": name}
-        pod_labels = {**labels, BATCH_LABEL: "true"}
-        rendezvous = f"{name}-0.{name}.{namespace}.svc"
-        template = GpuPodTemplate(
-            pool=pool,
-            fabric=fabric,
-            namespace=namespace,
-            image=image,
-            gpus=gpu.count,
-            labels=pod_labels,
-            env={"NCCL_DEBUG": "INFO", "BENCH_BYTES": str(1 << 30), "BENCH_ITERS": "20"},
-            command=[
-                "torchrun",
-                f"--nnodes={nodes}",
-                f"--nproc-per-node={gpu.count}",
-                "--node-rank=$(JOB_COMPLETION_INDEX)",
-                f"--master-addr={rendezvous}",
-                f"--master-port={self.PORT}",
-                "/opt/bench/allreduce.py",
-            ],
-        ).to_dict()
-        container = template["spec"]["containers"][0]
-        container["env"].insert(
-            0,
-            {
-                "name": "JOB_COMPLETION_INDEX",
-                "valueFrom": {
-                    "fieldRef": {
-                        "fieldPath": "metadata.annotations['batch.kubernetes.io/job-completion-index']"
-                    }
-                },
-            },
-        )
-        container["ports"] = [{"name": "rendezvous", "containerPort": self.PORT}]
-        container["volumeMounts"].append({"name": "bench", "mountPath": "/opt/bench", "readOnly": True})
-        template["spec"]["volumes"].append({"name": "bench", "configMap": {"name": f"{name}-script"}})
-        template["spec"].update({"subdomain": name, "restartPolicy": "Never"})
-
-        _api(
-            self,
-            "Script",
-            "v1",
-            "ConfigMap",
-            {"name": f"{name}-script", "namespace": namespace},
-            {"data": {"allreduce.py": ALLREDUCE_SCRIPT}},
-        )
-        _api(
-            self,
-            "Service",
-            "v1",
-            "Service",
-            {"name": name, "namespace": namespace, "labels": labels},
-            {
-                "spec": {
-                    "clusterIP": "None",
-                    "publishNotReadyAddresses": True,
-                    "selector": labels,
-                    "ports": [{"name": "rendezvous", "port": self.PORT, "targetPort": self.PORT}],
-                }
-            },
-        )
-        _api(
+        job = all_reduce_run(
+            self, name=name, pool=pool, fabric=fabric, namespace=namespace, image=image,
+            nodes=len(pool.hosts), env={"NCCL_DEBUG": "INFO"},
+        )  # fmt: skip
+        api_object(
             self,
             "Job",
             "batch/v1",
@@ -272,16 +276,7 @@ class NcclAllReduceJob(Construct):
             {
                 "name": name,
                 "namespace": namespace,
-                "labels": {**labels, QUEUE_LABEL: queue, PRIORITY_LABEL: "acceptance"},
+                "labels": {"app.kubernetes.io/name": name, QUEUE_LABEL: queue, PRIORITY_LABEL: "acceptance"},
             },
-            {
-                "spec": {
-                    "suspend": True,
-                    "completionMode": "Indexed",
-                    "completions": nodes,
-                    "parallelism": nodes,
-                    "backoffLimit": 0,
-                    "template": template,
-                }
-            },
+            spec={"suspend": True, "backoffLimit": 0, **job},
         )

@@ -39,3 +39,33 @@ def api_object(
     for key, value in body.items():
         obj.add_json_patch(JsonPatch.add(f"/{key}", value))
     return obj
+
+
+def cron_job(
+    scope: Construct,
+    id: str,
+    metadata: dict[str, Any],
+    *,
+    schedule: str,
+    job: dict[str, Any],
+    job_labels: dict[str, str] | None = None,
+) -> ApiObject:
+    """A CronJob in UTC that never overlaps itself and keeps the last three runs of each outcome."""
+    template: dict[str, Any] = {"spec": job}
+    if job_labels:
+        template["metadata"] = {"labels": job_labels}
+    return api_object(
+        scope,
+        id,
+        "batch/v1",
+        "CronJob",
+        metadata,
+        spec={
+            "schedule": schedule,
+            "timeZone": "Etc/UTC",
+            "concurrencyPolicy": "Forbid",
+            "successfulJobsHistoryLimit": 3,
+            "failedJobsHistoryLimit": 3,
+            "jobTemplate": template,
+        },
+    )

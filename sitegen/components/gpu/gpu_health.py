@@ -6,10 +6,9 @@ from __future__ import annotations
 from constructs import Construct
 from constructs.gpu_health import DcgmHealthCheck, NcclHealthCheck
 from constructs.kueue import TenantQueue
-from constructs.namespaces import DEFAULT_TOLERATIONS
 from sitegen.components.base import Layer, NamespaceSecurity, RenderedComponent
 from sitegen.components.context import ClusterContext, ClusterScope
-from sitegen.components.gpu import PROJECT
+from sitegen.components.gpu import PROJECT, gpu_job_tolerations
 from sitegen.components.gpu.gpu_queues import GpuQueues
 from sitegen.model import Site
 
@@ -39,8 +38,7 @@ class GpuHealth(RenderedComponent):
         return scope.has_gpus
 
     def allowed_tolerations(self, ctx: ClusterContext) -> list[dict[str, str]]:
-        found = [dict(t) for pool in ctx.gpu_pools for t in pool.placement.tolerations]
-        return [*found, *DEFAULT_TOLERATIONS]
+        return gpu_job_tolerations(ctx)
 
     def render(self, scope: Construct, ctx: ClusterContext) -> None:
         health = ctx.site.services.health

@@ -7,10 +7,11 @@ from __future__ import annotations
 from constructs import Construct
 from constructs.gpu_workload import NcclAllReduceJob
 from constructs.kueue import GPU_RESOURCE, TenantQueue
-from constructs.namespaces import DEFAULT_TOLERATIONS, Quota
+from constructs.namespaces import Quota
 from sitegen.components.base import Component, Flow, Layer, NamespaceSecurity, RenderedComponent
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.edge.gateway import Gateway
+from sitegen.components.gpu import gpu_job_tolerations
 from sitegen.components.gpu.gpu_queues import GpuQueues
 from sitegen.components.storage.aistor import AIStor
 from sitegen.components.tenants import PROJECT
@@ -44,10 +45,7 @@ class Tenant(RenderedComponent):
         return [cls(name) for name in scope.site.tenants] if scope.has_gpus else []
 
     def allowed_tolerations(self, ctx: ClusterContext) -> list[dict[str, str]]:
-        """The GPU pools' taints, and what DefaultTolerationSeconds adds to every pod: a tenant's pod
-        can never be placed on control-plane, storage or infra-only nodes by tolerating their taints."""
-        found = [dict(t) for pool in ctx.gpu_pools for t in pool.placement.tolerations]
-        return [*found, *DEFAULT_TOLERATIONS]
+        return gpu_job_tolerations(ctx)
 
     def namespace_quota(self, ctx: ClusterContext) -> Quota:
         """Config's, or the capacity of the GPU pools for what config leaves out."""
