@@ -20,10 +20,12 @@ NCCL = "nccl-health"
 DCGM = "dcgm-health"
 PRIORITY = "health"
 
-# nv-hostengine in the pod (not the node's), then the diagnostic against it
+# nv-hostengine in the pod (not the node's), then the diagnostic against it. The pod runs as the GPU
+# workloads' user: the engine's pid file, log and home go to /tmp (its defaults are root's).
 DCGM_SCRIPT = """\
 set -eu
-nv-hostengine -n -b 127.0.0.1 &
+nv-hostengine --no-daemon --bind-interface 127.0.0.1 --pid /tmp/nv-hostengine.pid \\
+  --log-filename /tmp/nv-hostengine.log --home-dir /tmp &
 sleep 5
 dcgmi diag -r "$LEVEL"
 """
