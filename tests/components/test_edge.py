@@ -43,7 +43,7 @@ def test_argo_cd_is_https_up_to_its_server(one):
     """With the internal CA the site CA issues argocd-server's certificate for its Service name, the
     server serves it (not --insecure) and Envoy verifies it with that CA: TLS from client to pod."""
     docs = render(one, "ai", Gateway)
-    (policy,) = by_kind(docs, "BackendTLSPolicy")
+    (policy,) = [p for p in by_kind(docs, "BackendTLSPolicy") if p["metadata"]["namespace"] == "argocd"]
     (cert,) = [c for c in by_kind(docs, "Certificate") if c["metadata"]["namespace"] == "argocd"]
     assert policy["spec"]["targetRefs"] == [{"group": "", "kind": "Service", "name": "argocd-server"}]
     assert policy["spec"]["validation"]["hostname"] in cert["spec"]["dnsNames"]
@@ -52,3 +52,27 @@ def test_argo_cd_is_https_up_to_its_server(one):
     assert render(one, "ai", ArgoCd)["configs"]["params"]["server.insecure"] == "false"
     (route,) = [r for r in by_kind(docs, "HTTPRoute") if r["metadata"]["name"] == "argocd"]
     assert route["spec"]["rules"][0]["backendRefs"] == [{"name": "argocd-server", "port": 443}]
+
+
+def test_grafana_is_https_up_to_its_pod(one):
+    """The same for Grafana: its certificate from the site CA for its Service, served by Grafana itself,
+    probed over HTTPS, scraped with the CA, verified by Envoy; no reload calls to plain localhost."""
+    from sitegen.components.observability.grafana import Grafana
+
+    docs = render(one, "ai", Gateway)
+    (policy,) = [p for p in by_kind(docs, "BackendTLSPolicy") if p["metadata"]["namespace"] == "grafana"]
+    (cert,) = [c for c in by_kind(docs, "Certificate") if c["metadata"]["namespace"] == "grafana"]
+    assert policy["spec"]["validation"]["hostname"] in cert["spec"]["dnsNames"]
+    values = render(one, "ai", Grafana)
+    server = values["grafana.ini"]["server"]
+    assert server["protocol"] == "https" and server["cert_file"].startswith(
+        values["extraSecretMounts"][0]["mountPath"]
+    )
+    assert values["extraSecretMounts"][0]["secretName"] == cert["spec"]["secretName"]
+    assert (
+        values["readinessProbe"]["httpGet"]["scheme"]
+        == values["livenessProbe"]["httpGet"]["scheme"]
+        == "HTTPS"
+    )
+    assert values["serviceMonitor"]["scheme"] == "https"
+    assert values["sidecar"]["dashboards"]["skipReload"] is True

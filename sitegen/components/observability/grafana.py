@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -19,9 +19,11 @@ from sitegen.components.observability.kube_prometheus_stack import (
 from sitegen.components.observability.loki import GATEWAY_SERVICE as LOKI_GATEWAY
 from sitegen.components.observability.loki import LOKI_CLIENT, Loki
 from sitegen.components.storage.local_nvme import LocalNvme
-from sitegen.components.values import OFF, ON, Placed, Resources, Toggle, Values, placed, requests
+from sitegen.components.values import OFF, Placed, Resources, Toggle, Values, placed, requests
 
 SERVICE = "grafana"
+TLS_SECRET = "grafana-tls"  # issued by the site CA for the Service (the Gateway's BackendTLSPolicy)
+TLS_MOUNT = "/etc/grafana/tls"
 ADMIN_SECRET = "grafana-admin"
 ADMIN_VAULT_KEY = "grafana/admin"
 DASHBOARD_LABEL = ("grafana_dashboard", "1")
@@ -44,6 +46,9 @@ class Admin(Values):
 
 class ServerIni(Values):
     root_url: str
+    protocol: Literal["http", "https"] = "http"
+    cert_file: str | None = None
+    cert_key: str | None = None
 
 
 class AnalyticsIni(Values):
@@ -82,8 +87,52 @@ class DashboardProvider(Values):
     foldersFromFilesStructure: bool
 
 
+class HttpGet(Values):
+    path: str = "/api/health"
+    port: str = "grafana"
+    scheme: Literal["HTTP", "HTTPS"] = "HTTP"
+
+
+class Probe(Values):
+    httpGet: HttpGet = HttpGet()
+    initialDelaySeconds: int | None = None
+    timeoutSeconds: int | None = None
+    failureThreshold: int | None = None
+
+
+class CaSecret(Values):
+    name: str
+    key: str = "ca.crt"
+
+
+class CaRef(Values):
+    secret: CaSecret
+
+
+class ScrapeTls(Values):
+    ca: CaRef
+    serverName: str
+
+
+class ServiceMonitor(Values):
+    enabled: bool = True
+    scheme: Literal["http", "https"] = "http"
+    tlsConfig: ScrapeTls | None = None
+
+
+class SecretMount(Values):
+    name: str
+    mountPath: str
+    secretName: str
+    readOnly: bool = True
+    defaultMode: int = 0o440  # the key pair: readable by Grafana's group (fsGroup) only
+
+
 class DashboardSidecar(Values):
     enabled: bool
+    # Grafana's file provider rescans the folder itself: the sidecar need not call its reload API
+    # (over HTTPS to localhost, a name its certificate does not carry)
+    skipReload: bool = False
     label: str
     labelValue: str
     searchNamespace: list[str]
@@ -111,7 +160,10 @@ class GrafanaValues(Placed):
     grafana_ini: GrafanaIni = Field(alias="grafana.ini")
     datasources: Datasources
     sidecar: Sidecar
-    serviceMonitor: Toggle = ON
+    serviceMonitor: ServiceMonitor = ServiceMonitor()
+    readinessProbe: Probe = Probe()
+    livenessProbe: Probe = Probe(initialDelaySeconds=60, timeoutSeconds=30, failureThreshold=10)
+    extraSecretMounts: list[SecretMount] = []
     # a Role in its own namespace, not a ClusterRole reading every Secret of the cluster; the stack's
     # dashboards are read through a Role in theirs (see observability.py)
     rbac: Rbac = Rbac(namespaced=True)
@@ -143,16 +195,48 @@ class Grafana(ChartComponent):
 
     def routes(self, ctx: ClusterContext) -> list[Route]:
         hostname = ctx.site.services.monitoring.grafana_hostname
-        return [Route("grafana", self.namespace, hostname, (Backend(SERVICE, 80),))]
+        tls = TLS_SECRET if ctx.site.services.certificates.internal_ca else None
+        return [Route("grafana", self.namespace, hostname, (Backend(SERVICE, 80, tls_secret=tls),))]
+
+    def _https(self, ctx: ClusterContext) -> dict[str, Any]:
+        """With the internal CA: Grafana serves the certificate the Gateway has issued for its Service
+        (and verifies); its probes and Prometheus' scrape follow it to HTTPS."""
+        if not ctx.site.services.certificates.internal_ca:
+            return {}
+        https = Probe(httpGet=HttpGet(scheme="HTTPS"))
+        return {
+            "readinessProbe": https,
+            "livenessProbe": https.model_copy(
+                update={"initialDelaySeconds": 60, "timeoutSeconds": 30, "failureThreshold": 10}
+            ),
+            "extraSecretMounts": [SecretMount(name="tls", mountPath=TLS_MOUNT, secretName=TLS_SECRET)],
+            "serviceMonitor": ServiceMonitor(
+                scheme="https",
+                tlsConfig=ScrapeTls(
+                    ca=CaRef(secret=CaSecret(name=TLS_SECRET)), serverName=f"{SERVICE}.{self.namespace}.svc"
+                ),
+            ),
+        }
 
     def values(self, ctx: ClusterContext) -> GrafanaValues:
         monitoring = ctx.site.services.monitoring
         prometheus = ctx.get(KubePrometheusStack).namespace
+        https = self._https(ctx)
+        server = ServerIni(root_url=f"https://{monitoring.grafana_hostname}/")
+        if https:
+            server = server.model_copy(
+                update={
+                    "protocol": "https",
+                    "cert_file": f"{TLS_MOUNT}/tls.crt",
+                    "cert_key": f"{TLS_MOUNT}/tls.key",
+                }
+            )
         return GrafanaValues(
+            **https,
             resources=requests("200m", "512Mi", "2Gi"),
             persistence=Persistence(enabled=True, type="pvc", storageClassName=LOCAL_NVME, size="20G"),
             grafana_ini=GrafanaIni(
-                server=ServerIni(root_url=f"https://{monitoring.grafana_hostname}/"),
+                server=server,
                 analytics=AnalyticsIni(check_for_updates=False, reporting_enabled=False),
                 auth_anonymous=OFF,
             ),
@@ -186,6 +270,7 @@ class Grafana(ChartComponent):
                     labelValue=DASHBOARD_LABEL[1],
                     searchNamespace=sorted({self.namespace, ctx.get(KubePrometheusStack).namespace}),
                     folderAnnotation=FOLDER_ANNOTATION,
+                    skipReload=bool(https),
                     provider=DashboardProvider(foldersFromFilesStructure=True),
                 )
             ),
