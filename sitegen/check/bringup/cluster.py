@@ -333,14 +333,10 @@ class Cluster:
         """(namespace, Secret name) -> the object that makes it: a Secret, ExternalSecret or Certificate."""
         if self._producers_at != len(self.objects):
             self._producers = {}
-            for (_, kind, ns, name), applied in self.objects.items():
-                spec = applied.body.get("spec") or {}
-                if kind == "Secret":
-                    self._producers[(ns, name)] = applied
-                elif kind == "ExternalSecret":
-                    self._producers[(ns, (spec.get("target") or {}).get("name") or name)] = applied
-                elif kind == "Certificate":
-                    self._producers[(ns, spec["secretName"])] = applied
+            for applied in self.objects.values():
+                made = self.made_secret(applied.body)
+                if made is not None:
+                    self._producers[made] = applied
             self._producers_at = len(self.objects)
         return self._producers
 
@@ -485,15 +481,19 @@ class Cluster:
                 self.changes += 1
 
     # ---- RBAC ------------------------------------------------------------------------------------
+    def _cluster_role_bindings(self) -> list[tuple[str, tuple[str, str]]]:
+        """(ClusterRole, service account as (namespace, name)) for every ClusterRoleBinding subject."""
+        return [
+            ((a.body.get("roleRef") or {}).get("name", ""), (s.get("namespace", ""), s.get("name", "")))
+            for _, a in self.of_kind("ClusterRoleBinding")
+            for s in a.body.get("subjects") or []
+            if s.get("kind") == "ServiceAccount"
+        ]
+
     def may(self, account: tuple[str, str], verb: str, group: str, resource: str) -> bool:
         """Whether the ClusterRoles bound to service account (namespace, name) allow `verb` on every
         object of the resource."""
-        roles = {
-            (a.body.get("roleRef") or {}).get("name")
-            for _, a in self.of_kind("ClusterRoleBinding")
-            for s in a.body.get("subjects") or []
-            if s.get("kind") == "ServiceAccount" and (s.get("namespace", ""), s.get("name")) == account
-        }
+        roles = {role for role, bound in self._cluster_role_bindings() if bound == account}
         return any(
             {"*", group} & set(r.get("apiGroups") or [])
             and {"*", resource} & set(r.get("resources") or [])
@@ -518,13 +518,7 @@ class Cluster:
                 for r in a.body.get("rules") or []
             )
         }
-        accounts = {
-            (s.get("namespace", ""), s.get("name"))
-            for _, a in self.of_kind("ClusterRoleBinding")
-            if (a.body.get("roleRef") or {}).get("name") in roles
-            for s in a.body.get("subjects") or []
-            if s.get("kind") == "ServiceAccount"
-        }
+        accounts = {account for role, account in self._cluster_role_bindings() if role in roles}
         return [
             w for w in self.workloads.values()
             if w.running and (w.template.namespace, w.template.spec.get("serviceAccountName", "default")) in accounts
@@ -914,7 +908,7 @@ def _pod_quota_resource(key: str) -> str | None:
     """The pod resource a ResourceQuota key bounds; None for claims, object counts and limits."""
     if key in ("pods", "cpu", "memory"):
         return key
-    if key.startswith("requests.") and key != "requests.storage" and not key.endswith(".storage"):
+    if key.startswith("requests.") and not key.endswith(".storage"):
         return key.removeprefix("requests.")
     return None
 

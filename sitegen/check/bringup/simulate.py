@@ -337,7 +337,6 @@ class Simulation:
             cluster.nodes[name] = Node(
                 name, pool.name, {**KUBELET_LABELS, "kubernetes.io/hostname": name, **labels},
                 [*pool_taints, *NOT_READY], capacity, dict(reserved), address=addresses.get(name, ""),
-                serving_certificate=False,
             )  # fmt: skip
             self.rails[cluster.name][name] = self.prepared.get(pool.name, set())
         cluster.changes += 1
