@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Set
 
 from constructs import Construct
-from constructs.objects import api_object
+from constructs.objects import account_with_cluster_role
 
 NAME = "argocd-manager"
 RBAC = "rbac.authorization.k8s.io/v1"
@@ -59,14 +59,4 @@ class ClusterManager(Construct):
                 "verbs": ["bind", "escalate"],
             }
         )
-        api_object(self, "Account", "v1", "ServiceAccount", {"name": NAME, "namespace": namespace})
-        api_object(self, "Role", RBAC, "ClusterRole", {"name": NAME}, rules=rules)
-        api_object(
-            self,
-            "Binding",
-            RBAC,
-            "ClusterRoleBinding",
-            {"name": NAME},
-            roleRef={"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": NAME},
-            subjects=[{"kind": "ServiceAccount", "name": NAME, "namespace": namespace}],
-        )
+        account_with_cluster_role(self, NAME, namespace, rules)

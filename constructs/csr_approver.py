@@ -14,7 +14,7 @@ import re
 from collections.abc import Sequence
 
 from constructs import Construct
-from constructs.objects import RESTRICTED_CONTAINER, api_object
+from constructs.objects import RESTRICTED_CONTAINER, account_with_cluster_role, api_object
 from sitegen.model import ImagePin, Placement
 
 NAME = "kubelet-csr-approver"
@@ -43,14 +43,11 @@ class KubeletCsrApprover(Construct):
     ) -> None:
         super().__init__(scope, id)
         labels = {"app.kubernetes.io/name": NAME}
-        api_object(self, "Account", "v1", "ServiceAccount", {"name": NAME, "namespace": namespace})
-        api_object(
+        account_with_cluster_role(
             self,
-            "ClusterRole",
-            RBAC,
-            "ClusterRole",
-            {"name": NAME},
-            rules=[
+            NAME,
+            namespace,
+            [
                 {
                     "apiGroups": ["certificates.k8s.io"],
                     "resources": ["certificatesigningrequests"],
@@ -68,15 +65,6 @@ class KubeletCsrApprover(Construct):
                     "verbs": ["approve"],
                 },
             ],
-        )
-        api_object(
-            self,
-            "ClusterRoleBinding",
-            RBAC,
-            "ClusterRoleBinding",
-            {"name": NAME},
-            roleRef={"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": NAME},
-            subjects=[{"kind": "ServiceAccount", "name": NAME, "namespace": namespace}],
         )
         # leader election and its events stay in the approver's own namespace
         api_object(

@@ -8,8 +8,6 @@ idle GPUs and any other work preempts them.
 
 from __future__ import annotations
 
-from typing import Any
-
 from constructs import Construct
 from constructs.gpu_workload import BATCH_LABEL, GpuPodTemplate, all_reduce_run
 from constructs.kueue import PRIORITY_LABEL, QUEUE_LABEL
@@ -31,9 +29,8 @@ dcgmi diag -r "$LEVEL"
 """
 
 
-def _job() -> dict[str, Any]:
-    """Suspended for Kueue, never retried (a failed check is the result), cut after an hour."""
-    return {"suspend": True, "backoffLimit": 0, "activeDeadlineSeconds": 3600}
+# Suspended for Kueue, never retried (a failed check is the result), cut after an hour.
+RUN = {"suspend": True, "backoffLimit": 0, "activeDeadlineSeconds": 3600}
 
 
 def _queued(queue: str) -> dict[str, str]:
@@ -64,7 +61,7 @@ class NcclHealthCheck(Construct):
         )  # fmt: skip
         cron_job(
             self, "CronJob", {"name": NCCL, "namespace": namespace}, schedule=schedule,
-            job={**_job(), **job}, job_labels=_queued(queue),
+            job={**RUN, **job}, job_labels=_queued(queue),
         )  # fmt: skip
 
 
@@ -101,5 +98,5 @@ class DcgmHealthCheck(Construct):
         template["spec"]["restartPolicy"] = "Never"
         cron_job(
             self, "CronJob", {"name": DCGM, "namespace": namespace}, schedule=schedule,
-            job={**_job(), "template": template}, job_labels=_queued(queue),
+            job={**RUN, "template": template}, job_labels=_queued(queue),
         )  # fmt: skip

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 
 from constructs import Construct
-from constructs.objects import NOBODY_POD, RESTRICTED_CONTAINER, api_object
+from constructs.objects import NOBODY_POD, RESTRICTED_CONTAINER, account_with_cluster_role, api_object
 from sitegen.model import ImagePin, Placement, PoolLayout, Taint
 
 NAME = "node-labeler"
@@ -93,23 +93,8 @@ class NodeLabeler(Construct):
             {"name": "node-labels", "namespace": namespace},
             data={LIST_KEY: host_lines(pools)},
         )
-        api_object(self, "Account", "v1", "ServiceAccount", meta)
-        api_object(
-            self,
-            "Role",
-            "rbac.authorization.k8s.io/v1",
-            "ClusterRole",
-            {"name": NAME},
-            rules=[{"apiGroups": [""], "resources": ["nodes"], "verbs": ["patch"]}],
-        )
-        api_object(
-            self,
-            "Binding",
-            "rbac.authorization.k8s.io/v1",
-            "ClusterRoleBinding",
-            {"name": NAME},
-            roleRef={"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": NAME},
-            subjects=[{"kind": "ServiceAccount", "name": NAME, "namespace": namespace}],
+        account_with_cluster_role(
+            self, NAME, namespace, [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["patch"]}]
         )
         pod = {
             "serviceAccountName": NAME,

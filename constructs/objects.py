@@ -69,3 +69,22 @@ def cron_job(
             "jobTemplate": template,
         },
     )
+
+
+def account_with_cluster_role(
+    scope: Construct, name: str, namespace: str, rules: list[dict[str, Any]]
+) -> None:
+    """A ServiceAccount `namespace/name` bound to a ClusterRole `name` of exactly `rules`."""
+    rbac = "rbac.authorization.k8s.io"
+    scope = Construct(scope, "ClusterAccess")
+    api_object(scope, "Account", "v1", "ServiceAccount", {"name": name, "namespace": namespace})
+    api_object(scope, "Role", f"{rbac}/v1", "ClusterRole", {"name": name}, rules=rules)
+    api_object(
+        scope,
+        "Binding",
+        f"{rbac}/v1",
+        "ClusterRoleBinding",
+        {"name": name},
+        roleRef={"apiGroup": rbac, "kind": "ClusterRole", "name": name},
+        subjects=[{"kind": "ServiceAccount", "name": name, "namespace": namespace}],
+    )

@@ -376,3 +376,14 @@ def test_a_server_synced_before_the_keys_it_mounts(site, inputs):
         run(site, inputs, tree=tree),
         "ai-velero", "Deployment velero/velero", "Secret velero-aistor is not there: ai-velero-config makes it and has not synced",
     )  # fmt: skip
+
+
+def test_the_csi_driver_synced_before_its_credentials(site, inputs):
+    """The day-1 deadlock the stricter simulation found: the PowerScale CSI node plugin mounts the
+    credentials and certificates `powerscale` writes; synced before them, it never turns Healthy."""
+
+    def late(doc):
+        doc["metadata"]["annotations"]["argocd.argoproj.io/sync-wave"] = "99"
+
+    tree = edited(inputs, ONE, "one-cluster/bootstrap/argocd.application.ai-powerscale.yaml", late)
+    blocked(run(site, inputs, tree=tree), "ai-csi-isilon", "ai-powerscale makes it and has not synced")

@@ -90,5 +90,9 @@ class ClusterContext(ClusterScope):
     def all(self, kind: type[C]) -> list[C]:
         return [c for c in self.components if isinstance(c, kind)]
 
+    def site_namespaces(self) -> list[str]:
+        """The namespaces this cluster's components create (the `namespaces` app renders them)."""
+        return sorted({c.namespace for c in self.components if c.security is not None})
+
     def has(self, kind: type[Component]) -> bool:
         return self.find(kind) is not None

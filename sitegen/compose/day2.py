@@ -7,14 +7,14 @@ Its headings carry no step number: the bring-up simulation replays numbered step
 
 from __future__ import annotations
 
+from constructs.etcd_backup import ETCD_PKI
 from constructs.gpu_workload import BATCH_LABEL
 from sitegen.components.storage.aistor import OBJECT_STORE
 from sitegen.compose import paths
 from sitegen.compose.apps import VariantApps
 from sitegen.model import ClusterLayout, PoolLayout
-from sitegen.model.maintenance import Budget, aistor_budget, etcd_budget, gpu_budget
+from sitegen.model.maintenance import Budget
 
-ETCD_PKI = "/etc/kubernetes/pki/etcd"
 ETCDCTL = (
     f"ETCDCTL_API=3 etcdctl --endpoints=https://127.0.0.1:2379 --cacert={ETCD_PKI}/ca.crt "
     f"--cert={ETCD_PKI}/server.crt --key={ETCD_PKI}/server.key"
@@ -27,20 +27,12 @@ def _names(pool: PoolLayout) -> str:
 
 
 def cluster_budgets(apps: VariantApps, cluster: ClusterLayout) -> list[tuple[PoolLayout, Budget]]:
-    """The budget of each pool of the cluster that has a promise to keep (None for the others)."""
-    site = apps.site
-    tier = site.storage.aistor
-    serving = sum(m.replicas for m in site.services.serving.models)
-    out = [(cluster.control_plane, etcd_budget(cluster.control_plane.name, len(cluster.control_plane.hosts)))]
-    for pool in cluster.worker_pools:
-        if pool.name == tier.pool:
-            for i, (server_pool, layout) in enumerate(
-                zip(tier.server_pools, site.aistor_layouts(), strict=True)
-            ):
-                out.append((pool, aistor_budget(f"{pool.name}/pool-{i}", server_pool.servers, layout)))
-        elif pool.hardware.gpu is not None:
-            out.append((pool, gpu_budget(pool.name, len(pool.hosts), serving)))
-    return out
+    """The model's budgets for this cluster's pools (Site.pool_budgets), each with its pool."""
+    cp = cluster.control_plane
+    budgets = apps.site.pool_budgets(
+        (cp.name, len(cp.hosts)), ((p.name, len(p.hosts)) for p in cluster.worker_pools)
+    )
+    return [(cluster.pool(b.pool.partition("/")[0]), b) for b in budgets]
 
 
 def _batch(budget: Budget | None, nodes: int) -> int:
@@ -160,8 +152,9 @@ control-plane member that disappears.
 def _kubernetes_upgrade(apps: VariantApps, minor: str, nxt: str) -> str:
     rows = []
     for cluster in apps.layout.clusters:
-        budgets = {p.name: b for p, b in cluster_budgets(apps, cluster) if not b.pool.count("/")}
-        aistor = [b for p, b in cluster_budgets(apps, cluster) if "/" in b.pool]
+        found = cluster_budgets(apps, cluster)
+        budgets = {p.name: b for p, b in found if "/" not in b.pool}
+        aistor = [b for _, b in found if "/" in b.pool]
         cp = cluster.control_plane
         rows.append(
             f"- `{cluster.name}`: control plane {_names(cp)} one at a time (etcd keeps quorum "

@@ -70,11 +70,11 @@ def _read(out_dir: Path, paths: list[PurePosixPath]) -> dict[PurePosixPath, byte
 
 def check_growth(site: Site, rendered: Mapping[PurePosixPath, bytes], out_dir: Path) -> None:
     """Raise ConfigError (naming the config field) for a change the running site cannot take."""
-    _check_object_stores(site, rendered, out_dir)
+    _check_object_stores(rendered, out_dir)
     _check_hosts(site, rendered, out_dir)
 
 
-def _check_object_stores(site: Site, rendered: Mapping[PurePosixPath, bytes], out_dir: Path) -> None:
+def _check_object_stores(rendered: Mapping[PurePosixPath, bytes], out_dir: Path) -> None:
     new = _object_stores(rendered)
     old = _object_stores(_read(out_dir, list(new)))
     for path, before in old.items():

@@ -7,6 +7,7 @@ references earlier rules proved valid.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from functools import cached_property
 
 from pydantic import Field, model_validator
@@ -123,14 +124,26 @@ class Site(Strict):
     def maintenance_budgets(self) -> list[Budget]:
         """Per pool with a promise to keep: how many nodes may be down at once (model/maintenance.py)."""
         cp = self.control_plane_pool
-        budgets = [etcd_budget(cp, self.pools[cp].count)]
+        return self.pool_budgets(
+            (cp, self.pools[cp].count), ((n, p.count) for n, p in self.pools.items() if n != cp)
+        )
+
+    def pool_budgets(
+        self, control_plane: tuple[str, int], workers: Iterable[tuple[str, int]]
+    ) -> list[Budget]:
+        """The budgets of one etcd membership (pool, members) and of worker pools (pool, nodes): the
+        whole site's, or one cluster's (whose control plane may be carved out of another pool)."""
+        budgets = [etcd_budget(*control_plane)]
         tier = self.storage.aistor
-        for i, (pool, layout) in enumerate(zip(tier.server_pools, self.aistor_layouts(), strict=True)):
-            budgets.append(aistor_budget(f"{tier.pool}/pool-{i}", pool.servers, layout))
         serving = sum(m.replicas for m in self.services.serving.models)  # one node per engine replica
-        for name, pool in self.pools.items():
-            if self.hardware[pool.hardware].gpu is not None:
-                budgets.append(gpu_budget(name, pool.count, serving))
+        for name, nodes in workers:
+            if name == tier.pool:
+                for i, (pool, layout) in enumerate(
+                    zip(tier.server_pools, self.aistor_layouts(), strict=True)
+                ):
+                    budgets.append(aistor_budget(f"{tier.pool}/pool-{i}", pool.servers, layout))
+            elif self.hardware_of(name).gpu is not None:
+                budgets.append(gpu_budget(name, nodes, serving))
         return budgets
 
     def aistor_alternatives(self) -> list[ErasureLayout]:

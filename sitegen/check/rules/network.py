@@ -9,7 +9,7 @@ from constructs.network_policy import EVERY_NAMESPACE
 from sitegen.check.netpol import End, PolicyView
 from sitegen.check.rules.base import Context, Violation, rule
 from sitegen.check.tree import Document
-from sitegen.components.networking.network_policies import cluster_flows, site_namespaces
+from sitegen.components.networking.network_policies import cluster_flows
 from sitegen.compose.apps import variant_apps
 
 
@@ -54,7 +54,7 @@ def _declared_flows(ctx: Context) -> Iterator[Violation]:
             if anchor is None:
                 continue
             view = PolicyView(docs)
-            namespaces = site_namespaces(cluster_ctx)
+            namespaces = cluster_ctx.site_namespaces()
             declared = cluster_flows(cluster_ctx)
             for namespace, flows in sorted(declared.items()):
                 for peer, ports in sorted(flows.egress.items()):

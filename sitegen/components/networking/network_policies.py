@@ -40,11 +40,6 @@ class NamespaceFlows:
             side.setdefault(peer, set()).update(ports)
 
 
-def site_namespaces(ctx: ClusterContext) -> list[str]:
-    """The namespaces this cluster's components create (Namespaces renders them)."""
-    return sorted({c.namespace for c in ctx.components if c.security is not None})
-
-
 def _peer(ctx: ClusterContext, flow: Flow) -> Peer:
     if isinstance(flow.to, str):
         if flow.to in (WORLD, NODES):
@@ -60,7 +55,7 @@ def cluster_flows(
     ctx: ClusterContext, rendered: dict[str, list[dict]] | None = None
 ) -> dict[str, NamespaceFlows]:
     """The allowed flows per site namespace of the cluster."""
-    names = site_namespaces(ctx)
+    names = ctx.site_namespaces()
     flows = {ns: NamespaceFlows() for ns in names}
     for component in ctx.components:
         own = flows.get(component.namespace)

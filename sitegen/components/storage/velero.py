@@ -117,9 +117,9 @@ def _location(ctx: ClusterContext) -> dict[str, Any]:
 
 def namespace_classes(ctx: ClusterContext) -> dict[str, list[str]]:
     """The site's namespaces (platform) and the tenants' (a tenant's namespace is its name) of the cluster."""
-    site = {c.namespace for c in ctx.components if c.security is not None}
-    tenants = sorted(site & set(ctx.site.tenants))
-    return {"platform": sorted(site - set(tenants)), "tenants": tenants}
+    site = ctx.site_namespaces()
+    tenants = [ns for ns in site if ns in ctx.site.tenants]
+    return {"platform": [ns for ns in site if ns not in tenants], "tenants": tenants}
 
 
 def _schedules(ctx: ClusterContext) -> list[dict[str, Any]]:
