@@ -9,25 +9,22 @@ NPM_STAMP := node_modules/.installed
 # pip warns about every index location of the machine's pip.conf that does not exist here
 PIP_NOISE := is ignored: it is neither a file nor a directory
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
-# The site's read-only inputs beside the checkout, when there: extra CRDs for `validate` (it needs
-# none: charts render theirs, run-time kinds have stand-ins), and the offline chart mirror (an
-# air-gapped site's copy of the chart repositories; without it, charts come from upstream).
-export SITEGEN_CRDS ?= $(wildcard ../shared/crds)
-export SITEGEN_CHART_MIRROR ?= $(wildcard ../shared/charts)
 HELM := node_modules/.sitegen/bin/helm
 
-.PHONY: synth test lint plan validate bench deps lock imports clean charts charts-renew scan
+.PHONY: synth test lint plan validate bench deps scan-deps lock imports clean charts charts-renew scan
 
 synth: $(PY_STAMP) $(NPM_STAMP)
 	@$(BIN)/sitegen synth
 
-# Every pinned chart into the git-ignored cache (.cache/charts), checked against charts.lock; synth
-# does the same for what it needs. `charts-renew` rewrites the lock: only for a chart changed on purpose.
+# The chart archives synth renders are vendored (vendor/charts/, checked against charts.lock). `charts`
+# checks them; `charts-renew` vendors what config/versions.yaml pins now and the lock does not hold yet
+# (a bump), or CHARTS="key ...", from their upstream repositories or from MIRROR=<folder of packaged
+# charts>. Only the renew path reads a chart source.
 charts: $(PY_STAMP) $(NPM_STAMP)
 	@$(BIN)/sitegen charts
 
 charts-renew: $(PY_STAMP) $(NPM_STAMP)
-	@$(BIN)/sitegen charts --renew
+	@$(BIN)/sitegen charts --renew $(if $(MIRROR),--mirror $(MIRROR)) $(CHARTS)
 
 test: $(PY_STAMP) $(NPM_STAMP)
 	@$(BIN)/pytest
@@ -52,6 +49,8 @@ SCAN_VENV := .venv-scan
 SCAN_STAMP := $(SCAN_VENV)/.installed
 scan: $(PY_STAMP) $(SCAN_STAMP)
 	@SITEGEN_CHECKOV=$(SCAN_VENV)/bin/checkov $(BIN)/sitegen scan
+
+scan-deps: $(SCAN_STAMP)
 
 $(SCAN_STAMP): .ci/scanner/requirements.lock
 	@echo "installing checkov into $(SCAN_VENV)"
@@ -95,7 +94,7 @@ lock: $(PY_STAMP)
 	@$(BIN)/uv pip compile .ci/scanner/requirements.in --generate-hashes --no-emit-index-url \
 		--python-version 3.11 --no-header -q -o .ci/scanner/requirements.lock
 
-# Regenerate imports/ from the CRDs listed in cdk8s.yaml (read from ../shared/crds, never copied).
+# Regenerate imports/ from the CRDs listed in cdk8s.yaml (vendored under vendor/crds/).
 imports: $(NPM_STAMP)
 	@rm -rf imports && JSII_NODE=$(CURDIR)/node_modules/.bin/node npx --no-install cdk8s import --language python --output imports
 

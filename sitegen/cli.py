@@ -30,22 +30,6 @@ CONFIG_OPTION = click.option(
 )
 
 
-def _mirror(ctx: click.Context, param: click.Parameter, value: Path | None) -> Path | None:
-    if value is not None:
-        os.environ["SITEGEN_CHART_MIRROR"] = str(value)  # read by compose.tools.chart_mirror
-    return value
-
-
-MIRROR_OPTION = click.option(
-    "--chart-mirror",
-    type=click.Path(path_type=Path, file_okay=False),
-    envvar="SITEGEN_CHART_MIRROR",
-    callback=_mirror,
-    expose_value=False,
-    help="Directory of packaged charts (an air-gapped site's mirror) tried before the upstream repositories.",
-)
-
-
 DIST_OPTION = click.option(
     "--dist",
     "dist_dir",
@@ -93,7 +77,6 @@ def cli() -> None:
 
 @cli.command()
 @CONFIG_OPTION
-@MIRROR_OPTION
 @click.option(
     "--variant",
     "variants",
@@ -160,22 +143,58 @@ def synth(config_dir: Path, variants: tuple[str, ...], out_dir: Path) -> None:
 
 @cli.command()
 @CONFIG_OPTION
-@MIRROR_OPTION
-@click.option("--renew", is_flag=True, help="Rewrite charts.lock from the archives found (on purpose only).")
-def charts(config_dir: Path, renew: bool) -> None:
-    """Put every pinned chart into the cache, checked against charts.lock (or renew the lock)."""
-    from sitegen.compose.chart_supply import ChartFault, supply
+@click.option(
+    "--renew",
+    is_flag=True,
+    help="Fetch and vendor the named charts (default: every chart whose pin the lock does not hold), "
+    "rewriting their charts.lock entries.",
+)
+@click.option(
+    "--mirror",
+    type=click.Path(path_type=Path, file_okay=False, exists=True),
+    help="With --renew: a directory of packaged charts (a Helm repository folder) to take them from, "
+    "instead of their upstream repositories.",
+)
+@click.option(
+    "--origin", help="With --renew: where the archives came from, for the lock (default: the source)."
+)
+@click.argument("keys", nargs=-1)
+def charts(
+    config_dir: Path, renew: bool, mirror: Path | None, origin: str | None, keys: tuple[str, ...]
+) -> None:
+    """Check the vendored chart archives (vendor/charts/) against charts.lock and config/versions.yaml;
+    with --renew, vendor the pinned archives of KEYS (versions.yaml chart keys) from their source."""
+    from sitegen.compose.chart_supply import ChartFault, ChartStore, shown
     from sitegen.compose.variant import chart_keys
 
     site = _load(config_dir)
-    try:
-        found = supply(
-            {k: site.versions.charts[k] for k in chart_keys(site, list(site.variants))}, renew=renew
+    pins = {k: site.versions.charts[k] for k in chart_keys(site, list(site.variants))}
+    unknown = sorted(set(keys) - set(pins))
+    if unknown:
+        click.echo(
+            f"error: {config_dir / 'versions.yaml'}: charts.{unknown[0]}: no component renders it", err=True
         )
+        sys.exit(2)
+    if (mirror or origin) and not renew:
+        click.echo("error: --mirror and --origin go with --renew", err=True)
+        sys.exit(2)
+    store = ChartStore()
+    try:
+        if renew:
+            wanted = list(keys) or store.outdated(pins)
+            renewed = store.renew(pins, [k for k in wanted if k in pins], mirror, origin)
+            click.echo(
+                f"renewed {', '.join(renewed)}" if renewed else "every vendored chart is the pinned one"
+            )
+        store.supply(pins)
     except ChartFault as fault:
         click.echo(f"error: {fault}", err=True)
         sys.exit(2)
-    click.echo(f"{len(found)} charts in the cache{', charts.lock renewed' if renew else ', all as locked'}")
+    strays = store.strays()
+    if strays:
+        click.echo(f"error: {shown(strays[0])}: no charts.lock entry names it", err=True)
+        sys.exit(2)
+    click.echo(f"{len(pins)} charts vendored in vendor/charts/, all as charts.lock holds them")
 
 
 @cli.command()
@@ -195,9 +214,8 @@ def plan(config_dir: Path) -> None:
     "crd_dirs",
     type=click.Path(path_type=Path, file_okay=False),
     multiple=True,
-    envvar="SITEGEN_CRDS",
-    help="Extra CRD directory (repeatable; or $SITEGEN_CRDS, `:`-separated). The CRDs rendered into the "
-    "tree are read anyway; kinds registered at run time have typed stand-ins.",
+    help="Extra CRD directory (repeatable). Not needed: the CRDs rendered into the tree are read anyway, "
+    "and kinds registered at run time have typed stand-ins.",
 )
 def validate(config_dir: Path, dist_dir: Path, crd_dirs: tuple[Path, ...]) -> None:
     """Check every document offline: schemas (core strict, CRDs, host configs) and policy rules."""
@@ -328,14 +346,13 @@ def diff(base: str, head: str | None, fmt: str, dist: str) -> None:
 
 @cli.command()
 @CONFIG_OPTION
-@MIRROR_OPTION
 def doctor(config_dir: Path) -> None:
-    """Check Python, Node, the cdk8s CLI, Helm, the chart mirror, cache and lock; say what fixes each."""
+    """Check Python, Node, the cdk8s CLI, Helm and the vendored charts; say what fixes each."""
     from sitegen.report.doctor import checks, render
 
     results = checks(_load(config_dir))
     click.echo(render(results), nl=False)
-    sys.exit(0 if all(c.ok or not c.blocking for c in results) else 1)
+    sys.exit(0 if all(c.ok for c in results) else 1)
 
 
 @cli.command()

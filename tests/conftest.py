@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import sys
@@ -19,13 +18,7 @@ from sitegen.model import Site, load_site
 
 REPO = Path(__file__).resolve().parent.parent
 CONFIG = REPO / "config"
-# Extra CRDs beside the checkout where the site keeps them (here; not on GitHub): validate needs none,
-# but reads them before its stand-ins when given.
-CRD_DIRS = [d for d in [REPO.parent / "shared" / "crds"] if d.is_dir()]
 DIST = REPO / "dist"
-# the offline chart mirror beside the checkout, as `make test` passes it, for a bare `pytest` too
-if (REPO.parent / "shared" / "charts").is_dir():
-    os.environ.setdefault("SITEGEN_CHART_MIRROR", str(REPO.parent / "shared" / "charts"))
 SITEGEN = Path(sys.executable).parent / "sitegen"
 
 
@@ -76,7 +69,7 @@ def tree_bytes(root: Path) -> dict[str, bytes]:
 
 
 def validate(tree: Path):
-    return invoke_sitegen("validate", "--dist", tree, *(a for d in CRD_DIRS for a in ("--crds", d)))
+    return invoke_sitegen("validate", "--dist", tree)
 
 
 @pytest.fixture

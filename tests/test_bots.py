@@ -44,6 +44,15 @@ def test_every_chart_and_image_pin_is_found_once(site):
     assert kubernetes["currentValue"] == site.versions.kubernetes
 
 
-def test_the_workflow_needs_nothing_beside_the_checkout():
-    workflow = (REPO / ".github/workflows/ci.yaml").read_text()
-    assert "../shared" not in workflow and "shared/" not in workflow
+def test_a_version_bump_carries_its_archive_lock_and_dist():
+    """Renovate's post-upgrade tasks run Makefile targets that exist, and commit every path they
+    write: the vendored archive, its lock entry and the re-synthesized dist/."""
+    config = json.loads((REPO / "renovate.json").read_text())
+    (rule,) = [r for r in config["packageRules"] if "postUpgradeTasks" in r]
+    assert rule["matchFileNames"] == ["config/versions.yaml"]
+    tasks = rule["postUpgradeTasks"]
+    targets = set(re.findall(r"^([\w-]+):", (REPO / "Makefile").read_text(), re.M))
+    assert tasks["commands"] == ["make charts-renew", "make synth"]
+    assert {c.removeprefix("make ") for c in tasks["commands"]} <= targets
+    assert set(tasks["fileFilters"]) == {"charts.lock", "vendor/charts/**", "dist/**"}
+    assert tasks["executionMode"] == "branch"  # once per branch, after every bump of a group

@@ -1,4 +1,5 @@
-"""Chart supply: archives come from the mirror (or upstream), match charts.lock, and fail in one line."""
+"""Vendored charts: synth reads only vendor/charts/, checked against charts.lock; a bump is renewed from
+a chart source (here a local mirror) by one command that writes archive and lock together."""
 
 from __future__ import annotations
 
@@ -6,117 +7,211 @@ import io
 import os
 import shutil
 import subprocess
+import sys
 import tarfile
 from pathlib import Path
 
 import pytest
+import yaml
 
-from sitegen.compose.chart_supply import ChartFault, read_lock, supply
+from sitegen.compose.chart_supply import ChartFault, ChartStore, sha256
+from sitegen.compose.variant import chart_keys
 
-from .conftest import REPO, SITEGEN, tree_bytes
+from .conftest import REPO, tree_bytes
 
-MIRROR = REPO.parent / "shared" / "charts"
+BUMPED = "3.13.2"  # a metrics-server release the vendored folder does not hold
 
 
 @pytest.fixture
-def private_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """An empty chart cache, a copy of the lock this test may renew, the mirror and no upstream."""
-    if not MIRROR.is_dir():
-        pytest.skip("needs the chart mirror beside the checkout")
-    cache = tmp_path / "cache"
-    lock = tmp_path / "charts.lock"
-    shutil.copyfile(REPO / "charts.lock", lock)
-    monkeypatch.setenv("SITEGEN_CACHE", str(cache))
-    monkeypatch.setenv("SITEGEN_CHARTS_LOCK", str(lock))
-    monkeypatch.setenv("SITEGEN_CHART_MIRROR", str(MIRROR))
-    for name, value in _offline_env(cache).items():
-        if "PROXY" in name:
-            monkeypatch.setenv(name, value)
-    return cache
+def pins(site):
+    return {k: site.versions.charts[k] for k in chart_keys(site, list(site.variants))}
 
 
-def _offline_env(cache: Path) -> dict[str, str]:
-    """No mirror and an upstream that cannot answer, whatever network the machine has."""
-    env = {k: v for k, v in os.environ.items() if k != "SITEGEN_CHART_MIRROR"}
-    unreachable = "http://127.0.0.1:9"
-    env.update(SITEGEN_CACHE=str(cache), HTTPS_PROXY=unreachable, HTTP_PROXY=unreachable, NO_PROXY="")
-    return env
+@pytest.fixture
+def store(tmp_path: Path) -> ChartStore:
+    """A copy of the vendored archives and their lock that a test may break or renew."""
+    copy = ChartStore(tmp_path / "vendor" / "charts", tmp_path / "charts.lock")
+    shutil.copytree(ChartStore().folder, copy.folder)
+    shutil.copyfile(ChartStore().lock, copy.lock)
+    return copy
 
 
-def test_every_pinned_chart_is_locked_from_the_mirror(site):
-    lock = read_lock()
-    pinned = {k for k in site.versions.charts}
-    assert set(lock) <= pinned
-    for key, entry in lock.items():
-        pin = site.versions.charts[key]
-        assert (entry.chart, entry.version) == (pin.chart, pin.version)
-        assert len(entry.sha256) == 64
+def _bumped(pins, version: str = BUMPED):
+    return {**pins, "metrics-server": pins["metrics-server"].model_copy(update={"version": version})}
 
 
-def test_the_lock_detects_a_modified_archive(site, private_cache):
-    pin = {"metrics-server": site.versions.charts["metrics-server"]}
-    (archive,) = supply(pin).values()
-    with archive.path.open("ab") as handle:
+def _mirror_with(tmp_path: Path, archive: Path, version: str) -> Path:
+    """A Helm repository folder holding `archive`'s chart re-packed as `version` (its Chart.yaml too)."""
+    mirror = tmp_path / "mirror"
+    mirror.mkdir()
+    chart = yaml.safe_load(_member(archive, "Chart.yaml"))
+    name = chart["name"]
+    target = mirror / f"{name}-{version}.tgz"
+    with tarfile.open(archive) as src, tarfile.open(target, "w:gz") as out:
+        for member in src.getmembers():
+            data = src.extractfile(member).read() if member.isfile() else None  # type: ignore[union-attr]
+            if member.name == f"{name}/Chart.yaml":
+                data = yaml.safe_dump({**chart, "version": version}).encode()
+                member.size = len(data)
+            out.addfile(member, io.BytesIO(data) if data is not None else None)
+    index = {
+        "apiVersion": "v1",
+        "entries": {name: [{"name": name, "version": version, "urls": [target.name]}]},
+    }
+    (mirror / "index.yaml").write_text(yaml.safe_dump(index))
+    return mirror
+
+
+def _member(archive: Path, suffix: str) -> bytes:
+    with tarfile.open(archive) as tar:
+        (member,) = [m for m in tar.getmembers() if m.name.count("/") == 1 and m.name.endswith(suffix)]
+        return tar.extractfile(member).read()  # type: ignore[union-attr]
+
+
+def test_every_rendered_chart_is_vendored_as_locked(pins):
+    store = ChartStore()
+    archives = store.supply(pins)
+    assert set(store.read_lock()) == set(pins)  # no entry for a chart nothing renders
+    assert store.strays() == []
+    for key, archive in archives.items():
+        assert archive.path.parent == REPO / "vendor" / "charts"
+        assert yaml.safe_load(_member(archive.path, "Chart.yaml"))["version"] == pins[key].version
+
+
+def test_a_modified_archive_stops_synth(pins, store):
+    path = store.path(pins["metrics-server"])
+    with path.open("ab") as handle:
         handle.write(b"\0")  # one byte more: a re-packed or tampered archive
-    with pytest.raises(ChartFault, match=r"charts.lock: metrics-server: archive of metrics-server .* sha256"):
-        supply(pin)
-    supply(pin, renew=True)  # renewing on purpose accepts it
-    assert read_lock()["metrics-server"].sha256 == supply(pin)["metrics-server"].sha256
+    with pytest.raises(
+        ChartFault, match=r"metrics-server-3\.13\.1\.tgz: sha256 \w+\.\.\., .*charts\.lock holds"
+    ):
+        store.supply(pins)
 
 
-def test_a_pin_the_lock_does_not_hold_stops_synth(site, private_cache):
-    pin = site.versions.charts["metrics-server"]
-    bumped = {"metrics-server": pin.model_copy(update={"version": "3.13.0"})}
-    with pytest.raises(ChartFault, match=r"metrics-server 3.13.0 \(metrics-server\) not found"):
-        supply(bumped)  # the mirror holds only the pinned version; upstream cannot be reached here
-    (Path(os.environ["SITEGEN_CHARTS_LOCK"])).write_text("charts: {}\n")
-    with pytest.raises(ChartFault, match="is not locked"):
-        supply({"metrics-server": pin})
+def test_a_missing_archive_is_named(pins, store):
+    store.path(pins["cilium"]).unlink()
+    with pytest.raises(ChartFault, match=r"cilium-1\.20\.0\.tgz: missing, locked for cilium"):
+        store.supply(pins)
 
 
-def test_synth_without_mirror_or_network_is_one_chart_error(tmp_path):
-    out = tmp_path / "dist"
-    out.mkdir()
-    (out / "keep").write_text("untouched")
-    result = subprocess.run(
-        [str(SITEGEN), "synth", "--out", str(out)],
-        cwd=REPO,
-        env=_offline_env(tmp_path / "empty-cache"),
+def test_a_pin_the_lock_does_not_hold_names_the_renew_command(pins, store):
+    with pytest.raises(
+        ChartFault,
+        match=rf"metrics-server: vendors metrics-server 3\.13\.1, config/versions\.yaml pins metrics-server "
+        rf"{BUMPED}; run `sitegen charts --renew metrics-server`",
+    ):
+        store.supply(_bumped(pins))
+    store.write_lock({k: v for k, v in store.read_lock().items() if k != "kueue"})
+    with pytest.raises(ChartFault, match=r"kueue: kueue 0\.19\.2 is not vendored"):
+        store.supply(pins)
+
+
+def test_renew_from_a_local_mirror_writes_archive_and_lock_together(pins, store, tmp_path):
+    old = store.path(pins["metrics-server"])
+    mirror = _mirror_with(tmp_path, old, BUMPED)
+    bumped = _bumped(pins)
+    assert store.outdated(bumped) == ["metrics-server"]
+    assert store.renew(bumped, store.outdated(bumped), mirror, None) == ["metrics-server"]
+    entry = store.read_lock()["metrics-server"]
+    new = store.path(entry)
+    assert (entry.version, entry.sha256) == (BUMPED, sha256(new))
+    assert entry.origin == f"chart mirror (upstream {pins['metrics-server'].repo})"
+    assert new.read_bytes() == (mirror / new.name).read_bytes()
+    assert not old.exists()  # the old version goes with its lock entry
+    assert store.supply(bumped)["metrics-server"].path == new
+    assert store.outdated(bumped) == [] and store.strays() == []
+
+
+def test_renew_of_a_release_the_mirror_lacks_is_one_line(pins, store, tmp_path):
+    mirror = _mirror_with(tmp_path, store.path(pins["metrics-server"]), BUMPED)
+    before = tree_bytes(store.folder), store.lock.read_bytes()
+    with pytest.raises(
+        ChartFault, match=r"chart metrics-server 3\.14\.0: not in the mirror .*metrics-server-3\.14\.0\.tgz"
+    ):
+        store.renew(_bumped(pins, "3.14.0"), ["metrics-server"], mirror, None)
+    assert (tree_bytes(store.folder), store.lock.read_bytes()) == before
+
+
+def test_renew_from_an_unreachable_upstream_is_one_line(pins, store, monkeypatch):
+    for proxy in ("HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy"):
+        monkeypatch.setenv(proxy, "http://127.0.0.1:9")  # a closed port, whatever network the machine has
+    monkeypatch.setenv("NO_PROXY", "")
+    with pytest.raises(ChartFault, match=r"chart metrics-server 3\.13\.2: not found at https://"):
+        store.renew(_bumped(pins), ["metrics-server"], None, None)
+
+
+# --- Renovate's post-upgrade step in a copy of the project, offline ----------------------------------
+
+_PROJECT_PARTS = ("sitegen", "constructs", "imports", "config", "vendor", "charts.lock", "main.py")
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """The generator's code, config and vendored charts in a folder of their own (node_modules linked)."""
+    root = tmp_path / "project"
+    for part in _PROJECT_PARTS:
+        source = REPO / part
+        if source.is_dir():
+            shutil.copytree(source, root / part, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copyfile(source, root / part)
+    (root / "node_modules").symlink_to(REPO / "node_modules")
+    return root
+
+
+def _sitegen(project: Path, *args: str | Path) -> subprocess.CompletedProcess[str]:
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(project),
+        "SITEGEN_CACHE": str(REPO / ".cache"),  # renders are keyed on archive digests: shared safely
+        "HTTPS_PROXY": "http://127.0.0.1:9",
+        "HTTP_PROXY": "http://127.0.0.1:9",
+        "NO_PROXY": "",
+    }
+    return subprocess.run(
+        [sys.executable, "-c", "from sitegen.cli import main; main()", *map(str, args)],
+        cwd=project,
+        env=env,
         capture_output=True,
         text=True,
         check=False,
-        timeout=300,
     )
-    assert result.returncode == 2, result.stderr
-    (line,) = result.stderr.splitlines()
-    assert line.startswith("error: chart ") and " not found: looked in " in line, line
-    assert "Traceback" not in result.stderr
-    assert tree_bytes(out) == {"keep": b"untouched"}
 
 
-def _repack(archive: Path, change: bytes | None = None) -> None:
-    """The same chart packed again (other timestamps, reverse order), optionally one file changed."""
-    with tarfile.open(archive) as tar:
-        members = [(m, tar.extractfile(m).read()) for m in tar.getmembers() if m.isfile()]
-    with tarfile.open(archive, "w:gz") as tar:
-        for i, (member, data) in enumerate(reversed(members)):
-            if change is not None and i == 0:
-                data += change
-            member.mtime, member.size = 1_000_000_000, len(data)
-            tar.addfile(member, io.BytesIO(data))
+def test_a_bump_is_renewed_and_synthesized_offline(project, tmp_path):
+    """What Renovate's post-upgrade tasks run on its branch: versions.yaml bumped, then
+    `make charts-renew` (here from a local mirror) and `make synth`."""
+    versions = project / "config" / "versions.yaml"
+    versions.write_text(versions.read_text().replace('version: "3.13.1"', f'version: "{BUMPED}"', 1))
+    out = tmp_path / "dist"
+
+    refused = _sitegen(project, "synth", "--variant", "one-cluster", "--out", out)
+    assert refused.returncode == 2 and not out.exists()
+    (line,) = refused.stderr.splitlines()
+    assert line.startswith("error: charts.lock: metrics-server: vendors metrics-server 3.13.1"), line
+
+    mirror = _mirror_with(tmp_path, REPO / "vendor" / "charts" / "metrics-server-3.13.1.tgz", BUMPED)
+    renewed = _sitegen(project, "charts", "--renew", "--mirror", mirror)
+    assert renewed.returncode == 0, renewed.stderr
+    assert renewed.stdout.splitlines()[0] == "renewed metrics-server"
+    assert (project / "vendor" / "charts" / f"metrics-server-{BUMPED}.tgz").is_file()
+    assert _sitegen(project, "charts").returncode == 0
+
+    synth = _sitegen(project, "synth", "--variant", "one-cluster", "--out", out)
+    assert synth.returncode == 0, synth.stderr
+    (values,) = out.glob("one-cluster/values/*/metrics-server.yaml")
+    assert f"chart metrics-server {BUMPED}" in values.read_text().splitlines()[1]
 
 
-def test_an_archive_from_another_source_must_hold_the_same_files(site, private_cache):
-    """The lock was taken from a mirror that rebuilt some releases: the same chart pulled upstream is
-    another archive (digest differs) with the same files, which is accepted; other files are not."""
-    pin = {"metrics-server": site.versions.charts["metrics-server"]}
-    (archive,) = supply(pin).values()
-    lock = Path(os.environ["SITEGEN_CHARTS_LOCK"])
-    lock.write_text(lock.read_text().replace("source: mirror", "source: https://upstream.example/charts"))
-    _repack(archive.path)
-    assert supply(pin)["metrics-server"].sha256 != read_lock()["metrics-server"].sha256
-    _repack(archive.path, change=b"# one more line\n")
-    with pytest.raises(
-        ChartFault, match=r"charts.lock: metrics-server: files of metrics-server .* have sha256"
-    ):
-        supply(pin)
+def test_nothing_reads_beside_the_checkout():
+    """The two commands and the tests need only the clone: no file of the pipeline names the folder
+    beside it (a chart source is an option of `sitegen charts --renew` alone)."""
+    beside = "../" + "shared"
+    files = [
+        REPO / "Makefile",
+        REPO / "cdk8s.yaml",
+        *(REPO / ".ci").rglob("*"),
+        *(REPO / ".github").rglob("*"),
+    ]
+    files += [*(REPO / "sitegen").rglob("*.py"), *(REPO / "tests").rglob("*.py")]
+    assert [str(f.relative_to(REPO)) for f in files if f.is_file() and beside in f.read_text()] == []

@@ -1,9 +1,8 @@
 """What a hostile or careless config still got through (issue 16): each case is one `error:` line
-naming file and field, exit 2, in under two seconds, the output folder untouched."""
+naming file and field, exit 2, refused before anything is rendered, the output folder untouched."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
@@ -220,14 +219,20 @@ def _drop(cfg: Path, section: str, key: str) -> None:
     edit_yaml(cfg, "versions.yaml", change)
 
 
+def _never_rendered(*args: object, **kwargs: object) -> None:
+    raise AssertionError("charts and constructs were rendered: this fault must stop synth before that")
+
+
 @pytest.mark.parametrize(("mutate", "file", "field", "message"), CASES)
 def test_hostile_config(
-    mutate, file: str, field: str, message: str, config_copy: Path, out_copy: Path
+    mutate, file: str, field: str, message: str, config_copy: Path, out_copy: Path, monkeypatch
 ) -> None:
-    config = mutate(config_copy) or config_copy
-    start = time.perf_counter()
-    check_case(lambda _: None, file, field, message, config, out_copy)
-    assert time.perf_counter() - start < 2.0
+    """Refused before any chart or construct is rendered (what keeps each case cheap, however hostile:
+    an alias bomb is refused on the parser's events, before anything is built)."""
+    from sitegen.compose import variant
+
+    monkeypatch.setattr(variant, "_jobs", _never_rendered)
+    check_case(mutate, file, field, message, config_copy, out_copy)
 
 
 def test_too_few_service_addresses_for_the_services(config_copy: Path, out_copy: Path) -> None:

@@ -16,7 +16,7 @@ from sitegen.compose.variant import synthesize
 from sitegen.compose.writer import write_dist
 from sitegen.model import load_site, resolve
 
-from .conftest import CONFIG, CRD_DIRS, DIST
+from .conftest import CONFIG, DIST
 
 HGX = CONFIG / "examples" / "hgx-b300-8rail"
 GPU_TAINT = {"key": "dedicated", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"}
@@ -199,7 +199,7 @@ def test_cilium_values_per_cluster(site):
 
 def test_hgx_profile_synthesizes_and_validates(hgx_tree):
     tree, site = hgx_tree
-    report = validate_tree(tree, site, CRD_DIRS)
+    report = validate_tree(tree, site)
     assert report.findings == [], [str(f) for f in report.findings[:5]]
 
 

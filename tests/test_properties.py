@@ -16,7 +16,7 @@ from sitegen.compose.variant import synthesize
 from sitegen.compose.writer import write_dist
 from sitegen.model import load_site, symmetric_set_sizes
 
-from .conftest import CONFIG, CRD_DIRS, invoke_sitegen
+from .conftest import CONFIG, invoke_sitegen
 
 BASE = {p.stem: yaml.safe_load(p.read_text()) for p in sorted(CONFIG.glob("*.yaml"))}
 PREFIX = {"control-plane": "cp", "infra": "infra", "compute": "cmp", "gpu": "gpu", "storage": "st"}
@@ -95,7 +95,7 @@ def test_generated_sites_synthesize_and_validate(tmp_path_factory, config):
     root = tmp_path_factory.mktemp("site")
     site = load_site(_write(config, root / "config"))
     write_dist(synthesize(site, list(site.variants)), root / "dist", None)
-    report = validate_tree(root / "dist", site, CRD_DIRS)
+    report = validate_tree(root / "dist", site)
     assert report.findings == [], [str(f) for f in report.findings[:5]]
     listed = (
         root / "dist/one-cluster/apps/ai/node-labels/node-labeler.configmap.node-labels.yaml"

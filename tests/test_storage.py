@@ -199,7 +199,8 @@ def test_local_cache_tier_on_the_configured_pools():
 
 
 def test_snapshot_class_and_l2_announcement_are_validated_by_typed_models(tree):
-    """Their CRDs are not in shared/crds: a misspelt field must still fail validate."""
+    """A misspelt field fails validate: the snapshot class against the CRD its chart renders, the L2
+    announcement policy against its typed stand-in (the Cilium operator registers it at run time)."""
     from .conftest import validate
 
     path = tree / "one-cluster/apps/ai/powerscale/volumesnapshotclass.powerscale.yaml"

@@ -13,7 +13,7 @@ from sitegen.check.schemas import Problem, SchemaCatalog, json_patch_problems
 from sitegen.check.tree import Document, load_tree
 from sitegen.components.base import ChartComponent
 from sitegen.compose.apps import variant_apps
-from sitegen.compose.chart_supply import supply
+from sitegen.compose.chart_supply import ChartStore
 from sitegen.model import Site, resolve
 
 
@@ -45,13 +45,13 @@ class Report:
 
 
 def values_charts(site: Site, docs: list[Document]) -> dict[PurePosixPath, tuple[str, Path]]:
-    """Each values file of the tree: the chart it is for and that chart's archive (from the cache)."""
+    """Each values file of the tree: the chart it is for and that chart's vendored archive."""
     keys: dict[tuple[str, str, str], str] = {}
     for variant in {d.variant for d in docs if d.variant in site.variants}:
         for ctx, component in variant_apps(site, resolve(site, variant)).members():
             if isinstance(component, ChartComponent):
                 keys[(variant, ctx.cluster.name, component.name)] = component.chart
-    archives = supply({k: site.versions.charts[k] for k in set(keys.values())})
+    archives = ChartStore().supply({k: site.versions.charts[k] for k in set(keys.values())})
     out = {}
     for doc in docs:
         key = keys.get((doc.variant, doc.cluster or "", doc.file.stem)) if doc.is_values else None
@@ -65,7 +65,8 @@ def values_charts(site: Site, docs: list[Document]) -> dict[PurePosixPath, tuple
 _SCHEMA_MEMO: dict[tuple[object, bytes, int], list[Problem]] = {}
 
 
-def validate_tree(dist: Path, site: Site, crd_dirs: list[Path]) -> Report:
+def validate_tree(dist: Path, site: Site, crd_dirs: list[Path] | None = None) -> Report:
+    crd_dirs = crd_dirs or []
     docs = load_tree(dist)
     catalog = SchemaCatalog(site.versions.kubernetes, crd_dirs)
     rendered_crds = set()

@@ -1,154 +1,46 @@
-"""Chart supply with integrity: every pinned chart archive in a git-ignored cache, checked against the
-committed lock (`charts.lock`: name, version, where it came from, sha256 of the archive).
+"""Vendored charts: every chart archive the site renders is committed under `vendor/charts/`, and
+`charts.lock` holds, per versions.yaml key, its chart, version, the sha256 of the archive and where it
+came from.
 
-An archive comes from a mirror directory (an air-gapped site's copy of the repositories: `index.yaml`
-or `<chart>-<version>.tgz`) or, when no mirror holds it, from the chart's upstream repository (HTTP or
-OCI, through Helm). A changed archive stops synth until the lock is renewed on purpose
-(`sitegen charts --renew`); a chart that cannot be had is one line naming chart, version and places.
+synth, validate and the tests read only the vendored archives and refuse one that differs from its
+lock entry: the two set-up commands need nothing beside the checkout and no network. A chart source (a
+mirror directory, or the chart's upstream repository over HTTP or OCI through Helm) is read only by
+`sitegen charts --renew`, which writes the archive and its lock entry together, for a chart added or
+bumped on purpose (Renovate's post-upgrade step runs it; see docs/dist.md).
 """
 
 from __future__ import annotations
 
 import hashlib
-import os
 import shutil
 import subprocess
-import tarfile
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
 
-from sitegen.compose.tools import PROJECT, cache_dir, chart_mirror, helm_binary
+from sitegen.compose.tools import PROJECT, helm_binary
 from sitegen.model import ChartPin
 
-MIRROR = "mirror"  # the lock's `source` for an archive taken from a mirror directory
+_HEADER = """\
+# The vendored chart archives (vendor/charts/<chart>-<version>.tgz), by config/versions.yaml key: chart,
+# version, the sha256 of the archive and where it came from. synth refuses an archive that differs;
+# `sitegen charts --renew KEY` (make charts-renew) replaces an archive and its entry together.
+"""
 
 
 class ChartFault(Exception):
-    """A chart that cannot be had or does not match the lock: printed as one line."""
+    """A chart that is not vendored, does not match the lock, or cannot be had: printed as one line."""
 
 
 @dataclass(frozen=True)
 class Locked:
     chart: str
     version: str
-    source: str  # MIRROR, or the upstream repository
-    sha256: str  # of the archive: what a chart from the same source must match
-    content: str  # of the files inside: what the same chart from another source must match
-
-
-def lock_path() -> Path:
-    """charts.lock at the project root ($SITEGEN_CHARTS_LOCK moves it, for tests that renew it)."""
-    return Path(os.environ.get("SITEGEN_CHARTS_LOCK") or PROJECT / "charts.lock")
-
-
-def read_lock() -> dict[str, Locked]:
-    path = lock_path()
-    if not path.is_file():
-        return {}
-    data = yaml.safe_load(path.read_text()) or {}
-    return {key: Locked(**{"content": "", **entry}) for key, entry in (data.get("charts") or {}).items()}
-
-
-def write_lock(entries: Mapping[str, Locked]) -> None:
-    body = {
-        key: {
-            "chart": e.chart,
-            "version": e.version,
-            "source": e.source,
-            "sha256": e.sha256,
-            "content": e.content,
-        }
-        for key, e in sorted(entries.items())
-    }
-    header = (
-        "# The pinned chart archives, by versions.yaml key: where each came from, the sha256 of the archive\n"
-        "# and of its files (name and bytes, in name order). An archive from the same source must match the\n"
-        "# first; one from another source (a mirror's rebuild of an upstream release) the second. synth\n"
-        "# refuses anything else; `sitegen charts --renew` rewrites this file on purpose.\n"
-    )
-    lock_path().write_text(header + yaml.safe_dump({"charts": body}, sort_keys=False))
-
-
-def content_sha256(path: Path) -> str:
-    """The digest of a chart's files, independent of how the archive was packed (order, timestamps)."""
-    digest = hashlib.sha256()
-    with tarfile.open(path) as tar:
-        members = sorted((m for m in tar.getmembers() if m.isfile()), key=lambda m: m.name)
-        for member in members:
-            data = tar.extractfile(member).read()  # type: ignore[union-attr]
-            digest.update(f"{member.name}\0{len(data)}\0".encode() + data)
-    return digest.hexdigest()
-
-
-def sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def cached_archive(key: str, pin: ChartPin) -> Path:
-    return cache_dir() / "charts" / f"{key}-{pin.version}.tgz"
-
-
-def _from_mirror(mirror: Path, pin: ChartPin) -> Path | None:
-    index = mirror / "index.yaml"
-    if index.is_file():
-        entries = (yaml.safe_load(index.read_text()) or {}).get("entries") or {}
-        for entry in entries.get(pin.chart) or []:
-            if str(entry.get("version")) == pin.version and entry.get("urls"):
-                candidate = mirror / entry["urls"][0]
-                if candidate.is_file():
-                    return candidate
-    candidate = mirror / f"{pin.chart}-{pin.version}.tgz"
-    return candidate if candidate.is_file() else None
-
-
-def _from_upstream(pin: ChartPin, target: Path) -> str | None:
-    """Pull through Helm; the error Helm gives, or None."""
-    with tempfile.TemporaryDirectory() as tmp:
-        reference = [f"{pin.repo.rstrip('/')}/{pin.chart}"] if pin.is_oci else [pin.chart, "--repo", pin.repo]
-        result = subprocess.run(
-            [str(helm_binary()), "pull", *reference, "--version", pin.version, "--destination", tmp],
-            capture_output=True,
-            text=True,
-            check=False,
-            timeout=120,
-        )
-        pulled = sorted(Path(tmp).glob("*.tgz"))
-        if result.returncode != 0 or not pulled:
-            return (result.stderr.strip().splitlines() or ["no archive"])[-1]
-        shutil.move(pulled[0], target)
-    return None
-
-
-def fetch(key: str, pin: ChartPin) -> tuple[Path, str]:
-    """The archive in the cache and where it came from; fetched if missing."""
-    target = cached_archive(key, pin)
-    source_file = target.with_suffix(".source")
-    if target.is_file() and source_file.is_file():
-        return target, source_file.read_text().strip()
-    target.parent.mkdir(parents=True, exist_ok=True)
-    mirror = chart_mirror()
-    looked = []
-    if mirror is not None:
-        found = _from_mirror(mirror, pin)
-        if found is not None:
-            shutil.copyfile(found, target)
-            source_file.write_text(MIRROR)
-            return target, MIRROR
-        looked.append(f"mirror {mirror}")
-    error = _from_upstream(pin, target)
-    if error is None:
-        source_file.write_text(pin.repo)
-        return target, pin.repo
-    looked.append(f"{pin.repo} ({error})")
-    raise ChartFault(f"chart {pin.chart} {pin.version} ({key}) not found: looked in {'; '.join(looked)}")
+    sha256: str
+    origin: str  # where the archive came from: a repository, or the source tag it was rebuilt from
 
 
 @dataclass(frozen=True)
@@ -157,44 +49,145 @@ class Archive:
     sha256: str
 
 
-def supply(charts: Mapping[str, ChartPin], *, renew: bool = False) -> dict[str, Archive]:
-    """Every chart in the cache and matching the lock (or, with `renew`, the lock rewritten)."""
-    lock = read_lock()
-    archives: dict[str, Archive] = {}
-    renewed = dict(lock)
-    for key, pin in sorted(charts.items()):
-        path, source = fetch(key, pin)
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def shown(path: Path) -> str:
+    """A path as messages print it: relative to the project when inside it."""
+    return str(path.relative_to(PROJECT)) if path.is_relative_to(PROJECT) else str(path)
+
+
+def archive_name(chart: str, version: str) -> str:
+    return f"{chart}-{version}.tgz"
+
+
+@dataclass(frozen=True)
+class ChartStore:
+    """The vendored archives and their lock (the project's own unless a test points elsewhere)."""
+
+    folder: Path = PROJECT / "vendor" / "charts"
+    lock: Path = PROJECT / "charts.lock"
+
+    def read_lock(self) -> dict[str, Locked]:
+        if not self.lock.is_file():
+            return {}
+        data = yaml.safe_load(self.lock.read_text()) or {}
+        return {key: Locked(**entry) for key, entry in (data.get("charts") or {}).items()}
+
+    def write_lock(self, entries: Mapping[str, Locked]) -> None:
+        body = {
+            key: {"chart": e.chart, "version": e.version, "sha256": e.sha256, "origin": e.origin}
+            for key, e in sorted(entries.items())
+        }
+        self.lock.write_text(_HEADER + yaml.safe_dump({"charts": body}, sort_keys=False, width=120))
+
+    def path(self, entry: Locked | ChartPin) -> Path:
+        return self.folder / archive_name(entry.chart, entry.version)
+
+    def supply(self, charts: Mapping[str, ChartPin]) -> dict[str, Archive]:
+        """Every pinned chart's vendored archive, checked against the lock."""
+        lock = self.read_lock()
+        return {key: self._checked(key, pin, lock.get(key)) for key, pin in sorted(charts.items())}
+
+    def _checked(self, key: str, pin: ChartPin, locked: Locked | None) -> Archive:
+        renew = f"run `sitegen charts --renew {key}` (make charts-renew) if the change is intended"
+        if locked is None:
+            raise ChartFault(f"{shown(self.lock)}: {key}: {pin.chart} {pin.version} is not vendored; {renew}")
+        if (locked.chart, locked.version) != (pin.chart, pin.version):
+            raise ChartFault(
+                f"{shown(self.lock)}: {key}: vendors {locked.chart} {locked.version}, config/versions.yaml "
+                f"pins {pin.chart} {pin.version}; {renew}"
+            )
+        path = self.path(pin)
+        if not path.is_file():
+            raise ChartFault(f"{shown(path)}: missing, locked for {key}; restore it from git or {renew}")
         digest = sha256(path)
-        if renew:
-            renewed[key] = Locked(pin.chart, pin.version, source, digest, content_sha256(path))
-        else:
-            _check(key, Locked(pin.chart, pin.version, source, digest, ""), path, lock.get(key))
-        archives[key] = Archive(path, digest)
-    if renew:
-        write_lock({k: v for k, v in renewed.items() if k in charts})
-    return archives
+        if digest != locked.sha256:
+            raise ChartFault(
+                f"{shown(path)}: sha256 {digest[:12]}..., {shown(self.lock)} holds "
+                f"{locked.sha256[:12]}... for {key}; {renew}"
+            )
+        return Archive(path, digest)
+
+    def strays(self) -> list[Path]:
+        """Archives in the folder that no lock entry names."""
+        named = {archive_name(e.chart, e.version) for e in self.read_lock().values()}
+        return sorted(p for p in self.folder.glob("*.tgz") if p.name not in named)
+
+    def outdated(self, charts: Mapping[str, ChartPin]) -> list[str]:
+        """The keys whose vendored archive is not the pinned one (a bump, a new chart), and the lock
+        entries no pin uses any more."""
+        lock = self.read_lock()
+        changed = [
+            key
+            for key, pin in charts.items()
+            if key not in lock or (lock[key].chart, lock[key].version) != (pin.chart, pin.version)
+        ]
+        return sorted([*changed, *(key for key in lock if key not in charts)])
+
+    def renew(
+        self, charts: Mapping[str, ChartPin], keys: Iterable[str], mirror: Path | None, origin: str | None
+    ) -> list[str]:
+        """Fetch each key's pinned archive (from `mirror` only, when given; else from upstream), vendor
+        it and lock it; entries of charts no longer pinned go, with every archive nothing locks."""
+        lock = {key: entry for key, entry in self.read_lock().items() if key in charts}
+        self.folder.mkdir(parents=True, exist_ok=True)
+        renewed = []
+        for key in sorted(set(keys)):
+            pin = charts[key]
+            with tempfile.TemporaryDirectory() as tmp:
+                fetched, where = _fetch(pin, mirror, Path(tmp))
+                shutil.copyfile(fetched, self.path(pin))
+            lock[key] = Locked(pin.chart, pin.version, sha256(self.path(pin)), origin or where)
+            renewed.append(key)
+        self.write_lock(lock)
+        for stray in self.strays():
+            stray.unlink()
+        return renewed
 
 
-def _check(key: str, got: Locked, path: Path, locked: Locked | None) -> None:
-    renew = "renew it with `sitegen charts --renew` if the change is intended"
-    if locked is None:
-        raise ChartFault(f"charts.lock: {key}: {got.chart} {got.version} is not locked; {renew}")
-    if (locked.chart, locked.version) != (got.chart, got.version):
-        raise ChartFault(
-            f"charts.lock: {key}: locks {locked.chart} {locked.version}, versions.yaml pins "
-            f"{got.chart} {got.version}; {renew}"
-        )
-    if locked.sha256 == got.sha256:
-        return
-    if locked.source != got.source:
-        content = content_sha256(path)
-        if content == locked.content:
-            return
-        raise ChartFault(
-            f"charts.lock: {key}: files of {got.chart} {got.version} from {got.source} have sha256 "
-            f"{content[:12]}..., the lock's (from {locked.source}) {locked.content[:12]}...; {renew}"
-        )
-    raise ChartFault(
-        f"charts.lock: {key}: archive of {got.chart} {got.version} from {got.source} has sha256 "
-        f"{got.sha256[:12]}..., the lock {locked.sha256[:12]}... (from {locked.source}); {renew}"
+def _fetch(pin: ChartPin, mirror: Path | None, tmp: Path) -> tuple[Path, str]:
+    """The pinned archive, and where it came from."""
+    if mirror is not None:
+        found = _from_mirror(mirror, pin)
+        if found is None:
+            raise ChartFault(
+                f"chart {pin.chart} {pin.version}: not in the mirror {mirror} "
+                f"(no index.yaml entry or {archive_name(pin.chart, pin.version)})"
+            )
+        return found, f"chart mirror (upstream {pin.repo})"
+    error = _from_upstream(pin, tmp)
+    if error is not None:
+        raise ChartFault(f"chart {pin.chart} {pin.version}: not found at {pin.repo}: {error}")
+    (pulled,) = tmp.glob("*.tgz")
+    return pulled, f"published at {pin.repo}"
+
+
+def _from_mirror(mirror: Path, pin: ChartPin) -> Path | None:
+    """A mirror is a Helm repository folder: its index.yaml names the file, else the usual file name."""
+    index = mirror / "index.yaml"
+    if index.is_file():
+        entries = (yaml.safe_load(index.read_text()) or {}).get("entries") or {}
+        for entry in entries.get(pin.chart) or []:
+            if str(entry.get("version")) == pin.version and entry.get("urls"):
+                candidate = mirror / entry["urls"][0]
+                if candidate.is_file():
+                    return candidate
+    candidate = mirror / archive_name(pin.chart, pin.version)
+    return candidate if candidate.is_file() else None
+
+
+def _from_upstream(pin: ChartPin, target: Path) -> str | None:
+    """Pull through Helm into `target`; the error Helm gives, or None."""
+    reference = [f"{pin.repo.rstrip('/')}/{pin.chart}"] if pin.is_oci else [pin.chart, "--repo", pin.repo]
+    result = subprocess.run(
+        [str(helm_binary()), "pull", *reference, "--version", pin.version, "--destination", str(target)],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
     )
+    if result.returncode != 0 or not any(target.glob("*.tgz")):
+        return (result.stderr.strip().splitlines() or ["no archive"])[-1]
+    return None

@@ -2,7 +2,7 @@
 what the last synth wrote, there is nothing to do.
 
 What synth reads: the config folder, the generator's code (sitegen/, constructs/, imports/, main.py),
-the locks that pin its libraries, Node packages and charts, and the variants asked for. The cache
+the vendored chart archives, the locks that pin its libraries, Node packages and charts, and the variants asked for. The cache
 keeps, per fingerprint of those, the digest of every file written; a tree edited by hand, or any
 changed input, takes the full path. Deliberately light: no model, no cdk8s, no Helm is loaded.
 """
@@ -34,6 +34,7 @@ def fingerprint(config: Path, variants: list[str] | None) -> str:
     digest.update(json.dumps([HELM_VERSION, variants]).encode())
     inputs = [(config, p) for p in _files(config, "*")]
     inputs += [(PROJECT, p) for folder in _CODE_FOLDERS for p in _files(PROJECT / folder, "*.py")]
+    inputs += [(PROJECT, p) for p in _files(PROJECT / "vendor" / "charts", "*.tgz")]
     inputs += [(PROJECT, PROJECT / name) for name in _LOCKS if (PROJECT / name).is_file()]
     for root, path in inputs:
         digest.update(path.relative_to(root).as_posix().encode() + b"\0")

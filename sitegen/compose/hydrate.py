@@ -6,7 +6,7 @@ they serve, each checked against the CRDs its chart renders), CRDs included as A
 object has none (what the destination namespace would do), patched where a chart cannot express what
 the site needs, and written like the cdk8s-rendered apps.
 
-Renders are cached on disk, keyed on the chart archive's digest, the values, the Kubernetes and API
+Renders are cached on disk, keyed on the vendored chart archive's digest, the values, the Kubernetes and API
 versions, release, namespace, patches and this module's own code; misses render in parallel.
 """
 
@@ -86,9 +86,9 @@ class RenderJob:
 
     @property
     def key(self) -> str:
-        payload = json.dumps(
-            {**asdict(self), "code": _CODE, "helm": HELM_VERSION}, sort_keys=True, default=str
-        )
+        """The render's identity: the archive by its digest, not its path, so clones share renders."""
+        fields = {k: v for k, v in asdict(self).items() if k != "archive"}
+        payload = json.dumps({**fields, "code": _CODE, "helm": HELM_VERSION}, sort_keys=True, default=str)
         return hashlib.sha256(payload.encode()).hexdigest()
 
 

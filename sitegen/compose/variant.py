@@ -17,7 +17,7 @@ from sitegen.components.context import ClusterContext
 from sitegen.components.networking.network_policies import WEBHOOK_KINDS
 from sitegen.compose import paths
 from sitegen.compose.apps import CompositionError, VariantApps, variant_apps
-from sitegen.compose.chart_supply import Archive, supply
+from sitegen.compose.chart_supply import Archive, ChartStore
 from sitegen.compose.charts import ObjectChart
 from sitegen.compose.delivery import bootstrap
 from sitegen.compose.fabric_hosts import fabric_files
@@ -137,7 +137,7 @@ def chart_keys(site: Site, variants: list[str]) -> list[str]:
 
 
 def _jobs(site: Site, every: list[VariantApps]) -> tuple[list[OutputFile], list[RenderJob]]:
-    archives = supply({k: site.versions.charts[k] for k in _used_charts(every)})
+    archives = ChartStore().supply({k: site.versions.charts[k] for k in _used_charts(every)})
     files: list[OutputFile] = []
     jobs: list[RenderJob] = []
     for apps in every:

@@ -6,10 +6,9 @@ from __future__ import annotations
 import subprocess
 import sys
 from dataclasses import dataclass
-from pathlib import Path
 
-from sitegen.compose.chart_supply import cached_archive, lock_path, read_lock, sha256
-from sitegen.compose.tools import HELM_VERSION, PROJECT, chart_mirror, helm_binary
+from sitegen.compose.chart_supply import ChartFault, ChartStore
+from sitegen.compose.tools import HELM_VERSION, PROJECT, helm_binary
 from sitegen.compose.variant import chart_keys
 from sitegen.model import Site
 
@@ -20,7 +19,6 @@ class Check:
     ok: bool
     detail: str
     fix: str = ""
-    blocking: bool = True  # a missing cache only costs time: synth fills it
 
 
 def _version(command: list[str]) -> str | None:
@@ -55,60 +53,24 @@ def checks(site: Site) -> list[Check]:
             "make deps (or point $SITEGEN_HELM at a helm " + HELM_VERSION + ")",
         )
     )
-    mirror = chart_mirror()
-    if mirror is None:
-        out.append(Check("chart mirror", True, "none: charts come from their upstream repositories"))
-    else:
+    pins = {k: site.versions.charts[k] for k in chart_keys(site, list(site.variants))}
+    try:
+        ChartStore().supply(pins)
         out.append(
-            Check(
-                "chart mirror",
-                (mirror / "index.yaml").is_file() or any(mirror.glob("*.tgz")),
-                str(mirror),
-                "point $SITEGEN_CHART_MIRROR at a directory of packaged charts, or unset it",
-            )
+            Check("vendored charts", True, f"{len(pins)} in vendor/charts/, as charts.lock holds them")
         )
-    lock = read_lock()
-    out.append(Check("charts.lock", bool(lock), str(lock_path().relative_to(PROJECT)), "make charts-renew"))
-    missing, changed = [], []
-    needed = chart_keys(site, list(site.variants))
-    for key, pin in sorted((k, site.versions.charts[k]) for k in needed):
-        archive = cached_archive(key, pin)
-        if not archive.is_file():
-            missing.append(key)
-        elif key in lock and sha256(archive) != lock[key].sha256 and lock[key].source != _source(archive):
-            continue  # another source: synth compares the files
-        elif key in lock and sha256(archive) != lock[key].sha256:
-            changed.append(key)
-    detail = f"{len(site.versions.charts) - len(missing)} of {len(site.versions.charts)} cached" + (
-        f"; not yet: {', '.join(missing[:4])}{'...' if len(missing) > 4 else ''}" if missing else ""
-    )
-    out.append(
-        Check("chart cache", not missing, detail, "make charts (synth fetches them too)", blocking=False)
-    )
-    if changed:
-        out.append(
-            Check(
-                "chart archives",
-                False,
-                f"differ from charts.lock: {', '.join(changed)}",
-                "make charts-renew, on purpose",
-            )
-        )
+    except ChartFault as fault:
+        out.append(Check("vendored charts", False, str(fault), "git checkout -- vendor/charts charts.lock"))
     return out
-
-
-def _source(archive: Path) -> str:
-    source = archive.with_suffix(".source")
-    return source.read_text().strip() if source.is_file() else ""
 
 
 def render(results: list[Check]) -> str:
     width = max(len(c.name) for c in results)
     lines = []
     for c in results:
-        mark = "ok " if c.ok else "!! " if c.blocking else "-- "
+        mark = "ok " if c.ok else "!! "
         line = f"{mark}{c.name:<{width}}  {c.detail}"
         lines.append(line if c.ok else f"{line}\n   {'':<{width}}  fix: {c.fix}")
-    bad = sum(not c.ok and c.blocking for c in results)
+    bad = sum(not c.ok for c in results)
     lines.append("ready: make synth, make test" if not bad else f"{bad} to fix before make synth")
     return "\n".join(lines) + "\n"
