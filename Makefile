@@ -26,8 +26,11 @@ charts: $(PY_STAMP) $(NPM_STAMP)
 charts-renew: $(PY_STAMP) $(NPM_STAMP)
 	@$(BIN)/sitegen charts --renew $(if $(MIRROR),--mirror $(MIRROR)) $(CHARTS)
 
+# Tests copy dist/ (45 MB) dozens of times: on a RAM-backed /dev/shm when the machine has one.
+TEST_TMPDIR := $(or $(TMPDIR),$(shell test -d /dev/shm -a -w /dev/shm && echo /dev/shm))
+
 test: $(PY_STAMP) $(NPM_STAMP)
-	@$(BIN)/pytest
+	@$(if $(TEST_TMPDIR),TMPDIR=$(TEST_TMPDIR) )$(BIN)/pytest
 
 # Import layers (pyproject's [tool.importlinter]). import-linter finds packages with importlib, and our
 # constructs/ is a namespace portion of the jsii library's package: point the package's spec at both

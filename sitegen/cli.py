@@ -379,5 +379,10 @@ def components(config_dir: Path) -> None:
     click.echo(component_table(_load(config_dir)), nl=False)
 
 
-def main() -> None:
-    cli()
+def main(args: list[str] | None = None) -> None:
+    """The console script and main.py: one process per command, so it may keep its cdk8s calls on one
+    CPU (before cdk8s starts Node; see compose.tools.converse_on_one_cpu)."""
+    from sitegen.compose.tools import converse_on_one_cpu
+
+    converse_on_one_cpu()
+    cli(args)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -73,11 +73,12 @@ def validate(tree: Path):
 
 
 @pytest.fixture
-def tree(tmp_path: Path) -> Path:
-    """A copy of the committed dist/ to break."""
+def tree(tmp_path: Path) -> Iterator[Path]:
+    """A copy of the committed dist/ to break (removed after the test: 45 MB each)."""
     target = tmp_path / "dist"
     shutil.copytree(DIST, target)
-    return target
+    yield target
+    shutil.rmtree(target, ignore_errors=True)
 
 
 def add(tree: Path, rel: str, *docs: dict[str, Any]) -> str:

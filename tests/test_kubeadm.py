@@ -6,7 +6,7 @@ import re
 
 import pytest
 import yaml
-from cdk8s import Testing as K8sTesting
+from cdk8s import App, Chart
 
 from constructs.host_file import HostFile
 from constructs.kube_vip import KubeVipStaticPod
@@ -19,7 +19,7 @@ from .conftest import DIST, validate
 
 def _files(site, variant="one-cluster", cluster="ai"):
     layout = next(c for c in resolve(site, variant).clusters if c.name == cluster)
-    chart = K8sTesting.chart()
+    chart = Chart(App(), "test")  # Testing.chart() leaves a temporary folder behind
     KubeadmConfigs(chart, "Kubeadm", cluster=layout, kubernetes_version=site.versions.kubernetes)
     return {f.file_name: f.documents() for f in chart.node.find_all() if isinstance(f, HostFile)}
 
@@ -150,7 +150,7 @@ def test_kubeadm_snapshot(snapshot):
 @pytest.mark.parametrize("bootstrap", [True, False])
 def test_kube_vip_static_pod(site, bootstrap):
     cluster = resolve(site, "one-cluster").clusters[0]
-    chart = K8sTesting.chart()
+    chart = Chart(App(), "test")  # Testing.chart() leaves a temporary folder behind
     vip = KubeVipStaticPod(
         chart,
         "KubeVip",

@@ -9,6 +9,7 @@ other means are listed in PASS_THROUGH, each with the reason.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import tarfile
@@ -21,6 +22,7 @@ from typing import Any
 import yaml
 
 from sitegen.compose.kube_yaml import KubeLoader
+from sitegen.compose.tools import stored
 
 # (chart, dotted path) -> why the chart takes anything below it
 PASS_THROUGH: dict[tuple[str, str], str] = {
@@ -91,8 +93,23 @@ def _subchart(parts: list[str]) -> str:
     return ".".join(names)
 
 
+_CODE = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
+
+
 @cache
 def chart_keys(archive: Path) -> ChartKeys:
+    """What a chart takes, by archive and this module's code: read from its templates once, then from
+    the cache."""
+    key = f"{hashlib.sha256(archive.read_bytes()).hexdigest()}-{_CODE}"
+    defaults, *paths = stored("chart-keys", key, lambda: _plain(_read_chart_keys(archive)))
+    return ChartKeys(defaults, *(frozenset(p) for p in paths))
+
+
+def _plain(keys: ChartKeys) -> tuple[Any, ...]:
+    return keys.defaults, *(sorted(p) for p in (keys.declared, keys.read, keys.whole, keys.joined))
+
+
+def _read_chart_keys(archive: Path) -> ChartKeys:
     defaults: dict[str, Any] = {}
     subs: dict[str, Any] = {}
     declared: set[str] = set()

@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
+from importlib.metadata import version
 from pathlib import Path, PurePosixPath
 
+from sitegen.check import schemas
 from sitegen.check.allowlists import allow_lists
 from sitegen.check.appsets import applications
 from sitegen.check.rules import Context, run_rules
-from sitegen.check.schemas import Problem, SchemaCatalog, json_patch_problems
+from sitegen.check.schemas import SchemaCatalog, json_patch_problems
 from sitegen.check.tree import Document, load_tree
 from sitegen.components.base import ChartComponent
 from sitegen.compose.apps import variant_apps
 from sitegen.compose.chart_supply import ChartStore
+from sitegen.compose.tools import keep, read_stored
 from sitegen.model import Site, resolve
 
 
@@ -60,21 +65,39 @@ def values_charts(site: Site, docs: list[Document]) -> dict[PurePosixPath, tuple
     return out
 
 
-# Schema problems per (schema sources, file digest, document index), for the life of the process: the
-# same object under the same CRDs validates the same (tests validate many near-identical trees).
-_SCHEMA_MEMO: dict[tuple[object, bytes, int], list[Problem]] = {}
+# Schema problems by (file digest, document index), per set of schema sources: the same object under
+# the same schemas validates the same. Kept for the process (tests validate many near-identical trees)
+# and in the cache for the next one.
+_SCHEMA_MEMO: dict[str, dict[tuple[bytes, int], list[tuple[str, str]]]] = {}
+_SCHEMA_CODE = hashlib.sha256(
+    Path(schemas.__file__).read_bytes()
+    + version("kubernetes-validate").encode()
+    + version("jsonschema").encode()
+).hexdigest()[:16]
+
+
+def _sources_key(kubernetes: str, crd_dirs: list[Path], crds: Iterable[bytes]) -> str:
+    digest = hashlib.blake2b(digest_size=16)
+    digest.update(repr((kubernetes, [str(d.resolve()) for d in crd_dirs], _SCHEMA_CODE)).encode())
+    for crd in sorted(set(crds)):
+        digest.update(crd)
+    return digest.hexdigest()
 
 
 def validate_tree(dist: Path, site: Site, crd_dirs: list[Path] | None = None) -> Report:
     crd_dirs = crd_dirs or []
     docs = load_tree(dist)
     catalog = SchemaCatalog(site.versions.kubernetes, crd_dirs)
-    rendered_crds = set()
     for doc in docs:
         if doc.kind == "CustomResourceDefinition":
             catalog.add_crd(doc.body)  # CRDs rendered into dist/ count too
-            rendered_crds.add(doc.digest)
-    sources = (site.versions.kubernetes, tuple(str(d.resolve()) for d in crd_dirs), frozenset(rendered_crds))
+    key = _sources_key(
+        site.versions.kubernetes, crd_dirs, (d.digest for d in docs if d.kind == "CustomResourceDefinition")
+    )
+    if key not in _SCHEMA_MEMO:
+        _SCHEMA_MEMO[key] = dict(read_stored("schema-problems", key) or {})
+    memo = _SCHEMA_MEMO[key]
+    known = len(memo)
     findings = []
     for doc in docs:
         if doc.variant not in site.variants:
@@ -84,14 +107,17 @@ def validate_tree(dist: Path, site: Site, crd_dirs: list[Path] | None = None) ->
             continue
         if doc.is_values:
             continue  # Helm values are checked by the typed models that write them
-        key = (sources, doc.digest, doc.index)
-        if key not in _SCHEMA_MEMO:
-            _SCHEMA_MEMO[key] = (
+        at = (doc.digest, doc.index)
+        if at not in memo:
+            problems = (
                 json_patch_problems(doc.body["_"]) if doc.is_kubeadm_patch else catalog.validate(doc.body)
             )
+            memo[at] = [(p.path, p.message) for p in problems]
         findings += [
-            Finding(doc.file, doc.index, doc.ref, "schema", p.path, p.message) for p in _SCHEMA_MEMO[key]
+            Finding(doc.file, doc.index, doc.ref, "schema", path, message) for path, message in memo[at]
         ]
+    if len(memo) > known:
+        keep("schema-problems", key, memo)
     apps, expand_errors = applications(docs)
     context = Context(
         docs=docs,

@@ -20,6 +20,7 @@ from typing import Any
 
 import yaml
 
+from sitegen.compose.kube_yaml import KubeLoader
 from sitegen.model import ConfigError, Site
 
 # The server-pool fields AIStor fixes at a pool's first start.
@@ -32,7 +33,7 @@ _JOIN_HEADER = re.compile(r"\b([a-z][\w-]*)=(\d+\.\d+\.\d+\.\d+)")
 
 
 def _docs(data: bytes) -> list[dict[str, Any]]:
-    return [d for d in yaml.safe_load_all(data) if isinstance(d, dict)]
+    return [d for d in yaml.load_all(data, Loader=KubeLoader) if isinstance(d, dict)]
 
 
 def _object_stores(files: Mapping[PurePosixPath, bytes]) -> dict[PurePosixPath, dict[str, Any]]:

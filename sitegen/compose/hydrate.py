@@ -7,20 +7,23 @@ object has none (what the destination namespace would do), patched where a chart
 the site needs, and written like the cdk8s-rendered apps.
 
 Renders are cached on disk, keyed on the vendored chart archive's digest, the values, the Kubernetes and API
-versions, release, namespace, patches and this module's own code; misses render in parallel.
+versions, release, namespace, patches and this module's own code; misses render in parallel,
+in the background while the caller composes.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import marshal
 import os
 import re
 import subprocess
 import tempfile
-from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
-from dataclasses import asdict, dataclass
+from collections.abc import Callable, Iterator
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from contextlib import contextmanager
+from dataclasses import asdict, astuple, dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -29,7 +32,7 @@ import yaml
 from sitegen.components.base import JsonPatch, ObjectPatch
 from sitegen.compose import kube_yaml, writer
 from sitegen.compose.kube_yaml import KubeLoader
-from sitegen.compose.tools import HELM_VERSION, cache_dir, helm_binary
+from sitegen.compose.tools import HELM_VERSION, cache_dir, every_cpu, helm_binary
 
 # Kinds of the built-in API that are cluster-scoped (by group, kind); everything else a chart renders
 # is namespaced unless a CRD of the cluster says otherwise.
@@ -233,6 +236,7 @@ def render(job: RenderJob) -> Rendered:
 
 
 _DOCUMENT_START = re.compile(r"^---[ \t]*$", re.M)
+_SOURCE_COMMENT = re.compile(r"^# Source: .*(?:\n|\Z)", re.M)  # where Helm took each object from
 _CRD_KIND = re.compile(r"^kind:[ \t]*CustomResourceDefinition[ \t]*$", re.M)
 _SCHEMA_KEY = re.compile(r"^( *)(?:- )?schema:[ \t]*$")
 
@@ -266,7 +270,7 @@ def _split(job: RenderJob, stream: str) -> tuple[dict[str, dict[str, Any]], list
     verbatim: dict[str, dict[str, Any]] = {}
     objects: list[dict[str, Any]] = []
     for chunk in _DOCUMENT_START.split(stream):
-        body = "\n".join(ln for ln in chunk.strip("\n").splitlines() if not ln.startswith("# Source: "))
+        body = _SOURCE_COMMENT.sub("", chunk).strip("\n")
         if not body.strip():
             continue
         if _CRD_KIND.search(body) and "CustomResourceDefinition" not in patched_kinds:
@@ -280,7 +284,8 @@ def _split(job: RenderJob, stream: str) -> tuple[dict[str, dict[str, Any]], list
 
 
 def _cached(job: RenderJob) -> Path:
-    return cache_dir() / "renders" / f"{job.key}.json"
+    # marshal: Python's own format for plain values, read back several times faster than JSON
+    return cache_dir() / "renders" / f"{job.key}.marshal"
 
 
 def _render_and_store(job: RenderJob) -> Rendered:
@@ -288,23 +293,26 @@ def _render_and_store(job: RenderJob) -> Rendered:
     target = _cached(job)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_text(json.dumps({"objects": [asdict(o) for o in rendered.objects], "serves": rendered.serves}))
+    tmp.write_bytes(marshal.dumps(([astuple(o) for o in rendered.objects], rendered.serves)))
     tmp.replace(target)
     return rendered
 
 
 def _load(path: Path) -> Rendered:
-    data = json.loads(path.read_text())
-    return Rendered(tuple(RenderedObject(**o) for o in data["objects"]), tuple(data["serves"]))
+    objects, serves = marshal.loads(path.read_bytes())
+    return Rendered(tuple(RenderedObject(*o) for o in objects), tuple(serves))
 
 
 Progress = Callable[[int, int, str], None]  # (done, total, app) as each render finishes
 
 
-def hydrate(
+@contextmanager
+def hydrating(
     jobs: list[RenderJob], workers: int | None = None, progress: Progress | None = None
-) -> dict[str, Rendered]:
-    """Every job's objects by app folder: from the cache, the misses rendered on every core."""
+) -> Iterator[Callable[[], dict[str, Rendered]]]:
+    """Start every job's render at once: from the cache, the misses on every CPU in the background
+    (largest chart first, so the workers finish together). The caller composes meanwhile and calls the
+    yielded function for the renders by app folder, which waits for the misses."""
     out: dict[str, Rendered] = {}
     misses = []
     for job in jobs:
@@ -313,18 +321,25 @@ def hydrate(
             out[job.folder] = _load(cached)
         else:
             misses.append(job)
-    if len(misses) == 1 or workers == 1:
-        for i, job in enumerate(misses, 1):
-            out[job.folder] = _render_and_store(job)
-            if progress:
-                progress(i, len(misses), job.app)
-    elif misses:
-        # the largest charts first, so two workers finish together
-        misses.sort(key=lambda j: -Path(j.archive).stat().st_size)
-        with ProcessPoolExecutor(max_workers=workers or os.cpu_count()) as pool:
-            results = pool.map(_render_and_store, misses)
-            for i, (job, rendered) in enumerate(zip(misses, results, strict=True), 1):
-                out[job.folder] = rendered
+    if not misses:
+        yield lambda: out
+        return
+    misses.sort(key=lambda j: -Path(j.archive).stat().st_size)
+    pool = ProcessPoolExecutor(
+        max_workers=min(workers or os.cpu_count() or 1, len(misses)), initializer=every_cpu
+    )
+    try:
+        futures = {pool.submit(_render_and_store, job): job for job in misses}
+
+        def wait() -> dict[str, Rendered]:
+            for done, future in enumerate(as_completed(futures), 1):
+                job = futures[future]
+                out[job.folder] = future.result()
                 if progress:
-                    progress(i, len(misses), job.app)
-    return out
+                    progress(done, len(misses), job.app)
+            futures.clear()
+            return out
+
+        yield wait
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)

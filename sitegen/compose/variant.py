@@ -12,7 +12,7 @@ from typing import Any
 
 from cdk8s import App
 
-from sitegen.components.base import ChartComponent, RenderedComponent
+from sitegen.components.base import ChartComponent, Component, RenderedComponent
 from sitegen.components.context import ClusterContext
 from sitegen.components.networking.network_policies import WEBHOOK_KINDS
 from sitegen.compose import paths
@@ -22,7 +22,7 @@ from sitegen.compose.charts import ObjectChart
 from sitegen.compose.delivery import bootstrap
 from sitegen.compose.fabric_hosts import fabric_files
 from sitegen.compose.hosts import etcd_patches, host_files, mirror_files
-from sitegen.compose.hydrate import Progress, Rendered, RenderJob, hydrate
+from sitegen.compose.hydrate import Progress, Rendered, RenderJob, hydrating
 from sitegen.compose.runbook import runbook
 from sitegen.compose.writer import OutputFile
 from sitegen.model import ConfigError, Site, resolve
@@ -79,26 +79,60 @@ def _check_serves(ctx: ClusterContext, component: ChartComponent, rendered: Rend
         )
 
 
-def _variant_files(app: App, apps: VariantApps, hydrated: Mapping[str, Rendered]) -> list[OutputFile]:
+@dataclasses.dataclass
+class _Composed:
+    """What a variant's composition needs no chart render for: the cdk8s charts of the components
+    that read no other app's objects, and the host files."""
+
+    charts: dict[tuple[str, str], ObjectChart]
+    files: list[OutputFile]
+
+
+def _reads_rendered(component: Component) -> bool:
+    return isinstance(component, RenderedComponent) and component.reads_rendered
+
+
+def _compose_independent(app: App, apps: VariantApps) -> _Composed:
     site, variant = apps.site, apps.layout.name
-    files: list[OutputFile] = []
+    composed = _Composed({}, [])
+    for ctx in apps.contexts:
+        cluster = ctx.cluster.name
+        for component in ctx.components:
+            if isinstance(component, RenderedComponent) and not component.reads_rendered:
+                folder = paths.app_dir(variant, cluster, component.name)
+                chart = ObjectChart(app, f"{variant}-{cluster}-{component.name}", folder=folder)
+                component.render(chart, ctx)
+                chart.documents  # noqa: B018  (its JSON from cdk8s, also while the charts render)
+                composed.charts[(cluster, component.name)] = chart
+        composed.files += host_files(app, site, variant, ctx.cluster).output_files()
+        composed.files += fabric_files(site, variant, ctx.cluster)
+        composed.files += etcd_patches(variant, ctx.cluster)
+    return composed
+
+
+def _variant_files(
+    app: App, apps: VariantApps, composed: _Composed, hydrated: Mapping[str, Rendered]
+) -> list[OutputFile]:
+    """The rest of a variant, once its charts are rendered: the chart apps' objects, the components
+    that read other apps' objects (in their order), the bootstrap and the runbook."""
+    variant = apps.layout.name
+    files = list(composed.files)
     charts: dict[tuple[str, str], ObjectChart] = {}
     documents: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for ctx in apps.contexts:
         cluster = ctx.cluster.name
         readers = sorted(
-            (c for c in ctx.components if isinstance(c, RenderedComponent) and c.reads_rendered),
-            key=lambda c: c.reads_readers,
+            (c for c in ctx.components if _reads_rendered(c)),
+            key=lambda c: c.reads_readers,  # type: ignore[attr-defined]
         )
         for component in [*(c for c in ctx.components if c not in readers), *readers]:
             folder = paths.app_dir(variant, cluster, component.name)
             if isinstance(component, RenderedComponent):
-                chart = ObjectChart(app, f"{variant}-{cluster}-{component.name}", folder=folder)
-                if component.reads_rendered:
+                chart = composed.charts.get((cluster, component.name))
+                if chart is None:
+                    chart = ObjectChart(app, f"{variant}-{cluster}-{component.name}", folder=folder)
                     rendered = {name: docs for (c, name), docs in documents.items() if c == cluster}
                     component.render(chart, dataclasses.replace(ctx, rendered=rendered))
-                else:
-                    component.render(chart, ctx)
                 charts[(cluster, component.name)] = chart
                 documents[(cluster, component.name)] = chart.documents
             elif isinstance(component, ChartComponent):
@@ -111,9 +145,6 @@ def _variant_files(app: App, apps: VariantApps, hydrated: Mapping[str, Rendered]
                     o.document() if o.kind in WEBHOOK_KINDS else o.metadata_document()
                     for o in rendered.objects
                 ]
-        files += host_files(app, site, variant, ctx.cluster).output_files()
-        files += fabric_files(site, variant, ctx.cluster)
-        files += etcd_patches(variant, ctx.cluster)
     root = ObjectChart(app, f"{variant}-bootstrap", folder=paths.bootstrap_dir(variant))
     bootstrap(root, apps, documents)
     for chart in [*charts.values(), root]:
@@ -123,7 +154,7 @@ def _variant_files(app: App, apps: VariantApps, hydrated: Mapping[str, Rendered]
         ours[cluster] += chart.documents
     ours[apps.layout.hub.name] += root.documents  # the bootstrap objects live on the hub
     files.append(OutputFile(paths.bootstrap_dir(variant) / paths.RUNBOOK, [], text=runbook(apps, ours)))
-    files += mirror_files(site, variant)
+    files += mirror_files(apps.site, variant)
     return files
 
 
@@ -158,18 +189,22 @@ def synthesize(
     """Every output file of the given variants, in a stable order."""
     every = [variant_apps(site, resolve(site, v)) for v in variants]
     files, jobs = _jobs(site, every)
-    hydrated = hydrate(jobs, workers, progress)
     app = App()
-    for apps in every:
-        files += _variant_files(app, apps, hydrated)
+    with hydrating(jobs, workers, progress) as rendered:
+        # what needs no render is composed while the charts render
+        composed = [_compose_independent(app, apps) for apps in every]
+        hydrated = rendered()
+    for apps, independent in zip(every, composed, strict=True):
+        files += _variant_files(app, apps, independent, hydrated)
     _check_service_addresses(site, files)
     return sorted(files, key=lambda f: f.path)
 
 
 def _takes_cluster_ip(file: OutputFile) -> int:
-    if file.text is not None:  # a hydrated object, one per file
+    if file.text is not None:  # a hydrated object, one per file named <namespace>.<kind>.<name>.yaml
         return int(
-            re.search(r"^kind: Service$", file.text, re.M) is not None
+            ".service." in file.path.name
+            and re.search(r"^kind: Service$", file.text, re.M) is not None
             and re.search(r"^  clusterIP: None$", file.text, re.M) is None
         )
     return sum(

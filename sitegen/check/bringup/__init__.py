@@ -7,7 +7,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from sitegen.check.bringup.simulate import Blocker, Event, Result, Simulation, Texts, Tree
-from sitegen.check.tree import _parse
+from sitegen.check.tree import parse_documents
 from sitegen.compose import paths
 from sitegen.compose.writer import OutputFile, render
 from sitegen.model import Site, resolve
@@ -29,7 +29,7 @@ def from_dist(dist: Path, variant: str) -> tuple[Tree, Texts]:
         rel = PurePosixPath(file.relative_to(dist).as_posix())
         data = file.read_bytes()
         if rel.suffix == ".yaml":
-            tree[rel] = [b for b in _parse(data)[1] if isinstance(b, dict)]
+            tree[rel] = [b for b in parse_documents(data)[1] if isinstance(b, dict)]
         if _is_text(rel):
             texts[rel] = data.decode("utf-8")
     return tree, texts
@@ -43,7 +43,11 @@ def from_files(files: Iterable[OutputFile], variant: str) -> tuple[Tree, Texts]:
             continue
         if file.path.suffix == ".yaml":
             # hydrated chart objects come pre-rendered (text), ours as documents
-            docs = file.documents if file.documents or file.text is None else _parse(file.text.encode())[1]
+            docs = (
+                file.documents
+                if file.documents or file.text is None
+                else parse_documents(file.text.encode())[1]
+            )
             tree[file.path] = [d for d in docs if isinstance(d, dict)]
         if _is_text(file.path):
             texts[file.path] = render(file)

@@ -79,11 +79,12 @@ def _destinations(ctx: Context) -> Iterator[Violation]:
             )
 
 
-def _projects(ctx: Context, variant: str) -> dict[str, dict[str, Any]]:
+def _projects(ctx: Context) -> dict[tuple[str, str], dict[str, Any]]:
+    """Every AppProject's spec by (variant, name)."""
     return {
-        d.name: d.body.get("spec") or {}
+        (d.variant, d.name): d.body.get("spec") or {}
         for d in ctx.docs
-        if d.variant == variant and d.group == "argoproj.io" and d.kind == "AppProject"
+        if d.kind == "AppProject" and d.group == "argoproj.io"
     }
 
 
@@ -98,8 +99,7 @@ def _rendered_under(ctx: Context, app: ExpandedApp) -> Iterator[Document]:
         folder = _tree_path(ctx, str(source.get("path", ""))) if "path" in source else None
         if folder is None:
             continue
-        prefix = folder.relative_to(ctx.root).as_posix() + "/"
-        yield from (d for d in ctx.docs if d.file.as_posix().startswith(prefix))
+        yield from ctx.docs_under(folder.relative_to(ctx.root).as_posix())
 
 
 @rule(
@@ -108,8 +108,9 @@ def _rendered_under(ctx: Context, app: ExpandedApp) -> Iterator[Document]:
     "every Application stays inside its project: repositories, destinations, kinds",
 )
 def _project_admits(ctx: Context) -> Iterator[Violation]:
+    projects = _projects(ctx)
     for app in ctx.apps:
-        project = _projects(ctx, app.source.variant).get(app.project)
+        project = projects.get((app.source.variant, app.project))
         if project is None:
             yield Violation(app.source, _at(app, ".project"), f"project {app.project!r} is not declared")
             continue

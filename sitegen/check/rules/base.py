@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path, PurePosixPath
 
 from sitegen.check.allowlists import AllowLists
@@ -49,8 +51,28 @@ class Context:
         return self.allow.agents_of(doc.variant, doc.cluster)
 
     def workloads(self, scheduled_only: bool = True) -> Iterator[Workload]:
-        for doc in self.docs:
-            yield from workloads([doc], self.agents(doc), scheduled_only)
+        return iter(self._workloads[scheduled_only])
+
+    @cached_property
+    def _workloads(self) -> dict[bool, list[Workload]]:
+        """Every pod template, found once for all the rules that read them."""
+        return {
+            scheduled: [w for doc in self.docs for w in workloads([doc], self.agents(doc), scheduled)]
+            for scheduled in (True, False)
+        }
+
+    def docs_under(self, folder: str) -> list[Document]:
+        """The documents of files below `folder` (a dist-relative path, as Applications name them)."""
+        paths, docs = self._by_path
+        prefix = folder.rstrip("/") + "/"
+        start = bisect.bisect_left(paths, prefix)
+        end = bisect.bisect_left(paths, prefix[:-1] + "0")  # "0" sorts right after "/"
+        return docs[start:end]
+
+    @cached_property
+    def _by_path(self) -> tuple[list[str], list[Document]]:
+        ordered = sorted(self.docs, key=lambda d: (d.file.as_posix(), d.index))
+        return [d.file.as_posix() for d in ordered], ordered
 
 
 Check = Callable[[Context], Iterator[Violation]]
