@@ -2,7 +2,7 @@
 the registration of spoke clusters.
 
 The Argo CD CRDs are too large to import through jsii with profit; these are ApiObjects whose specs are
-checked against `shared/crds/argo-cd` by `validate`.
+checked by `validate` against the CRDs the argo-cd chart renders.
 """
 
 from __future__ import annotations
