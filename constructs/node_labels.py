@@ -39,8 +39,10 @@ while read -r host patch taints; do
     404) absent=$((absent + 1)); continue ;;
     *) echo "$host: PATCH answered HTTP $code" >&2; exit 1 ;;
   esac
+  # the API server pretty-prints JSON for curl: compare without layout (taints hold no spaces)
+  tr -d ' \t\r\n' < "${TMPDIR:-/tmp}/node.json" > "${TMPDIR:-/tmp}/node.min.json"
   for taint in $taints; do
-    if ! grep -qF "$taint" "${TMPDIR:-/tmp}/node.json"; then
+    if ! grep -qF "$taint" "${TMPDIR:-/tmp}/node.min.json"; then
       echo "$host: lacks its pool's taint $taint (it joined without --register-with-taints)" >&2
       untainted=$((untainted + 1))
     fi

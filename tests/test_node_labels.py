@@ -13,6 +13,8 @@ import pytest
 from constructs.node_labels import LABEL_SCRIPT, host_lines
 from sitegen.model import resolve
 
+from .fake_apiserver import FakeApiServer, fake_apiserver, node
+
 SEED_LABELS = {
     "gpu": {
         "node-role.kubernetes.io/gpu": "true",
@@ -56,59 +58,55 @@ def test_no_node_object_is_ever_in_git(docs):
 
 
 def _run_labeler(
-    tmp_path: Path, nodes: dict[str, str | None], lines: str
+    api: FakeApiServer, lines: str, folder: Path, token: str | None = None
 ) -> subprocess.CompletedProcess[str]:
-    """The Job's script against a fake API: `nodes` maps a joined host to the Node JSON it returns."""
-    (tmp_path / "sa").mkdir()
-    (tmp_path / "sa" / "token").write_text("t")
-    (tmp_path / "nodes.txt").write_text(lines)
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    for host, body in nodes.items():
-        (tmp_path / f"{host}.json").write_text(body or "")
-    # curl ... -o FILE -w '%{http_code}' -X PATCH ... URL -d PATCH: records the patch, answers per host
-    (bin_dir / "curl").write_text(
-        """#!/bin/sh
-out=""; url=""; data=""
-while [ $# -gt 0 ]; do
-  case "$1" in -o) out="$2"; shift ;; -d) data="$2"; shift ;; https://*) url="$1" ;; esac; shift
-done
-host=${url##*/}
-echo "$host $data" >> "$FAKE/patches"
-if [ -f "$FAKE/$host.json" ]; then cp "$FAKE/$host.json" "$out"; printf 200; else printf 404; fi
-"""
-    )
-    (bin_dir / "curl").chmod(0o755)
+    """The Job's script, with the real curl, against a fake API server that answers as the real one."""
+    sa = folder / "sa"
+    sa.mkdir(exist_ok=True)
+    (sa / "token").write_text(token or api.token)
+    shutil.copyfile(api.ca, sa / "ca.crt")
+    (folder / "nodes.txt").write_text(lines)
     env = {
-        "PATH": f"{bin_dir}:{os.environ['PATH']}",
-        "FAKE": str(tmp_path),
-        "TMPDIR": str(tmp_path),
-        "NODE_LIST": str(tmp_path / "nodes.txt"),
-        "SA_DIR": str(tmp_path / "sa"),
-        "API_SERVER": "https://api.test",
+        "PATH": os.environ["PATH"],
+        "TMPDIR": str(folder),
+        "NODE_LIST": str(folder / "nodes.txt"),
+        "SA_DIR": str(sa),
+        "API_SERVER": api.url,
     }
     return subprocess.run(
-        ["/bin/sh", "-c", LABEL_SCRIPT], env=env, capture_output=True, text=True, check=False
+        ["/bin/sh", "-c", LABEL_SCRIPT], env=env, capture_output=True, text=True, check=False, timeout=60
     )
 
 
 def test_the_labeler_labels_joined_nodes_skips_the_others_and_checks_taints(site, tmp_path):
+    """The API server pretty-prints for curl: the taint check must read the Node whatever its layout."""
     layout = resolve(site, "one-cluster").clusters[0]
     gpu, infra = layout.pool("gpu"), layout.pool("infra")
-    tainted = '{"spec":{"taints":[{"key":"dedicated","value":"gpu","effect":"NoSchedule","timeAdded":null}]}}'
+    taint = {"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}
     lines = host_lines([gpu, infra])
-    result = _run_labeler(tmp_path, {"gpu01": tainted, "infra01": "{}"}, lines)
-    assert result.returncode == 0, result.stderr
-    assert "labeled 2 nodes; 15 listed hosts have not joined; 0 taints missing" in result.stdout
-    patches = dict(line.split(" ", 1) for line in (tmp_path / "patches").read_text().splitlines())
-    assert json.loads(patches["gpu01"]) == {"metadata": {"labels": gpu.labels}}
-    # a GPU node that came up without its taint: the Job fails and says which
-    (tmp_path / "patches").unlink()
-    for f in ("sa", "bin"):
-        shutil.rmtree(tmp_path / f)
-    result = _run_labeler(tmp_path, {"gpu01": "{}", "infra01": "{}"}, lines)
-    assert result.returncode == 1
-    assert "gpu01: lacks its pool's taint" in result.stderr and "1 taints missing" in result.stdout
+    with fake_apiserver(tmp_path / "api") as api:
+        api.nodes = {"gpu01": node("gpu01", taints=[taint]), "infra01": node("infra01")}
+        result = _run_labeler(api, lines, tmp_path)
+        assert result.returncode == 0, result.stderr
+        assert "labeled 2 nodes; 15 listed hosts have not joined; 0 taints missing" in result.stdout
+        assert {k: v for k, v in api.nodes["gpu01"]["metadata"]["labels"].items() if k in gpu.labels} == gpu.labels
+        assert "gpu02" not in api.nodes  # a host that has not joined stays absent: PATCH never creates
+        assert all(agent.startswith("curl/") for _, _, agent, _ in api.requests)
+
+        # a GPU node that came up without its taint: the Job fails and says which
+        api.nodes["gpu01"] = node("gpu01")
+        result = _run_labeler(api, lines, tmp_path)
+        assert result.returncode == 1
+        assert "gpu01: lacks its pool's taint" in result.stderr and "1 taints missing" in result.stdout
+
+
+def test_the_labeler_stops_on_an_answer_it_does_not_expect(site, tmp_path):
+    """A wrong token (401) is not a host that has not joined (404): the Job fails and says so."""
+    lines = host_lines([resolve(site, "one-cluster").clusters[0].pool("infra")])
+    with fake_apiserver(tmp_path / "api") as api:
+        api.nodes = {"infra01": node("infra01")}
+        result = _run_labeler(api, lines, tmp_path, token="expired")
+    assert result.returncode == 1 and "PATCH answered HTTP 401" in result.stderr
 
 
 @pytest.mark.parametrize(

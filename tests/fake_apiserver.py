@@ -1,0 +1,157 @@
+"""A Kubernetes API server stand-in on loopback, for the scripts the site runs against the real one.
+
+It answers as kube-apiserver v1.35 does where our scripts depend on it: HTTPS with a certificate of
+its own CA (the script must pass --cacert), a bearer token or 401, Nodes by name (404 with a Status
+object for a host that has not joined), JSON merge patches (RFC 7386) that never create, and the
+response body pretty-printed (two-space indentation) when the client is a command-line HTTP tool
+(a User-Agent starting with `curl` or `Wget`) or a browser, unless `?pretty=false` is asked for
+(k8s.io/apiserver endpoints/handlers/negotiation: isPrettyPrint). What it does not model: watches,
+field selectors, server-side apply, resourceVersion conflicts.
+"""
+
+from __future__ import annotations
+
+import json
+import ssl
+import subprocess
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+
+def node(name: str, labels: dict[str, str] | None = None, taints: list[dict[str, str]] | None = None) -> dict:
+    """A Node as the API server returns it (the fields a kubelet registers, trimmed)."""
+    return {
+        "kind": "Node",
+        "apiVersion": "v1",
+        "metadata": {
+            "name": name,
+            "uid": f"uid-{name}",
+            "resourceVersion": "1",
+            "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", **(labels or {})},
+        },
+        "spec": {"podCIDR": "10.64.0.0/24", **({"taints": taints} if taints else {})},
+        "status": {"conditions": [{"type": "Ready", "status": "True"}]},
+    }
+
+
+def merge_patch(target: Any, patch: Any) -> Any:
+    if not isinstance(patch, dict):
+        return patch
+    out = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            out.pop(key, None)
+        else:
+            out[key] = merge_patch(out.get(key), value)
+    return out
+
+
+@dataclass
+class FakeApiServer:
+    url: str
+    ca: Path
+    token: str
+    nodes: dict[str, dict] = field(default_factory=dict)
+    requests: list[tuple[str, str, str, str]] = field(default_factory=list)  # method, path, agent, body
+
+
+def _pretty(handler: BaseHTTPRequestHandler) -> bool:
+    query = parse_qs(urlsplit(handler.path).query)
+    if query.get("pretty"):
+        return query["pretty"][0].lower() in ("1", "t", "true")
+    agent = handler.headers.get("User-Agent", "")
+    return agent.startswith(("curl", "Wget", "Mozilla/5.0"))
+
+
+def _handler(server: FakeApiServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args: Any) -> None:  # quiet
+            pass
+
+        def _send(self, code: int, body: dict) -> None:
+            text = json.dumps(body, indent=2) + "\n" if _pretty(self) else json.dumps(body, separators=(",", ":"))
+            data = text.encode()
+            self.send_response(code)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def _status(self, code: int, reason: str, message: str) -> None:
+            self._send(code, {"kind": "Status", "apiVersion": "v1", "status": "Failure", "message": message,
+                              "reason": reason, "code": code})  # fmt: skip
+
+        def _node(self) -> str | None:
+            parts = urlsplit(self.path).path.strip("/").split("/")
+            return parts[3] if parts[:3] == ["api", "v1", "nodes"] and len(parts) == 4 else None
+
+        def _authorized(self, body: str) -> bool:
+            server.requests.append((self.command, self.path, self.headers.get("User-Agent", ""), body))
+            if self.headers.get("Authorization") != f"Bearer {server.token}":
+                self._status(401, "Unauthorized", "Unauthorized")
+                return False
+            return True
+
+        def do_GET(self) -> None:
+            if not self._authorized(""):
+                return
+            name = self._node()
+            if name in server.nodes:
+                self._send(200, server.nodes[name])
+            else:
+                self._status(404, "NotFound", f'nodes "{name}" not found')
+
+        def do_PATCH(self) -> None:
+            body = self.rfile.read(int(self.headers.get("Content-Length", 0))).decode()
+            if not self._authorized(body):
+                return
+            if self.headers.get("Content-Type") != "application/merge-patch+json":
+                self._status(415, "UnsupportedMediaType", "the body of the request was in an unknown format")
+                return
+            name = self._node()
+            if name not in server.nodes:
+                self._status(404, "NotFound", f'nodes "{name}" not found')  # PATCH never creates
+                return
+            server.nodes[name] = merge_patch(server.nodes[name], json.loads(body))
+            self._send(200, server.nodes[name])
+
+    return Handler
+
+
+def _certificates(folder: Path) -> tuple[Path, Path, Path]:
+    """A CA and a serving certificate for 127.0.0.1 signed by it (openssl, as kubeadm's PKI is)."""
+    ca_key, ca, key, csr, cert = (folder / n for n in ("ca.key", "ca.crt", "tls.key", "tls.csr", "tls.crt"))
+    ext = folder / "san.cnf"
+    ext.write_text("subjectAltName=IP:127.0.0.1,DNS:kubernetes.default.svc\n")
+    run = lambda *args: subprocess.run(["openssl", *map(str, args)], check=True, capture_output=True)  # noqa: E731
+    run("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", ca_key, "-out", ca, "-days", "1",
+        "-subj", "/CN=kubernetes")  # fmt: skip
+    run("req", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", csr, "-subj", "/CN=kube-apiserver")
+    run("x509", "-req", "-in", csr, "-CA", ca, "-CAkey", ca_key, "-CAcreateserial", "-out", cert, "-days", "1",
+        "-extfile", ext)  # fmt: skip
+    return ca, cert, key
+
+
+@contextmanager
+def fake_apiserver(folder: Path, token: str = "sa-token") -> Iterator[FakeApiServer]:
+    folder.mkdir(parents=True, exist_ok=True)
+    ca, cert, key = _certificates(folder)
+    state = FakeApiServer("", ca, token)
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(state))
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    httpd.socket = context.wrap_socket(httpd.socket, server_side=True)
+    state.url = f"https://127.0.0.1:{httpd.server_address[1]}"
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield state
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
