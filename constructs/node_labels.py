@@ -40,7 +40,7 @@ while read -r host patch taints; do
     *) echo "$host: PATCH answered HTTP $code" >&2; exit 1 ;;
   esac
   # the API server pretty-prints JSON for curl: compare without layout (taints hold no spaces)
-  tr -d ' \t\r\n' < "${TMPDIR:-/tmp}/node.json" > "${TMPDIR:-/tmp}/node.min.json"
+  tr -d '[:space:]' < "${TMPDIR:-/tmp}/node.json" > "${TMPDIR:-/tmp}/node.min.json"
   for taint in $taints; do
     if ! grep -qF "$taint" "${TMPDIR:-/tmp}/node.min.json"; then
       echo "$host: lacks its pool's taint $taint (it joined without --register-with-taints)" >&2

@@ -30,6 +30,35 @@ def vault_mount(secrets: Secrets, cluster: str) -> str:
     return f"{secrets.vault.auth_mount}-{cluster}"
 
 
+# Kubernetes' bootstrap ClusterRole that may create TokenReviews and SubjectAccessReviews, and nothing else
+AUTH_DELEGATOR = "system:auth-delegator"
+TOKEN_REVIEWERS = "vault-readers-token-review"
+
+
+class TokenReviewers(Construct):
+    """Every namespace's reader may ask the API server to review a token. The site vault is outside the
+    cluster and its Kubernetes auth mounts have no reviewer token of their own: Vault reviews each
+    login with the JWT the login presents (External Secrets requests it for the reader), so that
+    account must be allowed to create TokenReviews (system:auth-delegator). Without it every login
+    fails with 403 and no SecretStore becomes Ready. One binding per cluster, every reader a subject."""
+
+    def __init__(self, scope: Construct, id: str, *, namespaces: list[str]) -> None:
+        super().__init__(scope, id)
+        rbac = "rbac.authorization.k8s.io"
+        api_object(
+            self,
+            "Binding",
+            f"{rbac}/v1",
+            "ClusterRoleBinding",
+            {"name": TOKEN_REVIEWERS},
+            roleRef={"apiGroup": rbac, "kind": "ClusterRole", "name": AUTH_DELEGATOR},
+            subjects=[
+                {"kind": "ServiceAccount", "name": READER_SERVICE_ACCOUNT, "namespace": ns}
+                for ns in namespaces
+            ],
+        )
+
+
 class SecretStore(Construct):
     """One namespace's view of the site vault: a SecretStore that reads as the namespace's own vault
     role, whose policy names exactly the keys that namespace's ExternalSecrets read. No store is

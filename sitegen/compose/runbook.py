@@ -17,7 +17,14 @@ from constructs.kubeadm import (
     etcd_patch_file,
     kubelet_patch_file,
 )
-from constructs.secrets import READER_SERVICE_ACCOUNT, read_keys, vault_mount, vault_role
+from constructs.secrets import (
+    AUTH_DELEGATOR,
+    READER_SERVICE_ACCOUNT,
+    TOKEN_REVIEWERS,
+    read_keys,
+    vault_mount,
+    vault_role,
+)
 from sitegen.components.base import S3Access
 from sitegen.components.networking.cilium import Cilium
 from sitegen.components.platform.argo_cd import ArgoCd
@@ -299,7 +306,10 @@ Before the root Application syncs, the vault must hold (key: properties):
 Each cluster gets its own Kubernetes auth mount, and each namespace a policy that reads exactly the
 keys its ExternalSecrets name, bound to its `{READER_SERVICE_ACCOUNT}` service account: no cluster reads
 another's credentials, no tenant a platform key, and only cert-manager's namespace the CA's private
-key. With `VAULT_ADDR` and an admin token, and each cluster's API CA in `<cluster>-ca.crt`:
+key. A mount has no reviewer token of its own: Vault reviews each login with the token the login
+presents (`disable_local_ca_jwt`, as the vault runs outside the clusters), which every
+`{READER_SERVICE_ACCOUNT}` may have reviewed (binding `{TOKEN_REVIEWERS}` to `{AUTH_DELEGATOR}`, synced
+with the stores). With `VAULT_ADDR` and an admin token, and each cluster's API CA in `<cluster>-ca.crt`:
 
 ```sh
 {_vault_auth(site, layout, by_cluster)}
@@ -436,7 +446,7 @@ def _vault_auth(site: Site, layout: VariantLayout, by_cluster: Mapping[str, list
         lines = [
             f"vault auth enable -path={mount} kubernetes",
             f"vault write auth/{mount}/config kubernetes_host=https://{cluster.spec.api.endpoint} "
-            f"kubernetes_ca_cert=@{cluster.name}-ca.crt",
+            f"kubernetes_ca_cert=@{cluster.name}-ca.crt disable_local_ca_jwt=true",
         ]
         for namespace, keys in sorted(_keys_by_namespace(by_cluster[cluster.name]).items()):
             policy = f"{vault.role}-{cluster.name}-{namespace}"

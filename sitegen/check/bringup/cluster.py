@@ -50,6 +50,14 @@ KUBELET_CLIENT_FLAGS = (
     "--kubelet-port",
 )
 PREEMPTING = {"LowerPriority", "LowerOrNewerEqualPriority", "Any"}
+# ClusterRoles every cluster has from Kubernetes' bootstrap policy (bootstrappolicy/policy.go), as far as
+# dist/ binds them: nothing in dist/ renders them, so they are known here, by name, with their rules.
+BOOTSTRAP_CLUSTER_ROLES: dict[str, list[dict[str, list[str]]]] = {
+    "system:auth-delegator": [
+        {"apiGroups": ["authentication.k8s.io"], "resources": ["tokenreviews"], "verbs": ["create"]},
+        {"apiGroups": ["authorization.k8s.io"], "resources": ["subjectaccessreviews"], "verbs": ["create"]},
+    ],
+}
 
 
 def key_of(body: Mapping[str, Any]) -> Key:
@@ -89,6 +97,7 @@ class Vault:
     """What the runbook's vault steps set up: per cluster auth mount, roles, policies, and keys."""
 
     keys: set[str] = field(default_factory=set)
+    mounts: dict[str, dict[str, str]] = field(default_factory=dict)  # auth mount -> its config
     roles: dict[tuple[str, str], dict[str, str]] = field(default_factory=dict)  # (mount, role) -> params
     policies: dict[str, set[str]] = field(default_factory=dict)  # policy -> readable keys
 
@@ -260,6 +269,23 @@ class Cluster:
             return f"vault role {kube.get('role')} is not bound to namespace {account_ns}"
         if self.find("ServiceAccount", account_ns, account.get("name", "")) is None:
             return f"ServiceAccount {account_ns}/{account.get('name')} does not exist"
+        return self._vault_login(kube.get("mountPath", "kubernetes"), (account_ns, account.get("name", "")))
+
+    def _vault_login(self, mount: str, account: tuple[str, str]) -> str | None:
+        """Vault's Kubernetes auth reviews the login token with the TokenReview API of the cluster: with
+        the mount's token_reviewer_jwt when one is set, else with the login token itself (Vault outside
+        the cluster), whose account must then be allowed to create tokenreviews."""
+        config = self.vault.mounts.get(mount)
+        if config is None or not config.get("kubernetes_host"):
+            return f"the vault's auth mount {mount} is not configured (no kubernetes_host)"
+        if config.get("token_reviewer_jwt"):
+            return None  # a reviewer of its own: its rights are the runbook's to give (not modelled)
+        if not self.may(account, "create", "authentication.k8s.io", "tokenreviews"):
+            return (
+                f"the vault login as {account[0]}/{account[1]} is refused: mount {mount} reviews a login with "
+                "the login's own token, and that account may not create tokenreviews "
+                "(no binding to system:auth-delegator)"
+            )
         return None
 
     def readable_keys(self, store: Mapping[str, Any]) -> set[str]:
@@ -494,14 +520,19 @@ class Cluster:
         """Whether the ClusterRoles bound to service account (namespace, name) allow `verb` on every
         object of the resource."""
         roles = {role for role, bound in self._cluster_role_bindings() if bound == account}
+        rules = [r for name in roles for r in BOOTSTRAP_CLUSTER_ROLES.get(name, [])]
+        rules += [
+            r
+            for _, a in self.of_kind("ClusterRole")
+            if a.body["metadata"]["name"] in roles
+            for r in a.body.get("rules") or []
+        ]
         return any(
             {"*", group} & set(r.get("apiGroups") or [])
             and {"*", resource} & set(r.get("resources") or [])
             and {"*", verb} & set(r.get("verbs") or [])
             and not r.get("resourceNames")
-            for _, a in self.of_kind("ClusterRole")
-            if a.body["metadata"]["name"] in roles
-            for r in a.body.get("rules") or []
+            for r in rules
         )
 
     # ---- kubelet serving certificates -----------------------------------------------------------

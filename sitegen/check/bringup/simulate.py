@@ -435,6 +435,9 @@ class Simulation:
             self.vault.policies[args[2]] = set(
                 re.findall(r'path "[\w-]+/data/([\w./-]+)"', "\n".join(heredoc))
             )
+        elif args[:1] == ["write"] and args[1].startswith("auth/") and args[1].endswith("/config"):
+            mount = args[1].removeprefix("auth/").removesuffix("/config")
+            self.vault.mounts[mount] = dict(a.split("=", 1) for a in args[2:] if "=" in a)
         elif args[:1] == ["write"] and args[1].startswith("auth/") and "/role/" in args[1]:
             mount, _, role = args[1].removeprefix("auth/").partition("/role/")
             self.vault.roles[(mount, role)] = dict(a.split("=", 1) for a in args[2:] if "=" in a)

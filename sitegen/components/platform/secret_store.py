@@ -1,4 +1,5 @@
-"""`secret-store`: a SecretStore per namespace that reads the site vault, each as its own vault role.
+"""`secret-store`: a SecretStore per namespace that reads the site vault, each as its own vault role,
+and the binding that lets each reader have its login token reviewed.
 
 The namespaces are those whose objects the cluster's other apps render ExternalSecrets into (and, on
 the hub, Argo CD's, for the root's repository and spoke credentials): computed, never listed.
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 from constructs import Construct
 from constructs.secrets import SecretStore as VaultStore
+from constructs.secrets import TokenReviewers
 from sitegen.components.base import Layer, RenderedComponent
 from sitegen.components.context import ClusterContext
 from sitegen.components.platform import PROJECT
@@ -34,7 +36,9 @@ class SecretStore(RenderedComponent):
         return sorted(found)
 
     def render(self, scope: Construct, ctx: ClusterContext) -> None:
-        for namespace in self.namespaces(ctx):
+        namespaces = self.namespaces(ctx)
+        TokenReviewers(scope, "TokenReviewers", namespaces=namespaces)
+        for namespace in namespaces:
             VaultStore(
                 scope,
                 f"Store-{namespace}",
