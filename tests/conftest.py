@@ -104,3 +104,11 @@ def out_copy(synthesized: Path, tmp_path: Path) -> Path:
     part = Path("one-cluster", "kubeadm")
     shutil.copytree(synthesized / part, target / part)
     return target
+
+
+@pytest.fixture(scope="session")
+def inputs() -> dict[str, Any]:
+    """Each variant of the committed dist/ as the bring-up simulation reads it (tree, texts)."""
+    from sitegen.check.bringup import from_dist
+
+    return {v.name: from_dist(DIST, v.name) for v in sorted(DIST.iterdir()) if v.is_dir()}

@@ -75,7 +75,11 @@ def _handler(server: FakeApiServer) -> type[BaseHTTPRequestHandler]:
             pass
 
         def _send(self, code: int, body: dict) -> None:
-            text = json.dumps(body, indent=2) + "\n" if _pretty(self) else json.dumps(body, separators=(",", ":"))
+            text = (
+                json.dumps(body, indent=2) + "\n"
+                if _pretty(self)
+                else json.dumps(body, separators=(",", ":"))
+            )
             data = text.encode()
             self.send_response(code)
             self.send_header("Content-Type", "application/json")

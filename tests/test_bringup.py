@@ -4,64 +4,16 @@ every day-1 defect of issue 13, put back, is named with its component, step and 
 from __future__ import annotations
 
 import copy
-import re
-from collections.abc import Callable
 from pathlib import PurePosixPath
-from typing import Any
 
 import pytest
 
-from sitegen.check.bringup import Result, bringup, from_dist, from_files, timeline
+from sitegen.check.bringup import bringup, from_files, timeline
 from sitegen.compose.variant import synthesize
 from sitegen.model import load_site
 
+from .bringup_cases import ONE, TWO, blocked, edited, run, runbook_without
 from .conftest import CONFIG, DIST, invoke_sitegen
-
-Tree = dict[PurePosixPath, list[dict[str, Any]]]
-ONE, TWO = "one-cluster", "two-cluster"
-
-
-@pytest.fixture(scope="module")
-def inputs() -> dict[str, tuple[Tree, dict[PurePosixPath, str]]]:
-    return {v: from_dist(DIST, v) for v in (ONE, TWO)}
-
-
-def run(site, inputs, variant: str = ONE, *, tree=None, texts=None) -> Result:
-    base_tree, base_texts = inputs[variant]
-    return bringup(site, variant, base_tree if tree is None else tree, base_texts if texts is None else texts)
-
-
-def edited(inputs, variant: str, where: str, change: Callable[[dict[str, Any]], Any]) -> Tree:
-    """A copy of the variant's tree in which `change` edited (or, returning False, dropped) each
-    document of the files under `where`."""
-    tree = dict(inputs[variant][0])
-    hits = 0
-    for path in [p for p in tree if str(p).startswith(where)]:
-        kept = []
-        for doc in copy.deepcopy(tree[path]):
-            if change(doc) is not False:
-                kept.append(doc)
-            hits += 1
-        tree[path] = kept
-    assert hits, where
-    return tree
-
-
-def runbook_without(inputs, variant: str, pattern: str) -> dict[PurePosixPath, str]:
-    texts = dict(inputs[variant][1])
-    path = PurePosixPath(variant, "bootstrap", "RUNBOOK.md")
-    text, count = re.subn(pattern, "", texts[path], flags=re.M)
-    assert count, pattern
-    texts[path] = text
-    return texts
-
-
-def blocked(result: Result, *needles: str) -> str:
-    assert result.blocker is not None, timeline(result)
-    text = str(result.blocker)
-    for needle in needles:
-        assert needle in text, text
-    return text
 
 
 @pytest.mark.parametrize("variant", [ONE, TWO])

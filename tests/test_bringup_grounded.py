@@ -4,9 +4,7 @@ harmless changes still pass."""
 
 from __future__ import annotations
 
-import re
-
-from .test_bringup import ONE, TWO, blocked, edited, inputs, run, runbook_without  # noqa: F401
+from .bringup_cases import ONE, TWO, blocked, edited, run, runbook_without
 
 # --- Vault login --------------------------------------------------------------------------------------
 
@@ -18,7 +16,9 @@ def test_readers_that_may_not_have_their_login_reviewed(site, inputs):
         inputs, ONE, "one-cluster/apps/ai/secret-store/clusterrolebinding.vault-readers-token-review",
         lambda doc: False,
     )  # fmt: skip
-    blocked(run(site, inputs, ONE, tree=tree), "ai-secret-store", "SecretStore", "may not create tokenreviews")
+    blocked(
+        run(site, inputs, ONE, tree=tree), "ai-secret-store", "SecretStore", "may not create tokenreviews"
+    )
 
 
 def test_an_auth_mount_never_configured(site, inputs):

@@ -89,7 +89,9 @@ def test_the_labeler_labels_joined_nodes_skips_the_others_and_checks_taints(site
         result = _run_labeler(api, lines, tmp_path)
         assert result.returncode == 0, result.stderr
         assert "labeled 2 nodes; 15 listed hosts have not joined; 0 taints missing" in result.stdout
-        assert {k: v for k, v in api.nodes["gpu01"]["metadata"]["labels"].items() if k in gpu.labels} == gpu.labels
+        assert {
+            k: v for k, v in api.nodes["gpu01"]["metadata"]["labels"].items() if k in gpu.labels
+        } == gpu.labels
         assert "gpu02" not in api.nodes  # a host that has not joined stays absent: PATCH never creates
         assert all(agent.startswith("curl/") for _, _, agent, _ in api.requests)
 
