@@ -45,7 +45,6 @@ class ObjectStore(Construct):
         parity: int,
         image: ImagePin,
         fabric: Fabric,
-        external: bool,
         store: str,
     ) -> None:
         super().__init__(scope, id)
@@ -100,8 +99,9 @@ class ObjectStore(Construct):
             "env": env,
             "prometheusOperator": True,
             "certificates": {"disableAutoCert": False, "config": {"dnsNames": [tier.s3_hostname]}},
-            # Outside the AIStor cluster (two-cluster variant) S3 is reached on a load-balancer address.
-            "services": {"minio": {"serviceType": "LoadBalancer" if external else "ClusterIP"}},
+            # S3 on a load-balancer address under the external name: for the hub's services when AIStor
+            # is a cluster of its own, for hosts and the operator's `mc` in either variant
+            "services": {"minio": {"serviceType": "LoadBalancer"}},
             # the operator's PodDisruptionBudget per pool keeps a drain inside the erasure budget
             "disablePodDisruptionBudget": False,
             # one entry per server pool, in the order added: an entry never changes once it started
@@ -122,12 +122,17 @@ class ObjectStore(Construct):
             name=f"{name}-env",
             namespace=namespace,
             store=store,
-            key=f"aistor/{name}/root",
+            key=root_key(name),
             properties=["user", "password"],
             template={
                 "config.env": 'export MINIO_ROOT_USER="{{ .user }}"\nexport MINIO_ROOT_PASSWORD="{{ .password }}"\n'
             },
         )
+
+
+def root_key(name: str) -> str:
+    """The vault key of an ObjectStore's root credentials (user, password)."""
+    return f"aistor/{name}/root"
 
 
 def license_secret(scope: Construct, id: str, *, namespace: str, store: str) -> VaultSecret:

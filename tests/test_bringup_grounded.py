@@ -24,3 +24,80 @@ def test_readers_that_may_not_have_their_login_reviewed(site, inputs):
 def test_an_auth_mount_never_configured(site, inputs):
     texts = runbook_without(inputs, TWO, r"^vault write auth/kubernetes-aistor/config .*$")
     blocked(run(site, inputs, TWO, texts=texts), "aistor", "auth mount kubernetes-aistor is not configured")
+
+
+# --- Argo CD health as the pinned Argo CD assesses it --------------------------------------------------
+
+ARGOCD_CM = "one-cluster/apps/ai/argo-cd/argocd.configmap.argocd-cm.yaml"
+
+
+def _without_health(key: str):
+    def change(doc):
+        assert key in doc["data"], sorted(doc["data"])
+        del doc["data"][key]
+
+    return change
+
+
+def test_an_object_store_without_its_health_check_runs_ahead(site, inputs):
+    """Argo CD v3.4.4 has no check for aistor.min.io/ObjectStore: without ours, `ai-aistor` is Healthy
+    the moment the object exists, and the buckets-and-keys step runs before S3 answers."""
+    tree = edited(
+        inputs, ONE, ARGOCD_CM, _without_health("resource.customizations.health.aistor.min.io_ObjectStore")
+    )
+    blocked(run(site, inputs, ONE, tree=tree), "AIStor buckets and keys", "mc", "S3 does not answer yet")
+
+
+def test_without_application_health_the_root_waits_on_nothing(site, inputs):
+    """Argo CD has no health for Application: without argocd-cm's script the root's waves order only
+    creation, and a CR app syncs before its operator's webhook answers."""
+    tree = edited(
+        inputs, ONE, ARGOCD_CM, _without_health("resource.customizations.health.argoproj.io_Application")
+    )
+    blocked(run(site, inputs, ONE, tree=tree), "sync failed before")
+
+
+def test_a_health_script_that_breaks_in_argo_cds_lua_is_unknown(site, inputs):
+    """Argo CD's Lua has no string library: a script calling it never yields Healthy, the app waits."""
+
+    def change(doc):
+        key = "resource.customizations.health.nvidia.com_ClusterPolicy"
+        doc["data"][key] = doc["data"][key].replace("hs = {", 'local s = string.lower("X")\nhs = {', 1)
+
+    tree = edited(inputs, ONE, ARGOCD_CM, change)
+    blocked(run(site, inputs, ONE, tree=tree), "ai-gpu-operator", "ClusterPolicy", "Unknown", "string")
+
+
+def test_the_object_store_check_reads_the_operators_status():
+    from sitegen.check.bringup.health import run_health_script
+    from sitegen.components.storage.aistor import OBJECT_STORE_HEALTH as lua
+
+    pools = [{"name": "pool-0", "state": "PoolInitialized"}, {"name": "pool-1", "state": "PoolCreated"}]
+    assert run_health_script(lua, {})[0] == "Progressing"
+    assert run_health_script(lua, {"status": {"currentState": "Waiting for Pods to be ready", "healthStatus": "red"}}) == (
+        "Progressing", "Waiting for Pods to be ready")  # fmt: skip
+    assert run_health_script(lua, {"status": {"currentState": "Initialized", "pools": pools}}) == (
+        "Progressing", "server pool pool-1: PoolCreated")  # fmt: skip
+    up = {"currentState": "Initialized", "pools": pools[:1]}
+    assert run_health_script(lua, {"status": {**up, "healthStatus": "green"}})[0] == "Healthy"
+    assert run_health_script(lua, {"status": {**up, "healthStatus": "yellow"}})[0] == "Healthy"
+    assert run_health_script(lua, {"status": {**up, "healthStatus": "red"}})[0] == "Degraded"
+
+
+def test_kinds_without_a_check_are_healthy_on_creation():
+    """From the pinned Argo CD's table: what it checks, and what it takes as Healthy once it exists."""
+    from sitegen.check.bringup.health import HealthChecks, has_builtin_check
+
+    assert has_builtin_check("apps", "DaemonSet") and has_builtin_check("", "PersistentVolumeClaim")
+    assert has_builtin_check("external-secrets.io", "ExternalSecret")
+    assert has_builtin_check("cert-manager.io", "Certificate") and has_builtin_check(
+        "argoproj.io", "ApplicationSet"
+    )
+    assert has_builtin_check("pkg.crossplane.io", "Provider")  # a group wildcard of the table
+    for group, kind in [("aistor.min.io", "ObjectStore"), ("nvidia.com", "ClusterPolicy"),
+                        ("argoproj.io", "Application"), ("kueue.x-k8s.io", "ClusterQueue"), ("", "ConfigMap")]:  # fmt: skip
+        assert not has_builtin_check(group, kind), (group, kind)
+    checks = HealthChecks.from_config_map(
+        {"resource.customizations.health.argoproj.io_Application": "return {}"}
+    )
+    assert checks.checked("argoproj.io", "Application") and not checks.checked("nvidia.com", "ClusterPolicy")

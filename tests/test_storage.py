@@ -174,12 +174,11 @@ def test_credentials_only_by_reference(docs, site):
 
 def test_two_cluster_aistor_lives_in_the_aistor_cluster(site):
     assert not (DIST / "two-cluster/apps/ai/aistor").exists()
-    spec = _object_store("two-cluster", "aistor")["spec"]
-    assert (
-        spec["services"]["minio"]["serviceType"] == "LoadBalancer"
-    )  # the ai cluster reaches it from outside
-    assert spec["certificates"]["config"]["dnsNames"] == [site.storage.aistor.s3_hostname]
-    assert _object_store()["spec"]["services"]["minio"]["serviceType"] == "ClusterIP"
+    for variant, cluster in (("two-cluster", "aistor"), ("one-cluster", "ai")):
+        spec = _object_store(variant, cluster)["spec"]
+        # the hub (two clusters), hosts and the operator's `mc` reach it under its external name
+        assert spec["services"]["minio"]["serviceType"] == "LoadBalancer"
+        assert spec["certificates"]["config"]["dnsNames"] == [site.storage.aistor.s3_hostname]
 
 
 def test_local_cache_tier_on_the_configured_pools():

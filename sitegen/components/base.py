@@ -171,6 +171,10 @@ class Component:
         """What its namespace may hold at once (a ResourceQuota, created with the namespace)."""
         return None
 
+    # Argo CD health checks (Lua, as argocd-cm takes them) of the custom resources this component makes
+    # whose readiness later apps depend on: the pinned Argo CD has no built-in check for them, and
+    # would report them Healthy as soon as they exist (see vendor/argocd/).
+    health_checks: ClassVar[Mapping[tuple[str, str], str]] = {}
     # versions.yaml images this component sets, each with what uses it (a missing pin names it).
     images: ClassVar[Mapping[str, str]] = {}
     # Components of the same cluster this one must come after (each must be present).

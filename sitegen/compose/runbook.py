@@ -9,6 +9,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import PurePosixPath
 from typing import Any
 
+from constructs.aistor import OBJECT_STORE
+from constructs.aistor import root_key as aistor_root_key
 from constructs.kubeadm import (
     AUTHENTICATION_CONFIG,
     ETCD_PATCH,
@@ -376,14 +378,18 @@ kubectl directpv init drives.yaml --dangerous
         )
         step += 1
         if consumers:
+            root_key = f"{site.secrets.vault.path}/{aistor_root_key(OBJECT_STORE)}"
             lines.append(
                 f"""### {step}. AIStor buckets and keys
 
 Once `{store}` is Healthy, give each S3 consumer its bucket and a key of its own (`mc` against the
 ObjectStore, with the root credentials), and put each key in the vault; the consumers' ExternalSecrets
-read them there:
+read them there. `{site.storage.aistor.s3_hostname}` resolves to the address the site gives the
+`minio` Service (`kubectl -n {OBJECT_STORE} get service minio`), and its certificate is the operator's,
+signed by the cluster CA:
 
 ```sh
+mc alias set site https://{site.storage.aistor.s3_hostname} "$(vault kv get -field=user {root_key})" "$(vault kv get -field=password {root_key})"
 {_buckets(consumers, site)}
 ```
 """

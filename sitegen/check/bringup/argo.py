@@ -5,8 +5,10 @@
   webhook that cannot answer fails the whole attempt before anything is applied.
 - Objects are applied by sync wave, then kind order; before the next wave every object of the previous
   one must be Healthy. A failed attempt is retried from the start (retry limit of the app).
-- An Application's health is the worst of its objects'. Argo CD gives an `Application` object no health
-  of its own unless argocd-cm customizes it: only then do the root's waves wait on its Applications.
+- An Application's health is the worst of its objects'. An object's health is Argo CD's, as the pinned
+  version assesses it (health.py): a kind without a built-in check or an argocd-cm script is Healthy as
+  soon as it exists. An `Application` has none of its own: only argocd-cm's script makes the root's
+  waves wait on the Applications in them.
   An ApplicationSet reports no health of its children, and its generated Applications are not objects
   of the root, so their waves order nothing.
 """
@@ -18,10 +20,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sitegen.check.bringup.cluster import Cluster, key_of, show
-from sitegen.check.bringup.kube import group_of, pod_template, sync_order
+from sitegen.check.bringup.health import HealthChecks, LuaHealthError, customization_key, run_health_script
+from sitegen.check.bringup.kube import pod_template, sync_order
 
 HEALTHY = "Healthy"
-APPLICATION_HEALTH_KEY = "resource.customizations.health.argoproj.io_Application"
 SKIP_DRY_RUN = "SkipDryRunOnMissingResource=true"
 
 
@@ -72,6 +74,7 @@ class AppSync:
         self.retry_limit = retry_limit
         self.registered = registered
         self.providers = providers
+        self.checks = HealthChecks({})  # the built-in ones until Argo CD's own config is known
         self.groups: list[list[Mapping[str, Any]]] = []
         for body in self.objects:
             if not self.groups or sync_order(self.groups[-1][0])[0] != sync_order(body)[0]:
@@ -227,11 +230,23 @@ class AppSync:
         return None
 
     def object_health(self, body: Mapping[str, Any]) -> tuple[str, str]:
+        """As the deployed Argo CD assesses it: the argocd-cm script for the kind if there is one, run on
+        the object with the status its controller wrote; else the built-in check, modelled; else Healthy."""
         cluster = self.cluster
         key = key_of(body)
         if key not in cluster.objects:
             return "Missing", "not applied"
-        kind = key[1]
+        group, kind = key[0], key[1]
+        script = self.checks.script(group, kind)
+        if script is not None:
+            try:
+                status, message = run_health_script(script, {**body, "status": self.live_status(body)})
+            except LuaHealthError as error:
+                return "Unknown", f"{error} ({customization_key(group, kind)} in argocd-cm)"
+            why = cluster.behind_status(body) if status != HEALTHY else None
+            return status, f"{message} ({why})" if why else message
+        if not self.checks.checked(group, kind):
+            return HEALTHY, ""  # no health check in this Argo CD: Healthy as soon as it exists
         template = pod_template(body)
         if template is not None:
             w = cluster.workloads[key]
@@ -256,18 +271,11 @@ class AppSync:
             why = cluster.load_balancer_blocker()
         elif kind == "APIService" and spec.get("service"):
             why = cluster.service_ready(spec["service"]["namespace"], spec["service"]["name"])
-        elif kind == "ObjectStore":
-            pools = [
-                w for k, w in cluster.workloads.items() if k[2] == key[2] and k[3].startswith(f"{key[3]}-")
-            ]
-            why = next((f"{w.template.ref}: {w.reason}" for w in pools if not w.running), None)
-        elif kind == "Application" and group_of(body) == "argoproj.io":
-            return self.application_health(body)
         return (HEALTHY, "") if why is None else ("Progressing", why)
 
-    def application_health(self, body: Mapping[str, Any]) -> tuple[str, str]:
-        """Overridden by the root, which knows its children."""
-        return HEALTHY, ""
+    def live_status(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        """The object's status in the cluster: what its controller wrote (the root knows its children)."""
+        return self.cluster.controller_status(body)
 
     def health(self) -> tuple[str, str]:
         if self.failed:

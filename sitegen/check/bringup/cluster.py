@@ -180,6 +180,57 @@ class Cluster:
         """The operator of a custom resource runs: the app that shipped its CRD has its controllers up."""
         return self.app_running(self.provider_of_kind(group, kind))
 
+    # ---- what operators write into the status of their custom resources -------------------------
+    def controller_status(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        """The status the modelled controller of `body` has written by now (what Argo CD's health
+        scripts read); {} for kinds whose controller writes nothing the simulation models."""
+        group, kind, ns, name = key_of(body)
+        if (group, kind) == ("aistor.min.io", "ObjectStore"):
+            return self._object_store_status(ns, name)
+        if (group, kind) == ("nvidia.com", "ClusterPolicy"):
+            # the operator reports ready once its operands run where NFD found NVIDIA devices
+            nfd = self.provider_of_kind("nfd.k8s-sigs.io", "NodeFeature")
+            ready = self.controller_running(group, kind) and self.app_running(nfd)
+            return {"state": "ready" if ready else "notReady"}
+        if (group, kind) == ("mellanox.com", "NicClusterPolicy"):
+            return {"state": "ready" if self.controller_running(group, kind) else "notReady"}
+        return {}
+
+    def behind_status(self, body: Mapping[str, Any]) -> str | None:
+        """Why the controller reports what it does, as far as the simulation knows (for the blocker:
+        Argo CD shows only the status)."""
+        group, kind, ns, name = key_of(body)
+        if (group, kind) == ("aistor.min.io", "ObjectStore"):
+            pools = self._pools(ns, name)
+            return next((f"{w.template.ref}: {w.reason}" for _, w in pools if not w.running), None)
+        return None
+
+    def _pools(self, namespace: str, name: str) -> list[tuple[str, Workload]]:
+        return sorted(
+            (k[3], w) for k, w in self.workloads.items()
+            if w.operator == ("aistor.min.io", "ObjectStore") and k[2] == namespace and k[3].startswith(f"{name}-")
+        )  # fmt: skip
+
+    def _object_store_status(self, namespace: str, name: str) -> dict[str, Any]:
+        """As the AIStor operator reports an ObjectStore (the fields of the MinIO operator's Tenant,
+        which the ObjectStore CRD keeps): a state per server pool, and the store's once all are up."""
+        if not self.controller_running("aistor.min.io", "ObjectStore"):
+            return {}
+        pools = self._pools(namespace, name)
+        up = bool(pools) and all(w.running for _, w in pools)
+        return {
+            "currentState": "Initialized" if up else "Waiting for Pods to be ready",
+            "healthStatus": "green" if up else "red",
+            "pools": [
+                {
+                    "name": n.removeprefix(f"{name}-"),
+                    "ssName": n,
+                    "state": "PoolInitialized" if w.running else "PoolCreated",
+                }
+                for n, w in pools
+            ],
+        }
+
     # ---- webhooks --------------------------------------------------------------------------------
     def service_ready(self, namespace: str, name: str) -> str | None:
         """None when the Service has a running backend, else why not."""

@@ -19,8 +19,9 @@ from typing import Any
 
 from constructs.kubeadm import KUBELET_PATCH
 from sitegen.check.appsets import applications
-from sitegen.check.bringup.argo import APPLICATION_HEALTH_KEY, HEALTHY, AppSync, Failure, Providers
+from sitegen.check.bringup.argo import HEALTHY, AppSync, Failure, Providers
 from sitegen.check.bringup.cluster import Cluster, Vault, key_of, show
+from sitegen.check.bringup.health import HealthChecks
 from sitegen.check.bringup.kube import NOT_READY, Node, Taint, label_selector_matches, quantity
 from sitegen.check.tree import Document
 from sitegen.components.catalog import COMPONENTS
@@ -172,6 +173,7 @@ class Simulation:
         self.apps: dict[str, AppSync] = {}
         self.root: RootSync | None = None
         self.healthy: set[str] = set()
+        self.mc_aliases: dict[str, str] = {}  # mc alias -> S3 host
         self.step = "bare hosts"
 
     # ---- inputs --------------------------------------------------------------------------------
@@ -268,6 +270,8 @@ class Simulation:
                 self._kubectl(cluster, args, target)
             elif tool == "vault":
                 self._vault(args, heredoc)
+            elif tool == "mc":
+                self._mc(cluster, args)
         for cluster in self.clusters.values():
             cluster.reconcile(self.rails[cluster.name])
         if self.root is None:
@@ -430,6 +434,44 @@ class Simulation:
         )
         return f"{len(down)} nodes NotReady ({_names([n.name for n in down])}): {why}"
 
+    def _mc(self, cluster: Cluster | None, args: list[str]) -> None:
+        """The MinIO client: `alias set` names an S3 endpoint; every other command needs that endpoint
+        to answer, i.e. an ObjectStore that serves the name with every server pool up."""
+        if args[:2] == ["alias", "set"]:
+            self.mc_aliases[args[2]] = args[3].removeprefix("https://").split("/")[0]
+            return
+        words = [a for a in args if not a.startswith("-")]
+        alias = next((w.split("/")[0] for w in words[1:] if w.split("/")[0] in self.mc_aliases), None)
+        if alias is None:
+            named = next((w.split("/")[0] for w in words[1:] if "/" in w), words[-1] if words else "")
+            raise Stop(Blocker(
+                cluster.name if cluster else "-", self.step, "mc",
+                f"`mc {' '.join(args[:3])}`: no alias {named!r} (the runbook never runs `mc alias set`)",
+            ))  # fmt: skip
+        host = self.mc_aliases[alias]
+        why = self._s3_blocker(host)
+        if why:
+            raise Stop(Blocker(
+                cluster.name if cluster else "-", self.step, "mc", f"`mc {' '.join(args[:3])}`: {host}: {why}"
+            ))  # fmt: skip
+
+    def _s3_blocker(self, host: str) -> str | None:
+        for cluster in self.clusters.values():
+            for key, applied in cluster.of_kind("ObjectStore"):
+                spec = applied.body.get("spec") or {}
+                names = ((spec.get("certificates") or {}).get("config") or {}).get("dnsNames") or []
+                if host not in names:
+                    continue
+                service = ((spec.get("services") or {}).get("minio") or {}).get("serviceType")
+                if service != "LoadBalancer":
+                    return f"the ObjectStore's S3 Service is {service}: nothing outside cluster {cluster.name} reaches it"
+                down = cluster.controller_status(applied.body)
+                if down.get("currentState") != "Initialized":
+                    state = down.get("currentState", "no status: the AIStor operator is not running")
+                    return f"S3 does not answer yet (ObjectStore {key[2]}/{key[3]}: {state})"
+                return cluster.load_balancer_blocker()
+        return "no ObjectStore of the variant serves this name"
+
     def _vault(self, args: list[str], heredoc: list[str]) -> None:
         if args[:2] == ["policy", "write"]:
             self.vault.policies[args[2]] = set(
@@ -454,12 +496,8 @@ class Simulation:
             if not (b.get("kind") == "Application" and b["metadata"]["name"] == "root")
         ]
         servers = {self.layout.server(c): c.name for c in self.layout.clusters}
-        health_lua = any(
-            APPLICATION_HEALTH_KEY in (b.get("data") or {})
-            for _, applied in hub.of_kind("ConfigMap")
-            for b in [applied.body]
-            if b["metadata"]["name"] == "argocd-cm"
-        )
+        config = hub.find("ConfigMap", self.argocd_namespace, "argocd-cm")
+        checks = HealthChecks.from_config_map((config.body.get("data") or {}) if config else {})
         for index, body in enumerate(bodies):
             if body.get("kind") not in ("Application", "ApplicationSet"):
                 continue
@@ -499,7 +537,8 @@ class Simulation:
             registered=lambda: None, providers=self.providers,
         )  # fmt: skip
         self.root.children = self.apps
-        self.root.waits_on_children = health_lua
+        for sync in (self.root, *self.apps.values()):
+            sync.checks = checks
         self.root.created = True
         self._event(hub.name, f"root Application: {len(self.apps)} Applications to create")
 
@@ -741,7 +780,6 @@ class Simulation:
 
 class RootSync(AppSync):
     children: dict[str, AppSync]
-    waits_on_children: bool
 
     def step(self) -> bool:
         moved = super().step()
@@ -753,12 +791,16 @@ class RootSync(AppSync):
                         moved = True
         return moved
 
-    def application_health(self, body: Mapping[str, Any]) -> tuple[str, str]:
-        if not self.waits_on_children:
-            return HEALTHY, "no health check for Application (argocd-cm): the root does not wait"
+    def live_status(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        """A child Application's status as Argo CD writes it: its sync and its health."""
+        if body.get("kind") != "Application":
+            return super().live_status(body)
         child = self.children[body["metadata"]["name"]]
         status, why = child.health()
-        return (status, f"{child.name}: {why}") if status != HEALTHY else (HEALTHY, "")
+        return {
+            "sync": {"status": "Synced" if child.synced else "OutOfSync"},
+            "health": {"status": status, **({"message": why} if why else {})},
+        }
 
 
 def _reservations(patch: Mapping[str, Any] | None) -> dict[str, int]:

@@ -115,6 +115,24 @@ class GpuOperatorValues(Values):
     ccManager: Toggle = OFF
 
 
+# Healthy once the operator reports its ClusterPolicy ready (driver, toolkit, device plugin running where
+# NFD found NVIDIA devices); `ignored` means another ClusterPolicy is in charge.
+CLUSTER_POLICY_HEALTH = """hs = {status = "Progressing", message = "waiting for the GPU Operator"}
+if obj.status ~= nil and obj.status.state ~= nil then
+  if obj.status.state == "ready" then
+    hs.status = "Healthy"
+    hs.message = "the GPU stack runs on every GPU node"
+  elseif obj.status.state == "ignored" then
+    hs.status = "Degraded"
+    hs.message = "ignored: another ClusterPolicy is in charge"
+  else
+    hs.message = obj.status.state
+  end
+end
+return hs
+"""
+
+
 class GpuOperator(ChartComponent):
     name = "gpu-operator"
     chart = "gpu-operator"
@@ -130,6 +148,7 @@ class GpuOperator(ChartComponent):
         "privileged", "driver container, toolkit and device plugin load kernel modules and run privileged"
     )
     images = {"nvidia-driver": "the GPU Operator's driver"}
+    health_checks = {("nvidia.com", "ClusterPolicy"): CLUSTER_POLICY_HEALTH}
 
     def flows(self, ctx: ClusterContext) -> list[Flow]:
         return [Flow(WORLD, (80, 443), "the driver container fetches the running kernel's headers")]

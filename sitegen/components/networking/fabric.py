@@ -20,12 +20,31 @@ IMAGES = {
 }
 
 
+# Healthy once the Network Operator reports its NicClusterPolicy ready (Multus, CNI plugins, IPoIB CNI,
+# nv-ipam running); `error` carries the operator's reason.
+NIC_CLUSTER_POLICY_HEALTH = """hs = {status = "Progressing", message = "waiting for the Network Operator"}
+if obj.status ~= nil and obj.status.state ~= nil then
+  if obj.status.state == "ready" then
+    hs.status = "Healthy"
+    hs.message = "the fabric's CNI stack runs"
+  elseif obj.status.state == "error" then
+    hs.status = "Degraded"
+    hs.message = obj.status.reason or "error"
+  else
+    hs.message = obj.status.state
+  end
+end
+return hs
+"""
+
+
 class Fabric(RenderedComponent):
     name = "fabric"
     project = PROJECT
     layer = Layer.RESOURCES
     skip_dry_run = True
     images = IMAGES
+    health_checks = {("mellanox.com", "NicClusterPolicy"): NIC_CLUSTER_POLICY_HEALTH}
     after = (NetworkOperator,)
     namespace = NetworkOperator.namespace  # the IP pools live with the operator
 

@@ -7,7 +7,7 @@ from typing import Literal
 from urllib.parse import urlsplit
 
 import yaml
-from pydantic import Field
+from pydantic import ConfigDict, Field, model_validator
 
 from constructs.edge import Backend, Route
 from sitegen.components.base import WORLD, ChartComponent, Component, Flow, Layer, NamespaceSecurity
@@ -69,6 +69,16 @@ return hs
 """
 
 
+def health_checks(ctx: ClusterContext) -> dict[str, str]:
+    """The health checks the components of every cluster Argo CD manages ship, as argocd-cm keys."""
+    found: dict[str, str] = {}
+    for components in ctx.variant_components.values():
+        for component in components:
+            for (group, kind), script in component.health_checks.items():
+                found[f"{HEALTH}{group}_{kind}"] = script
+    return dict(sorted(found.items()))
+
+
 class GlobalAffinity(Values):
     podAntiAffinity: Literal["", "soft", "hard"]
 
@@ -78,7 +88,22 @@ class ArgoGlobal(Placed):
     affinity: GlobalAffinity = GlobalAffinity(podAntiAffinity="hard")
 
 
+HEALTH = "resource.customizations.health."
+
+
 class ArgoCm(Values):
+    """argocd-cm. Beside its fixed keys, the health checks the site's components ship for the custom
+    resources whose readiness later apps depend on (`resource.customizations.health.<group>_<kind>`)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    @model_validator(mode="after")
+    def _only_health_checks_beside(self) -> ArgoCm:
+        unknown = sorted(k for k in self.model_extra or {} if not k.startswith(HEALTH))
+        if unknown:
+            raise ValueError(f"argocd-cm takes no key {unknown[0]!r}")
+        return self
+
     url: str
     admin_enabled: Literal["true", "false"] = Field(alias="admin.enabled")
     oidc_config: str = Field(alias="oidc.config")
@@ -211,6 +236,7 @@ class ArgoCd(ChartComponent):
                     url=f"https://{site.gitops.argocd.hostname}",
                     resource_exclusions=yaml.safe_dump(_EXCLUSIONS, sort_keys=False),
                     application_health=_APPLICATION_HEALTH,
+                    **health_checks(ctx),
                     timeout_reconciliation="180s",
                     admin_enabled="false",
                     oidc_config=oidc_config(site.gitops.argocd.sso),

@@ -49,6 +49,38 @@ def ca_secret(scope: Construct, id: str, *, namespace: str, store: str) -> None:
     )
 
 
+# Healthy once the operator reports every server pool initialized: before that S3 does not answer, and
+# the buckets and keys step (and every consumer after it) would run ahead. The fields are those of the
+# MinIO operator's Tenant status, which the ObjectStore CRD keeps (currentState, healthStatus: green,
+# yellow, red, and a state per pool). Red before initialization is a start, not a failure.
+OBJECT_STORE_HEALTH = """hs = {status = "Progressing", message = "waiting for the AIStor operator"}
+if obj.status == nil or obj.status.currentState == nil then
+  return hs
+end
+if obj.status.currentState ~= "Initialized" then
+  hs.message = obj.status.currentState
+  return hs
+end
+for _, pool in ipairs(obj.status.pools or {}) do
+  if pool.state ~= "PoolInitialized" then
+    hs.message = "server pool " .. (pool.name or "?") .. ": " .. (pool.state or "no state")
+    return hs
+  end
+end
+if obj.status.healthStatus == "green" then
+  hs.status = "Healthy"
+  hs.message = "every server pool initialized"
+elseif obj.status.healthStatus == "yellow" then
+  hs.status = "Healthy"
+  hs.message = obj.status.healthMessage or "serving with drives offline"
+elseif obj.status.healthStatus == "red" then
+  hs.status = "Degraded"
+  hs.message = obj.status.healthMessage or "below write quorum"
+end
+return hs
+"""
+
+
 class AIStor(RenderedComponent):
     name = "aistor"
     project = PROJECT
@@ -64,7 +96,8 @@ class AIStor(RenderedComponent):
         "aistor-server-rdma": "the ObjectStore with storage.aistor.rdma on",
     }
 
-    exposed = True  # S3 for clients outside the cluster (the hub, in two clusters)
+    exposed = True  # S3 for clients outside the cluster (the hub, in two clusters; hosts; the operator)
+    health_checks = {("aistor.min.io", "ObjectStore"): OBJECT_STORE_HEALTH}
 
     def flows(self, ctx: ClusterContext) -> list[Flow]:
         return [Flow(AIStorOperator, (), "the servers' sidecar reads their configuration from the operator")]
@@ -86,7 +119,6 @@ class AIStor(RenderedComponent):
             parity=site.aistor_layout().parity,
             image=ctx.image("aistor-server-rdma" if tier.rdma else "aistor-server"),
             fabric=site.fabric,
-            external=ctx.cluster.system_pool.is_control_plane,  # an AIStor cluster of its own serves S3 outward
             store=ctx.store,
         )
         # AIStor (server and volume manager) runs read-only without its licence
