@@ -101,3 +101,53 @@ def test_kinds_without_a_check_are_healthy_on_creation():
         {"resource.customizations.health.argoproj.io_Application": "return {}"}
     )
     assert checks.checked("argoproj.io", "Application") and not checks.checked("nvidia.com", "ClusterPolicy")
+
+
+# --- day 2 --------------------------------------------------------------------------------------------
+
+ROOT = "one-cluster/bootstrap/argocd.application.root.yaml"
+
+
+def test_a_node_down_does_not_freeze_the_root(site, inputs):
+    """Without ApplyOutOfSyncOnly the root's next sync waits, wave by wave, on every Application again:
+    a DaemonSet app Progressing for a node that reboots holds back every later change."""
+
+    def every_object(doc):
+        doc["spec"]["syncPolicy"]["syncOptions"].remove("ApplyOutOfSyncOnly=true")
+
+    result = run(site, inputs, ONE)
+    assert "the root applied the change to ai-models (1 of" in "\n".join(e.what for e in result.timeline)
+    tree = edited(inputs, ONE, ROOT, every_object)
+    blocked(
+        run(site, inputs, ONE, tree=tree),
+        "day 2: gpu01 NotReady",
+        "root",
+        "frozen",
+        "the change to ai-models",
+    )
+
+
+def test_an_upgrade_without_the_patches(site, inputs):
+    texts = runbook_without(inputs, ONE, r" --patches /etc/kubernetes/patches(?=   # first control-plane)")
+    blocked(run(site, inputs, ONE, texts=texts), "day 2: Kubernetes upgrade", "kubeadm upgrade apply",
+            "without --patches", "kubelet reservations")  # fmt: skip
+
+
+def test_an_upgrade_batch_beyond_the_budget(site, inputs):
+    texts = dict(inputs[ONE][1])
+    path = next(p for p in texts if p.name == "RUNBOOK.md")
+    texts[path] = texts[path].replace("(30 nodes): 4 at a time", "(30 nodes): 6 at a time")
+    blocked(
+        run(site, inputs, ONE, texts=texts), "pool storage", "6 at a time", "budget of storage/pool-0 is 4"
+    )
+
+
+def test_a_drain_that_strands_a_workload(site, inputs):
+    """A Deployment pinned to one host has nowhere to go while that host is drained."""
+
+    def pinned(doc):
+        doc["spec"]["template"]["spec"]["nodeSelector"] = {"kubernetes.io/hostname": "infra01"}
+
+    tree = edited(inputs, ONE, "one-cluster/apps/ai/argo-cd/argocd.deployment.argocd-notifications-controller.yaml", pinned)
+    blocked(run(site, inputs, ONE, tree=tree), "day 2: Kubernetes upgrade", "ai-argo-cd",
+            "draining infra01 leaves Deployment argocd/argocd-notifications-controller without a place")  # fmt: skip

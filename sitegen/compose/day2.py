@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from constructs.etcd_backup import ETCD_PKI
 from constructs.gpu_workload import BATCH_LABEL
+from constructs.kubeadm import PATCHES_DIR
 from sitegen.components.storage.aistor import OBJECT_STORE
 from sitegen.compose import paths
 from sitegen.compose.apps import VariantApps
@@ -178,12 +179,16 @@ One minor at a time, control plane first, then the worker pools: system pool fir
 {chr(10).join(rows)}
 
 Before: every Application Synced and Healthy; `sitegen validate` passes with the new version pinned in
-`versions.yaml`; an etcd snapshot taken (below); no node NotReady. Per control-plane node, then per
-worker in its batch:
+`versions.yaml`; an etcd snapshot taken (below); no node NotReady. `--patches` on every `kubeadm
+upgrade`: the per-node patches (etcd's metrics address, the pool's kubelet reservations) live in
+`{PATCHES_DIR}` and are part of no configuration kubeadm keeps in the cluster, so an upgrade without
+them writes etcd's manifest and the kubelet's configuration without them. Per control-plane node, then
+per worker in its batch:
 
 ```sh
 kubeadm upgrade plan                       # first control-plane node only
-kubeadm upgrade apply {nxt}.x            # first control-plane node; the others: kubeadm upgrade node
+kubeadm upgrade apply {nxt}.x --patches {PATCHES_DIR}   # first control-plane node
+kubeadm upgrade node --patches {PATCHES_DIR}   # every other node, control plane and workers
 kubectl drain <node> --ignore-daemonsets --delete-emptydir-data
 # install kubelet and kubectl {nxt}.x from the distribution's packages, then
 systemctl daemon-reload && systemctl restart kubelet

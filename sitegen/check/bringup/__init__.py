@@ -1,4 +1,4 @@
-"""`sitegen bringup`: the offline first install of a variant (see simulate.py)."""
+"""`sitegen bringup`: the offline first install of a variant (see simulate.py), then day 2 (day2.py)."""
 
 from __future__ import annotations
 
@@ -6,11 +6,13 @@ from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from sitegen.check.bringup.simulate import Blocker, Event, Result, Simulation, Texts, Tree
+from sitegen.check.bringup.events import Blocker, Event, Result
+from sitegen.check.bringup.simulate import Simulation, Texts, Tree
 from sitegen.check.tree import parse_documents
 from sitegen.compose import paths
 from sitegen.compose.writer import OutputFile, render
-from sitegen.model import Site, resolve
+from sitegen.model import Site, VariantLayout, resolve
+from sitegen.model.maintenance import Budget
 
 __all__ = ["Blocker", "Event", "Result", "bringup", "from_dist", "from_files", "timeline"]
 
@@ -54,11 +56,26 @@ def from_files(files: Iterable[OutputFile], variant: str) -> tuple[Tree, Texts]:
     return tree, texts
 
 
-def bringup(site: Site, variant: str, tree: Tree, texts: Texts) -> Result:
-    simulation = Simulation(
-        resolve(site, variant), tree, texts, argocd_namespace=site.gitops.argocd.namespace
-    )
-    return simulation.run()
+def bringup(site: Site, variant: str, tree: Tree, texts: Texts, *, day2: bool = True) -> Result:
+    """The first install of `variant`; once it is up, with `day2`, the day-2 scenarios on it."""
+    layout = resolve(site, variant)
+    simulation = Simulation(layout, tree, texts, argocd_namespace=site.gitops.argocd.namespace)
+    result = simulation.run()
+    if result.ok and day2:
+        simulation.replay_day2(_budgets(site, layout))
+    return result
+
+
+def _budgets(site: Site, layout: VariantLayout) -> dict[str, dict[str, Budget]]:
+    """The model's maintenance budgets per cluster, by pool (AIStor's server pools as pool/pool-N)."""
+    found = {}
+    for cluster in layout.clusters:
+        cp = cluster.control_plane
+        budgets = site.pool_budgets(
+            (cp.name, len(cp.hosts)), ((p.name, len(p.hosts)) for p in cluster.worker_pools)
+        )
+        found[cluster.name] = {b.pool: b for b in budgets}
+    return found
 
 
 def timeline(result: Result) -> str:

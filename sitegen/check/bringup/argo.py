@@ -25,6 +25,17 @@ from sitegen.check.bringup.kube import pod_template, sync_order
 
 HEALTHY = "Healthy"
 SKIP_DRY_RUN = "SkipDryRunOnMissingResource=true"
+APPLY_OUT_OF_SYNC_ONLY = "ApplyOutOfSyncOnly=true"
+
+
+def _waves(objects: list[Mapping[str, Any]]) -> list[list[Mapping[str, Any]]]:
+    """Objects in sync order, grouped by wave (and kind order within it), as gitops-engine applies them."""
+    groups: list[list[Mapping[str, Any]]] = []
+    for body in sorted(objects, key=sync_order):
+        if not groups or sync_order(groups[-1][0])[0] != sync_order(body)[0]:
+            groups.append([])
+        groups[-1].append(body)
+    return groups
 
 
 @dataclass(frozen=True)
@@ -75,11 +86,8 @@ class AppSync:
         self.registered = registered
         self.providers = providers
         self.checks = HealthChecks({})  # the built-in ones until Argo CD's own config is known
-        self.groups: list[list[Mapping[str, Any]]] = []
-        for body in self.objects:
-            if not self.groups or sync_order(self.groups[-1][0])[0] != sync_order(body)[0]:
-                self.groups.append([])
-            self.groups[-1].append(body)
+        self.tasks = list(self.objects)  # what the current sync operation applies
+        self.groups = _waves(self.tasks)
         self.wave = 0  # its sync wave among the root's objects
         self.generated_by = ""  # the ApplicationSet that generates it, if one does
         self.created = False
@@ -94,6 +102,29 @@ class AppSync:
         self.waiting = ""
 
     # ---- sync ----------------------------------------------------------------------------------
+    def resync(self, objects: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+        """A new sync operation, git having changed: gitops-engine's tasks are every object of the app,
+        or with ApplyOutOfSyncOnly=true only those that differ from what the cluster holds
+        (filterOutOfSyncTasks); it waits, wave by wave, on the health of the tasks it applied, never on
+        an object it skipped. Returns the tasks."""
+        self.objects = sorted(objects, key=sync_order)
+        tasks = list(self.objects)
+        if APPLY_OUT_OF_SYNC_ONLY in self.sync_options:
+            live = self.cluster.objects
+            tasks = [b for b in tasks if key_of(b) not in live or live[key_of(b)].body != b]
+        self.tasks = tasks
+        self.groups = _waves(tasks)
+        self.synced = not tasks
+        self.failed = False
+        self.attempts = 0
+        self.failures = []
+        self._group = 0
+        self._dry_run_passed = False
+        self._applied_group = -1
+        self._changes_at_failure = -1
+        self.waiting = ""
+        return tasks
+
     def _own_crds(self) -> set[tuple[str, str]]:
         return {
             (b["spec"]["group"], b["spec"]["names"]["kind"])
@@ -183,7 +214,7 @@ class AppSync:
             return False
         moved = False
         if not self._dry_run_passed:
-            for body in self.objects:
+            for body in self.tasks:
                 failure = self._check(body, dry_run=True)
                 if failure:
                     return self._fail(failure)

@@ -11,6 +11,7 @@ import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import cache
 from ipaddress import ip_address, ip_network
 from typing import Any
 
@@ -35,6 +36,7 @@ from sitegen.check.bringup.kube import (
     secret_refs,
     untolerated,
 )
+from sitegen.compose.kube_yaml import KubeLoader
 
 Key = tuple[str, str, str, str]  # group, kind, namespace, name
 
@@ -107,7 +109,10 @@ class Cluster:
         self.name = name
         self.vault = vault
         self.nodes: dict[str, Node] = {}
-        self.objects: dict[Key, Applied] = {}
+        self.objects: dict[Key, Applied] = {}  # apply() writes it, and its indexes
+        self._kinds: dict[str, dict[Key, Applied]] = {}
+        self._named: dict[tuple[str, str, str], Key] = {}  # kind, namespace, name -> key
+        self._order: dict[Key, int] = {}
         self.crds: dict[tuple[str, str], tuple[str, str]] = {}  # (group, kind) -> (plural, owner)
         self.workloads: dict[Key, Workload] = {}
         self.drives_initialized = False
@@ -139,19 +144,22 @@ class Cluster:
         )
 
     def find(self, kind: str, namespace: str, name: str) -> Applied | None:
-        return next(
-            (a for (_, k, ns, n), a in self.objects.items() if k == kind and ns == namespace and n == name),
-            None,
-        )
+        key = self._named.get((kind, namespace, name))
+        return None if key is None else self.objects[key]
 
     def of_kind(self, *kinds: str) -> list[tuple[Key, Applied]]:
-        return [(k, a) for k, a in self.objects.items() if k[1] in kinds]
+        """The objects of these kinds, in the order they were first applied."""
+        found = [item for kind in kinds for item in self._kinds.get(kind, {}).items()]
+        return sorted(found, key=lambda item: self._order[item[0]]) if len(kinds) > 1 else found
 
     def apply(self, body: Mapping[str, Any], owner: str) -> None:
         key = key_of(body)
         if key not in self.objects or self.objects[key].body is not body:
             self.changes += 1
-        self.objects[key] = Applied(body, owner)
+        applied = Applied(body, owner)
+        self._order.setdefault(key, len(self._order))
+        self.objects[key] = self._kinds.setdefault(key[1], {})[key] = applied
+        self._named.setdefault((key[1], key[2], key[3]), key)  # the first group applied under the name
         if key[1] == "CustomResourceDefinition":
             spec = body["spec"]
             self.crds[(spec["group"], spec["names"]["kind"])] = (spec["names"]["plural"], owner)
@@ -484,8 +492,9 @@ class Cluster:
         return found[0][1].body
 
     def _node_runs(self, node: Node, owner: str, kind: str = "DaemonSet") -> bool:
-        return any(
-            w.running and node.name in w.placed
+        """A pod of the app's DaemonSet runs on the node (whatever its pods elsewhere do)."""
+        return node.reporting and any(
+            node.name in w.placed
             for w in self.workloads.values()
             if w.owner == owner and w.template.kind == kind
         )
@@ -521,7 +530,7 @@ class Cluster:
             spec = applied.body["spec"]
             if not all(node.labels.get(k) == str(v) for k, v in (spec.get("nodeSelector") or {}).items()):
                 continue
-            config = json.loads((spec.get("rdmaSharedDevicePlugin") or {}).get("config") or "{}")
+            config = _device_plugin_config((spec.get("rdmaSharedDevicePlugin") or {}).get("config") or "{}")
             for entry in config.get("configList") or []:
                 names = set((entry.get("selectors") or {}).get("ifNames") or [])
                 count = int(entry.get("rdmaHcaMax", 0)) if admitted and names <= named_interfaces else 0
@@ -552,7 +561,7 @@ class Cluster:
         agents = [w for w in host if w.template.kind == "DaemonSet"]
         for node in self.nodes.values():
             ready = operator_up and bool(agents) and all(w.running and node.name in w.placed for w in agents)
-            if ready and not node.ready:
+            if ready and node.reporting and not node.ready:
                 node.ready = True
                 node.taints = [t for t in node.taints if t not in NOT_READY]
                 self.changes += 1
@@ -761,7 +770,8 @@ class Cluster:
         if w.admitted is None and (self.objects_body(w).get("spec") or {}).get("suspend"):
             w.reason = "suspended, and no Kueue manages its namespace to admit it"
             return
-        why = self.pod_blocker(w)
+        lost = [n for n in sorted(w.placed) if not self.nodes[n].reporting]
+        why = f"its pod on {lost[0]} is not ready: the node is NotReady" if lost else self.pod_blocker(w)
         if why is None:
             why = self._place(w)
         if why is None:
@@ -841,6 +851,34 @@ class Cluster:
             )
         return f"one pod per node and only {len(ready)} candidate nodes"
 
+    def lose_node(self, name: str) -> list[str]:
+        """A node stops reporting (a GPU node rebooting for a driver upgrade, a host down for an hour):
+        the node lifecycle controller taints it not-ready. A DaemonSet's pod there is unavailable and a
+        StatefulSet's stays bound to it until it returns; a Deployment's pods are evicted (after the
+        default 300 s toleration) and created again where they fit. Returns what it affected."""
+        node = self.nodes[name]
+        node.ready = node.reporting = False
+        node.taints = [*node.taints, *(t for t in NOT_READY if t not in node.taints)]
+        affected = []
+        for w in self.workloads.values():
+            if name not in w.placed or not w.running:
+                continue
+            if w.template.daemon or w.template.kind == "StatefulSet":
+                w.running = False
+                w.reason = f"its pod on {name} is not ready: the node is NotReady"
+            else:
+                self._release(w)
+                w.reason = f"evicted from {name} (NotReady)"
+            affected.append(w.template.ref)
+            self.changes += 1
+        return affected
+
+    def evict(self, w: Workload, why: str) -> None:
+        """Its pods are deleted (a drain): the controller creates them again where they fit."""
+        self._release(w)
+        w.reason = why
+        self.changes += 1
+
     def _release(self, w: Workload) -> None:
         """Give back what the workload's pods took on their nodes."""
         requests = {**w.template.requests, "pods": 1}
@@ -875,7 +913,7 @@ class Cluster:
         for _, applied in self.of_kind("ConfigMap"):
             text = (applied.body.get("data") or {}).get("controller_manager_config.yaml")
             if text:
-                config = yaml.safe_load(text) or {}
+                config = _kueue_config(text)
                 default = {"matchExpressions": [{
                     "key": "kubernetes.io/metadata.name", "operator": "NotIn",
                     "values": ["kube-system", applied.body["metadata"]["namespace"]],
@@ -974,6 +1012,16 @@ def _operator_workloads(body: Mapping[str, Any], owner: str) -> list[tuple[Key, 
         )
         found.append((("apps", "StatefulSet", meta["namespace"], name), workload))
     return found
+
+
+@cache
+def _device_plugin_config(text: str) -> dict[str, Any]:
+    return json.loads(text)  # type: ignore[no-any-return]
+
+
+@cache
+def _kueue_config(text: str) -> dict[str, Any]:
+    return yaml.load(text, Loader=KubeLoader) or {}
 
 
 def _rule_matches(rules: Iterable[Mapping[str, Any]], group: str, resource: str) -> bool:

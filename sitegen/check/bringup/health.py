@@ -45,6 +45,7 @@ def builtin_checks(table: Path = HEALTH_TABLE) -> tuple[tuple[str, str], ...]:
     return tuple(found)
 
 
+@cache
 def has_builtin_check(group: str, kind: str) -> bool:
     return any(fnmatch.fnmatchcase(group, g) and fnmatch.fnmatchcase(kind, k) for g, k in builtin_checks())
 

@@ -140,6 +140,7 @@ class Node:
     used: dict[str, int] = field(default_factory=dict)
     address: str = ""  # its InternalIP (kubelet node-ip)
     serving_certificate: bool = False  # one of the cluster CA (serverTLSBootstrap, approved), not self-signed
+    reporting: bool = True  # its kubelet answers (False: down, rebooting; its pods are not ready)
 
     def allocatable(self, resource: str) -> int:
         return self.capacity.get(resource, 0) - self.reserved.get(resource, 0)

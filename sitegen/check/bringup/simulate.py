@@ -11,9 +11,8 @@ chart's own controller makes) is left out rather than guessed.
 from __future__ import annotations
 
 import re
-import shlex
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -21,8 +20,10 @@ from constructs.kubeadm import KUBELET_PATCH
 from sitegen.check.appsets import applications
 from sitegen.check.bringup.argo import HEALTHY, AppSync, Failure, Providers
 from sitegen.check.bringup.cluster import Cluster, Vault, key_of, show
+from sitegen.check.bringup.events import Blocker, Event, Result, Stop
 from sitegen.check.bringup.health import HealthChecks
 from sitegen.check.bringup.kube import NOT_READY, Node, Taint, label_selector_matches, quantity
+from sitegen.check.bringup.runbook import RunbookStep, commands, runbook_steps
 from sitegen.check.tree import Document
 from sitegen.components.catalog import COMPONENTS
 from sitegen.components.networking.cilium import Cilium
@@ -38,104 +39,6 @@ EVICTION_HARD_MEMORY = 100 * 2**20  # the kubelet's default memory.available thr
 KUBELET_LABELS = {"kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64"}  # set by every kubelet
 
 
-@dataclass(frozen=True)
-class Event:
-    cluster: str
-    step: str
-    what: str
-
-
-@dataclass(frozen=True)
-class Blocker:
-    cluster: str
-    step: str
-    component: str
-    reason: str
-
-    def __str__(self) -> str:
-        return f"{self.cluster}: {self.step}: {self.component}: {self.reason}"
-
-
-@dataclass
-class Result:
-    variant: str
-    timeline: list[Event] = field(default_factory=list)
-    blocker: Blocker | None = None
-    retried: list[Failure] = field(default_factory=list)  # failed attempts an app's own retry fixed
-
-    @property
-    def ok(self) -> bool:
-        return self.blocker is None
-
-
-class Stop(Exception):
-    def __init__(self, blocker: Blocker):
-        super().__init__(str(blocker))
-        self.blocker = blocker
-
-
-@dataclass
-class RunbookStep:
-    number: int
-    title: str
-    cluster: str | None
-    body: str
-    after_app: str | None  # "Once `<app>` is Healthy"
-
-    @property
-    def label(self) -> str:
-        return f"runbook step {self.number} ({self.title})"
-
-
-def runbook_steps(text: str) -> list[RunbookStep]:
-    steps: list[RunbookStep] = []
-    cluster: str | None = None
-    for block in re.split(r"^(?=##+ )", text, flags=re.M):
-        heading = block.splitlines()[0] if block.strip() else ""
-        if heading.startswith("## "):
-            named = re.search(r"`([\w-]+)`", heading)
-            cluster = named.group(1) if named else None
-            continue
-        found = re.match(r"### (\d+)\. (.+)", heading)
-        if not found:
-            continue
-        body = block[len(heading) :]
-        after = re.search(r"^Once `([\w-]+)` is Healthy", body.strip(), flags=re.M)
-        steps.append(
-            RunbookStep(int(found.group(1)), found.group(2), cluster, body, after.group(1) if after else None)
-        )
-    return steps
-
-
-def _commands(body: str) -> list[tuple[list[str], list[str]]]:
-    """Each shell command of the step's code blocks as words, with the here-document that follows it."""
-    out: list[tuple[list[str], list[str]]] = []
-    for code in re.findall(r"```sh\n(.*?)```", body, flags=re.S):
-        lines = code.replace("\\\n", " ").splitlines()
-        i = 0
-        while i < len(lines):
-            line = lines[i].split("   #")[0].strip()
-            i += 1
-            if not line or line.startswith("#"):
-                continue
-            heredoc: list[str] = []
-            marker = re.search(r"<<'?(\w+)'?", line)
-            if marker:
-                while i < len(lines) and lines[i].strip() != marker.group(1):
-                    heredoc.append(lines[i])
-                    i += 1
-                i += 1
-                line = line[: marker.start()]
-            for part in re.split(r"\s*(?:&&|\|)\s*", line):
-                try:
-                    words = shlex.split(part)
-                except ValueError:
-                    words = part.split()
-                if words:
-                    out.append((words, heredoc))
-    return out
-
-
 class Simulation:
     def __init__(self, layout: VariantLayout, tree: Tree, texts: Texts, *, argocd_namespace: str) -> None:
         self.layout = layout
@@ -145,12 +48,13 @@ class Simulation:
         self.argocd_namespace = argocd_namespace
         self.vault = Vault()
         self.clusters = {c.name: Cluster(c.name, self.vault) for c in layout.clusters}
+        folders = {p.parent for p in tree}
         for name, cluster in self.clusters.items():
             cluster.cni_app = f"{name}-{Cilium.name}"
             cluster.remote = name != layout.hub.name
             for kind in COMPONENTS:
                 app = f"{name}-{kind.name}"
-                if paths.app_dir(self.variant, name, kind.name) in {p.parent for p in tree}:
+                if paths.app_dir(self.variant, name, kind.name) in folders:
                     for version in getattr(kind, "serves_at_runtime", ()):
                         cluster.runtime_groups[version.rpartition("/")[0]] = app
         for path, docs in tree.items():
@@ -174,17 +78,25 @@ class Simulation:
         self.root: RootSync | None = None
         self.healthy: set[str] = set()
         self.mc_aliases: dict[str, str] = {}  # mc alias -> S3 host
+        self.patch_dirs: dict[
+            str, set[str]
+        ] = {}  # cluster -> the kubeadm patch folders its nodes joined with
         self.step = "bare hosts"
 
     # ---- inputs --------------------------------------------------------------------------------
     def _docs_under(self, folder: PurePosixPath) -> list[dict[str, Any]]:
+        prefix = f"{folder}/"
         return [
             body
-            for path, bodies in sorted(self.tree.items())
-            if path.is_relative_to(folder) and path.suffix == ".yaml"
+            for path, bodies in self._sorted_tree
+            if path.startswith(prefix) and path.endswith(".yaml")
             for body in bodies
             if isinstance(body, dict) and body.get("kind")
         ]
+
+    @cached_property
+    def _sorted_tree(self) -> list[tuple[str, list[dict[str, Any]]]]:
+        return [(str(path), bodies) for path, bodies in sorted(self.tree.items())]
 
     def _providers(self) -> Providers:
         found = Providers()
@@ -245,7 +157,7 @@ class Simulation:
         patch: dict[str, Any] | None = None
         for bullet in re.findall(r"^- `([\w./-]+)`: ", step.body, flags=re.M):
             self.vault.keys.add(bullet)
-        for words, heredoc in _commands(step.body):
+        for words, heredoc in commands(step.body):
             tool = words[0]
             args = words[1:]
             target = self._path_argument(words)
@@ -299,6 +211,9 @@ class Simulation:
             raise Stop(Blocker(cluster.name, self.step, str(config), "no Init/JoinConfiguration"))
         registration = init.get("nodeRegistration") or {}
         control_plane = init["kind"] == "InitConfiguration" or "controlPlane" in init
+        patches = (init.get("patches") or {}).get("directory")
+        if patches:
+            self.patch_dirs.setdefault(cluster.name, set()).add(patches)
         extra = {a["name"]: a["value"] for a in registration.get("kubeletExtraArgs") or []}
         if "${NODE_NAME}" in str(registration.get("name", "")):
             header = self.texts.get(config, "")
@@ -602,6 +517,30 @@ class Simulation:
                 break
         self._final(deferred)
 
+    def replay_day2(self, budgets: dict[str, dict[str, Any]]) -> None:
+        """The day-2 scenarios on the installed site (day2.py); a blocker ends them."""
+        from sitegen.check.bringup import day2
+
+        try:
+            day2.replay(self, budgets)
+        except Stop as stop:
+            self.result.blocker = stop.blocker
+
+    def settle(self) -> None:
+        """Controllers and syncs run until nothing moves (day 2: no runbook step waits)."""
+        syncs = [s for s in (self.root, *self.apps.values()) if s is not None]
+        while True:
+            moved = False
+            for cluster in self.clusters.values():
+                before = cluster.changes
+                cluster.reconcile(self.rails[cluster.name])
+                moved |= cluster.changes != before
+            for sync in syncs:
+                moved |= sync.step()
+            self._note_health()
+            if not moved:
+                return
+
     def _judge(self, sync: AppSync, failure: Failure) -> None:
         """A failed attempt an app's own retry fixes is Argo CD as usual; one waiting on another app is
         an ordering defect: it converges, if at all, only by retrying until the other app is there."""
@@ -783,8 +722,8 @@ class RootSync(AppSync):
 
     def step(self) -> bool:
         moved = super().step()
-        for (_, kind, _, name), applied in self.cluster.objects.items():
-            if kind in ("Application", "ApplicationSet") and applied.owner == self.name:
+        for (_, _, _, name), applied in self.cluster.of_kind("Application", "ApplicationSet"):
+            if applied.owner == self.name:
                 for child in self.children.values():
                     if (child.name == name or child.generated_by == name) and not child.created:
                         child.created = True
