@@ -203,7 +203,10 @@ class RootApplication(Construct):
             # A later change applies only what changed: gitops-engine then waits on the health of what it
             # applied, not on every Application of the earlier waves, so a node down (a DaemonSet app
             # Progressing) does not hold back a new tenant. On the first install everything differs.
-            "syncPolicy": {**_sync_policy(), "syncOptions": ["ServerSideApply=true", "ApplyOutOfSyncOnly=true"]},
+            "syncPolicy": {
+                **_sync_policy(),
+                "syncOptions": ["ServerSideApply=true", "ApplyOutOfSyncOnly=true"],
+            },
         }
         _api_object(self, ARGO, "Application", {"name": "root", "namespace": namespace}, spec)
 

@@ -148,6 +148,11 @@ def test_a_drain_that_strands_a_workload(site, inputs):
     def pinned(doc):
         doc["spec"]["template"]["spec"]["nodeSelector"] = {"kubernetes.io/hostname": "infra01"}
 
-    tree = edited(inputs, ONE, "one-cluster/apps/ai/argo-cd/argocd.deployment.argocd-notifications-controller.yaml", pinned)
+    tree = edited(
+        inputs,
+        ONE,
+        "one-cluster/apps/ai/argo-cd/argocd.deployment.argocd-notifications-controller.yaml",
+        pinned,
+    )
     blocked(run(site, inputs, ONE, tree=tree), "day 2: Kubernetes upgrade", "ai-argo-cd",
             "draining infra01 leaves Deployment argocd/argocd-notifications-controller without a place")  # fmt: skip
