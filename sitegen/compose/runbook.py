@@ -28,6 +28,7 @@ from constructs.secrets import (
     vault_role,
 )
 from sitegen.components.base import S3Access
+from sitegen.components.gpu.gpu_operator import GpuOperator
 from sitegen.components.networking.cilium import Cilium
 from sitegen.components.platform.argo_cd import ArgoCd
 from sitegen.components.platform.argocd_manager import ACCOUNT, ArgocdManager
@@ -38,6 +39,7 @@ from sitegen.components.storage.aistor_volumemanager import AIStorVolumeManager
 from sitegen.compose import paths
 from sitegen.compose.apps import VariantApps
 from sitegen.compose.day2 import day2
+from sitegen.compose.fabric_hosts import DRIVER_ROOT
 from sitegen.model import ClusterLayout, PoolLayout, Site, VariantLayout
 
 FIELD_MANAGER = "argocd-controller"
@@ -126,8 +128,9 @@ The new etcd member must be Ready (it joined as a learner and was promoted) befo
                 f"""
 Before these hosts join: name the IPoIB interfaces after the rail map ({rails}), load
 `ib_ipoib` and `rdma_ucm` at boot, and lift containerd's locked-memory limit; then check the host
-against the rail map (`ibdev2netdev`, `nvidia-smi topo -m` on GPU nodes, `sminfo` for the subnet
-manager). Join only hosts whose preflight passes: the `rdma/rdma_rail_*` resources stay zero otherwise.
+against the rail map from what the kernel shows (each RDMA device, its interface, the port ACTIVE,
+which it is only once the subnet manager configured it). Join only hosts whose preflight passes: the
+`rdma/rdma_rail_*` resources stay zero otherwise.{_topology_later(pool, cluster.name)}
 
 ```sh
 bash {kdir}/fabric-prep-{pool.name}.sh
@@ -356,6 +359,11 @@ same field manager). The next steps run while it syncs, each once the Applicatio
 """
     )
     step += 1
+    for cluster in layout.clusters:
+        for pool in cluster.worker_pools:
+            if pool.name in site.fabric.nics and pool.hardware.gpu is not None:
+                lines.append(_gpu_topology(step, variant, cluster, pool))
+                step += 1
     aistor = next(
         (c for c in layout.clusters if any(p.name == site.storage.aistor.pool for p in c.pools)), None
     )
@@ -397,6 +405,29 @@ mc alias set site https://{site.storage.aistor.s3_hostname} "$(vault kv get -fie
             step += 1
     lines.append(day2(apps))
     return "\n".join(lines)
+
+
+def _topology_later(pool: PoolLayout, cluster: str) -> str:
+    if pool.hardware.gpu is None:
+        return ""
+    return (
+        f" The GPUs' place on the PCIe switches is checked once the GPU Operator's driver runs (step\n"
+        f"`GPU topology: pool {pool.name}`, after `{cluster}-{GpuOperator.name}` is Healthy): no driver exists before."
+    )
+
+
+def _gpu_topology(step: int, variant: str, cluster: ClusterLayout, pool: PoolLayout) -> str:
+    kdir = paths.in_repo(paths.kubeadm_dir(variant, cluster.name))
+    return f"""### {step}. GPU topology: pool {pool.name}
+
+Once `{cluster.name}-{GpuOperator.name}` is Healthy, on every host of pool {pool.name} (its driver runs there now),
+check each GPU against its rail's NIC: on one PCIe switch (`nvidia-smi topo -m` from the driver's root,
+`{DRIVER_ROOT}`). A host that fails: cordon it and fix it before it takes GPU jobs; its rails cross the CPU.
+
+```sh
+bash {kdir}/fabric-topology-{pool.name}.sh
+```
+"""
 
 
 def _s3_access(apps: VariantApps) -> list[S3Access]:

@@ -5,39 +5,27 @@ set -u
 # The rail map of pool storage: RDMA device, IPoIB interface, rail, GPUs behind it
 RAIL_MAP='mlx5_0 ibs0 A -
 mlx5_1 ibs1 B -'
+# Before the join only the kernel's view exists (no OFED tools, no GPU driver yet): sysfs
+sys=${SYSFS:-/sys}
 fail=0
 bad() { echo "FAIL $*"; fail=1; }
-links=$(ibdev2netdev 2>&1) || bad "ibdev2netdev: $links"
 while read -r dev netdev rail gpus; do
-  line=$(printf '%s\n' "$links" | grep -E "^$dev port [0-9]+ ==> " | head -n 1)
-  case "$line" in
-    "") bad "$dev (rail $rail): no such RDMA device" ;;
-    *"==> $netdev (Up)"*) echo "ok   $dev -> $netdev (rail $rail) up" ;;
-    *"==> $netdev "*) bad "$dev -> $netdev (rail $rail) is not up: $line" ;;
-    *) bad "$dev should be $netdev (rail $rail): $line" ;;
+  ib="$sys/class/infiniband/$dev"
+  if [ ! -d "$ib" ]; then bad "$dev (rail $rail): no such RDMA device"; continue; fi
+  names=" $(ls "$ib/device/net" 2>/dev/null | tr '\n' ' ')"
+  case "$names" in
+    *" $netdev "*) ;;
+    *) bad "$dev should carry $netdev (rail $rail): it has${names% }"; continue ;;
+  esac
+  # 4: ACTIVE once the subnet manager configured the port; 2: INIT is a link no SM answers
+  state=$(cat "$ib/ports/1/state" 2>/dev/null)
+  case "$state" in
+    *ACTIVE*) echo "ok   $dev -> $netdev (rail $rail) active" ;;
+    *INIT*) bad "$dev -> $netdev (rail $rail) is $state: no subnet manager configured the port" ;;
+    *) bad "$dev -> $netdev (rail $rail) is ${state:-without state}: the link is not up" ;;
   esac
 done <<EOF
 $RAIL_MAP
 EOF
-if [ 0 = 1 ]; then
-  topo=$(nvidia-smi topo -m 2>&1) || bad "nvidia-smi topo -m: $topo"
-  # the NIC legend maps NICn to mlx5_n; the matrix row of a GPU gives its relation to each NICn
-  while read -r dev netdev rail gpus; do
-    nic=$(printf '%s\n' "$topo" | sed -n "s/^ *\(NIC[0-9]*\): $dev\$/\1/p")
-    [ -n "$nic" ] || { bad "$dev is not in nvidia-smi's NIC legend"; continue; }
-    # the header row starts with an empty cell, so its n-th word line is field n of a GPU row
-    column=$(printf '%s\n' "$topo" | head -n 1 | tr -s ' \t' '\n' | grep -n -x "$nic" | cut -d: -f1)
-    for gpu in $(printf '%s' "$gpus" | tr ',' ' '); do
-      relation=$(printf '%s\n' "$topo" | awk -v row="GPU$gpu" -v col="$column" 'NR > 1 && $1 == row { print $col; exit }')
-      case "$relation" in
-        PIX|PXB) echo "ok   GPU$gpu -> $dev ($relation)" ;;
-        *) bad "GPU$gpu -> $dev is $relation, not on one PCIe switch: traffic of rail $rail crosses the CPU" ;;
-      esac
-    done
-  done <<EOF
-$RAIL_MAP
-EOF
-fi
-sm=$(sminfo 2>&1) || bad "no subnet manager answers on the fabric: $sm"
 [ "$fail" = 0 ] && echo "fabric preflight passed" || echo "fabric preflight FAILED: fix the lines above"
 exit "$fail"
