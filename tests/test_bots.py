@@ -1,10 +1,16 @@
-"""Renovate's custom managers find every pin of config/versions.yaml (checked with the same regexes,
-translated from Renovate's named groups; its schema is not available offline)."""
+"""The bots' and hooks' configuration: Renovate's custom managers find every pin of config/versions.yaml
+(checked with the same regexes, translated from Renovate's named groups; its schema is not available
+offline), its post-upgrade step, and the pre-commit hooks."""
 
 from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
 
 from .conftest import CONFIG, REPO
 
@@ -56,3 +62,33 @@ def test_a_version_bump_carries_its_archive_lock_and_dist():
     assert {c.removeprefix("make ") for c in tasks["commands"]} <= targets
     assert set(tasks["fileFilters"]) == {"charts.lock", "vendor/charts/**", "dist/**"}
     assert tasks["executionMode"] == "branch"  # once per branch, after every bump of a group
+
+
+def test_the_pre_commit_config_is_valid_and_leaves_generated_code_alone():
+    """`pre-commit install` works (the config validates), and its formatters never rewrite imports/
+    or dist/ (what cdk8s import and synth generate)."""
+    pre_commit = Path(sys.executable).parent / "pre-commit"
+    result = subprocess.run(
+        [str(pre_commit), "validate-config", ".pre-commit-config.yaml"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    hooks = {
+        h["id"]: h
+        for r in yaml.safe_load((REPO / ".pre-commit-config.yaml").read_text())["repos"]
+        for h in r["hooks"]
+    }
+    for name in ("ruff", "ruff-format"):
+        exclude = re.compile(hooks[name]["exclude"])
+        assert exclude.search("imports/io/x_k8s/kueue/__init__.py") and exclude.search(
+            "dist/one-cluster/a.yaml"
+        )
+        assert not exclude.search("sitegen/cli.py")
+        assert "--force-exclude" in hooks[name]["entry"]  # ruff's own excludes hold for named files too
+    drift = re.compile(hooks["dist-drift"]["files"])
+    assert all(
+        drift.search(p) for p in ("config/site.yaml", "vendor/charts/x.tgz", "charts.lock", "imports/a.py")
+    )
