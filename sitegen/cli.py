@@ -71,6 +71,7 @@ def _load(config_dir: Path) -> Site:
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="sitegen", message="%(prog)s %(version)s")
 def cli() -> None:
     """GitOps generator for one bare-metal AI/HPC site: config/ in, dist/ out."""
 
