@@ -7,7 +7,8 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from sitegen.check.bringup.events import Blocker, Event, Result
-from sitegen.check.bringup.simulate import Simulation, Texts, Tree
+from sitegen.check.bringup.simulate import Simulation
+from sitegen.check.bringup.state import Texts, Tree
 from sitegen.check.tree import parse_documents
 from sitegen.compose import paths
 from sitegen.compose.writer import OutputFile, render

@@ -1,0 +1,134 @@
+"""Admission: whether the API server would accept an object now. A webhook whose failurePolicy is Fail
+refuses what its rules and its namespace and object selectors match while it cannot answer: its Service
+has no running pod, or the CA cert-manager injects into it is not issued. A namespace's ResourceQuotas
+refuse pods that leave out a request they bound (in any container), or that ask more than is left beside
+the namespace's running pods. `service_ready` also serves an APIService's health (argo.py).
+
+Not modelled: what a webhook that answers decides (it admits), operations other than CREATE, the other
+admission plugins (LimitRange defaults, Pod Security), quotas on claims, object counts and limits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from sitegen.check.bringup.kube import add, label_selector_matches, quantity, requests_of
+from sitegen.check.bringup.objects import ClusterObjects, Workload, key_of
+from sitegen.check.bringup.scheduling import usage
+
+
+class Admission(ClusterObjects):
+    """Mixed into `Cluster` (cluster.py); a webhook's CA comes from `Secrets.certificate_ready`."""
+
+    # ---- webhooks --------------------------------------------------------------------------------
+    def service_ready(self, namespace: str, name: str) -> str | None:
+        """None when the Service has a running backend, else why not."""
+        service = self.find("Service", namespace, name)
+        if service is None:
+            return f"Service {namespace}/{name} does not exist"
+        selector = (service.body.get("spec") or {}).get("selector") or {}
+        for w in self.workloads.values():
+            labels = w.template.labels
+            if (
+                w.template.namespace == namespace
+                and w.running
+                and selector
+                and all(labels.get(k) == str(v) for k, v in selector.items())
+            ):
+                return None
+        return f"no running pod behind Service {namespace}/{name}"
+
+    def admission_blocker(self, body: Mapping[str, Any], resource: str | None = None) -> str | None:
+        """Why the API server would refuse to create this object now (a webhook that cannot answer)."""
+        group, kind, ns, _ = key_of(body)
+        resource = resource or self.resource_name(group, kind)
+        labels = (body.get("metadata") or {}).get("labels") or {}
+        ns_labels = self.namespace_labels(ns) if ns else {}
+        for (_, wkind, _, wname), applied in sorted(self.of_kind(
+            "ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"
+        )):  # fmt: skip
+            for hook in applied.body.get("webhooks") or []:
+                if hook.get("failurePolicy", "Fail") != "Fail":
+                    continue
+                if not _rule_matches(hook.get("rules") or [], group, resource):
+                    continue
+                if ns and not label_selector_matches(hook.get("namespaceSelector"), ns_labels):
+                    continue
+                if not label_selector_matches(hook.get("objectSelector"), labels):
+                    continue
+                why = self.webhook_down(applied.body, hook)
+                if why:
+                    return f"{wkind} {wname} ({hook['name']}) cannot answer: {why}"
+        return None
+
+    def webhook_down(self, config: Mapping[str, Any], hook: Mapping[str, Any]) -> str | None:
+        service = (hook.get("clientConfig") or {}).get("service")
+        if service:
+            down = self.service_ready(service["namespace"], service["name"])
+            if down:
+                return down
+        inject = ((config.get("metadata") or {}).get("annotations") or {}).get(
+            "cert-manager.io/inject-ca-from"
+        )
+        if inject:
+            ns, _, name = inject.partition("/")
+            if not self.certificate_ready(ns, name):
+                return f"its CA comes from Certificate {inject}, which is not issued"
+        return None
+
+    # ---- quotas ----------------------------------------------------------------------------------
+    def quota_blocker(self, w: Workload) -> str | None:
+        """The namespace's ResourceQuotas refuse the pods still to create: a request they bound that a
+        container leaves out, or more than is left beside the namespace's running pods."""
+        t = w.template
+        quotas = [
+            a.body for (_, k, ns, _), a in self.objects.items() if k == "ResourceQuota" and ns == t.namespace
+        ]
+        if not quotas:
+            return None
+        pods = (1 if t.daemon else max(t.replicas, 1)) - sum(w.placed.values())
+        used: dict[str, int] = {}
+        for other in self.workloads.values():
+            if other is not w and other.template.namespace == t.namespace and other.running:
+                running = sum(other.placed.values())
+                add(used, {**{k: v * running for k, v in other.template.requests.items()}, "pods": running})
+        need = {**{k: v * pods for k, v in t.requests.items()}, "pods": pods}
+        for quota in quotas:
+            name = quota["metadata"]["name"]
+            for key, limit in sorted(((quota.get("spec") or {}).get("hard") or {}).items()):
+                resource = _pod_quota_resource(key)
+                if resource is None:
+                    continue
+                if resource in ("cpu", "memory"):
+                    bare = [
+                        c.get("name")
+                        for c in t.containers()
+                        if resource not in requests_of(c.get("resources"))
+                    ]
+                    if bare:
+                        return f"ResourceQuota {name} bounds {resource}: container {bare[0]} requests none"
+                hard = quantity(limit, milli=resource == "cpu")
+                if used.get(resource, 0) + need.get(resource, 0) > hard:
+                    short = usage(used, {resource: need.get(resource, 0)}, {resource: hard})
+                    return f"ResourceQuota {name}: {short}"
+        return None
+
+
+def _rule_matches(rules: Iterable[Mapping[str, Any]], group: str, resource: str) -> bool:
+    for rule in rules:
+        if "CREATE" not in (rule.get("operations") or []) and "*" not in (rule.get("operations") or []):
+            continue
+        groups, resources = rule.get("apiGroups") or [], rule.get("resources") or []
+        if ("*" in groups or group in groups) and ("*" in resources or resource in resources):
+            return True
+    return False
+
+
+def _pod_quota_resource(key: str) -> str | None:
+    """The pod resource a ResourceQuota key bounds; None for claims, object counts and limits."""
+    if key in ("pods", "cpu", "memory"):
+        return key
+    if key.startswith("requests.") and not key.endswith(".storage"):
+        return key.removeprefix("requests.")
+    return None

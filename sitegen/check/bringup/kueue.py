@@ -1,0 +1,145 @@
+"""Kueue: which workloads it manages (a queue-name label, in a namespace its managedJobsNamespaceSelector
+selects), and their admission in priority order into the nominal quota of their LocalQueue's
+ClusterQueue, preempting lower priorities of the same ClusterQueue where its withinClusterQueue policy
+allows. A workload Kueue has not admitted does not start (scheduling.py).
+
+Not modelled: cohorts and borrowing, flavors (their quotas are summed per resource), fair sharing,
+admission checks, partial admission, queueing strategies (here: by priority, then by key).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from functools import cache
+from typing import Any
+
+import yaml
+
+from sitegen.check.bringup.kube import add, label_selector_matches, quantity
+from sitegen.check.bringup.objects import ClusterObjects, Key, Workload
+from sitegen.check.bringup.scheduling import usage
+from sitegen.compose.kube_yaml import KubeLoader
+
+KUEUE_QUEUE = "kueue.x-k8s.io/queue-name"
+KUEUE_PRIORITY = "kueue.x-k8s.io/priority-class"
+PREEMPTING = {"LowerPriority", "LowerOrNewerEqualPriority", "Any"}
+
+
+class Kueue(ClusterObjects):
+    """Mixed into `Cluster` (cluster.py); a preempted workload gives its nodes back
+    (`Scheduling._release`)."""
+
+    # ---- Kueue -----------------------------------------------------------------------------------
+    def queue_of(self, w: Workload) -> str | None:
+        """The queue of a workload Kueue manages: labelled, in a namespace Kueue's configuration selects."""
+        body = self.objects_body(w)
+        labels = {**w.template.labels, **((body.get("metadata") or {}).get("labels") or {})}
+        if KUEUE_QUEUE not in labels:
+            return None
+        selector = self._kueue_namespaces()
+        if selector is None or not label_selector_matches(
+            selector, self.namespace_labels(w.template.namespace)
+        ):
+            return None
+        return labels[KUEUE_QUEUE]
+
+    def _kueue_namespaces(self) -> Mapping[str, Any] | None:
+        """Kueue's managedJobsNamespaceSelector (its default when unset); None without Kueue."""
+        for _, applied in self.of_kind("ConfigMap"):
+            text = (applied.body.get("data") or {}).get("controller_manager_config.yaml")
+            if text:
+                config = _kueue_config(text)
+                default = {"matchExpressions": [{
+                    "key": "kubernetes.io/metadata.name", "operator": "NotIn",
+                    "values": ["kube-system", applied.body["metadata"]["namespace"]],
+                }]}  # fmt: skip
+                return config.get("managedJobsNamespaceSelector") or default
+        return None
+
+    def _admit(self) -> None:
+        managed = [(k, w) for k, w in sorted(self.workloads.items()) if self.queue_of(w) and not w.done]
+        if not managed:
+            return
+        for _, w in managed:
+            if w.admitted is None:
+                w.admitted = False
+                w.priority = self._priority(w)
+        for _, w in sorted(managed, key=lambda kw: (-kw[1].priority, kw[0])):
+            if w.admitted:
+                continue
+            why = self._admission(w, managed)
+            if why is None:
+                w.admitted = True
+                w.reason = "admitted by Kueue"
+                self.log.append((w.owner, f"Kueue admitted {w.template.ref} (priority {w.priority})"))
+                self.changes += 1
+            elif w.reason != why:
+                w.reason = why
+
+    def _priority(self, w: Workload) -> int:
+        body = self.objects_body(w)
+        labels = {**w.template.labels, **((body.get("metadata") or {}).get("labels") or {})}
+        name = labels.get(KUEUE_PRIORITY)
+        found = self.find("WorkloadPriorityClass", "", name) if name else None
+        return int(found.body.get("value", 0)) if found else 0
+
+    def _admission(self, w: Workload, managed: list[tuple[Key, Workload]]) -> str | None:
+        if not self.controller_running("kueue.x-k8s.io", "ClusterQueue"):
+            return "Kueue is not running"
+        queue_name = self.queue_of(w)
+        local = self.find("LocalQueue", w.template.namespace, queue_name or "")
+        if local is None:
+            return f"LocalQueue {w.template.namespace}/{queue_name} does not exist"
+        cq_name = local.body["spec"]["clusterQueue"]
+        cq = self.find("ClusterQueue", "", cq_name)
+        if cq is None:
+            return f"ClusterQueue {cq_name} does not exist"
+        quota = _quota(cq.body)
+        need = _total(w)
+        for resource in sorted(need):
+            if resource not in quota:
+                return f"ClusterQueue {cq_name} covers no {resource}"
+        peers = [p for _, p in managed if p is not w and p.admitted and self._cluster_queue(p) == cq_name]
+        used: dict[str, int] = {}
+        for p in peers:
+            add(used, _total(p))
+        if all(used.get(r, 0) + n <= quota[r] for r, n in need.items()):
+            return None
+        policy = (cq.body["spec"].get("preemption") or {}).get("withinClusterQueue", "Never")
+        if policy not in PREEMPTING:
+            return f"ClusterQueue {cq_name} is full and preempts nothing ({usage(used, need, quota)})"
+        for victim in sorted((p for p in peers if p.priority < w.priority), key=lambda p: p.priority):
+            add(used, _total(victim), -1)
+            self._evict(victim, f"preempted by {w.template.ref}")
+            if all(used.get(r, 0) + n <= quota[r] for r, n in need.items()):
+                return None
+        return f"ClusterQueue {cq_name} cannot make room ({usage(used, need, quota)})"
+
+    def _cluster_queue(self, w: Workload) -> str | None:
+        local = self.find("LocalQueue", w.template.namespace, self.queue_of(w) or "")
+        return local.body["spec"]["clusterQueue"] if local else None
+
+    def _evict(self, w: Workload, why: str) -> None:
+        self._release(w)
+        w.admitted = False
+        w.reason = why
+        self.log.append((w.owner, f"{w.template.ref} {why}"))
+        self.changes += 1
+
+
+@cache
+def _kueue_config(text: str) -> dict[str, Any]:
+    return yaml.load(text, Loader=KubeLoader) or {}
+
+
+def _quota(cluster_queue: Mapping[str, Any]) -> dict[str, int]:
+    quota: dict[str, int] = {}
+    for group in cluster_queue["spec"].get("resourceGroups") or []:
+        for flavor in group.get("flavors") or []:
+            for r in flavor.get("resources") or []:
+                add(quota, {r["name"]: quantity(r["nominalQuota"], milli=r["name"] == "cpu")})
+    return quota
+
+
+def _total(w: Workload) -> dict[str, int]:
+    return {k: v * max(w.template.replicas, 1) for k, v in w.template.requests.items()}

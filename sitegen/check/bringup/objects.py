@@ -1,0 +1,156 @@
+"""What a cluster holds during its first install: every object applied so far, the CRDs and API
+groups it serves, and the workloads (pod templates) its objects make.
+
+Every object applied is remembered with the Application (or runbook step) that applied it, so that a
+blocker can name who would have provided what is missing. `ClusterObjects` is the state and the index of
+objects that the concerns composed into `Cluster` (cluster.py) share. Not modelled: the API server's
+defaulting and validation, and deletion (an object applied again replaces the one before; nothing is
+ever removed); whether the API server accepts an object is admission.py's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from constructs.cluster_manager import resource_of
+from sitegen.check.bringup.kube import BUILTIN, Node, PodTemplate, group_of, pod_template
+
+if TYPE_CHECKING:
+    from sitegen.check.bringup.secrets import Vault
+
+Key = tuple[str, str, str, str]  # group, kind, namespace, name
+
+
+def key_of(body: Mapping[str, Any]) -> Key:
+    meta = body.get("metadata") or {}
+    return group_of(body), str(body.get("kind")), str(meta.get("namespace", "")), str(meta["name"])
+
+
+def show(key: Key) -> str:
+    _, kind, ns, name = key
+    return f"{kind} {ns}/{name}" if ns else f"{kind} {name}"
+
+
+@dataclass
+class Applied:
+    body: Mapping[str, Any]
+    owner: str  # the Application, or "runbook step N"
+
+
+@dataclass
+class Workload:
+    """A pod template's fate: where its pods run, or why they do not."""
+
+    template: PodTemplate
+    owner: str
+    placed: dict[str, int] = field(default_factory=dict)  # node -> pods
+    running: bool = False
+    done: bool = False  # a Job that ran to completion
+    reason: str = "not reconciled yet"
+    admitted: bool | None = None  # None: not managed by Kueue
+    priority: int = 0
+    claim_classes: tuple[str | None, ...] = ()  # storage classes of its volume claim templates
+    operator: tuple[str, str] | None = None  # (group, kind) of the custom resource an operator expands
+
+
+class ClusterObjects:
+    """A cluster's state, and its objects by key, kind and name."""
+
+    def __init__(self, name: str, vault: Vault) -> None:
+        self.name = name
+        self.vault = vault
+        self.nodes: dict[str, Node] = {}
+        self.objects: dict[Key, Applied] = {}  # apply() writes it, and its indexes
+        self._kinds: dict[str, dict[Key, Applied]] = {}
+        self._named: dict[tuple[str, str, str], Key] = {}  # kind, namespace, name -> key
+        self._order: dict[Key, int] = {}
+        self.crds: dict[tuple[str, str], tuple[str, str]] = {}  # (group, kind) -> (plural, owner)
+        self.workloads: dict[Key, Workload] = {}
+        self.drives_initialized = False
+        self.server_tls_bootstrap = False  # kubelets ask the cluster CA for serving certificates
+        # Secrets that objects in dist/ make once their app syncs: (namespace, name) -> the app
+        self.made_later: dict[tuple[str, str], str] = {}
+        self.remote = False  # managed by another cluster's Argo CD (a spoke)
+        self.manager: tuple[str, str] | None = None  # the account that Argo CD manages it as
+        self._producers: dict[tuple[str, str], Applied] = {}
+        self._producers_at = -1
+        self.cni_app = ""
+        self.runtime_groups: dict[str, str] = {}  # API group -> the app whose running operator registers it
+        self.log: list[str] = []
+        self.devices_changed: set[str] = set()  # what the controllers did that an operator would want to see
+        self.changes = 0  # bumped by every change of state: the simulation runs until it stops moving
+
+    # ---- objects ---------------------------------------------------------------------------------
+    def serves(self, group: str, kind: str) -> bool:
+        if (group, kind) in BUILTIN or (group, kind) in self.crds:
+            return True
+        return group in self.runtime_groups and self.app_running(self.runtime_groups[group])
+
+    def provider_of_kind(self, group: str, kind: str) -> str | None:
+        return self.crds.get((group, kind), ("", self.runtime_groups.get(group)))[1]
+
+    def has_namespace(self, name: str) -> bool:
+        return name in ("default", "kube-system", "kube-public", "kube-node-lease") or (
+            ("", "Namespace", "", name) in self.objects
+        )
+
+    def find(self, kind: str, namespace: str, name: str) -> Applied | None:
+        key = self._named.get((kind, namespace, name))
+        return None if key is None else self.objects[key]
+
+    def of_kind(self, *kinds: str) -> list[tuple[Key, Applied]]:
+        """The objects of these kinds, in the order they were first applied."""
+        found = [item for kind in kinds for item in self._kinds.get(kind, {}).items()]
+        return sorted(found, key=lambda item: self._order[item[0]]) if len(kinds) > 1 else found
+
+    def apply(self, body: Mapping[str, Any], owner: str) -> None:
+        key = key_of(body)
+        if key not in self.objects or self.objects[key].body is not body:
+            self.changes += 1
+        applied = Applied(body, owner)
+        self._order.setdefault(key, len(self._order))
+        self.objects[key] = self._kinds.setdefault(key[1], {})[key] = applied
+        self._named.setdefault((key[1], key[2], key[3]), key)  # the first group applied under the name
+        if key[1] == "CustomResourceDefinition":
+            spec = body["spec"]
+            self.crds[(spec["group"], spec["names"]["kind"])] = (spec["names"]["plural"], owner)
+        template = pod_template(body)
+        if template is not None and key not in self.workloads:
+            claims = (body.get("spec") or {}).get("volumeClaimTemplates") or []
+            self.workloads[key] = Workload(
+                template,
+                owner,
+                claim_classes=tuple((c.get("spec") or {}).get("storageClassName") for c in claims),
+            )
+        # the workloads an operator makes of a custom resource: Operators.apply (operators.py)
+
+    def owner_apps(self, owner: str) -> list[Workload]:
+        return [w for w in self.workloads.values() if w.owner == owner and w.template.kind != "CronJob"]
+
+    def app_running(self, owner: str | None) -> bool:
+        """The controllers an Application ships are up: every Deployment and StatefulSet of it runs."""
+        if owner is None:
+            return False
+        found = [w for w in self.owner_apps(owner) if w.template.kind in ("Deployment", "StatefulSet")]
+        return bool(found) and all(w.running for w in found)
+
+    def controller_running(self, group: str, kind: str) -> bool:
+        """The operator of a custom resource runs: the app that shipped its CRD has its controllers up."""
+        return self.app_running(self.provider_of_kind(group, kind))
+
+    def resource_name(self, group: str, kind: str) -> str:
+        if (group, kind) in BUILTIN:
+            return BUILTIN[(group, kind)]
+        return self.crds.get((group, kind), (resource_of(kind), None))[0]
+
+    def namespace_labels(self, name: str) -> dict[str, str]:
+        applied = self.find("Namespace", "", name)
+        own = dict(((applied.body.get("metadata") or {}).get("labels") or {}) if applied else {})
+        return {**own, "kubernetes.io/metadata.name": name}
+
+    def objects_body(self, w: Workload) -> Mapping[str, Any]:
+        t = w.template
+        found = self.find(t.kind, t.namespace, t.name)
+        return found.body if found else {}

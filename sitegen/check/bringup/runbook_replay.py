@@ -1,0 +1,314 @@
+"""The operator's part of the first install: the RUNBOOK's steps replayed command by command, as
+runbook.py reads them. kubeadm init and joins make nodes (NotReady, with the registration, labels,
+taints and kubelet reservations of the host files they name); `kubectl` labels nodes, applies files and
+folders of dist/ (the root Application starts Argo CD: convergence.py), waits on nodes and Deployments,
+issues a service-account token and initializes DirectPV's drives; `vault` writes policies, auth mounts,
+roles and keys (and the keys a step lists are put in the vault); `mc` needs an S3 endpoint that answers;
+a fabric preparation names the interfaces of its pool.
+
+Not modelled: any other command or flag (it is read and does nothing), a command's own failure, the
+hosts beyond the kubeadm and kubelet files the runbook installs.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from pathlib import PurePosixPath
+from typing import Any
+
+from constructs.kubeadm import KUBELET_PATCH
+from sitegen.check.bringup.cluster import Cluster
+from sitegen.check.bringup.events import Blocker, Stop
+from sitegen.check.bringup.kube import NOT_READY, Node, Taint, label_selector_matches, quantity
+from sitegen.check.bringup.objects import key_of, show
+from sitegen.check.bringup.runbook import RunbookStep, commands
+from sitegen.check.bringup.state import SimulationState
+from sitegen.compose import paths
+
+CONTROL_PLANE_TAINT = Taint("node-role.kubernetes.io/control-plane", "", "NoSchedule")
+MAX_PODS = 110  # the kubelet's default
+EVICTION_HARD_MEMORY = 100 * 2**20  # the kubelet's default memory.available threshold
+KUBELET_LABELS = {"kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64"}  # set by every kubelet
+
+
+class RunbookReplay(SimulationState):
+    """Mixed into `Simulation` (simulate.py) with `Convergence`: applying the root Application starts
+    Argo CD (`_start_root`), and after a step what the controllers did goes to the timeline (`_drain`,
+    or `_note_health` once Argo CD runs)."""
+
+    # ---- the runbook ---------------------------------------------------------------------------
+    def _run_step(self, step: RunbookStep) -> None:
+        self.step = step.label
+        cluster_name = step.cluster
+        config: PurePosixPath | None = None
+        patch: dict[str, Any] | None = None
+        for bullet in re.findall(r"^- `([\w./-]+)`: ", step.body, flags=re.M):
+            self.vault.keys.add(bullet)
+        for words, heredoc in commands(step.body):
+            tool = words[0]
+            args = words[1:]
+            target = self._path_argument(words)
+            if target is not None and cluster_name is None:
+                cluster_name = self._cluster_of_path(target)
+            cluster = self.clusters.get(cluster_name or "")
+            if tool == "envsubst" and target is not None:
+                config = target
+            elif tool == "install" and target is not None and words[-1].endswith(KUBELET_PATCH):
+                patch = self._one(target, "KubeletConfiguration")
+            elif tool == "bash" and target is not None and "fabric-prep-" in target.name:
+                pool = target.stem.removeprefix("fabric-prep-")
+                script = self.texts.get(target, "")
+                self.prepared[pool] = set(re.findall(r'NAME="([\w.-]+)"', script))
+            elif tool == "kubeadm" and args[:1] in (["init"], ["join"]):
+                if config is None or cluster is None:
+                    raise Stop(
+                        Blocker(cluster_name or "-", self.step, "kubeadm", "no configuration file given")
+                    )
+                self._join(cluster, config, patch)
+            elif tool == "kubectl" and cluster is not None:
+                self._kubectl(cluster, args, target)
+            elif tool == "vault":
+                self._vault(args, heredoc)
+            elif tool == "mc":
+                self._mc(cluster, args)
+        for cluster in self.clusters.values():
+            cluster.reconcile(self.rails[cluster.name])
+        if self.root is None:
+            self._drain()
+        else:
+            self._note_health()
+
+    def _path_argument(self, words: list[str]) -> PurePosixPath | None:
+        for word in words:
+            if word.startswith(f"{paths.REPO_DIST}/"):
+                return self._repo_path(word.rstrip("/"))
+        return None
+
+    def _one(self, path: PurePosixPath, kind: str) -> dict[str, Any]:
+        for body in self.tree.get(path, []):
+            if body.get("kind") == kind:
+                return body
+        raise Stop(Blocker("-", self.step, str(path), f"no {kind} in the file"))
+
+    # ---- hosts ---------------------------------------------------------------------------------
+    def _join(self, cluster: Cluster, config: PurePosixPath, patch: Mapping[str, Any] | None) -> None:
+        docs = self.tree.get(config, [])
+        init = next((d for d in docs if d.get("kind") in ("InitConfiguration", "JoinConfiguration")), None)
+        if init is None:
+            raise Stop(Blocker(cluster.name, self.step, str(config), "no Init/JoinConfiguration"))
+        registration = init.get("nodeRegistration") or {}
+        control_plane = init["kind"] == "InitConfiguration" or "controlPlane" in init
+        patches = (init.get("patches") or {}).get("directory")
+        if patches:
+            self.patch_dirs.setdefault(cluster.name, set()).add(patches)
+        extra = {a["name"]: a["value"] for a in registration.get("kubeletExtraArgs") or []}
+        if "${NODE_NAME}" in str(registration.get("name", "")):
+            header = self.texts.get(config, "")
+            addresses = dict(re.findall(r"\b([a-z][\w-]*)=(\d+\.\d+\.\d+\.\d+)", header))
+            names = list(addresses)
+        else:
+            names = [str(registration["name"])]
+            addresses = {names[0]: str(extra.get("node-ip", ""))}
+        if init["kind"] == "InitConfiguration":  # kubeadm uploads it; every joining kubelet downloads it
+            kubelet = next((d for d in docs if d.get("kind") == "KubeletConfiguration"), {})
+            cluster.server_tls_bootstrap = bool(kubelet.get("serverTLSBootstrap"))
+        taints = registration.get("taints")
+        pool_taints = (
+            [CONTROL_PLANE_TAINT] if taints is None and control_plane
+            else [Taint(t["key"], str(t.get("value", "")), t["effect"]) for t in taints or []]
+        )  # fmt: skip
+        labels = {}
+        if "node-labels" in extra:
+            labels = dict(pair.split("=", 1) for pair in extra["node-labels"].split(","))
+        if control_plane:
+            labels["node-role.kubernetes.io/control-plane"] = ""
+        if patch is None:
+            raise Stop(Blocker(
+                cluster.name, self.step, str(config),
+                f"joins {_names(names)} without kubelet reservations (no {KUBELET_PATCH} installed): pods "
+                "may request the memory the kubelet and container runtime live on",
+            ))  # fmt: skip
+        reserved = _reservations(patch)
+        for name in names:
+            pool = self.hosts.get(name)
+            if pool is None:
+                raise Stop(Blocker(cluster.name, self.step, name, "a host the model does not know joins"))
+            hw = pool.hardware
+            capacity = {
+                "cpu": hw.cpu_cores * 1000,
+                "memory": hw.memory_gb * 10**9,
+                "pods": MAX_PODS,
+                **({"hardware/gpu": hw.gpu.count} if hw.gpu else {}),
+            }
+            cluster.nodes[name] = Node(
+                name, pool.name, {**KUBELET_LABELS, "kubernetes.io/hostname": name, **labels},
+                [*pool_taints, *NOT_READY], capacity, dict(reserved), address=addresses.get(name, ""),
+            )  # fmt: skip
+            self.rails[cluster.name][name] = self.prepared.get(pool.name, set())
+        cluster.changes += 1
+        self._event(cluster.name, f"{len(names)} node(s) joined NotReady: {_names(names)}")
+
+    def _kubectl(self, cluster: Cluster, args: list[str], target: PurePosixPath | None) -> None:
+        verb = next((a for a in args if not a.startswith("-")), "")
+        if verb == "label" and "node" in args:
+            rest = args[args.index("node") + 1 :]
+            names = [a for a in rest if "=" not in a and not a.startswith("-")]
+            pairs = dict(a.split("=", 1) for a in rest if "=" in a and not a.startswith("-"))
+            for name in names:
+                if name not in cluster.nodes:
+                    raise Stop(Blocker(cluster.name, self.step, name, "labels a node that has not joined"))
+                cluster.nodes[name].labels.update(pairs)
+            cluster.changes += 1
+        elif verb == "apply" and target is not None:
+            self._apply(cluster, target)
+        elif verb == "wait":
+            cluster.reconcile(self.rails[cluster.name])
+            self._wait(cluster, args)
+        elif "create" in args and args[args.index("create") + 1 : args.index("create") + 2] == ["token"]:
+            account = args[args.index("token") + 1]
+            namespace = args[args.index("-n") + 1] if "-n" in args else "default"
+            if cluster.find("ServiceAccount", namespace, account) is None:
+                raise Stop(Blocker(
+                    cluster.name, self.step, f"ServiceAccount {namespace}/{account}",
+                    "a token for a service account that does not exist",
+                ))  # fmt: skip
+            cluster.manager = (namespace, account)
+            self._event(cluster.name, f"token issued for {namespace}/{account}")
+        elif verb == "directpv" and "init" in args:
+            cluster.drives_initialized = True
+            cluster.changes += 1
+            self._event(cluster.name, "DirectPV drives initialized")
+
+    def _apply(self, cluster: Cluster, target: PurePosixPath) -> None:
+        if target.suffix == ".yaml":
+            bodies, owner = list(self.tree.get(target, [])), "runbook"
+        else:
+            bodies = self._docs_under(target)
+            owner = f"{cluster.name}-{target.name}" if target.parent.name == cluster.name else "runbook"
+        if not bodies:
+            raise Stop(Blocker(cluster.name, self.step, str(target), "nothing to apply there"))
+        if any(b.get("kind") == "Application" and b["metadata"]["name"] == "root" for b in bodies):
+            self._start_root(bodies[0])
+            return
+        for body in sorted(
+            bodies, key=lambda b: (b.get("kind") != "CustomResourceDefinition", b.get("kind") != "Namespace")
+        ):
+            _, kind, ns, _ = key_of(body)
+            if ns and not cluster.has_namespace(ns):
+                raise Stop(
+                    Blocker(cluster.name, self.step, show(key_of(body)), f"namespace {ns} does not exist")
+                )
+            if not cluster.serves(*key_of(body)[:2]):
+                raise Stop(
+                    Blocker(cluster.name, self.step, show(key_of(body)), f"the cluster serves no {kind}")
+                )
+            cluster.apply(body, owner)
+        cluster.reconcile(self.rails[cluster.name])
+        self._event(cluster.name, f"applied {target.name}: {len(bodies)} objects")
+
+    def _wait(self, cluster: Cluster, args: list[str]) -> None:
+        if "nodes" in args:
+            down = [n for n in cluster.nodes.values() if not n.ready]
+            if down:
+                raise Stop(Blocker(cluster.name, self.step, "nodes", self._not_ready(cluster, down)))
+            self._event(cluster.name, f"{len(cluster.nodes)} nodes Ready")
+        elif "deployment" in args and "-l" in args:
+            ns = args[args.index("-n") + 1] if "-n" in args else "default"
+            selector = dict(p.split("=", 1) for p in args[args.index("-l") + 1].split(","))
+            found = [
+                w for (_, k, n, _), w in cluster.workloads.items()
+                if k == "Deployment" and n == ns and label_selector_matches({"matchLabels": selector}, _meta_labels(cluster, w))
+            ]  # fmt: skip
+            down = [w for w in found if not w.running]
+            if not found or down:
+                what = f"{down[0].template.ref}: {down[0].reason}" if down else "no Deployment matches"
+                raise Stop(Blocker(cluster.name, self.step, ns, what))
+            self._event(cluster.name, f"{len(found)} Deployments Available in {ns}")
+
+    def _not_ready(self, cluster: Cluster, down: list[Node]) -> str:
+        agents = [
+            w for w in cluster.workloads.values()
+            if w.owner == cluster.cni_app and not w.running and w.template.kind in ("DaemonSet", "Deployment")
+        ]  # fmt: skip
+        why = (
+            "; ".join(f"{w.template.ref} not running: {w.reason}" for w in agents)
+            or "the CNI agent is not on them"
+        )
+        return f"{len(down)} nodes NotReady ({_names([n.name for n in down])}): {why}"
+
+    def _mc(self, cluster: Cluster | None, args: list[str]) -> None:
+        """The MinIO client: `alias set` names an S3 endpoint; every other command needs that endpoint
+        to answer, i.e. an ObjectStore that serves the name with every server pool up."""
+        if args[:2] == ["alias", "set"]:
+            self.mc_aliases[args[2]] = args[3].removeprefix("https://").split("/")[0]
+            return
+        words = [a for a in args if not a.startswith("-")]
+        alias = next((w.split("/")[0] for w in words[1:] if w.split("/")[0] in self.mc_aliases), None)
+        if alias is None:
+            named = next((w.split("/")[0] for w in words[1:] if "/" in w), words[-1] if words else "")
+            raise Stop(Blocker(
+                cluster.name if cluster else "-", self.step, "mc",
+                f"`mc {' '.join(args[:3])}`: no alias {named!r} (the runbook never runs `mc alias set`)",
+            ))  # fmt: skip
+        host = self.mc_aliases[alias]
+        why = self._s3_blocker(host)
+        if why:
+            raise Stop(Blocker(
+                cluster.name if cluster else "-", self.step, "mc", f"`mc {' '.join(args[:3])}`: {host}: {why}"
+            ))  # fmt: skip
+
+    def _s3_blocker(self, host: str) -> str | None:
+        for cluster in self.clusters.values():
+            for key, applied in cluster.of_kind("ObjectStore"):
+                spec = applied.body.get("spec") or {}
+                names = ((spec.get("certificates") or {}).get("config") or {}).get("dnsNames") or []
+                if host not in names:
+                    continue
+                service = ((spec.get("services") or {}).get("minio") or {}).get("serviceType")
+                if service != "LoadBalancer":
+                    return f"the ObjectStore's S3 Service is {service}: nothing outside cluster {cluster.name} reaches it"
+                down = cluster.controller_status(applied.body)
+                if down.get("currentState") != "Initialized":
+                    state = down.get("currentState", "no status: the AIStor operator is not running")
+                    return f"S3 does not answer yet (ObjectStore {key[2]}/{key[3]}: {state})"
+                return cluster.load_balancer_blocker()
+        return "no ObjectStore of the variant serves this name"
+
+    def _vault(self, args: list[str], heredoc: list[str]) -> None:
+        if args[:2] == ["policy", "write"]:
+            self.vault.policies[args[2]] = set(
+                re.findall(r'path "[\w-]+/data/([\w./-]+)"', "\n".join(heredoc))
+            )
+        elif args[:1] == ["write"] and args[1].startswith("auth/") and args[1].endswith("/config"):
+            mount = args[1].removeprefix("auth/").removesuffix("/config")
+            self.vault.mounts[mount] = dict(a.split("=", 1) for a in args[2:] if "=" in a)
+        elif args[:1] == ["write"] and args[1].startswith("auth/") and "/role/" in args[1]:
+            mount, _, role = args[1].removeprefix("auth/").partition("/role/")
+            self.vault.roles[(mount, role)] = dict(a.split("=", 1) for a in args[2:] if "=" in a)
+        elif args[:2] == ["kv", "put"]:
+            self.vault.keys.add(args[2].partition("/")[2])  # <kv mount>/<key>
+
+
+def _reservations(patch: Mapping[str, Any] | None) -> dict[str, int]:
+    """What pods cannot request: kube and system reservations of the kubelet patch the node joined
+    with, and the kubelet's default hard eviction threshold (memory.available 100Mi)."""
+    reserved: dict[str, int] = {"memory": EVICTION_HARD_MEMORY}
+    if patch is None:
+        return reserved
+    for field_name in ("systemReserved", "kubeReserved"):
+        for name, value in (patch.get(field_name) or {}).items():
+            reserved[name] = reserved.get(name, 0) + quantity(value, milli=name == "cpu")
+    eviction = (patch.get("evictionHard") or {}).get("memory.available")
+    if eviction:
+        reserved["memory"] = reserved.get("memory", 0) + quantity(eviction)
+    return reserved
+
+
+def _meta_labels(cluster: Cluster, w: Any) -> dict[str, str]:
+    body = cluster.objects_body(w)
+    return {k: str(v) for k, v in ((body.get("metadata") or {}).get("labels") or {}).items()}
+
+
+def _names(names: list[str]) -> str:
+    return ", ".join(names) if len(names) <= 6 else f"{', '.join(names[:3])}, ... {names[-1]}"

@@ -1,0 +1,207 @@
+"""Secrets and who may read them: the vault the runbook fills (`Vault`: auth mounts, roles, policies,
+keys), External Secrets' stores and their login to it, cert-manager's Certificates and their issuers'
+CA Secrets, which object makes which Secret, and the RBAC the vault login and Argo CD's credential on a
+spoke depend on (`may`: the ClusterRoles bound to a service account, with Kubernetes' bootstrap roles
+that dist/ binds).
+
+Not modelled: a Secret a chart's own controller makes (with `known_only` such a Secret counts as there),
+the rights of a vault mount's own token reviewer, issuers beyond the CA Secret a CA issuer names (any
+other issuer is ready once it exists), Roles and RoleBindings (only cluster-wide grants count), and
+grants limited to resourceNames in `may`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from constructs.secrets import read_keys
+from sitegen.check.bringup.objects import Applied, ClusterObjects
+
+# ClusterRoles every cluster has from Kubernetes' bootstrap policy (bootstrappolicy/policy.go), as far as
+# dist/ binds them: nothing in dist/ renders them, so they are known here, by name, with their rules.
+BOOTSTRAP_CLUSTER_ROLES: dict[str, list[dict[str, list[str]]]] = {
+    "system:auth-delegator": [
+        {"apiGroups": ["authentication.k8s.io"], "resources": ["tokenreviews"], "verbs": ["create"]},
+        {"apiGroups": ["authorization.k8s.io"], "resources": ["subjectaccessreviews"], "verbs": ["create"]},
+    ],
+}
+
+
+@dataclass
+class Vault:
+    """What the runbook's vault steps set up: per cluster auth mount, roles, policies, and keys."""
+
+    keys: set[str] = field(default_factory=set)
+    mounts: dict[str, dict[str, str]] = field(default_factory=dict)  # auth mount -> its config
+    roles: dict[tuple[str, str], dict[str, str]] = field(default_factory=dict)  # (mount, role) -> params
+    policies: dict[str, set[str]] = field(default_factory=dict)  # policy -> readable keys
+
+
+class Secrets(ClusterObjects):
+    """Mixed into `Cluster` (cluster.py)."""
+
+    # ---- secrets and certificates ----------------------------------------------------------------
+    def store_ready(self, kind: str, namespace: str, name: str) -> str | None:
+        store = self.find(kind, "" if kind == "ClusterSecretStore" else namespace, name)
+        if store is None:
+            return f"{kind} {name} does not exist"
+        if not self.controller_running("external-secrets.io", kind):
+            return "the External Secrets controller is not running"
+        auth = ((store.body["spec"].get("provider") or {}).get("vault") or {}).get("auth") or {}
+        kube = auth.get("kubernetes")
+        if kube is None:
+            return None
+        role = self.vault.roles.get((kube.get("mountPath", "kubernetes"), kube.get("role", "")))
+        if role is None:
+            return f"the vault has no role {kube.get('role')} on auth mount {kube.get('mountPath')}"
+        account = kube.get("serviceAccountRef") or {}
+        # a namespaced store's account is in the store's namespace, whatever the reference says
+        account_ns = namespace if kind == "SecretStore" else account.get("namespace", "")
+        if account.get("name") not in role.get("bound_service_account_names", "").split(","):
+            return f"vault role {kube.get('role')} is not bound to service account {account.get('name')}"
+        if account_ns not in role.get("bound_service_account_namespaces", "").split(","):
+            return f"vault role {kube.get('role')} is not bound to namespace {account_ns}"
+        if self.find("ServiceAccount", account_ns, account.get("name", "")) is None:
+            return f"ServiceAccount {account_ns}/{account.get('name')} does not exist"
+        return self._vault_login(kube.get("mountPath", "kubernetes"), (account_ns, account.get("name", "")))
+
+    def _vault_login(self, mount: str, account: tuple[str, str]) -> str | None:
+        """Vault's Kubernetes auth reviews the login token with the TokenReview API of the cluster: with
+        the mount's token_reviewer_jwt when one is set, else with the login token itself (Vault outside
+        the cluster), whose account must then be allowed to create tokenreviews."""
+        config = self.vault.mounts.get(mount)
+        if config is None or not config.get("kubernetes_host"):
+            return f"the vault's auth mount {mount} is not configured (no kubernetes_host)"
+        if config.get("token_reviewer_jwt"):
+            return None  # a reviewer of its own: its rights are the runbook's to give (not modelled)
+        if not self.may(account, "create", "authentication.k8s.io", "tokenreviews"):
+            return (
+                f"the vault login as {account[0]}/{account[1]} is refused: mount {mount} reviews a login with "
+                "the login's own token, and that account may not create tokenreviews "
+                "(no binding to system:auth-delegator)"
+            )
+        return None
+
+    def readable_keys(self, store: Mapping[str, Any]) -> set[str]:
+        kube = (((store["spec"].get("provider") or {}).get("vault") or {}).get("auth") or {}).get(
+            "kubernetes"
+        ) or {}
+        role = self.vault.roles.get((kube.get("mountPath", "kubernetes"), kube.get("role", ""))) or {}
+        return {k for p in role.get("policies", "").split(",") for k in self.vault.policies.get(p, set())}
+
+    def external_secret_ready(self, body: Mapping[str, Any]) -> str | None:
+        ref = body["spec"].get("secretStoreRef") or {}
+        kind, name = ref.get("kind", "SecretStore"), ref["name"]
+        ns = body["metadata"].get("namespace", "")
+        down = self.store_ready(kind, ns, name)
+        if down:
+            return down
+        store = self.find(kind, "" if kind == "ClusterSecretStore" else ns, name)
+        assert store is not None
+        readable = self.readable_keys(store.body)
+        for key in sorted(read_keys(body)):
+            if key not in self.vault.keys:
+                return f"the vault holds no {key}"
+            if readable and key not in readable:
+                return f"no policy of the store's role reads {key}"
+        return None
+
+    def certificate_ready(self, namespace: str, name: str) -> bool:
+        cert = self.find("Certificate", namespace, name)
+        return cert is not None and self.certificate_blocker(cert.body) is None
+
+    def certificate_blocker(self, body: Mapping[str, Any]) -> str | None:
+        if not self.controller_running("cert-manager.io", "Certificate"):
+            return "cert-manager is not running"
+        issuer = body["spec"]["issuerRef"]
+        kind = issuer.get("kind", "Issuer")
+        found = self.find(
+            kind, "" if kind == "ClusterIssuer" else body["metadata"]["namespace"], issuer["name"]
+        )
+        if found is None:
+            return f"{kind} {issuer['name']} does not exist"
+        ca = (found.body["spec"].get("ca") or {}).get("secretName")
+        if ca:
+            missing = self.secret_blocker(self.issuer_namespace(found), ca)
+            if missing:
+                return f"{kind} {issuer['name']}'s CA Secret {ca}: {missing}"
+        return None
+
+    def issuer_namespace(self, issuer: Applied) -> str:
+        ns = issuer.body["metadata"].get("namespace")
+        if ns:
+            return str(ns)
+        # a ClusterIssuer reads its Secret from cert-manager's own namespace
+        owner = self.provider_of_kind("cert-manager.io", "ClusterIssuer")
+        return next((w.template.namespace for w in self.owner_apps(owner or "")), "cert-manager")
+
+    @staticmethod
+    def made_secret(body: Mapping[str, Any]) -> tuple[str, str] | None:
+        """(namespace, name) of the Secret an object makes: itself, an ExternalSecret's target, a
+        Certificate's."""
+        kind, meta, spec = body.get("kind"), body.get("metadata") or {}, body.get("spec") or {}
+        ns = str(meta.get("namespace", ""))
+        if kind == "Secret":
+            return ns, str(meta["name"])
+        if kind == "ExternalSecret":
+            return ns, str((spec.get("target") or {}).get("name") or meta["name"])
+        if kind == "Certificate":
+            return ns, str(spec["secretName"])
+        return None
+
+    def _secret_producers(self) -> dict[tuple[str, str], Applied]:
+        """(namespace, Secret name) -> the object that makes it: a Secret, ExternalSecret or Certificate."""
+        if self._producers_at != len(self.objects):
+            self._producers = {}
+            for applied in self.objects.values():
+                made = self.made_secret(applied.body)
+                if made is not None:
+                    self._producers[made] = applied
+            self._producers_at = len(self.objects)
+        return self._producers
+
+    def secret_blocker(self, namespace: str, name: str, *, known_only: bool = False) -> str | None:
+        """None when the Secret is there, else why not. With `known_only`, a Secret nothing applied
+        here makes counts as there (a chart's controller makes it; that is not modelled)."""
+        producer = self._secret_producers().get((namespace, name))
+        if producer is None and (namespace, name) in self.made_later:
+            return f"{self.made_later[(namespace, name)]} makes it and has not synced"
+        if producer is None:
+            return None if known_only else f"nothing makes Secret {namespace}/{name}"
+        kind = producer.body["kind"]
+        if kind == "ExternalSecret":
+            return self.external_secret_ready(producer.body)
+        if kind == "Certificate":
+            return self.certificate_blocker(producer.body)
+        return None
+
+    # ---- RBAC ------------------------------------------------------------------------------------
+    def _cluster_role_bindings(self) -> list[tuple[str, tuple[str, str]]]:
+        """(ClusterRole, service account as (namespace, name)) for every ClusterRoleBinding subject."""
+        return [
+            ((a.body.get("roleRef") or {}).get("name", ""), (s.get("namespace", ""), s.get("name", "")))
+            for _, a in self.of_kind("ClusterRoleBinding")
+            for s in a.body.get("subjects") or []
+            if s.get("kind") == "ServiceAccount"
+        ]
+
+    def may(self, account: tuple[str, str], verb: str, group: str, resource: str) -> bool:
+        """Whether the ClusterRoles bound to service account (namespace, name) allow `verb` on every
+        object of the resource."""
+        roles = {role for role, bound in self._cluster_role_bindings() if bound == account}
+        rules = [r for name in roles for r in BOOTSTRAP_CLUSTER_ROLES.get(name, [])]
+        rules += [
+            r
+            for _, a in self.of_kind("ClusterRole")
+            if a.body["metadata"]["name"] in roles
+            for r in a.body.get("rules") or []
+        ]
+        return any(
+            {"*", group} & set(r.get("apiGroups") or [])
+            and {"*", resource} & set(r.get("resources") or [])
+            and {"*", verb} & set(r.get("verbs") or [])
+            and not r.get("resourceNames")
+            for r in rules
+        )

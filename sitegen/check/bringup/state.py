@@ -1,0 +1,128 @@
+"""What a simulation reads and keeps: dist/ as documents (`Tree`) and texts (`Texts`), the variant's
+clusters (a `Cluster` each, with the Secrets each Application makes once it syncs), its hosts and the
+vault, which Application provides each CRD, namespace, webhook and runtime API group (`Providers`), and
+the state the runbook replay and Argo CD's convergence share: the Applications, the step under way, the
+rails and kubeadm patch folders of the nodes, the result with its timeline.
+
+Nothing here runs a step or a sync: runbook_replay.py and convergence.py do, composed into `Simulation`
+(simulate.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from functools import cached_property
+from pathlib import PurePosixPath
+from typing import TYPE_CHECKING, Any
+
+from sitegen.check.bringup.argo import AppSync, Providers
+from sitegen.check.bringup.cluster import Cluster
+from sitegen.check.bringup.events import Blocker, Event, Result, Stop
+from sitegen.check.bringup.secrets import Vault
+from sitegen.components.catalog import COMPONENTS
+from sitegen.components.networking.cilium import Cilium
+from sitegen.compose import paths
+from sitegen.model import VariantLayout
+
+if TYPE_CHECKING:
+    from sitegen.check.bringup.convergence import RootSync
+
+Tree = Mapping[PurePosixPath, list[dict[str, Any]]]  # dist path -> documents (YAML files)
+Texts = Mapping[PurePosixPath, str]  # dist path -> text (the RUNBOOK, host scripts)
+
+
+class SimulationState:
+    """The inputs and the shared state of a `Simulation` (simulate.py)."""
+
+    def __init__(self, layout: VariantLayout, tree: Tree, texts: Texts, *, argocd_namespace: str) -> None:
+        self.layout = layout
+        self.variant = layout.name
+        self.tree = tree
+        self.texts = texts
+        self.argocd_namespace = argocd_namespace
+        self.vault = Vault()
+        self.clusters = {c.name: Cluster(c.name, self.vault) for c in layout.clusters}
+        folders = {p.parent for p in tree}
+        for name, cluster in self.clusters.items():
+            cluster.cni_app = f"{name}-{Cilium.name}"
+            cluster.remote = name != layout.hub.name
+            for kind in COMPONENTS:
+                app = f"{name}-{kind.name}"
+                if paths.app_dir(self.variant, name, kind.name) in folders:
+                    for version in getattr(kind, "serves_at_runtime", ()):
+                        cluster.runtime_groups[version.rpartition("/")[0]] = app
+        for path, docs in tree.items():
+            parts = path.parts
+            if len(parts) > 4 and parts[1] == "apps" and parts[2] in self.clusters:
+                owner, cluster_of = f"{parts[2]}-{parts[3]}", self.clusters[parts[2]]
+            elif len(parts) > 2 and parts[1] == "bootstrap":
+                owner, cluster_of = "the root Application", self.clusters[layout.hub.name]
+            else:
+                continue
+            for body in docs:
+                made = Cluster.made_secret(body)
+                if made is not None:
+                    cluster_of.made_later.setdefault(made, owner)
+        self.hosts = {h.name: pool for c in layout.clusters for pool in c.pools for h in pool.hosts}
+        self.result = Result(layout.name)
+        self.rails: dict[str, dict[str, set[str]]] = {c: {} for c in self.clusters}  # node -> interfaces
+        self.prepared: dict[str, set[str]] = {}  # pool -> interface names its fabric preparation sets
+        self.providers = self._providers()
+        self.apps: dict[str, AppSync] = {}
+        self.root: RootSync | None = None
+        self.healthy: set[str] = set()
+        self.mc_aliases: dict[str, str] = {}  # mc alias -> S3 host
+        self.patch_dirs: dict[
+            str, set[str]
+        ] = {}  # cluster -> the kubeadm patch folders its nodes joined with
+        self.step = "bare hosts"
+
+    # ---- inputs --------------------------------------------------------------------------------
+    def _docs_under(self, folder: PurePosixPath) -> list[dict[str, Any]]:
+        prefix = f"{folder}/"
+        return [
+            body
+            for path, bodies in self._sorted_tree
+            if path.startswith(prefix) and path.endswith(".yaml")
+            for body in bodies
+            if isinstance(body, dict) and body.get("kind")
+        ]
+
+    @cached_property
+    def _sorted_tree(self) -> list[tuple[str, list[dict[str, Any]]]]:
+        return [(str(path), bodies) for path, bodies in sorted(self.tree.items())]
+
+    def _providers(self) -> Providers:
+        found = Providers()
+        for name, cluster in self.clusters.items():
+            for group, app in cluster.runtime_groups.items():
+                found.groups[(name, group)] = app
+        for cluster in self.clusters:
+            root = paths.cluster_apps_dir(self.variant, cluster)
+            for path, bodies in sorted(self.tree.items()):
+                if not path.is_relative_to(root):
+                    continue
+                app = f"{cluster}-{path.relative_to(root).parts[0]}"
+                for body in bodies:
+                    kind = body.get("kind")
+                    if kind == "CustomResourceDefinition":
+                        spec = body["spec"]
+                        found.crds.setdefault((cluster, spec["group"], spec["names"]["kind"]), app)
+                    elif kind == "Namespace":
+                        found.namespaces.setdefault((cluster, body["metadata"]["name"]), app)
+                    elif kind in ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"):
+                        found.webhooks.setdefault((cluster, body["metadata"]["name"]), app)
+        return found
+
+    def _repo_path(self, repo_path: str) -> PurePosixPath:
+        found = paths.from_repo(repo_path.lstrip("/"))
+        if found is None:
+            raise Stop(Blocker("-", self.step, repo_path, "the path is not inside dist/"))
+        return found
+
+    def _cluster_of_path(self, path: PurePosixPath) -> str | None:
+        parts = path.parts
+        return parts[2] if len(parts) > 2 and parts[1] in paths.CLUSTER_AREAS else None
+
+    def _event(self, cluster: str, what: str) -> None:
+        self.result.timeline.append(Event(cluster, self.step, what))
