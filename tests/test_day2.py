@@ -25,18 +25,18 @@ def test_the_procedures_follow_the_pools(config_copy):
     def fewer_gpus_more_storage(pools):
         pools["gpu"]["count"] = 8
         pools["gpu"]["hosts"] = [{"names": "gpu{01..08}", "first_address": "10.20.1.101"}]
-        pools["storage"]["count"] = 32
-        pools["storage"]["hosts"].append({"names": "st{31..32}", "first_address": "10.20.2.31"})
+        pools["storage"]["count"] = 33
+        pools["storage"]["hosts"].append({"names": "st{31..33}", "first_address": "10.20.2.31"})
 
     edit_yaml(config_copy, "pools.yaml", fewer_gpus_more_storage)
-    edit_yaml(config_copy, "storage.yaml", lambda s: s["aistor"]["server_pools"].append({"servers": 2}))
+    edit_yaml(config_copy, "storage.yaml", lambda s: s["aistor"]["server_pools"].append({"servers": 3}))
     after = text(config_copy)
     assert "`gpu` (8 of gpu01 ... gpu08): at most **7** down" in after
     assert "pool `gpu` (8 nodes): 7 at a time" in after
-    # pool-1's 16-drive sets hold 8 drives on each of its 2 servers: none may go, so the storage
+    # pool-1's 12-drive sets hold 4 drives on each of its 3 servers: one may go, so the storage
     # pool's upgrade batch drops to one node
-    assert "`storage/pool-1` (2 servers of storage): at most **0** down" in after
-    assert "pool `storage` (32 nodes): 1 at a time" in after
+    assert "`storage/pool-1` (3 servers of storage): at most **1** down" in after
+    assert "pool `storage` (33 nodes): 1 at a time" in after
 
 
 def test_day_two_is_in_the_runbook_and_not_replayed():

@@ -4,7 +4,6 @@ Operator's driver runs, with `nvidia-smi topo -m` from the driver's root, agains
 
 from __future__ import annotations
 
-import os
 import subprocess
 from pathlib import Path
 

@@ -41,24 +41,43 @@ def running(config_copy: Path, tmp_path: Path) -> tuple[Path, Path]:
     return config_copy, out
 
 
-def test_two_more_storage_servers_are_a_second_pool_and_pool_0_stays(running):
+def test_four_more_storage_servers_are_a_second_pool_and_pool_0_stays(running):
     config, out = running
     before = pools_of(out)
-    add_storage_hosts(config, 2, server_pool=True)
+    add_storage_hosts(config, 4, server_pool=True)
     result = synth(config, out)
     assert result.exit_code == 0, result.output
     after = pools_of(out)
     assert after[0] == before[0]  # byte for byte the same entry
-    assert (after[1]["name"], after[1]["servers"]) == ("pool-1", 2)
+    assert (after[1]["name"], after[1]["servers"]) == ("pool-1", 4)
 
 
 def test_more_storage_hosts_without_a_pool_are_refused(running):
     config, out = running
+    add_storage_hosts(config, 4, server_pool=False)
+    result = synth(config, out)
+    assert result.exit_code == 2
+    assert "storage.yaml: aistor.server_pools: hold 30 servers, pool 'storage' has 34 hosts" in result.output
+    assert "add a server pool of 4" in result.output
+
+
+def test_a_server_pool_that_tolerates_no_server_down_is_refused(running):
+    """Two servers of 24 drives make sets of which each server holds half: EC:4 loses a set with
+    either server. Refused, naming the smallest pool that keeps a server's loss (and the growth that
+    gets there)."""
+    config, out = running
     add_storage_hosts(config, 2, server_pool=False)
     result = synth(config, out)
     assert result.exit_code == 2
-    assert "storage.yaml: aistor.server_pools: hold 30 servers, pool 'storage' has 32 hosts" in result.output
-    assert "add a server pool of 2" in result.output
+    assert (
+        "a pool of 2 would tolerate no server down: grow pool 'storage' to 33 hosts and add a server pool of 3"
+        in result.output
+    )
+    edit_yaml(config, "storage.yaml", lambda s: s["aistor"]["server_pools"].append({"servers": 2}))  # anyway
+    result = synth(config, out)
+    assert result.exit_code == 2
+    assert "aistor.server_pools[1].servers: a pool of 2 servers tolerates no server down" in result.output
+    assert "the smallest pool that tolerates one has 3 servers" in result.output
 
 
 def test_resizing_pool_0_is_a_one_line_error_and_dist_stays(running):

@@ -107,20 +107,20 @@ def test_maintenance_budgets_follow_the_model(site, config_copy):
 
 
 def test_a_second_aistor_pool_has_its_own_budget_and_capacity(config_copy):
-    """Two servers added as pool-1: a 16-drive set holds 8 drives on each, more than EC:4 covers, so
-    pool-1 allows no server down while pool-0 still allows 4; plan shows each pool's capacity."""
+    """Three servers added as pool-1: a 12-drive set holds 4 drives on each, so EC:4 covers one server
+    down in pool-1 while pool-0 still allows 4; plan shows each pool's capacity."""
 
     def grow(pools):
-        pools["storage"]["count"] = 32
-        pools["storage"]["hosts"].append({"names": "st{31..32}", "first_address": "10.20.2.31"})
+        pools["storage"]["count"] = 33
+        pools["storage"]["hosts"].append({"names": "st{31..33}", "first_address": "10.20.2.31"})
 
     edit_yaml(config_copy, "pools.yaml", grow)
-    edit_yaml(config_copy, "storage.yaml", lambda s: s["aistor"]["server_pools"].append({"servers": 2}))
+    edit_yaml(config_copy, "storage.yaml", lambda s: s["aistor"]["server_pools"].append({"servers": 3}))
     site = load_site(config_copy)
     budgets = {b.pool: b.down for b in site.maintenance_budgets()}
-    assert (budgets["storage/pool-0"], budgets["storage/pool-1"]) == (4, 0)
+    assert (budgets["storage/pool-0"], budgets["storage/pool-1"]) == (4, 1)
     plan = render_plan(site)
-    assert re.search(r"pool-1 +2 +48 +3 +16 +EC:4 ", plan), plan
+    assert re.search(r"pool-1 +3 +72 +6 +12 +EC:4 ", plan), plan
 
 
 def test_a_set_wider_than_the_servers_halves_the_aistor_budget():

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sitegen.model.erasure import ErasureLayout
+from sitegen.model.erasure import MAX_EXPLICIT_SET as MAX_SET
+from sitegen.model.erasure import ErasureLayout, erasure_layout, symmetric_set_sizes
 
 
 @dataclass(frozen=True)
@@ -48,3 +49,32 @@ def gpu_budget(pool: str, nodes: int, serving_nodes: int) -> Budget:
     return Budget(
         pool, nodes, max(nodes - serving_nodes, 0), f"{serving_nodes} node(s) kept for the model servers"
     )
+
+
+def servers_down_tolerated(
+    servers: int, drives_per_server: int, set_size: int | None, parity: int
+) -> int | None:
+    """Servers of a new server pool that may be down at once (its erasure sets keep quorum), or None
+    when its drives form no symmetric set."""
+    drives = servers * drives_per_server
+    if set_size is None and not symmetric_set_sizes(servers, drives):
+        return None
+    if set_size is not None and drives % set_size:
+        return None
+    layout = erasure_layout(
+        servers=servers, drives_per_server=drives_per_server, drive_gb=1, set_size=set_size, parity=parity
+    )
+    if layout.parity > layout.set_size // 2:
+        return None
+    return layout.parity // drives_per_server_per_set(layout, servers)
+
+
+def smallest_tolerant_pool(
+    at_least: int, drives_per_server: int, set_size: int | None, parity: int
+) -> int | None:
+    """The fewest servers (at least `at_least`) of a server pool that tolerates one server down; None
+    if none does (parity 0, or no pool up to a set of one drive per server beyond the widest set)."""
+    for servers in range(max(at_least, 1), max(at_least, 1) + 4 * MAX_SET + 1):
+        if servers_down_tolerated(servers, drives_per_server, set_size, parity):
+            return servers
+    return None

@@ -6,9 +6,10 @@ from typing import Annotated, Literal
 
 from pydantic import Field, PositiveInt
 
-from sitegen.model.erasure import symmetric_set_sizes
+from sitegen.model.erasure import default_parity, symmetric_set_sizes
 from sitegen.model.fields import ConfigError, DnsLabel, DnsName, HttpsUrl, Strict
 from sitegen.model.hardware import Hardware
+from sitegen.model.maintenance import servers_down_tolerated, smallest_tolerant_pool
 from sitegen.model.pools import Pool
 
 
@@ -85,23 +86,36 @@ class Storage(Strict):
     local_cache: LocalCacheTier
 
 
+def _parity(aistor: AIStorTier, per_server: int) -> int:
+    """The ObjectStore's parity: configured, or the default of its first server pool's sets."""
+    first = aistor.server_pools[0].servers
+    sizes = symmetric_set_sizes(first, first * per_server)
+    set_size = aistor.explicit_set_size or (max(sizes) if sizes else 2)
+    return aistor.explicit_parity if aistor.explicit_parity is not None else default_parity(set_size)
+
+
 def check_storage(storage: Storage, pools: dict[str, Pool], hardware: dict[str, Hardware]) -> None:
     aistor = storage.aistor
     if aistor.pool not in pools:
         raise ConfigError(("storage", "aistor", "pool"), f"unknown pool {aistor.pool!r}")
     hosts = pools[aistor.pool].count
     held = sum(p.servers for p in aistor.server_pools)
+    per_server = hardware[pools[aistor.pool].hardware].nvme.drives
+    parity = _parity(aistor, per_server)
     if held != hosts:
-        change = (
-            f"add a server pool of {hosts - held}"
-            if hosts > held
-            else "take hosts out by decommissioning a pool"
-        )
+        change = "take hosts out by decommissioning a pool"
+        if hosts > held:
+            safe = smallest_tolerant_pool(hosts - held, per_server, aistor.explicit_set_size, parity)
+            change = f"add a server pool of {hosts - held}"
+            if safe is not None and safe != hosts - held:
+                change = (
+                    f"a pool of {hosts - held} would tolerate no server down: grow pool {aistor.pool!r} to "
+                    f"{held + safe} hosts and add a server pool of {safe}"
+                )
         raise ConfigError(
             ("storage", "aistor", "server_pools"),
             f"hold {held} servers, pool {aistor.pool!r} has {hosts} hosts: a live pool never changes size; {change}",
         )
-    per_server = hardware[pools[aistor.pool].hardware].nvme.drives
     smallest = None
     for i, server_pool in enumerate(aistor.server_pools):
         servers, drives = server_pool.servers, per_server * server_pool.servers
@@ -117,6 +131,18 @@ def check_storage(storage: Storage, pools: dict[str, Pool], hardware: dict[str, 
             )
         set_size = aistor.explicit_set_size or max(symmetric_set_sizes(servers, drives))
         smallest = set_size if smallest is None else min(smallest, set_size)
+        tolerated = servers_down_tolerated(servers, per_server, aistor.explicit_set_size, parity)
+        safe = (
+            None
+            if tolerated
+            else smallest_tolerant_pool(servers, per_server, aistor.explicit_set_size, parity)
+        )
+        if tolerated == 0 and safe is not None:  # EC:0, or a parity the sets refuse, is reported below
+            raise ConfigError(
+                ("storage", "aistor", "server_pools", i, "servers"),
+                f"a pool of {servers} servers tolerates no server down (EC:{parity}, {per_server} drives each): "
+                f"the smallest pool that tolerates one has {safe} servers",
+            )
     assert smallest is not None
     if aistor.explicit_parity is not None and aistor.explicit_parity > smallest // 2:
         raise ConfigError(
