@@ -156,3 +156,58 @@ def test_a_drain_that_strands_a_workload(site, inputs):
     )
     blocked(run(site, inputs, ONE, tree=tree), "day 2: Kubernetes upgrade", "ai-argo-cd",
             "draining infra01 leaves Deployment argocd/argocd-notifications-controller without a place")  # fmt: skip
+
+
+# --- host scripts: the tools their hosts have when the runbook runs them -------------------------------
+
+PREFLIGHT = "one-cluster/kubeadm/ai/fabric-preflight-gpu.sh"
+
+
+def _script(inputs, path: str, added: str) -> dict:
+    texts = dict(inputs[ONE][1])
+    key = next(p for p in texts if str(p) == path)
+    texts[key] = texts[key] + added
+    return texts
+
+
+def test_a_preflight_that_runs_nvidia_smi_before_the_driver_exists(site, inputs):
+    texts = _script(inputs, PREFLIGHT, "topo=$(nvidia-smi topo -m 2>&1)\n")
+    blocked(run(site, inputs, ONE, texts=texts), "fabric-preflight-gpu.sh", "runs nvidia-smi on the gpu hosts",
+            "the hosts have not joined")  # fmt: skip
+
+
+def test_a_preflight_that_needs_an_ofed_tool(site, inputs):
+    texts = _script(inputs, PREFLIGHT, "links=$(ibdev2netdev)  # the OFED view\n")
+    blocked(
+        run(site, inputs, ONE, texts=texts), "runs ibdev2netdev", "nothing in this site's plan installs it"
+    )
+
+
+def test_the_topology_check_runs_once_the_driver_is_there(site, inputs):
+    result = run(site, inputs, ONE)
+    steps = [e.step for e in result.timeline]
+    assert any("GPU topology: pool gpu" in s for s in steps), steps
+
+
+# --- Kueue: what admission puts into the pods ---------------------------------------------------------
+
+
+def test_a_job_placed_by_its_flavor_is_admitted_and_runs(site, inputs):
+    """No false positive: a job without GPU tolerations or node selector of its own, whose
+    ResourceFlavor carries both, is placed on the GPU nodes as Kueue does it (flavor injection)."""
+
+    def bare(doc):
+        spec = doc["spec"]["template"]["spec"]
+        spec.pop("tolerations", None)
+        spec.pop("nodeSelector", None)
+        spec.pop("affinity", None)
+
+    tree = edited(inputs, ONE, "one-cluster/apps/ai/tenant-ai-research/ai-research.job.nccl-allreduce", bare)
+    result = run(site, inputs, ONE, tree=tree)
+    assert result.ok, result.blocker
+    assert "Job ai-research/nccl-allreduce ran to completion" in "\n".join(e.what for e in result.timeline)
+
+
+def test_a_flavor_that_does_not_exist_keeps_jobs_out(site, inputs):
+    tree = edited(inputs, ONE, "one-cluster/apps/ai/gpu-queues/resourceflavor.b300.yaml", lambda doc: False)
+    blocked(run(site, inputs, ONE, tree=tree), "ResourceFlavor b300 does not exist")

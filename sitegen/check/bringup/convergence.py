@@ -323,6 +323,7 @@ class Convergence(SimulationState):
             jobs = [w for w in cluster.workloads.values() if w.done and cluster.queue_of(w)]
             for job in jobs:
                 job.done, job.admitted, job.reason = False, None, "submitted again"
+                job.template, job.unadmitted = job.unadmitted or job.template, None  # as submitted
                 cluster.changes += 1
             if not jobs:
                 continue

@@ -3,12 +3,16 @@ selects), and their admission in priority order into the nominal quota of their 
 ClusterQueue, preempting lower priorities of the same ClusterQueue where its withinClusterQueue policy
 allows. A workload Kueue has not admitted does not start (scheduling.py).
 
-Not modelled: cohorts and borrowing, flavors (their quotas are summed per resource), fair sharing,
+At admission the first flavor that covers the workload's resources is assigned, and its node labels
+and tolerations are injected into the pods, as Kueue does.
+
+Not modelled: cohorts and borrowing, flavor quotas (summed per resource), fair sharing,
 admission checks, partial admission, queueing strategies (here: by priority, then by key).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from functools import cache
 from typing import Any
@@ -67,7 +71,7 @@ class Kueue(ClusterObjects):
         for _, w in sorted(managed, key=lambda kw: (-kw[1].priority, kw[0])):
             if w.admitted:
                 continue
-            why = self._admission(w, managed)
+            why = self._admission(w, managed) or self._assign_flavor(w)
             if why is None:
                 w.admitted = True
                 w.reason = "admitted by Kueue"
@@ -115,12 +119,40 @@ class Kueue(ClusterObjects):
                 return None
         return f"ClusterQueue {cq_name} cannot make room ({usage(used, need, quota)})"
 
+    def _assign_flavor(self, w: Workload) -> str | None:
+        """Admission assigns the first flavor of the ClusterQueue that covers the workload's resources
+        and injects its node labels (as node selector) and tolerations into the pods (kueue
+        ResourceFlavor: nodeLabels, tolerations); eviction restores the template (`_evict`)."""
+        cq = self.find("ClusterQueue", "", self._cluster_queue(w) or "")
+        need = set(_total(w))
+        flavors = [
+            flavor["name"]
+            for group in (cq.body["spec"].get("resourceGroups") or [] if cq else [])
+            if need <= set(group.get("coveredResources") or [])
+            for flavor in group.get("flavors") or []
+        ]
+        if not flavors:
+            return None
+        found = self.find("ResourceFlavor", "", flavors[0])
+        if found is None:
+            return f"ResourceFlavor {flavors[0]} does not exist (its ClusterQueue is inactive)"
+        spec = found.body.get("spec") or {}
+        if spec.get("nodeLabels") or spec.get("tolerations"):
+            w.unadmitted = w.template
+            pod = dict(w.template.spec)
+            pod["nodeSelector"] = {**(pod.get("nodeSelector") or {}), **(spec.get("nodeLabels") or {})}
+            pod["tolerations"] = [*(pod.get("tolerations") or []), *(spec.get("tolerations") or [])]
+            w.template = dataclasses.replace(w.template, spec=pod)
+        return None
+
     def _cluster_queue(self, w: Workload) -> str | None:
         local = self.find("LocalQueue", w.template.namespace, self.queue_of(w) or "")
         return local.body["spec"]["clusterQueue"] if local else None
 
     def _evict(self, w: Workload, why: str) -> None:
         self._release(w)
+        if w.unadmitted is not None:
+            w.template, w.unadmitted = w.unadmitted, None
         w.admitted = False
         w.reason = why
         self.log.append((w.owner, f"{w.template.ref} {why}"))

@@ -53,6 +53,7 @@ class Workload:
     priority: int = 0
     claim_classes: tuple[str | None, ...] = ()  # storage classes of its volume claim templates
     operator: tuple[str, str] | None = None  # (group, kind) of the custom resource an operator expands
+    unadmitted: PodTemplate | None = None  # its template before Kueue injected its flavor's placement
 
 
 class ClusterObjects:

@@ -4,10 +4,12 @@ taints and kubelet reservations of the host files they name); `kubectl` labels n
 folders of dist/ (the root Application starts Argo CD: convergence.py), waits on nodes and Deployments,
 issues a service-account token and initializes DirectPV's drives; `vault` writes policies, auth mounts,
 roles and keys (and the keys a step lists are put in the vault); `mc` needs an S3 endpoint that answers;
-a fabric preparation names the interfaces of its pool.
+a host script (`bash <file>`) may call only tools its hosts have by then (HOST_TOOLS: the GPU driver's
+nvidia-smi once the GPU Operator installed it; no OFED or infiniband-diags tool, which the plan never
+installs); a fabric preparation names the interfaces of its pool.
 
-Not modelled: any other command or flag (it is read and does nothing), a command's own failure, the
-hosts beyond the kubeadm and kubelet files the runbook installs.
+Not modelled: any other command or flag (it is read and does nothing), a command's own failure (the
+scripts' own logic runs in tests), the hosts beyond the kubeadm and kubelet files the runbook installs.
 """
 
 from __future__ import annotations
@@ -30,6 +32,33 @@ CONTROL_PLANE_TAINT = Taint("node-role.kubernetes.io/control-plane", "", "NoSche
 MAX_PODS = 110  # the kubelet's default
 EVICTION_HARD_MEMORY = 100 * 2**20  # the kubelet's default memory.available threshold
 KUBELET_LABELS = {"kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64"}  # set by every kubelet
+
+
+def _gpu_driver(sim: RunbookReplay, cluster: str | None, pool: str) -> str | None:
+    """The GPU Operator installs the driver (in its container, root /run/nvidia/driver) on joined
+    nodes once its ClusterPolicy is ready."""
+    found = sim.clusters.get(cluster or "")
+    nodes = [n for n in found.nodes.values() if n.pool == pool] if found else []
+    if not nodes:
+        return "the hosts have not joined, and the GPU Operator installs the driver only on nodes"
+    policies = found.of_kind("ClusterPolicy") if found else []
+    if not policies or found.controller_status(policies[0][1].body).get("state") != "ready":  # type: ignore[union-attr]
+        return "the GPU Operator has not installed it (its ClusterPolicy is not ready)"
+    return None
+
+
+def _never(sim: RunbookReplay, cluster: str | None, pool: str) -> str | None:
+    return "nothing in this site's plan installs it (the inbox RDMA stack has no such tool)"
+
+
+# Tools a host script may call beyond the base system, where each comes from, and whether it is on a
+# pool's hosts at the moment the runbook runs the script.
+HOST_TOOLS = {
+    "nvidia-smi": ("the GPU driver", _gpu_driver),
+    "ibdev2netdev": ("MLNX_OFED's host tools", _never),
+    "ibstat": ("infiniband-diags", _never),
+    "sminfo": ("infiniband-diags", _never),
+}
 
 
 class RunbookReplay(SimulationState):
@@ -56,10 +85,8 @@ class RunbookReplay(SimulationState):
                 config = target
             elif tool == "install" and target is not None and words[-1].endswith(KUBELET_PATCH):
                 patch = self._one(target, "KubeletConfiguration")
-            elif tool == "bash" and target is not None and "fabric-prep-" in target.name:
-                pool = target.stem.removeprefix("fabric-prep-")
-                script = self.texts.get(target, "")
-                self.prepared[pool] = set(re.findall(r'NAME="([\w.-]+)"', script))
+            elif tool == "bash" and target is not None:
+                self._host_script(cluster_name, target)
             elif tool == "kubeadm" and args[:1] in (["init"], ["join"]):
                 if config is None or cluster is None:
                     raise Stop(
@@ -78,6 +105,25 @@ class RunbookReplay(SimulationState):
             self._drain()
         else:
             self._note_health()
+
+    def _host_script(self, cluster_name: str | None, script: PurePosixPath) -> None:
+        """A script the runbook runs on a pool's hosts: the tools it calls must be on those hosts by
+        then (HOST_TOOLS); the fabric preparation names the pool's IPoIB interfaces."""
+        text = self.texts.get(script, "")
+        pool = re.sub(r"^fabric-(prep|preflight|topology)-", "", script.stem)
+        if script.name.startswith("fabric-prep-"):
+            self.prepared[pool] = set(re.findall(r'NAME="([\w.-]+)"', text))
+        code = "\n".join(line.split("#", 1)[0] for line in text.splitlines())
+        for tool, (source, provided) in sorted(HOST_TOOLS.items()):
+            if not re.search(rf"(?<![\w-]){re.escape(tool)}(?![\w-])", code):
+                continue
+            why = provided(self, cluster_name, pool)
+            if why:
+                raise Stop(Blocker(
+                    cluster_name or "-", self.step, script.name,
+                    f"runs {tool} on the {pool} hosts, but {source} is not there yet: {why}",
+                ))  # fmt: skip
+        self._event(cluster_name or "-", f"{script.name} run on the {pool} hosts")
 
     def _path_argument(self, words: list[str]) -> PurePosixPath | None:
         for word in words:
