@@ -4,6 +4,10 @@ harmless changes still pass."""
 
 from __future__ import annotations
 
+import yaml
+
+from sitegen.check.bringup import timeline
+
 from .bringup_cases import ONE, TWO, blocked, edited, run, runbook_without
 
 # --- Vault login --------------------------------------------------------------------------------------
@@ -211,3 +215,65 @@ def test_a_job_placed_by_its_flavor_is_admitted_and_runs(site, inputs):
 def test_a_flavor_that_does_not_exist_keeps_jobs_out(site, inputs):
     tree = edited(inputs, ONE, "one-cluster/apps/ai/gpu-queues/resourceflavor.b300.yaml", lambda doc: False)
     blocked(run(site, inputs, ONE, tree=tree), "ResourceFlavor b300 does not exist")
+
+
+# --- references: in dist/, made by a modelled controller, or reviewed ---------------------------------
+
+GRAFANA = "one-cluster/apps/ai/grafana/grafana.deployment.grafana.yaml"
+
+
+def _renamed(old: str, new: str):
+    def change(doc):
+        text = yaml.safe_dump(doc)
+        assert old in text
+        doc.clear()
+        doc.update(yaml.safe_load(text.replace(old, new)))
+
+    return change
+
+
+def test_a_misspelt_config_map_is_a_blocker(site, inputs):
+    tree = edited(
+        inputs, ONE, GRAFANA, _renamed("name: grafana-config-dashboards", "name: grafana-config-dashbords")
+    )
+    blocked(
+        run(site, inputs, ONE, tree=tree),
+        "ai-grafana",
+        "ConfigMap grafana/grafana-config-dashbords does not exist",
+    )
+
+
+def test_a_misspelt_secret_is_a_blocker_not_an_assumption(site, inputs):
+    tree = edited(inputs, ONE, GRAFANA, _renamed("name: grafana-admin", "name: grafana-admn"))
+    blocked(run(site, inputs, ONE, tree=tree), "ai-grafana", "nothing makes Secret grafana/grafana-admn")
+
+
+def test_a_chart_secret_waits_for_the_job_that_writes_it(site, inputs):
+    tree = edited(
+        inputs, ONE, "one-cluster/apps/ai/argo-cd/argocd.job.argocd-redis-secret-init.yaml", lambda d: False
+    )
+    blocked(
+        run(site, inputs, ONE, tree=tree),
+        "ai-argo-cd",
+        "argocd-redis",
+        "argocd-redis-secret-init: argo-cd writes",
+    )
+
+
+def test_bringup_prints_its_assumptions_and_each_is_reviewed(site, inputs):
+    from sitegen.check.bringup.references import EXTERNAL
+
+    result = run(site, inputs, ONE)
+    assert result.ok
+    reasons = set(EXTERNAL.values())
+    for line in result.assumed:
+        assert (
+            any(r in line for r in reasons)
+            or "written by Job" in line
+            or "not modelled, Healthy once applied" in line
+        ), line
+    assert (
+        "PriorityClass system-node-critical: built into every cluster (the API server creates it)"
+        in result.assumed
+    )
+    assert "assumed (reviewed" in timeline(result)

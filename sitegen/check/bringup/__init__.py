@@ -64,6 +64,7 @@ def bringup(site: Site, variant: str, tree: Tree, texts: Texts, *, day2: bool = 
     result = simulation.run()
     if result.ok and day2:
         simulation.replay_day2(_budgets(site, layout))
+    result.assumed = sorted({a for cluster in simulation.clusters.values() for a in cluster.assumed})
     return result
 
 
@@ -85,5 +86,8 @@ def timeline(result: Result) -> str:
         lines.append(f"  [{event.cluster}] {event.step}: {event.what}")
     if result.retried:
         lines.append(f"  {len(result.retried)} sync attempts failed and were retried by their own app")
+    if result.assumed:
+        lines.append("  assumed (reviewed: check/bringup/references.py and health.py):")
+        lines += [f"    - {what}" for what in result.assumed]
     lines.append(f"BLOCKED {result.blocker}" if result.blocker else "OK: every Application Healthy")
     return "\n".join(lines)

@@ -27,6 +27,15 @@ from sitegen.check.bringup.objects import key_of, show
 HEALTHY = "Healthy"
 SKIP_DRY_RUN = "SkipDryRunOnMissingResource=true"
 APPLY_OUT_OF_SYNC_ONLY = "ApplyOutOfSyncOnly=true"
+# The built-in checks of the pinned Argo CD the simulation models (the others: assumptions, printed)
+MODELLED_CHECKS = {
+    "PersistentVolumeClaim",
+    "ExternalSecret",
+    "SecretStore",
+    "ClusterSecretStore",
+    "Certificate",
+    "APIService",
+}
 
 
 def _waves(objects: list[Mapping[str, Any]]) -> list[list[Mapping[str, Any]]]:
@@ -303,6 +312,10 @@ class AppSync:
             why = cluster.load_balancer_blocker()
         elif kind == "APIService" and spec.get("service"):
             why = cluster.service_ready(spec["service"]["namespace"], spec["service"]["name"])
+        elif kind not in MODELLED_CHECKS and kind != "Service":
+            cluster.assumed.add(
+                f"{group + '/' if group else ''}{kind}: Argo CD checks its health; not modelled, Healthy once applied"
+            )
         return (HEALTHY, "") if why is None else ("Progressing", why)
 
     def live_status(self, body: Mapping[str, Any]) -> dict[str, Any]:

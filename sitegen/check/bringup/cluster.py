@@ -21,8 +21,6 @@ from sitegen.check.bringup.scheduling import Scheduling
 from sitegen.check.bringup.secrets import Secrets
 from sitegen.check.bringup.storage import Storage
 
-BUILTIN_PRIORITY_CLASSES = {"system-node-critical", "system-cluster-critical"}
-
 
 class Cluster(Scheduling, Kueue, Admission, Secrets, Storage, Nodes, Operators):
     """One cluster: the parts above over one state; the controllers' loop and the pods' prerequisites."""
@@ -54,24 +52,18 @@ class Cluster(Scheduling, Kueue, Admission, Secrets, Storage, Nodes, Operators):
         if account != "default" and self.find("ServiceAccount", t.namespace, account) is None:
             return f"ServiceAccount {account} does not exist"
         priority = t.spec.get("priorityClassName")
-        if (
-            priority
-            and priority not in BUILTIN_PRIORITY_CLASSES
-            and not self.find("PriorityClass", "", priority)
-        ):
+        if priority and not self.resolves("PriorityClass", "", priority):
             return f"PriorityClass {priority} does not exist"
         runtime = t.spec.get("runtimeClassName")
         if runtime and not self.runtime_class_exists(runtime):
             return f"RuntimeClass {runtime} does not exist"
         for name in sorted(secret_refs(t)):
-            why = self.secret_blocker(t.namespace, name, known_only=True)
+            why = self.secret_blocker(t.namespace, name)
             if why is not None:
                 return f"Secret {name} is not there: {why}"
-        maps = {n for (_, k, ns, n) in self.objects if k == "ConfigMap" and ns == t.namespace}
-        producers = {n for (_, k, ns, n) in self.objects if k == "ConfigMap"}
         for name in sorted(config_map_refs(t)):
-            if name in producers and name not in maps:
-                return f"ConfigMap {name} is not in namespace {t.namespace}"
+            if not self.resolves("ConfigMap", t.namespace, name):
+                return f"ConfigMap {t.namespace}/{name} does not exist (nothing in dist/ makes it)"
         for name in sorted(claim_refs(t)):
             why = self.claim_status(t.namespace, name)
             if why:

@@ -31,6 +31,7 @@ class Result:
     timeline: list[Event] = field(default_factory=list)
     blocker: Blocker | None = None
     retried: list[Failure] = field(default_factory=list)  # failed attempts an app's own retry fixed
+    assumed: list[str] = field(default_factory=list)  # what it took as there without a model (reviewed)
 
     @property
     def ok(self) -> bool:

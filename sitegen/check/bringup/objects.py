@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from constructs.cluster_manager import resource_of
 from sitegen.check.bringup.kube import BUILTIN, Node, PodTemplate, group_of, pod_template
+from sitegen.check.bringup.references import external
 
 if TYPE_CHECKING:
     from sitegen.check.bringup.secrets import Vault
@@ -69,6 +70,7 @@ class ClusterObjects:
         self._order: dict[Key, int] = {}
         self.crds: dict[tuple[str, str], tuple[str, str]] = {}  # (group, kind) -> (plural, owner)
         self.workloads: dict[Key, Workload] = {}
+        self.assumed: set[str] = set()  # reviewed external objects it relied on (references.py)
         self.drives_initialized = False
         self.server_tls_bootstrap = False  # kubelets ask the cluster CA for serving certificates
         # Secrets that objects in dist/ make once their app syncs: (namespace, name) -> the app
@@ -96,6 +98,15 @@ class ClusterObjects:
         return name in ("default", "kube-system", "kube-public", "kube-node-lease") or (
             ("", "Namespace", "", name) in self.objects
         )
+
+    def resolves(self, kind: str, namespace: str, name: str) -> bool:
+        """The object is in the cluster, or one every cluster has (a reviewed entry, noted)."""
+        if self.find(kind, namespace, name) is not None:
+            return True
+        reason = external(kind, namespace, name)
+        if reason is not None:
+            self.assumed.add(f"{kind} {namespace + '/' if namespace else ''}{name}: {reason}")
+        return reason is not None
 
     def find(self, kind: str, namespace: str, name: str) -> Applied | None:
         key = self._named.get((kind, namespace, name))

@@ -4,8 +4,9 @@ CA Secrets, which object makes which Secret, and the RBAC the vault login and Ar
 spoke depend on (`may`: the ClusterRoles bound to a service account, with Kubernetes' bootstrap roles
 that dist/ binds).
 
-Not modelled: a Secret a chart's own controller makes (with `known_only` such a Secret counts as there),
-the rights of a vault mount's own token reviewer, issuers beyond the CA Secret a CA issuer names (any
+A Secret a chart's own Job writes is there once that Job ran (references.py names them, reviewed).
+
+Not modelled: the rights of a vault mount's own token reviewer, issuers beyond the CA Secret a CA issuer names (any
 other issuer is ready once it exists), Roles and RoleBindings (only cluster-wide grants count), and
 grants limited to resourceNames in `may`.
 """
@@ -18,6 +19,7 @@ from typing import Any
 
 from constructs.secrets import read_keys
 from sitegen.check.bringup.objects import Applied, ClusterObjects
+from sitegen.check.bringup.references import WRITTEN_BY_JOBS, Writer
 
 # ClusterRoles every cluster has from Kubernetes' bootstrap policy (bootstrappolicy/policy.go), as far as
 # dist/ binds them: nothing in dist/ renders them, so they are known here, by name, with their rules.
@@ -162,19 +164,36 @@ class Secrets(ClusterObjects):
             self._producers_at = len(self.objects)
         return self._producers
 
-    def secret_blocker(self, namespace: str, name: str, *, known_only: bool = False) -> str | None:
-        """None when the Secret is there, else why not. With `known_only`, a Secret nothing applied
-        here makes counts as there (a chart's controller makes it; that is not modelled)."""
+    def secret_blocker(self, namespace: str, name: str) -> str | None:
+        """None when the Secret is there, else why not: an object of dist/ makes it, a chart's own Job
+        writes it (references.py, once the Job ran), or it is a reviewed external one."""
         producer = self._secret_producers().get((namespace, name))
         if producer is None and (namespace, name) in self.made_later:
             return f"{self.made_later[(namespace, name)]} makes it and has not synced"
         if producer is None:
-            return None if known_only else f"nothing makes Secret {namespace}/{name}"
+            writer = WRITTEN_BY_JOBS.get((namespace, name))
+            if writer is not None:
+                return self._written_by_job(namespace, name, writer)
+            if self.resolves("Secret", namespace, name):
+                return None
+            return f"nothing makes Secret {namespace}/{name} (no object of dist/, no modelled writer)"
         kind = producer.body["kind"]
         if kind == "ExternalSecret":
             return self.external_secret_ready(producer.body)
         if kind == "Certificate":
             return self.certificate_blocker(producer.body)
+        return None
+
+    def _written_by_job(self, namespace: str, name: str, writer: Writer) -> str | None:
+        jobs = [
+            w for w in self.workloads.values()
+            if w.template.kind == "Job" and w.template.namespace == namespace and w.template.name.startswith(writer.job)
+        ]  # fmt: skip
+        if not jobs:
+            return f"the Job that writes it ({writer.job}: {writer.why}) is not in dist/"
+        if not any(w.done for w in jobs):
+            return f"{jobs[0].template.ref} writes it and has not run: {jobs[0].reason}"
+        self.assumed.add(f"Secret {namespace}/{name}: written by Job {jobs[0].template.name} ({writer.why})")
         return None
 
     # ---- RBAC ------------------------------------------------------------------------------------
