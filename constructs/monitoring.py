@@ -74,6 +74,7 @@ class SiteRisks:
     nvme_wear_percent: int = 80
     health_namespace: str | None = None  # where the periodic GPU health checks run (None: none)
     health_max_age_days: int = 8
+    policy_audit: bool = False  # Cilium only logs what the network policies would drop
 
 
 def _alert(name: str, expr: str, severity: str, summary: str, for_: str = "5m") -> dict[str, Any]:
@@ -265,6 +266,17 @@ ETCD_RULES = [
 ]
 
 
+# Rendered only while config/network.yaml asks for audit: a reminder that never resolves by itself.
+POLICY_AUDIT_ALERT = _alert(
+    "NetworkPolicyAuditMode",
+    "vector(1)",
+    "warning",
+    "Cilium runs its network policies in audit mode: nothing is dropped, every namespace is open "
+    "(kubernetes.network_policy: audit in config/network.yaml)",
+    for_="0m",
+)
+
+
 class SiteAlerts(Construct):
     """Alert rules for the site's own risks; the chart's default rules cover Kubernetes and etcd."""
 
@@ -278,6 +290,7 @@ class SiteAlerts(Construct):
                 ("site-storage", _storage_rules(risks)),
                 ("site-etcd", ETCD_RULES),
                 ("site-health", _health_rules(risks) if risks.health_namespace else []),
+                ("site-network", [POLICY_AUDIT_ALERT] if risks.policy_audit else []),
             )
             if rules
         ]

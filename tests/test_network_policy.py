@@ -40,9 +40,42 @@ def test_declared_flows_pass_and_the_rest_is_denied():
     assert not view.allows(End(entity="world"), End(namespace="harbor"))  # only through the Gateway
 
 
-def test_audit_until_config_says_enforce():
+def test_enforced_by_default_and_audit_is_an_alerted_opt_in(site, config_copy, tmp_path):
+    """Cilium drops what the policies do not allow; audit (nothing dropped) only when config says so,
+    with an alert that fires while it lasts."""
+    from .conftest import edit_yaml
+
     values = yaml.safe_load((DIST / "one-cluster/values/ai/cilium.yaml").read_text())
-    assert values["policyAuditMode"] is True  # network.kubernetes.network_policy: audit
+    assert values["policyAuditMode"] is False
+    assert site.network.kubernetes.network_policy == "enforce"
+    rules = (DIST / "one-cluster/apps/ai/observability/monitoring.prometheusrule.site.yaml").read_text()
+    assert "NetworkPolicyAuditMode" not in rules
+    edit_yaml(config_copy, "network.yaml", lambda n: n["kubernetes"].update(network_policy="audit"))
+    out = tmp_path / "dist"
+    assert (
+        invoke_sitegen("synth", "--config", config_copy, "--variant", "one-cluster", "--out", out).exit_code
+        == 0
+    )
+    assert yaml.safe_load((out / "one-cluster/values/ai/cilium.yaml").read_text())["policyAuditMode"] is True
+    assert (
+        "NetworkPolicyAuditMode"
+        in (out / "one-cluster/apps/ai/observability/monitoring.prometheusrule.site.yaml").read_text()
+    )
+
+
+def test_a_tenant_pod_reaches_no_platform_service(site):
+    """With the policies in force: a tenant pod does not reach Harbor's Redis, Loki, Prometheus or
+    Alertmanager, nor Argo CD's repo server."""
+    view = _view()
+    tenant = End(namespace=next(iter(site.tenants)))
+    for namespace, port in [
+        ("harbor", 6379),
+        ("loki", 3100),
+        ("monitoring", 9090),
+        ("monitoring", 9093),
+        ("argocd", 8081),
+    ]:
+        assert not view.allows(tenant, End(namespace=namespace), port), (namespace, port)
 
 
 def test_a_namespace_without_default_deny(tree):

@@ -18,9 +18,10 @@ class KubernetesPlane(Plane):
     interface: str
     link_gbps: PositiveInt
     mtu: Annotated[int, Field(ge=1280, le=9216)]
-    # Network policy: `audit` has Cilium log what the default-deny policies would drop (Hubble verdict
-    # AUDIT) without dropping it; `enforce` drops it. Audit until the flows were seen complete.
-    network_policy: Literal["audit", "enforce"] = "audit"
+    # Network policy: `enforce` drops what the default-deny policies do not allow (the flows every
+    # component declares, bring-up's included). `audit` only logs it (Hubble verdict AUDIT) and leaves
+    # every namespace open: an explicit, temporary opt-in, alerted on while it lasts.
+    network_policy: Literal["audit", "enforce"] = "enforce"
 
 
 class Management(Strict):

@@ -198,4 +198,5 @@ def site_risks(site: Site, variant: VariantLayout) -> SiteRisks:
         else None,
         health_namespace=GPU_HEALTH if any(p.hardware.gpu for p in pools) else None,
         health_max_age_days=site.services.health.max_age_days,
+        policy_audit=site.network.kubernetes.network_policy == "audit",
     )
