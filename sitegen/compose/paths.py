@@ -3,7 +3,8 @@
 dist/<variant>/apps/<cluster>/<app>/      every object of one Argo CD Application, a file each
 dist/<variant>/values/<cluster>/<app>.yaml the Helm values an upstream chart is rendered with
 dist/<variant>/kubeadm/<cluster>/          host files: kubeadm configs, static pods, API server policies
-dist/<variant>/bootstrap/                  what the root Application syncs, and the runbook
+dist/<variant>/bootstrap/                  what the root Application syncs, and the runbook (and, in
+                                           s3-policies/, the S3 consumers' key policies it attaches)
 dist/<variant>/containerd/certs.d/         containerd registry mirrors for every host
 """
 
@@ -45,6 +46,11 @@ def kubeadm_dir(variant: str, cluster: str) -> PurePosixPath:
 
 def bootstrap_dir(variant: str) -> PurePosixPath:
     return PurePosixPath(variant, BOOTSTRAP)
+
+
+def s3_policy_file(variant: str, user: str) -> PurePosixPath:
+    """An S3 consumer's key policy, which the runbook attaches when it creates the key."""
+    return PurePosixPath(variant, BOOTSTRAP, "s3-policies", f"{user}.json")
 
 
 def mirrors_dir(variant: str) -> PurePosixPath:

@@ -285,7 +285,7 @@ before Harbor runs.{trust}
         lines.append(f"## Cluster `{cluster.name}`\n")
         body, step = _cluster_steps(apps, cluster, step)
         lines += body
-    consumers = _s3_access(apps)
+    consumers = s3_consumers(apps)
     later = {access.vault_key for access in consumers}
     lines.append("## The vault\n")
     spokes = layout.spokes
@@ -398,7 +398,7 @@ signed by the cluster CA:
 
 ```sh
 mc alias set site https://{site.storage.aistor.s3_hostname} "$(vault kv get -field=user {root_key})" "$(vault kv get -field=password {root_key})"
-{_buckets(consumers, site)}
+{_buckets(consumers, site, variant)}
 ```
 """
             )
@@ -430,13 +430,18 @@ bash {kdir}/fabric-topology-{pool.name}.sh
 """
 
 
-def _s3_access(apps: VariantApps) -> list[S3Access]:
+def s3_consumers(apps: VariantApps) -> list[S3Access]:
     found = [access for ctx, c in apps.in_registry_order() for access in c.s3_access(ctx)]
     return list(dict.fromkeys(found))  # one user per consumer, whichever clusters it runs on
 
 
-def _buckets(consumers: list[S3Access], site: Site) -> str:
-    """Each bucket once (with its versioning, lock and lifecycle rules), then each consumer's key."""
+def _grants(access: S3Access) -> str:
+    return ", ".join(f"{g.bucket}/{g.prefix} ({g.access})" for g in access.grants)
+
+
+def _buckets(consumers: list[S3Access], site: Site, variant: str) -> str:
+    """Each bucket once (with its versioning, lock and lifecycle rules), then each consumer's key,
+    limited by its policy (a file of the bootstrap folder)."""
     protection = site.storage.aistor.bucket_protection
     lines = []
     for bucket in sorted({b for access in consumers for b in access.buckets}):
@@ -461,9 +466,10 @@ def _buckets(consumers: list[S3Access], site: Site) -> str:
                     for prefix, days in access.expire
                 ]
     for access in consumers:
+        policy = paths.in_repo(paths.s3_policy_file(variant, access.user))
         lines.append(
-            f"mc admin user svcacct add site <root-user> --name {access.user}   # scope: "
-            + ", ".join(access.buckets)
+            f"mc admin user svcacct add site <root-user> --name {access.user} --policy {policy}"
+            f"   # only: {_grants(access)}"
         )
         lines.append(
             f"vault kv put {site.secrets.vault.path}/{access.vault_key} access_key=<from above> secret_key=<from above>"

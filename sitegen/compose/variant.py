@@ -5,6 +5,7 @@ containerd mirrors, as output files in a stable order."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 from collections import Counter
 from collections.abc import Mapping
@@ -23,7 +24,7 @@ from sitegen.compose.delivery import bootstrap
 from sitegen.compose.fabric_hosts import fabric_files
 from sitegen.compose.hosts import etcd_patches, host_files, mirror_files
 from sitegen.compose.hydrate import Progress, Rendered, RenderJob, hydrating
-from sitegen.compose.runbook import runbook
+from sitegen.compose.runbook import runbook, s3_consumers
 from sitegen.compose.writer import OutputFile
 from sitegen.model import ConfigError, Site, resolve
 
@@ -154,6 +155,12 @@ def _variant_files(
         ours[cluster] += chart.documents
     ours[apps.layout.hub.name] += root.documents  # the bootstrap objects live on the hub
     files.append(OutputFile(paths.bootstrap_dir(variant) / paths.RUNBOOK, [], text=runbook(apps, ours)))
+    files += [
+        OutputFile(
+            paths.s3_policy_file(variant, access.user), [], text=json.dumps(access.policy(), indent=2) + "\n"
+        )
+        for access in s3_consumers(apps)
+    ]
     files += mirror_files(apps.site, variant)
     return files
 

@@ -58,6 +58,8 @@ def render(file: OutputFile) -> str:
     lines = [GENERATED, *file.header.splitlines()]
     head = "".join(f"# {line}".rstrip() + "\n" for line in lines)
     if file.text is not None:
+        if file.path.suffix == ".json":  # JSON has no comments: the file is what a tool reads
+            return file.text
         # Markdown shows `#` lines as headings: its banner is an HTML comment
         return f"<!-- {GENERATED} -->\n{file.text}" if file.path.suffix == ".md" else head + file.text
     return head + yaml_text(file.documents)

@@ -19,8 +19,9 @@ __all__ = ["Blocker", "Event", "Result", "bringup", "from_dist", "from_files", "
 
 
 def _is_text(path: PurePosixPath) -> bool:
-    """Files the simulation reads as text: the runbook, host scripts, host configs (their headers)."""
-    return path.suffix in (".md", ".sh") or (len(path.parts) > 1 and path.parts[1] == paths.KUBEADM)
+    """Files the simulation reads as text: the runbook, host scripts, host configs (their headers), the
+    S3 key policies the runbook attaches."""
+    return path.suffix in (".md", ".sh", ".json") or (len(path.parts) > 1 and path.parts[1] == paths.KUBEADM)
 
 
 def from_dist(dist: Path, variant: str) -> tuple[Tree, Texts]:

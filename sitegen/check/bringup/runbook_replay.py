@@ -14,6 +14,7 @@ scripts' own logic runs in tests), the hosts beyond the kubeadm and kubelet file
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from pathlib import PurePosixPath
@@ -31,6 +32,16 @@ from sitegen.compose import paths
 CONTROL_PLANE_TAINT = Taint("node-role.kubernetes.io/control-plane", "", "NoSchedule")
 MAX_PODS = 110  # the kubelet's default
 EVICTION_HARD_MEMORY = 100 * 2**20  # the kubelet's default memory.available threshold
+# What no consumer's key may do: lift a governance lock, change a bucket's protection or policy
+FORBIDDEN_S3_ACTIONS = {
+    "s3:BypassGovernanceRetention",
+    "s3:PutBucketObjectLockConfiguration",
+    "s3:PutObjectRetention",
+    "s3:PutBucketPolicy",
+    "s3:DeleteBucket",
+    "s3:PutLifecycleConfiguration",
+    "s3:PutBucketVersioning",
+}
 KUBELET_LABELS = {"kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64"}  # set by every kubelet
 
 
@@ -298,11 +309,40 @@ class RunbookReplay(SimulationState):
                 f"`mc {' '.join(args[:3])}`: no alias {named!r} (the runbook never runs `mc alias set`)",
             ))  # fmt: skip
         host = self.mc_aliases[alias]
+        if args[:3] == ["admin", "user", "svcacct"] and "add" in args:
+            self._key_policy(cluster, args)
         why = self._s3_blocker(host)
         if why:
             raise Stop(Blocker(
                 cluster.name if cluster else "-", self.step, "mc", f"`mc {' '.join(args[:3])}`: {host}: {why}"
             ))  # fmt: skip
+
+    def _key_policy(self, cluster: Cluster | None, args: list[str]) -> None:
+        """A consumer's key is limited by its policy (without one it holds the root's rights): the
+        policy must be there and grant nothing that unlocks or administers."""
+        name = args[args.index("--name") + 1] if "--name" in args else "?"
+        where = cluster.name if cluster else "-"
+        if "--policy" not in args:
+            raise Stop(
+                Blocker(
+                    where,
+                    self.step,
+                    f"S3 key {name}",
+                    "created without --policy: it holds every right of the root",
+                )
+            )
+        found = self._repo_path(args[args.index("--policy") + 1])
+        text = self.texts.get(found)
+        if text is None:
+            raise Stop(Blocker(where, self.step, f"S3 key {name}", f"its policy {found} is not in dist/"))
+        actions = {a for s in json.loads(text).get("Statement", []) for a in s.get("Action", [])}
+        forbidden = sorted(
+            a for a in actions if a in FORBIDDEN_S3_ACTIONS or a.endswith("*") or a.startswith("admin:")
+        )
+        if forbidden:
+            raise Stop(
+                Blocker(where, self.step, f"S3 key {name}", f"its policy grants {', '.join(forbidden)}")
+            )
 
     def _s3_blocker(self, host: str) -> str | None:
         for cluster in self.clusters.values():

@@ -7,7 +7,15 @@ from typing import Literal
 from pydantic import Field
 
 from constructs.local_cache import CLASS_NAME as LOCAL_NVME
-from sitegen.components.base import ChartComponent, Flow, Layer, NamespaceSecurity, S3Access, s3_vault_key
+from sitegen.components.base import (
+    ChartComponent,
+    Flow,
+    Layer,
+    NamespaceSecurity,
+    S3Access,
+    S3Grant,
+    s3_vault_key,
+)
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.observability import PROJECT
 from sitegen.components.observability.kube_prometheus_stack import KubePrometheusStack
@@ -191,7 +199,7 @@ class Loki(ChartComponent):
 
     def s3_access(self, ctx: ClusterContext) -> list[S3Access]:
         logs = ctx.site.services.logs
-        return [S3Access(S3_USER, (logs.bucket, logs.ruler_bucket))]
+        return [S3Access(S3_USER, (S3Grant(logs.bucket), S3Grant(logs.ruler_bucket)))]
 
     def values(self, ctx: ClusterContext) -> LokiValues:
         logs = ctx.site.services.logs

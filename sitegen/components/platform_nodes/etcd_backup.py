@@ -16,6 +16,7 @@ from sitegen.components.base import (
     NodeAgent,
     RenderedComponent,
     S3Access,
+    S3Grant,
 )
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.platform.namespaces import Namespaces
@@ -59,7 +60,10 @@ class EtcdBackup(RenderedComponent):
 
     def s3_access(self, ctx: ClusterContext) -> list[S3Access]:
         backups = ctx.site.services.backups
-        return [S3Access(S3_USER, (backups.bucket,), expire=((f"{PREFIX}/", backups.etcd.retention_days),))]
+        # write-only: a stolen key puts snapshots but neither reads nor deletes them; expiry is the
+        # bucket's lifecycle rule
+        grant = S3Grant(backups.bucket, f"{PREFIX}/", "write-only")
+        return [S3Access(S3_USER, (grant,), expire=((f"{PREFIX}/", backups.etcd.retention_days),))]
 
     def render(self, scope: Construct, ctx: ClusterContext) -> None:
         backups = ctx.site.services.backups

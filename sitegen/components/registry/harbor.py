@@ -21,6 +21,7 @@ from sitegen.components.base import (
     NamespaceSecurity,
     ObjectPatch,
     S3Access,
+    S3Grant,
     s3_vault_key,
 )
 from sitegen.components.context import ClusterContext, ClusterScope
@@ -210,7 +211,7 @@ class Harbor(ChartComponent):
 
     def s3_access(self, ctx: ClusterContext) -> list[S3Access]:
         registry = ctx.site.services.registry
-        return [S3Access(S3_USER, (registry.bucket,))] if registry.storage == "aistor" else []
+        return [S3Access(S3_USER, (S3Grant(registry.bucket),))] if registry.storage == "aistor" else []
 
     def routes(self, ctx: ClusterContext) -> list[Route]:
         # image layers take longer than any fixed request timeout

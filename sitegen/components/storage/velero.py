@@ -19,6 +19,7 @@ from sitegen.components.storage.aistor import CA_SECRET, AIStor, s3_endpoint
 from sitegen.components.values import Image, Placed, Resources, Values, image, placed, requests
 
 NAMESPACE = "velero"
+PREFIX = "velero"  # its folder of the backup bucket; a folder per cluster below
 VELERO_API = "velero.io/v1"
 LOCATION = "aistor"
 CREDENTIALS = "velero-aistor"  # `cloud`: the AWS plugin's credentials file, from the vault
@@ -104,7 +105,7 @@ def _location(ctx: ClusterContext) -> dict[str, Any]:
             "accessMode": "ReadWrite",
             "objectStorage": {
                 "bucket": ctx.site.services.backups.bucket,
-                "prefix": f"velero/{ctx.cluster.name}",
+                "prefix": f"{PREFIX}/{ctx.cluster.name}",
                 "caCertRef": {
                     "name": CA_SECRET,
                     "key": "ca.crt",

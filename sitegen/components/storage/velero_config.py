@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from constructs import Construct
 from constructs.secrets import VaultSecret
-from sitegen.components.base import Layer, RenderedComponent, S3Access
+from sitegen.components.base import Layer, RenderedComponent, S3Access, S3Grant
 from sitegen.components.context import ClusterContext
 from sitegen.components.platform.secret_store import SecretStore
 from sitegen.components.storage import PROJECT
 from sitegen.components.storage.aistor import ca_secret
-from sitegen.components.storage.velero import CREDENTIALS, NAMESPACE, Velero
+from sitegen.components.storage.velero import CREDENTIALS, NAMESPACE, PREFIX, Velero
 
 S3_USER = "velero"
 CLOUD_FILE = "[default]\naws_access_key_id={{ .access_key }}\naws_secret_access_key={{ .secret_key }}\n"
@@ -27,7 +27,9 @@ class VeleroConfig(RenderedComponent):
     talks_to_api = False
 
     def s3_access(self, ctx: ClusterContext) -> list[S3Access]:
-        return [S3Access(S3_USER, (ctx.site.services.backups.bucket,))]
+        # Velero reads (restores) and deletes (expired backups: delete markers under the lock) its own
+        # prefix, one folder per cluster below it
+        return [S3Access(S3_USER, (S3Grant(ctx.site.services.backups.bucket, f"{PREFIX}/"),))]
 
     def render(self, scope: Construct, ctx: ClusterContext) -> None:
         (access,) = self.s3_access(ctx)
