@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 import re
 from collections.abc import Callable
 from pathlib import PurePosixPath
@@ -50,3 +51,23 @@ def blocked(result: Result, *needles: str) -> str:
     for needle in needles:
         assert needle in text, text
     return text
+
+
+def rewaved(inputs, variant: str, app: str, wave: int) -> tuple[Tree, dict[PurePosixPath, str]]:
+    """The variant with one generated app (`<cluster>/<app>`) moved to another wave: its element says
+    so, and the site ApplicationSet has a step for it."""
+    texts = dict(inputs[variant][1])
+    path = PurePosixPath(variant, "apps", app, "app.json")
+    element = json.loads(texts[path])
+    element["wave"] = str(wave)
+    texts[path] = json.dumps(element)
+
+    def with_step(doc):
+        rolling = doc["spec"]["strategy"]["rollingSync"]
+        waves = {int(s["matchExpressions"][0]["values"][0]) for s in rolling["steps"]} | {wave}
+        rolling["steps"] = [
+            {"matchExpressions": [{"key": "sitegen.io/wave", "operator": "In", "values": [str(w)]}]}
+            for w in sorted(waves)
+        ]
+
+    return edited(inputs, variant, f"{variant}/bootstrap/argocd.applicationset.site", with_step), texts

@@ -52,13 +52,19 @@ def test_an_object_store_without_its_health_check_runs_ahead(site, inputs):
     blocked(run(site, inputs, ONE, tree=tree), "AIStor buckets and keys", "mc", "S3 does not answer yet")
 
 
-def test_without_application_health_the_root_waits_on_nothing(site, inputs):
+def test_without_application_health_the_rollout_still_orders(site, inputs):
     """Argo CD has no health for Application: without argocd-cm's script the root's waves order only
-    creation, and a CR app syncs before its operator's webhook answers."""
+    creation. The RollingSync does not need it (the controller reads each app's own health status),
+    so every generated app still waits for its step: the site comes up in the same order."""
     tree = edited(
         inputs, ONE, ARGOCD_CM, _without_health("resource.customizations.health.argoproj.io_Application")
     )
-    blocked(run(site, inputs, ONE, tree=tree), "sync failed before")
+    result = run(site, inputs, ONE, tree=tree)
+    assert result.ok, timeline(result)
+    healthy = [n for e in result.timeline if e.what.startswith("Healthy: ") for n in e.what[9:].split(", ")]
+    rollout_order = [n for n in healthy if n not in ("ai-namespaces", "ai-cilium", "ai-argo-cd")]
+    waves = {n: a.wave for n, a in _installed_apps(site, inputs).items()}
+    assert [waves[n] for n in rollout_order] == sorted(waves[n] for n in rollout_order)
 
 
 def test_a_health_script_that_breaks_in_argo_cds_lua_is_unknown(site, inputs):
@@ -120,14 +126,12 @@ def test_a_node_down_does_not_freeze_the_root(site, inputs):
         doc["spec"]["syncPolicy"]["syncOptions"].remove("ApplyOutOfSyncOnly=true")
 
     result = run(site, inputs, ONE)
-    assert "the root applied the change to ai-models (1 of" in "\n".join(e.what for e in result.timeline)
+    text = "\n".join(e.what for e in result.timeline)
+    assert "RollingSync step" in text and "synced the change to ai-models while gpu01" in text
+    assert "the root applied the change to site (1 of" in text
     tree = edited(inputs, ONE, ROOT, every_object)
     blocked(
-        run(site, inputs, ONE, tree=tree),
-        "day 2: gpu01 NotReady",
-        "root",
-        "frozen",
-        "the change to ai-models",
+        run(site, inputs, ONE, tree=tree), "day 2: gpu01 NotReady", "root", "frozen", "the change to site"
     )
 
 
@@ -277,3 +281,13 @@ def test_bringup_prints_its_assumptions_and_each_is_reviewed(site, inputs):
         in result.assumed
     )
     assert "assumed (reviewed" in timeline(result)
+
+
+def _installed_apps(site, inputs):
+    from sitegen.check.bringup import Simulation
+    from sitegen.model import resolve
+
+    tree, texts = inputs[ONE]
+    sim = Simulation(resolve(site, ONE), tree, texts, argocd_namespace=site.gitops.argocd.namespace)
+    assert sim.run().ok
+    return sim.apps

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import re
-import shutil
 
 import pytest
 import yaml
 
-from sitegen.check.appsets import applications
+from sitegen.check.appsets import applications, dist_files
 from sitegen.check.tree import load_tree
 from sitegen.compose.apps import variant_apps
 from sitegen.model import resolve
@@ -22,7 +21,7 @@ VARIANTS = ("one-cluster", "two-cluster")
 def expected_apps(site):
     """What the registry composes, per variant: the ApplicationSets must expand to exactly these."""
     return {
-        variant: {"root"}
+        variant: {"root", "ai-argocd-access"}
         | {f"{ctx.cluster.name}-{c.name}" for ctx, c in variant_apps(site, resolve(site, variant)).members()}
         for variant in VARIANTS
     }
@@ -30,7 +29,7 @@ def expected_apps(site):
 
 @pytest.fixture(scope="module")
 def apps():
-    found, errors = applications(load_tree(DIST))
+    found, errors = applications(load_tree(DIST), dist_files(DIST))
     assert errors == []
     return found
 
@@ -53,6 +52,7 @@ def test_apps_command_prints_the_inventory(expected_apps):
     assert result.stdout.strip().endswith(
         f"{sum(map(len, expected_apps.values()))} applications in 2 variants; 0 problems"
     )
+    assert "ai-argocd-access" in result.stdout  # generated: the credentials and spoke registrations
 
 
 def test_applications_follow_the_layers(apps):
@@ -63,7 +63,10 @@ def test_applications_follow_the_layers(apps):
         if app.name == "root":
             continue
         policy = app.spec["syncPolicy"]
-        assert policy["automated"] == {"prune": True, "selfHeal": True}
+        # the root's own apps sync by themselves; the rollout syncs the generated ones (v3.4.4: an
+        # automated policy in the template resets the rollout)
+        generated = app.source.kind == "ApplicationSet"
+        assert policy.get("automated") == (None if generated else {"prune": True, "selfHeal": True})
         assert policy["retry"]["backoff"]["factor"] == 2
         assert "ServerSideApply=true" in policy["syncOptions"]
         assert app.body["metadata"]["annotations"]["argocd.argoproj.io/manifest-generate-paths"].startswith(
@@ -85,12 +88,17 @@ def test_every_application_is_a_directory_of_this_repo(apps, site):
 
 
 def test_applicationsets_are_safe_by_construction():
-    for path in DIST.glob("*/bootstrap/*.applicationset.*.yaml"):
+    found = list(DIST.glob("*/bootstrap/*.applicationset.*.yaml"))
+    assert len(found) == 2
+    for path in found:
         (appset,) = _docs(path)
         spec = appset["spec"]
         assert spec["goTemplate"] is True and spec["goTemplateOptions"] == ["missingkey=error"]
-        assert spec["syncPolicy"]["preserveResourcesOnDeletion"] is True
-        assert "{{" not in spec["template"]["spec"]["project"]  # never a templated project
+        # removing an element removes its app's objects; a project comes from synth's element, which
+        # APP-004 checks against what the app renders
+        assert spec["syncPolicy"]["preserveResourcesOnDeletion"] is False
+        assert spec["template"]["spec"]["project"] == "{{ .project }}"
+        assert spec["strategy"]["type"] == "RollingSync"
 
 
 def test_default_project_is_locked_and_projects_are_narrow():
@@ -129,10 +137,12 @@ def test_default_project_is_locked_and_projects_are_narrow():
 
 
 def test_spoke_cluster_is_registered_without_secrets_in_git():
-    (registration,) = _docs(DIST / "two-cluster/bootstrap/argocd.externalsecret.cluster-aistor.yaml")
+    (registration,) = _docs(
+        DIST / "two-cluster/apps/ai/argocd-access/argocd.externalsecret.cluster-aistor.yaml"
+    )
     labels = registration["spec"]["target"]["template"]["metadata"]["labels"]
     assert labels["argocd.argoproj.io/secret-type"] == "cluster" and labels["sitegen.io/cluster"] == "aistor"
-    assert not list(DIST.glob("one-cluster/bootstrap/*externalsecret.cluster-*"))
+    assert not list(DIST.glob("one-cluster/apps/*/*/*externalsecret.cluster-*"))
     assert not list(DIST.glob("*/*/*/*/*.secret.cluster-*"))  # the credential is the vault's only
 
 
@@ -179,10 +189,11 @@ def test_runbook_order():
 
 
 def test_expander_catches_a_removed_path(tree):
-    shutil.rmtree(tree / "one-cluster/apps/ai/node-labels")
+    for file in (tree / "one-cluster/apps/ai/node-labels").glob("*.yaml"):
+        file.unlink()  # its element (app.json) stays: the app would prune everything
     result = validate(tree)
     assert result.exit_code == 1 and "APP-001 source-paths" in result.stdout
-    assert "argocd.application.ai-node-labels.yaml" in result.stdout
+    assert "argocd.applicationset.site.yaml" in result.stdout and "ai-node-labels" in result.stdout
 
 
 def test_expander_catches_a_kind_outside_the_whitelist(tree):
@@ -202,7 +213,7 @@ def test_expander_catches_a_kind_outside_the_whitelist(tree):
 
 
 def test_expander_catches_an_undeclared_destination(tree):
-    path = tree / "two-cluster/bootstrap/argocd.application.aistor-cilium.yaml"
+    path = tree / "two-cluster/apps/aistor/cilium/app.json"
     path.write_text(
         path.read_text().replace("https://api.aistor.hpc.example.internal:6443", "https://api.x:6443")
     )

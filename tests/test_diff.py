@@ -178,3 +178,23 @@ def test_a_chart_bump_shows_the_objects_it_changes(site_repo):
     assert "~ Deployment kueue-system/kueue-controller-manager" in text
     assert '.image: "registry.k8s.io/kueue/kueue:v0.19.2" -> "registry.k8s.io/kueue/kueue:v0.19.3"' in text
     assert "~ CustomResourceDefinition clusterqueues.kueue.x-k8s.io" in text and "schema changed:" in text
+
+
+def test_generated_applications_are_compared_where_they_sync(site_repo):
+    """An element's change and a template change both show as the generated Applications that change,
+    each in the group of its cluster and app; the element file itself is not listed."""
+    element = site_repo / "dist/two-cluster/apps/aistor/velero/app.json"
+    element.write_text(
+        element.read_text().replace('"ServerSideApply=true"', '"ServerSideApply=true", "Replace=true"')
+    )
+    _commit(site_repo, "velero replaces")
+    text = render_text(compare(site_repo, "HEAD~1", "HEAD"))
+    assert "two-cluster aistor velero: +0 -0 ~1" in text, text
+    assert "~ Application argocd/aistor-velero (generated)" in text
+    assert "spec.syncPolicy.syncOptions" in text and "app.json" not in text
+    appset = site_repo / "dist/one-cluster/bootstrap/argocd.applicationset.site.yaml"
+    appset.write_text(appset.read_text().replace("duration: 10s", "duration: 20s"))
+    _commit(site_repo, "slower retries")
+    text = render_text(compare(site_repo, "HEAD~1", "HEAD"))
+    assert "one-cluster ai kueue: +0 -0 ~1" in text and "one-cluster ai tenant-ai-research: +0 -0 ~1" in text
+    assert "two-cluster" not in text

@@ -290,6 +290,8 @@ def test_every_rule_has_a_breaker():
         "KUE-001",
         "NET-001",
         "NET-002",
+        "APP-010",  # test_appsets.py: the site ApplicationSet's steps and Argo CD's flag
+        "APP-011",
     }  # test_network_policy.py: NET-*
     assert {r.id for r in RULES} == {*BREAKERS, *APP_BREAKERS, "UNQ-001", *synthesized}
 

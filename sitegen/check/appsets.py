@@ -1,22 +1,32 @@
 """An offline ApplicationSet expander: the Applications Argo CD would generate from dist/.
 
 Argo CD has no offline renderer (`argocd appset generate` needs a server), so this covers what the
-project uses: list and matrix generators, goTemplate with `missingkey=error` (field lookups and
-`toJson`), and `templatePatch`. Anything else is reported, not guessed.
+project uses: list, matrix and git files generators (JSON or YAML files of this repository, their
+keys kept nested as goTemplate keeps them, beside `path.*`; a pattern's `*` crosses folders, as
+`git ls-files` matches it by default), goTemplate with `missingkey=error`
+(field lookups and `toJson`), `templatePatch`, and the resources finalizer the controller adds unless the
+ApplicationSet preserves resources on deletion. Anything else is reported, not guessed.
 """
 
 from __future__ import annotations
 
 import copy
+import fnmatch
 import itertools
 import json
 import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import yaml
 
 from sitegen.check.tree import Document
+from sitegen.compose import paths
+
+RESOURCES_FINALIZER = "resources-finalizer.argocd.argoproj.io"
+WAVE_LABEL = "sitegen.io/wave"  # a generated app's RollingSync step: the wave the root would give it
 
 _EXPR = re.compile(r"\{\{-?\s*(.*?)\s*-?\}\}")
 
@@ -59,7 +69,9 @@ class ExpandedApp:
 
     @property
     def wave(self) -> str:
-        return str((self.body["metadata"].get("annotations") or {}).get("argocd.argoproj.io/sync-wave", "0"))
+        metadata = self.body["metadata"]
+        wave = (metadata.get("annotations") or {}).get("argocd.argoproj.io/sync-wave")
+        return str(wave if wave is not None else (metadata.get("labels") or {}).get(WAVE_LABEL, "0"))
 
 
 def _lookup(params: dict[str, Any], dotted: str, where: str) -> Any:
@@ -103,8 +115,76 @@ def _merge(base: Any, patch: Any) -> Any:
     return patch
 
 
-def _generate(generator: dict[str, Any], path: str) -> list[tuple[str, dict[str, Any]]]:
+RepoFiles = Callable[[str], list[tuple[str, str]]]  # pattern -> (repository path, text) of each match
+
+
+def dist_files(dist: Path, repo_dist: PurePosixPath = paths.REPO_DIST) -> RepoFiles:
+    """The repository's files under dist/ as the repo server lists them for a files generator."""
+
+    def match(pattern: str) -> list[tuple[str, str]]:
+        found = []
+        for file in sorted(dist.rglob(PurePosixPath(pattern).name)):
+            repo_path = (repo_dist / file.relative_to(dist).as_posix()).as_posix()
+            if fnmatch.fnmatchcase(repo_path, pattern):
+                found.append((repo_path, file.read_text()))
+        return found
+
+    return match
+
+
+def texts_files(texts: Mapping[PurePosixPath, str], repo_dist: PurePosixPath = paths.REPO_DIST) -> RepoFiles:
+    """The same over files held in memory (dist-relative paths)."""
+
+    def match(pattern: str) -> list[tuple[str, str]]:
+        found = [((repo_dist / path).as_posix(), text) for path, text in texts.items()]
+        return sorted((p, t) for p, t in found if fnmatch.fnmatchcase(p, pattern))
+
+    return match
+
+
+def _path_params(repo_path: str) -> dict[str, Any]:
+    """The `path` parameters the git files generator adds (goTemplate: a nested object)."""
+    file = PurePosixPath(repo_path)
+    folder = file.parent
+    return {
+        "path": folder.as_posix(),
+        "basename": folder.name,
+        "filename": file.name,
+        "basenameNormalized": re.sub(r"[^a-z0-9-.]", "-", folder.name.lower()),
+        "filenameNormalized": re.sub(r"[^a-z0-9-.]", "-", file.name.lower()),
+        "segments": list(folder.parts),
+    }
+
+
+def _files(generator: dict[str, Any], path: str, files: RepoFiles | None) -> list[tuple[str, dict[str, Any]]]:
+    git = generator["git"]
+    if git.get("directories") or not git.get("files"):
+        raise ExpandError(f"{path}.git", "a git generator is expanded offline for files only")
+    if files is None:
+        raise ExpandError(f"{path}.git", "a git files generator needs the repository's files")
+    found = []
+    for i, entry in enumerate(git["files"]):
+        for repo_path, text in files(entry["path"]):
+            try:
+                element = json.loads(text) if repo_path.endswith(".json") else yaml.safe_load(text)
+            except (ValueError, yaml.YAMLError) as error:
+                raise ExpandError(f"{path}.git.files[{i}]", f"{repo_path} does not parse: {error}") from error
+            elements = element if isinstance(element, list) else [element]
+            for element in elements:
+                if not isinstance(element, dict):
+                    raise ExpandError(f"{path}.git.files[{i}]", f"{repo_path} holds no object")
+                found.append(
+                    (f"{path}.git.files[{i}]:{repo_path}", {**element, "path": _path_params(repo_path)})
+                )
+    return found
+
+
+def _generate(
+    generator: dict[str, Any], path: str, files: RepoFiles | None = None
+) -> list[tuple[str, dict[str, Any]]]:
     """(element path, parameters) for each element the generator yields."""
+    if "git" in generator:
+        return _files(generator, path, files)
     if "list" in generator:
         elements = generator["list"].get("elements") or []
         return [(f"{path}.list.elements[{i}]", dict(e)) for i, e in enumerate(elements)]
@@ -112,28 +192,32 @@ def _generate(generator: dict[str, Any], path: str) -> list[tuple[str, dict[str,
         children = generator["matrix"].get("generators") or []
         if len(children) != 2:
             raise ExpandError(f"{path}.matrix", "a matrix generator takes exactly two generators")
-        left = _generate(children[0], f"{path}.matrix.generators[0]")
-        right = _generate(children[1], f"{path}.matrix.generators[1]")
+        left = _generate(children[0], f"{path}.matrix.generators[0]", files)
+        right = _generate(children[1], f"{path}.matrix.generators[1]", files)
         return [
             (lp, {**lparams, **rparams}) for (lp, lparams), (_, rparams) in itertools.product(left, right)
         ]
     kinds = ", ".join(sorted(generator)) or "empty"
-    raise ExpandError(path, f"generator {kinds} is not supported offline (list and matrix are)")
+    raise ExpandError(path, f"generator {kinds} is not supported offline (list, matrix and git files are)")
 
 
-def expand(doc: Document) -> list[ExpandedApp]:
+def expand(doc: Document, files: RepoFiles | None = None) -> list[ExpandedApp]:
     spec = doc.body.get("spec") or {}
     if not spec.get("goTemplate") or "missingkey=error" not in (spec.get("goTemplateOptions") or []):
         raise ExpandError("$.spec.goTemplate", "ApplicationSets here use goTemplate with missingkey=error")
     template = spec.get("template") or {}
     apps = []
     for i, generator in enumerate(spec.get("generators") or []):
-        for where, params in _generate(generator, f"$.spec.generators[{i}]"):
+        for where, params in _generate(generator, f"$.spec.generators[{i}]", files):
             body = _render(copy.deepcopy(template), params, where)
             patch = spec.get("templatePatch")
             if patch:
                 body = _merge(body, yaml.safe_load(render_string(patch, params, where)))
             metadata = {**body.get("metadata", {}), "namespace": doc.namespace}
+            if not metadata.get("finalizers") and not (spec.get("syncPolicy") or {}).get(
+                "preserveResourcesOnDeletion"
+            ):  # the controller's: deleting the app deletes its objects
+                metadata["finalizers"] = [RESOURCES_FINALIZER]
             application = {
                 "apiVersion": "argoproj.io/v1alpha1",
                 "kind": "Application",
@@ -144,8 +228,11 @@ def expand(doc: Document) -> list[ExpandedApp]:
     return apps
 
 
-def applications(docs: list[Document]) -> tuple[list[ExpandedApp], list[tuple[Document, ExpandError]]]:
-    """Every Application of the tree (generated and literal) and the ApplicationSets that failed."""
+def applications(
+    docs: list[Document], files: RepoFiles | None = None
+) -> tuple[list[ExpandedApp], list[tuple[Document, ExpandError]]]:
+    """Every Application of the tree (generated and literal) and the ApplicationSets that failed;
+    `files` lists the repository's files for git files generators."""
     apps: list[ExpandedApp] = []
     errors: list[tuple[Document, ExpandError]] = []
     for doc in docs:
@@ -155,7 +242,7 @@ def applications(docs: list[Document]) -> tuple[list[ExpandedApp], list[tuple[Do
             apps.append(ExpandedApp(doc, "$", doc.body))
         elif doc.kind == "ApplicationSet":
             try:
-                apps += expand(doc)
+                apps += expand(doc, files)
             except ExpandError as err:
                 errors.append((doc, err))
     return apps, errors

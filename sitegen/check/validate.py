@@ -11,7 +11,7 @@ from pathlib import Path, PurePosixPath
 
 from sitegen.check import schemas
 from sitegen.check.allowlists import allow_lists
-from sitegen.check.appsets import applications
+from sitegen.check.appsets import applications, dist_files
 from sitegen.check.rules import Context, run_rules
 from sitegen.check.schemas import SchemaCatalog, json_patch_problems
 from sitegen.check.tree import Document, load_tree
@@ -118,7 +118,7 @@ def validate_tree(dist: Path, site: Site, crd_dirs: list[Path] | None = None) ->
         ]
     if len(memo) > known:
         keep("schema-problems", key, memo)
-    apps, expand_errors = applications(docs)
+    apps, expand_errors = applications(docs, dist_files(dist))
     context = Context(
         docs=docs,
         layouts={v: resolve(site, v) for v in site.variants},

@@ -1,16 +1,17 @@
-"""Delivery: what the root Application syncs. The locked default project, the bootstrap project, one
-least-privilege AppProject per project folder of the components (its kinds and namespaces computed from
-the objects its apps render), one Application per component and cluster syncing its folder of dist/ in
-the component's sync wave, the repository credentials and the registration of spoke clusters.
+"""Delivery: what the root Application syncs, and what the site ApplicationSet generates.
 
-Applications are the root's own objects, not an ApplicationSet's: Argo CD waits on the waves of what an
-Application syncs, and an ApplicationSet's generated Applications are not that (their waves order
-nothing and an ApplicationSet reports no health of its children).
+The root holds the locked default project, the bootstrap project, one least-privilege AppProject per
+project folder of the components (its kinds and namespaces computed from the objects its apps render),
+the foundation's Applications (Argo CD and what it needs to run) and the site ApplicationSet. That one
+generates every other Application from the descriptor synth writes into each app's folder, rolling
+them out in steps of the same sync waves the root would have used (docs/delivery.md has the why).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import PurePosixPath
 from typing import Any
 
 from constructs.argocd import (
@@ -24,12 +25,12 @@ from constructs.argocd import (
     OidcClientSecret,
     RepositoryCredentials,
     RootApplication,
+    SiteApplicationSet,
 )
 from constructs.secrets import read_keys
-from sitegen.components.base import Component, Project
+from sitegen.components.base import Project
 from sitegen.components.catalog import COMPONENTS
-from sitegen.components.context import ClusterContext
-from sitegen.components.platform.argo_cd import OIDC_SECRET, OIDC_SECRET_KEY, OIDC_VAULT_KEY
+from sitegen.components.platform.argo_cd import OIDC_SECRET, OIDC_SECRET_KEY, OIDC_VAULT_KEY, ArgoCd
 from sitegen.components.platform.secret_store import SecretStore
 from sitegen.components.storage.aistor import AIStor
 from sitegen.compose import paths
@@ -39,6 +40,9 @@ from sitegen.compose.charts import ObjectChart
 BOOTSTRAP_PROJECT = Project(
     "bootstrap", "the root Application: AppProjects, Applications, cluster registrations"
 )
+
+SITE_APPSET = "site"
+ACCESS_APP = "argocd-access"  # Argo CD's repository and OIDC credentials and the spoke registrations
 
 Documents = Mapping[tuple[str, str], list[dict[str, Any]]]  # (cluster, app) -> rendered objects
 
@@ -110,15 +114,64 @@ def _namespaces(docs: list[dict[str, Any]]) -> set[str]:
     return {d["metadata"]["namespace"] for d in docs if "namespace" in d["metadata"]}
 
 
-def bootstrap(chart: ObjectChart, apps: VariantApps, documents: Documents) -> None:
+def foundation(apps: VariantApps) -> set[str]:
+    """The hub components Argo CD needs before it runs at all: Argo CD and what must sync before it.
+    They stay Applications of the root (installed by the runbook first, then adopted); everything
+    else the site ApplicationSet generates."""
+    hub = apps.context(apps.layout.hub)
+    before = predecessors(hub)
+    found: set[str] = set()
+    todo = [hub.get(ArgoCd).name]
+    while todo:
+        name = todo.pop()
+        if name not in found:
+            found.add(name)
+            todo += [c.name for c in before[name]]
+    return found
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """What the bootstrap adds to a variant beyond the root's own objects: the generator elements
+    of the site ApplicationSet (descriptor path -> element)."""
+
+    descriptors: dict[PurePosixPath, dict[str, Any]]
+
+
+def _descriptor(
+    *,
+    cluster: str,
+    app: str,
+    layer: str,
+    wave: int,
+    project: str,
+    server: str,
+    namespace: str,
+    sync_options: list[str],
+) -> dict[str, Any]:
+    return {
+        "cluster": cluster,
+        "app": app,
+        "layer": layer,
+        "wave": str(wave),  # a label value in the generated Application
+        "project": project,
+        "server": server,
+        "namespace": namespace,
+        "syncOptions": list(sync_options),
+    }
+
+
+def bootstrap(chart: ObjectChart, access: ObjectChart, apps: VariantApps, documents: Documents) -> Delivery:
+    """The root's objects into `chart`; Argo CD's credentials and the spoke registrations into
+    `access`, an app of the site ApplicationSet like any other (they wait for the hub's store)."""
     site, layout = apps.site, apps.layout
     gitops = site.gitops
     argocd_ns = gitops.argocd.namespace
+    variant, hub = layout.name, layout.hub.name
     credentials_wave = _credentials_wave(apps)
     waves = root_waves(apps, documents)
-
-    def wave(ctx: ClusterContext, component: Component) -> int:
-        return waves[(ctx.cluster.name, component.name)]
+    root_apps = foundation(apps)
+    descriptors: dict[PurePosixPath, dict[str, Any]] = {}
 
     LockedDefaultProject(chart, "DefaultProject", namespace=argocd_ns)
     AppProject(
@@ -133,6 +186,7 @@ def bootstrap(chart: ObjectChart, apps: VariantApps, documents: Documents) -> No
         namespace_kinds=[
             GroupKind("argoproj.io", "AppProject"),
             GroupKind("argoproj.io", "Application"),
+            GroupKind("argoproj.io", "ApplicationSet"),
             GroupKind("external-secrets.io", "ExternalSecret"),
         ],
     )
@@ -162,57 +216,91 @@ def bootstrap(chart: ObjectChart, apps: VariantApps, documents: Documents) -> No
             signature_keys=list(gitops.signature_keys),
         )
         for ctx, component in members:
-            path = paths.in_repo(paths.app_dir(layout.name, ctx.cluster.name, component.name))
-            ClusterApplication(
-                chart,
-                f"App-{ctx.cluster.name}-{component.name}",
-                cluster=ctx.cluster.name,
+            cluster = ctx.cluster.name
+            wave = waves[(cluster, component.name)]
+            if cluster == hub and component.name in root_apps:
+                path = paths.in_repo(paths.app_dir(variant, cluster, component.name))
+                ClusterApplication(
+                    chart,
+                    f"App-{cluster}-{component.name}",
+                    cluster=cluster,
+                    app=component.name,
+                    layer=component.layer.name.lower(),
+                    wave=wave,
+                    namespace=argocd_ns,
+                    project=project.name,
+                    source=AppSource(gitops.repo_url, gitops.revision, str(path)),
+                    server=layout.server(ctx.cluster),
+                    destination_namespace=component.namespace,
+                    sync_options=component.sync_options,
+                )
+                continue
+            descriptors[paths.app_descriptor(variant, cluster, component.name)] = _descriptor(
+                cluster=cluster,
                 app=component.name,
                 layer=component.layer.name.lower(),
-                wave=wave(ctx, component),
-                namespace=argocd_ns,
+                wave=wave,
                 project=project.name,
-                source=AppSource(gitops.repo_url, gitops.revision, str(path)),
                 server=layout.server(ctx.cluster),
-                destination_namespace=component.namespace,
+                namespace=component.namespace,
                 sync_options=component.sync_options,
             )
+    descriptors[paths.app_descriptor(variant, hub, ACCESS_APP)] = _descriptor(
+        cluster=hub,
+        app=ACCESS_APP,
+        layer="foundation",
+        wave=credentials_wave,
+        project=BOOTSTRAP_PROJECT.name,
+        server=layout.server(layout.hub),
+        namespace=argocd_ns,
+        sync_options=["ServerSideApply=true"],
+    )
     RepositoryCredentials(
-        chart,
+        access,
         "RepoCredentials",
         repo_url=gitops.repo_url,
         namespace=argocd_ns,
         secret_store=site.secrets.store,
-        wave=credentials_wave,
     )
     OidcClientSecret(
-        chart,
+        access,
         "OidcClientSecret",
         name=OIDC_SECRET,
         key=OIDC_SECRET_KEY,
         vault_key=OIDC_VAULT_KEY,
         namespace=argocd_ns,
         secret_store=site.secrets.store,
-        wave=credentials_wave,
+    )
+    for spoke in layout.spokes:
+        ClusterRegistration(
+            access,
+            f"Cluster-{spoke.name}",
+            cluster=spoke.name,
+            variant=variant,
+            server=layout.server(spoke),
+            namespace=argocd_ns,
+            secret_store=site.secrets.store,
+        )
+    generated = [int(d["wave"]) for d in descriptors.values()]
+    SiteApplicationSet(
+        chart,
+        "SiteApplicationSet",
+        name=SITE_APPSET,
+        namespace=argocd_ns,
+        repo_url=gitops.repo_url,
+        revision=gitops.revision,
+        descriptors=str(paths.in_repo(paths.app_descriptors_pattern(variant))),
+        waves=generated,
+        wave=max(waves[(hub, name)] for name in root_apps) + 1,
     )
     RootApplication(
         chart,
         "Root",
         namespace=argocd_ns,
         project=BOOTSTRAP_PROJECT.name,
-        path=str(paths.in_repo(paths.bootstrap_dir(layout.name))),
+        path=str(paths.in_repo(paths.bootstrap_dir(variant))),
         repo_url=gitops.repo_url,
         revision=gitops.revision,
         server=layout.server(layout.hub),
     )
-    for cluster in layout.spokes:
-        ClusterRegistration(
-            chart,
-            f"Cluster-{cluster.name}",
-            cluster=cluster.name,
-            variant=layout.name,
-            server=layout.server(cluster),
-            namespace=argocd_ns,
-            secret_store=site.secrets.store,
-            wave=credentials_wave,
-        )
+    return Delivery(descriptors)

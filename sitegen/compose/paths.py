@@ -28,6 +28,18 @@ def app_dir(variant: str, cluster: str, app: str) -> PurePosixPath:
     return PurePosixPath(variant, APPS, cluster, app)
 
 
+APP_DESCRIPTOR = "app.json"
+
+
+def app_descriptor(variant: str, cluster: str, app: str) -> PurePosixPath:
+    """What the site ApplicationSet's git files generator reads: one element per generated app."""
+    return app_dir(variant, cluster, app) / APP_DESCRIPTOR
+
+
+def app_descriptors_pattern(variant: str) -> PurePosixPath:
+    return PurePosixPath(variant, APPS, "*", "*", APP_DESCRIPTOR)
+
+
 def cluster_apps_dir(variant: str, cluster: str) -> PurePosixPath:
     return PurePosixPath(variant, APPS, cluster)
 

@@ -350,12 +350,14 @@ kubectl apply --server-side -f {bootstrap}/{ns}.appproject.bootstrap.yaml
 kubectl apply --server-side -f {bootstrap}/{ns}.application.root.yaml
 ```
 
-The root Application syncs `{bootstrap}/`: the locked `default` project, one project per team, one
-Application per component and cluster, and the registration of spoke clusters. It applies them wave
-by wave and waits until every Application of a wave is Healthy and Synced before the next (argo-cd's
-health check for Applications). From here on Argo CD owns everything, the CNI and itself included: its
-Applications `{hub.name}-cilium` and `{hub.name}-argo-cd` adopt the objects applied above (same objects,
-same field manager). The next steps run while it syncs, each once the Application it names is Healthy.
+The root Application syncs `{bootstrap}/`: the locked `default` project, one project per team, the
+foundation's Applications and the `site` ApplicationSet, wave by wave, waiting until each is Healthy.
+The ApplicationSet generates one Application per component and cluster (the `app.json` in each app's
+folder) and syncs them in RollingSync steps, one per sync wave, each once every app of the earlier steps
+is Healthy; Argo CD's credentials and the spoke registrations are its app `{hub.name}-argocd-access`.
+From here on Argo CD owns everything, the CNI and itself included: its Applications `{hub.name}-cilium`
+and `{hub.name}-argo-cd` adopt the objects applied above (same objects, same field manager). The next
+steps run while it syncs, each once the Application it names is Healthy.
 """
     )
     step += 1

@@ -20,7 +20,7 @@ from sitegen.compose import paths
 from sitegen.compose.apps import CompositionError, VariantApps, variant_apps
 from sitegen.compose.chart_supply import Archive, ChartStore
 from sitegen.compose.charts import ObjectChart
-from sitegen.compose.delivery import bootstrap
+from sitegen.compose.delivery import ACCESS_APP, bootstrap
 from sitegen.compose.fabric_hosts import fabric_files
 from sitegen.compose.hosts import etcd_patches, host_files, mirror_files
 from sitegen.compose.hydrate import Progress, Rendered, RenderJob, hydrating
@@ -147,13 +147,19 @@ def _variant_files(
                     for o in rendered.objects
                 ]
     root = ObjectChart(app, f"{variant}-bootstrap", folder=paths.bootstrap_dir(variant))
-    bootstrap(root, apps, documents)
-    for chart in [*charts.values(), root]:
+    hub = apps.layout.hub.name
+    access = ObjectChart(app, f"{variant}-{hub}-{ACCESS_APP}", folder=paths.app_dir(variant, hub, ACCESS_APP))
+    delivery = bootstrap(root, access, apps, documents)
+    for chart in [*charts.values(), access, root]:
         files += chart.output_files()
+    files += [
+        OutputFile(path, [], text=json.dumps(element, indent=2, sort_keys=True) + "\n")
+        for path, element in sorted(delivery.descriptors.items())
+    ]
     ours: dict[str, list[dict[str, Any]]] = {c.name: [] for c in apps.layout.clusters}
     for (cluster, _), chart in charts.items():
         ours[cluster] += chart.documents
-    ours[apps.layout.hub.name] += root.documents  # the bootstrap objects live on the hub
+    ours[hub] += [*root.documents, *access.documents]  # the bootstrap objects live on the hub
     files.append(OutputFile(paths.bootstrap_dir(variant) / paths.RUNBOOK, [], text=runbook(apps, ours)))
     files += [
         OutputFile(

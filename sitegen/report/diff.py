@@ -2,7 +2,9 @@
 
 Reads dist/ of two git revisions (or of the working tree) and reports, per variant, cluster and app,
 the objects added, removed and changed, with the changed fields of each changed object. A reviewer
-sees "Deployment argocd/argo-cd-server: spec.replicas 2 -> 3" before a thousand-line raw diff.
+sees "Deployment argocd/argo-cd-server: spec.replicas 2 -> 3" before a thousand-line raw diff. The
+Applications an ApplicationSet generates are expanded on both sides and reported in the group of the
+app each one syncs, whether its element or the template changed.
 
 Only files whose bytes differ are parsed (git blob ids tell which), so a chart bump costs what it
 changes, not the size of dist/.
@@ -19,6 +21,8 @@ from typing import Any
 
 import yaml
 
+from sitegen.check.appsets import applications, texts_files
+from sitegen.check.tree import Document
 from sitegen.compose import paths
 from sitegen.compose.kube_yaml import KubeLoader
 
@@ -209,6 +213,8 @@ def compare(repo: Path, base: str, head: str | None, dist: str = str(paths.REPO_
     for path in touched:
         key = _group_key(path)
         group = groups.setdefault(key, Group(*key))
+        if path.endswith(f"/{paths.APP_DESCRIPTOR}"):
+            continue  # an ApplicationSet's element: its generated Application is compared below
         if not path.endswith(".yaml"):  # the runbook, containerd's hosts.toml
             state = "added" if path not in old.blobs else "removed" if path not in new.blobs else "changed"
             group.changes.append(Change(path, state))
@@ -223,8 +229,63 @@ def compare(repo: Path, base: str, head: str | None, dist: str = str(paths.REPO_
                 group.changes.append(Change(ref, "removed", crd=crd))
             elif before[ref] != after[ref]:
                 group.changes.append(Change(ref, "changed", field_changes(before[ref], after[ref]), crd))
+    for key, change in _generated_changes(old, new, dist, touched):
+        groups.setdefault(key, Group(*key)).changes.append(change)
     # a file whose objects are equal changed only in its comments (the generated header)
     return [groups[k] for k in sorted(groups) if groups[k].changes]
+
+
+def _generated(
+    tree: Tree, dist: str, variants: set[str]
+) -> dict[str, tuple[tuple[str, str, str], dict[str, Any]]]:
+    """The Applications the variants' ApplicationSets generate in `tree`, by name, with the group of the
+    app folder each one syncs."""
+    wanted = [
+        p for p in tree.blobs
+        if PurePosixPath(p).parts[0] in variants
+        and (p.endswith(f"/{paths.APP_DESCRIPTOR}") or ".applicationset." in PurePosixPath(p).name)
+    ]  # fmt: skip
+    files = {p: b.decode("utf-8") for p, b in tree.read(dist, wanted).items()}
+    docs = [
+        Document(PurePosixPath(p), i, body)
+        for p, text in files.items()
+        if p.endswith(".yaml")
+        for i, body in enumerate(d for d in yaml.load_all(text, Loader=KubeLoader) if isinstance(d, dict))
+    ]
+    elements = {PurePosixPath(p): t for p, t in files.items() if p.endswith(paths.APP_DESCRIPTOR)}
+    apps, _ = applications(docs, texts_files(elements, PurePosixPath(dist)))
+    found = {}
+    for app in apps:
+        folder = paths.from_repo(str(app.sources[0].get("path", ""))) if app.sources else None
+        key = _group_key(f"{folder}/x") if folder else (app.source.variant, "-", "bootstrap")
+        found[f"{key[0]}/{app.name}"] = (key, app.body)
+    return found
+
+
+def _generated_changes(
+    old: Tree, new: Tree, dist: str, touched: list[str]
+) -> list[tuple[tuple[str, str, str], Change]]:
+    """Generated Applications added, removed or changed, in the group of the app each one syncs: a
+    reviewer sees which app changes where, not an element file or a template."""
+    variants = {
+        PurePosixPath(p).parts[0]
+        for p in touched
+        if p.endswith(f"/{paths.APP_DESCRIPTOR}") or ".applicationset." in PurePosixPath(p).name
+    }
+    if not variants:
+        return []
+    before, after = _generated(old, dist, variants), _generated(new, dist, variants)
+    out = []
+    for name in sorted(before.keys() | after.keys()):
+        key, body = after.get(name) or before[name]
+        ref = f"Application {body['metadata'].get('namespace', '')}/{body['metadata']['name']} (generated)"
+        if name not in before:
+            out.append((key, Change(ref, "added")))
+        elif name not in after:
+            out.append((key, Change(ref, "removed")))
+        elif before[name][1] != after[name][1]:
+            out.append((key, Change(ref, "changed", field_changes(before[name][1], after[name][1]))))
+    return out
 
 
 def _field_lines(change: Change) -> list[str]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from sitegen.check.allowlists import allow_lists
-from sitegen.check.appsets import applications
+from sitegen.check.appsets import applications, dist_files
 from sitegen.check.rules import RULES, Context
 from sitegen.check.tree import load_tree
 from sitegen.compose.apps import variant_apps
@@ -17,7 +17,7 @@ APPLICATION_RULES = ("APP-", "PIN-002")
 
 def inventory(dist: Path, site: Site) -> tuple[str, list[str]]:
     docs = load_tree(dist)
-    apps, errors = applications(docs)
+    apps, errors = applications(docs, dist_files(dist))
     layouts = {v: resolve(site, v) for v in site.variants}
     rendered_from = {
         (variant, f"{cluster}-{app.name}"): site.versions.charts[app.chart_key]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sitegen.check.appsets import applications
+from sitegen.check.appsets import RepoFiles, applications, dist_files
 from sitegen.check.tree import Document, load_tree
 from sitegen.compose import paths
 from sitegen.report.table import table
@@ -15,9 +15,9 @@ RBAC = "rbac.authorization.k8s.io"
 CLUSTER_RBAC = ("ClusterRole", "ClusterRoleBinding")
 
 
-def cluster_rbac(docs: list[Document]) -> list[list[str]]:
+def cluster_rbac(docs: list[Document], files: RepoFiles) -> list[list[str]]:
     """Rows: variant, project, kind, how many objects, the apps that ship them."""
-    apps, _ = applications([d for d in docs if d.area == paths.BOOTSTRAP])
+    apps, _ = applications([d for d in docs if d.area == paths.BOOTSTRAP], files)
     shipped: dict[tuple[str, str, str], dict[str, int]] = {}
     for app in apps:
         path = paths.from_repo(str(app.sources[0].get("path", "")))
@@ -43,5 +43,5 @@ def cluster_rbac(docs: list[Document]) -> list[list[str]]:
 
 
 def render_projects(dist: Path) -> str:
-    rows = cluster_rbac(load_tree(dist))
+    rows = cluster_rbac(load_tree(dist), dist_files(dist))
     return "\n".join(table(["variant", "project", "may create", "objects", "shipped by"], rows)) + "\n"

@@ -150,8 +150,9 @@ def test_signed_commits_only_when_keys_are_configured(small):
     apps = variant_apps(signed, resolve(signed, "one-cluster"))
     assert render(apps, "ai", ArgoCd)["configs"]["gpg"]["keys"] == {"0123456789ABCDEF": key}
     documents = {(ctx.cluster.name, c.name): [] for ctx, c in apps.members()}
-    chart = ObjectChart(App(), "bootstrap", folder=Path("bootstrap"))
-    bootstrap(chart, apps, documents)
+    app = App()
+    chart = ObjectChart(app, "bootstrap", folder=Path("bootstrap"))
+    bootstrap(chart, ObjectChart(app, "access", folder=Path("access")), apps, documents)
     projects = [
         d
         for d in chart.documents

@@ -100,6 +100,8 @@ class AppSync:
         self.groups = _waves(self.tasks)
         self.wave = 0  # its sync wave among the root's objects
         self.generated_by = ""  # the ApplicationSet that generates it, if one does
+        self.automated = True  # syncs by itself; else only when its ApplicationSet's rollout says so
+        self.triggered = False
         self.created = False
         self.synced = False
         self.failed = False
@@ -212,7 +214,7 @@ class AppSync:
 
     def step(self) -> bool:
         """Advance the sync as far as the cluster allows; True if anything moved."""
-        if not self.created or self.synced or self.failed:
+        if not self.created or self.synced or self.failed or not (self.automated or self.triggered):
             return False
         if self.failures and self.cluster.changes == self._changes_at_failure and not self._dry_run_passed:
             return False  # a retry now would fail the same way

@@ -15,14 +15,18 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from sitegen.check.appsets import applications
+from sitegen.check.appsets import applications, texts_files
 from sitegen.check.bringup.argo import HEALTHY, AppSync, Failure
 from sitegen.check.bringup.events import Blocker, Event, Stop
 from sitegen.check.bringup.health import HealthChecks
 from sitegen.check.bringup.kube import Taint
+from sitegen.check.bringup.objects import key_of
+from sitegen.check.bringup.rollout import Rollout, progressive_syncs_enabled
 from sitegen.check.bringup.runbook import RunbookStep
 from sitegen.check.bringup.state import SimulationState
 from sitegen.check.tree import Document
+
+CLUSTER_SECRET_LABEL = "argocd.argoproj.io/secret-type"
 
 
 class Convergence(SimulationState):
@@ -41,13 +45,19 @@ class Convergence(SimulationState):
         servers = {self.layout.server(c): c.name for c in self.layout.clusters}
         config = hub.find("ConfigMap", self.argocd_namespace, "argocd-cm")
         checks = HealthChecks.from_config_map((config.body.get("data") or {}) if config else {})
+        params = hub.find("ConfigMap", self.argocd_namespace, "argocd-cmd-params-cm")
+        progressive = progressive_syncs_enabled((params.body.get("data") or {}) if params else {})
+        rollouts: dict[str, Rollout] = {}
         for index, body in enumerate(bodies):
             if body.get("kind") not in ("Application", "ApplicationSet"):
                 continue
-            found, errors = applications([Document(bootstrap / f"{index}.yaml", 0, body)])
+            generated, errors = applications(
+                [Document(bootstrap / f"{index}.yaml", 0, body)], texts_files(self.texts)
+            )
             for _, error in errors:
-                raise Stop(Blocker(hub.name, self.step, body["metadata"]["name"], error.message))
-            generated = found
+                raise Stop(
+                    Blocker(hub.name, self.step, body["metadata"]["name"], f"{error.path}: {error.message}")
+                )
             for app in generated:
                 server, namespace = app.destination
                 cluster = servers.get(server)
@@ -69,9 +79,12 @@ class Convergence(SimulationState):
                     registered=self._registration(server, cluster),
                     providers=self.providers,
                 )  # fmt: skip
-                if body["kind"] == "ApplicationSet":
-                    self.apps[app.name].generated_by = body["metadata"]["name"]
                 self.apps[app.name].wave = int(app.wave or 0)
+            if body["kind"] == "ApplicationSet":
+                name = body["metadata"]["name"]
+                rollouts[name] = Rollout(
+                    name, body["spec"], [(self.apps[a.name], a.body) for a in generated], enabled=progressive
+                )
         self.root = RootSync(
             "root", hub, bodies,
             sync_options=list(root["spec"]["syncPolicy"].get("syncOptions") or []),
@@ -80,6 +93,7 @@ class Convergence(SimulationState):
             registered=lambda: None, providers=self.providers,
         )  # fmt: skip
         self.root.children = self.apps
+        self.root.rollouts = rollouts
         for sync in (self.root, *self.apps.values()):
             sync.checks = checks
         self.root.created = True
@@ -98,6 +112,12 @@ class Convergence(SimulationState):
                     and ns == self.argocd_namespace
                     and (template.get("data") or {}).get("server") == server
                 ):
+                    labels = (template.get("metadata") or {}).get("labels") or {}
+                    if labels.get(CLUSTER_SECRET_LABEL) != "cluster":
+                        return (
+                            f"cluster {cluster} is not registered with Argo CD: its Secret lacks the label "
+                            f"{CLUSTER_SECRET_LABEL}=cluster, the only Secrets Argo CD reads as clusters"
+                        )
                     why = hub.external_secret_ready(applied.body)
                     return None if why is None else f"cluster {cluster} is not registered with Argo CD: {why}"
             return f"cluster {cluster} is not registered with Argo CD (no cluster Secret for {server})"
@@ -155,7 +175,10 @@ class Convergence(SimulationState):
                 cluster.reconcile(self.rails[cluster.name])
                 moved |= cluster.changes != before
             for sync in syncs:
+                failures = len(sync.failures)
                 moved |= sync.step()
+                for failure in sync.failures[failures:]:
+                    self._judge(sync, failure)
             self._note_health()
             if not moved:
                 return
@@ -168,7 +191,7 @@ class Convergence(SimulationState):
             return
         wave = sync.wave
         raise Stop(Blocker(
-            sync.cluster.name, f"root wave {self._root_wave()}", sync.name,
+            sync.cluster.name, self._where(sync), sync.name,
             f"sync failed before {failure.provider} was Healthy (sync wave {wave}"
             f"{self._wave_note(failure.provider)}): {failure}",
         ))  # fmt: skip
@@ -177,12 +200,18 @@ class Convergence(SimulationState):
         app = self.apps.get(provider)
         if app is None:
             return ""
-        note = f" vs {app.wave}"
-        return note + (
-            f"; generated by ApplicationSet {app.generated_by}, whose waves order nothing"
-            if app.generated_by
+        rollout = self.root.rollouts.get(app.generated_by) if self.root else None
+        unordered = rollout is not None and not rollout.rolling
+        return f" vs {app.wave}" + (
+            f"; generated by ApplicationSet {rollout.name} without a RollingSync: nothing orders its apps"
+            if unordered and rollout
             else ""
         )
+
+    def _where(self, sync: AppSync) -> str:
+        """Where the Argo CD bring-up stands for `sync`: its RollingSync step, or the root's wave."""
+        rollout = self.root.rollouts.get(sync.generated_by) if self.root else None
+        return rollout.step_label(sync.name) if rollout else f"root wave {self._root_wave()}"
 
     def _root_wave(self) -> str:
         if self.root is None or not self.root.groups:
@@ -254,7 +283,7 @@ class Convergence(SimulationState):
             status, why = app.health()
             if not app.created:
                 status, why = "never created", f"the root is stuck: {self.root.health()[1]}"
-            raise Stop(Blocker(app.cluster.name, f"root wave {self._root_wave()}", name, f"{status}: {why}"))
+            raise Stop(Blocker(app.cluster.name, self._where(app), name, f"{status}: {why}"))
         status, why = self.root.health()
         if status != HEALTHY:
             raise Stop(Blocker(self.layout.hub.name, "root", "root", f"{status}: {why}"))
@@ -339,16 +368,27 @@ class Convergence(SimulationState):
 
 class RootSync(AppSync):
     children: dict[str, AppSync]
+    rollouts: dict[str, Rollout]
 
     def step(self) -> bool:
         moved = super().step()
-        for (_, _, _, name), applied in self.cluster.of_kind("Application", "ApplicationSet"):
+        for (_, kind, _, name), applied in self.cluster.of_kind("Application", "ApplicationSet"):
             if applied.owner == self.name:
                 for child in self.children.values():
                     if (child.name == name or child.generated_by == name) and not child.created:
                         child.created = True
                         moved = True
+                if kind == "ApplicationSet" and name in self.rollouts:
+                    moved |= self.rollouts[name].advance()
         return moved
+
+    def object_health(self, body: Mapping[str, Any]) -> tuple[str, str]:
+        rollout = (
+            self.rollouts.get(body["metadata"]["name"]) if body.get("kind") == "ApplicationSet" else None
+        )
+        if rollout is None or not self.cluster.objects.get(key_of(body)):
+            return super().object_health(body)
+        return rollout.health()
 
     def live_status(self, body: Mapping[str, Any]) -> dict[str, Any]:
         """A child Application's status as Argo CD writes it: its sync and its health."""

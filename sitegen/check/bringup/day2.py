@@ -9,8 +9,11 @@ batch by batch, and a node going down while a change to git lands.
   a pod bound to a node-local volume waits for its node), and every workload that ran before must run
   again elsewhere or be one of those, within the budget; then the batch comes back.
 - A node down for an hour (a GPU node rebooting for its driver) while the last wave's Application
-  changes: the root syncs again, as gitops-engine does it (argo.py, AppSync.resync), and must apply
-  the change whatever the DaemonSet apps on that node report.
+  changes: its ApplicationSet's rollout (rollout.py) must sync it whatever the DaemonSet apps on that
+  node report; and while the ApplicationSet itself changes: the root syncs again, as gitops-engine
+  does (argo.py resync), and must apply it whatever the foundation's apps on that node report.
+- An ordered chart bump: a chart's app gains a CRD and, in the same commit, another app its first
+  object of that kind; the RollingSync must sync them in its steps' order.
 
 Not modelled: the upgrade's own effects (API deprecations, new defaults), version skew, the time a
 batch takes, the node's return after an hour (the scenario ends when the change is applied or stuck).
@@ -20,8 +23,9 @@ from __future__ import annotations
 
 import copy
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from sitegen.check.bringup.argo import HEALTHY, AppSync
 from sitegen.check.bringup.cluster import Cluster
 from sitegen.check.bringup.events import Blocker, Event, Stop
 from sitegen.check.bringup.kube import Taint
@@ -30,6 +34,7 @@ from sitegen.compose import paths
 from sitegen.model.maintenance import Budget
 
 if TYPE_CHECKING:
+    from sitegen.check.bringup.rollout import Rollout
     from sitegen.check.bringup.simulate import Simulation
 
 UNSCHEDULABLE = Taint("node.kubernetes.io/unschedulable", "", "NoSchedule")  # what a cordon adds
@@ -40,9 +45,10 @@ _CLUSTER = re.compile(r"^- `([\w-]+)`: control plane", re.M)
 
 
 def replay(sim: Simulation, budgets: dict[str, dict[str, Budget]]) -> None:
-    """Both day-2 scenarios; `budgets` per cluster, by pool (AIStor's server pools as `pool/pool-N`)."""
+    """The day-2 scenarios; `budgets` per cluster, by pool (AIStor's server pools as `pool/pool-N`)."""
     _upgrade(sim, budgets)
-    _node_down_while_a_change_lands(sim)
+    ordered_chart_bump(sim)
+    _node_down_while_a_change_lands(sim)  # last: the node does not come back
 
 
 # --- the Kubernetes upgrade ------------------------------------------------------------------------
@@ -143,7 +149,6 @@ def _uncordon(cluster: Cluster, batch: list[str], rails: dict[str, set[str]]) ->
 
 def _node_down_while_a_change_lands(sim: Simulation) -> None:
     assert sim.root is not None
-    hub = sim.root.cluster
     changed = max(sim.apps.values(), key=lambda a: (a.wave, a.name))
     cluster = changed.cluster
     own = {w.template.ref for w in cluster.workloads.values() if w.owner == changed.name}
@@ -162,29 +167,122 @@ def _node_down_while_a_change_lands(sim: Simulation) -> None:
     sim.result.timeline.append(
         _event(cluster.name, sim.step, f"{node} NotReady: {len(affected)} workloads affected")
     )
+    rollout = sim.root.rollouts.get(changed.generated_by)
+    if rollout is not None:
+        rollout.changed(changed.name)  # a new revision of its folder: OutOfSync
+        changed.resync(list(changed.objects))
+        sim.settle()
+        if not changed.synced:
+            raise Stop(Blocker(
+                cluster.name, sim.step, changed.name,
+                f"frozen: the change is never synced ({rollout.step_label(changed.name)}); {changed.waiting}",
+            ))  # fmt: skip
+        sim.result.timeline.append(
+            _event(
+                cluster.name,
+                sim.step,
+                f"{rollout.step_label(changed.name)} synced the change to {changed.name} while {node} was "
+                "NotReady (the earlier steps' statuses stay Healthy)",
+            )
+        )
+    _root_applies_change(sim, rollout.name if rollout else changed.name, node)
+
+
+def _root_applies_change(sim: Simulation, name: str, node: str) -> None:
+    """One of the root's own objects changes (the ApplicationSet: a new tenant's step): the root syncs
+    again and must apply it whatever the foundation's DaemonSets on the down node report."""
+    assert sim.root is not None
+    hub = sim.root.cluster
     bodies = [copy.deepcopy(dict(b)) for b in sim.root.objects]
     for body in bodies:
-        if body.get("kind") == "Application" and body["metadata"]["name"] == changed.name:
-            body["spec"]["source"]["targetRevision"] = "day-2"  # a new revision of its folder
+        if body.get("kind") in ("Application", "ApplicationSet") and body["metadata"]["name"] == name:
+            body["metadata"].setdefault("labels", {})["sitegen.io/day-2"] = "changed"
     tasks = sim.root.resync(bodies)
-    changed.resync(list(changed.objects))
     sim.settle()
     if not sim.root.synced:
         raise Stop(Blocker(
             hub.name, sim.step, "root",
-            f"frozen: the change to {changed.name} is never applied ({len(tasks)} objects to sync); the "
+            f"frozen: the change to {name} is never applied ({len(tasks)} objects to sync); the "
             f"sync waits on {sim.root.waiting}",
         ))  # fmt: skip
-    applied = hub.objects.get(("argoproj.io", "Application", sim.argocd_namespace, changed.name))
-    assert applied is not None and applied.body["spec"]["source"]["targetRevision"] == "day-2"
+    applied = next(
+        a for (_, kind, _, n), a in hub.objects.items() if n == name and kind.startswith("Application")
+    )
+    assert applied.body["metadata"]["labels"]["sitegen.io/day-2"] == "changed"
     sim.result.timeline.append(
         _event(
             hub.name,
             sim.step,
-            f"the root applied the change to {changed.name} ({len(tasks)} of "
+            f"the root applied the change to {name} ({len(tasks)} of "
             f"{len(sim.root.objects)} objects out of sync) while {node} was NotReady",
         )
     )
+
+
+# --- an ordered chart bump -------------------------------------------------------------------------
+
+
+def ordered_chart_bump(sim: Simulation, *, reverse_steps: bool = False) -> None:
+    """A chart bump that adds a CRD, and in the same commit a consumer's first object of it, both in
+    generated apps: the rollout must sync the chart's app (its step) before the consumer's. With
+    `reverse_steps`, the ApplicationSet's steps in reverse order (the defect the test reintroduces)."""
+    assert sim.root is not None
+    found = _bump_pair(sim)
+    if found is None:
+        return
+    rollout, provider, consumer, crd, cr = found
+    if reverse_steps:
+        rollout.reverse_steps()
+    group, kind = crd["spec"]["group"], crd["spec"]["names"]["kind"] + "Next"
+    sim.step = f"day 2: chart bump of {provider.name} adds {kind}, {consumer.name} uses it"
+    new_crd = copy.deepcopy(dict(crd))
+    plural = new_crd["spec"]["names"]["plural"] + "nexts"
+    new_crd["spec"]["names"] = {**new_crd["spec"]["names"], "kind": kind, "plural": plural}
+    new_crd["spec"]["names"].pop("singular", None)
+    new_crd["spec"]["names"].pop("shortNames", None)
+    new_crd["metadata"] = {**new_crd["metadata"], "name": f"{plural}.{group}"}
+    new_cr = copy.deepcopy(dict(cr))
+    new_cr["kind"] = kind
+    new_cr["metadata"] = {**new_cr["metadata"], "name": f"{new_cr['metadata']['name']}-next"}
+    sim.providers.crds[(provider.cluster.name, group, kind)] = provider.name
+    for sync, extra in ((provider, new_crd), (consumer, new_cr)):
+        rollout.changed(sync.name)
+        sync.resync([*sync.objects, extra])
+    sim.settle()
+    for sync in (provider, consumer):
+        if not sync.synced or sync.health()[0] != HEALTHY:
+            raise Stop(Blocker(sync.cluster.name, rollout.step_label(sync.name), sync.name, sync.health()[1]))
+    sim.result.timeline.append(
+        _event(
+            consumer.cluster.name,
+            sim.step,
+            f"synced in order: {provider.name} ({rollout.step_label(provider.name)}), then "
+            f"{consumer.name} ({rollout.step_label(consumer.name)})",
+        )
+    )
+
+
+def _bump_pair(sim: Simulation) -> tuple[Rollout, AppSync, AppSync, Any, Any] | None:
+    """The first generated consumer of a CRD that another app of the same rollout ships."""
+    assert sim.root is not None
+    for rollout in sim.root.rollouts.values():
+        order = sorted(rollout.apps.values(), key=lambda a: (rollout.step_of[a.name], a.name))
+        for consumer in order:
+            for body in consumer.objects:
+                group = body.get("apiVersion", "").rpartition("/")[0]
+                owner = sim.providers.crds.get((consumer.cluster.name, group, body.get("kind", "")))
+                provider = rollout.apps.get(owner or "")
+                if provider is None or provider is consumer:
+                    continue
+                crd = next(
+                    (b for b in provider.objects
+                     if b.get("kind") == "CustomResourceDefinition"
+                     and b["spec"]["group"] == group and b["spec"]["names"]["kind"] == body["kind"]),
+                    None,
+                )  # fmt: skip
+                if crd is not None:
+                    return rollout, provider, consumer, crd, body
+    return None
 
 
 def _event(cluster: str, step: str, what: str) -> Event:

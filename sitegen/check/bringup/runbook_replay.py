@@ -96,8 +96,8 @@ class RunbookReplay(SimulationState):
                 config = target
             elif tool == "install" and target is not None and words[-1].endswith(KUBELET_PATCH):
                 patch = self._one(target, "KubeletConfiguration")
-            elif tool == "bash" and target is not None:
-                self._host_script(cluster_name, target)
+            elif tool == "bash" and target is not None:  # on the hosts of the cluster the script is for
+                self._host_script(self._cluster_of_path(target) or cluster_name, target)
             elif tool == "kubeadm" and args[:1] in (["init"], ["join"]):
                 if config is None or cluster is None:
                     raise Stop(

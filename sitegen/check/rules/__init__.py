@@ -15,6 +15,7 @@ from sitegen.check.rules import (  # noqa: F401
     pins,
     placement,
     pod_security,
+    rollouts,
     secrets,
     values,
 )

@@ -117,6 +117,10 @@ class ArgoCm(Values):
 class ArgoParams(Values):
     controller_diff_server_side: Literal["true", "false"] = Field(alias="controller.diff.server.side")
     server_insecure: Literal["true", "false"] = Field(alias="server.insecure")
+    # off by default in Argo CD; without it the site ApplicationSet ignores its RollingSync strategy
+    progressive_syncs: Literal["true", "false"] = Field(
+        alias="applicationsetcontroller.enable.progressive.syncs"
+    )
 
 
 class ArgoRbac(Values):
@@ -248,6 +252,7 @@ class ArgoCd(ChartComponent):
                     controller_diff_server_side="true",
                     # HTTPS up to the server with the internal CA; plain HTTP behind the Gateway else
                     server_insecure="false" if _backend_tls(ctx) else "true",
+                    progressive_syncs="true",
                 ),
             ),
             # One controller shard per cluster it manages.
