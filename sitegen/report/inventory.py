@@ -38,13 +38,23 @@ def inventory(dist: Path, site: Site) -> tuple[str, list[str]]:
         source = ", ".join(str(s.get("path") or s.get("chart")) for s in app.sources)
         pin = rendered_from.get((app.source.variant, app.name))
         chart = f"{pin.chart} {pin.version}" if pin else "-"
-        rows.append([app.source.variant, cluster, app.name, app.project, namespace, app.wave, chart, source])
+        owner = (
+            f"appset/{app.source.name}"
+            if app.source.kind == "ApplicationSet"
+            else "runbook"
+            if app.name == "root"
+            else "root"
+        )
+        rows.append(
+            [app.source.variant, cluster, app.name, owner, app.project, namespace, app.wave, chart, source]
+        )
     text = "\n".join(
         table(
-            ["variant", "cluster", "application", "project", "namespace", "wave", "rendered from", "source"],
+            ["variant", "cluster", "application", "made by", "project", "namespace", "wave", "rendered from",
+             "source"],
             rows,
         )
-    )
+    )  # fmt: skip
     context = Context(
         docs=docs, layouts=layouts, allow=allow_lists(site), root=dist, apps=apps, expand_errors=errors
     )
