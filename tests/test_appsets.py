@@ -203,3 +203,36 @@ def test_a_third_cluster_is_data_only(tmp_path):
     assert result.ok, timeline(result)
     text = timeline(result)
     assert "[gpu] done: 15 nodes Ready" in text and "gpu-tenant-ai-research" in text
+
+
+def test_an_app_removed_takes_its_objects(site, inputs):
+    """Without the controller's resources finalizer (preserveResourcesOnDeletion), removing an app's
+    element deletes only the Application: its model server keeps running, unmanaged."""
+    result = run(site, inputs, ONE)
+    assert any(
+        e.step == "day 2: ai-models removed" and "its Application and every object" in e.what
+        for e in result.timeline
+    )
+
+    def preserve(doc):
+        doc["spec"]["syncPolicy"]["preserveResourcesOnDeletion"] = True
+
+    tree = edited(inputs, ONE, f"{ONE}/{APPSET}", preserve)
+    blocked(
+        run(site, inputs, ONE, tree=tree),
+        "day 2: ai-models removed",
+        "without its resources finalizer",
+        "objects stay",
+    )
+
+
+def test_an_object_removed_needs_the_runbooks_prune(site, inputs):
+    """The rollout's syncs do not prune: without the RUNBOOK's prune by hand the app stays OutOfSync and
+    its step, with every later one, waits."""
+    texts = dict(inputs[ONE][1])
+    path = PurePosixPath(ONE, "bootstrap", "RUNBOOK.md")
+    texts[path] = texts[path].replace("argocd app sync <app> --prune", "argocd app sync <app>")
+    blocked(
+        run(site, inputs, ONE, texts=texts), "removed from ai-models", "do not prune", "require pruning",
+        "says nowhere how to prune",
+    )  # fmt: skip

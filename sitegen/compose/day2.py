@@ -72,6 +72,7 @@ def day2(apps: VariantApps) -> str:
         out.append("\n".join(lines) + "\n")
     out += _procedures(apps)
     out.append(_kubernetes_upgrade(apps, minor, nxt))
+    out.append(_pruning(apps))
     out.append(_etcd(apps))
     out.append(_velero(apps))
     return "\n".join(out)
@@ -194,6 +195,25 @@ kubectl drain <node> --ignore-daemonsets --delete-emptydir-data
 systemctl daemon-reload && systemctl restart kubelet
 kubectl uncordon <node>
 ```
+"""
+
+
+def _pruning(apps: VariantApps) -> str:
+    namespace = apps.site.gitops.argocd.namespace
+    return f"""### Removing objects from an app: prune by hand
+
+The `site` ApplicationSet syncs its apps without pruning (Argo CD v3.4.4 prunes in a rollout only with
+an automated policy in the template, which RollingSync cannot have there). An object a commit removes
+from an app's folder stays in the cluster; the app shows it as requiring pruning and stays OutOfSync,
+and its RollingSync step, with every later one, waits. Review the objects, then prune:
+
+```sh
+argocd app diff <app>                 # the objects to prune
+argocd app sync <app> --prune         # or: kubectl -n {namespace} patch application <app> --type merge -p '{{"operation": {{"sync": {{"prune": true}}}}}}'
+```
+
+Removing a whole app (its `app.json`) needs nothing: the ApplicationSet deletes the Application, and
+its resources finalizer deletes the app's objects.
 """
 
 

@@ -22,7 +22,7 @@ from typing import Any
 from sitegen.check.bringup.cluster import Cluster
 from sitegen.check.bringup.health import HealthChecks, LuaHealthError, customization_key, run_health_script
 from sitegen.check.bringup.kube import pod_template, sync_order
-from sitegen.check.bringup.objects import key_of, show
+from sitegen.check.bringup.objects import Key, key_of, show
 
 HEALTHY = "Healthy"
 SKIP_DRY_RUN = "SkipDryRunOnMissingResource=true"
@@ -102,6 +102,8 @@ class AppSync:
         self.generated_by = ""  # the ApplicationSet that generates it, if one does
         self.automated = True  # syncs by itself; else only when its ApplicationSet's rollout says so
         self.triggered = False
+        self.prunes = True  # its syncs delete what git no longer has (automated prune)
+        self.unpruned: list[Key] = []  # what git no longer has and its syncs did not delete
         self.created = False
         self.synced = False
         self.failed = False
@@ -120,6 +122,12 @@ class AppSync:
         (filterOutOfSyncTasks); it waits, wave by wave, on the health of the tasks it applied, never on
         an object it skipped. Returns the tasks."""
         self.objects = sorted(objects, key=sync_order)
+        wanted = {key_of(b) for b in self.objects}
+        gone = sorted(k for k, a in self.cluster.objects.items() if a.owner == self.name and k not in wanted)
+        self.unpruned = [] if self.prunes else gone
+        if self.prunes:  # Argo CD prunes after the apply; the simulation at once (no object waits on it)
+            for key in gone:
+                self.cluster.delete(key)
         tasks = list(self.objects)
         if APPLY_OUT_OF_SYNC_ONLY in self.sync_options:
             live = self.cluster.objects
@@ -263,6 +271,13 @@ class AppSync:
         self.synced = True
         self.waiting = ""
         return True
+
+    def prune_by_hand(self) -> list[Key]:
+        """`argocd app sync <app> --prune`: what the app's own syncs left."""
+        pruned, self.unpruned = self.unpruned, []
+        for key in pruned:
+            self.cluster.delete(key)
+        return pruned
 
     # ---- health --------------------------------------------------------------------------------
     def first_unhealthy(self, bodies: list[Mapping[str, Any]] | None = None) -> str | None:

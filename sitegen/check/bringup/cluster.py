@@ -15,7 +15,7 @@ from sitegen.check.bringup.admission import Admission
 from sitegen.check.bringup.kube import claim_refs, config_map_refs, secret_refs
 from sitegen.check.bringup.kueue import Kueue
 from sitegen.check.bringup.nodes import Nodes
-from sitegen.check.bringup.objects import Workload
+from sitegen.check.bringup.objects import Key, Workload
 from sitegen.check.bringup.operators import Operators
 from sitegen.check.bringup.scheduling import Scheduling
 from sitegen.check.bringup.secrets import Secrets
@@ -75,3 +75,27 @@ class Cluster(Scheduling, Kueue, Admission, Secrets, Storage, Nodes, Operators):
         if w.operator and not self.controller_running(*w.operator):
             return f"the {w.operator[1]} operator is not running"
         return self.quota_blocker(w) or self.kubelet_client_blocker(w)
+
+    # ---- deletion --------------------------------------------------------------------------------
+    def delete(self, key: Key) -> list[Key]:
+        """The object is deleted (an Application's resources finalizer, a prune): its pods go and give
+        their nodes back, a CRD's kind is served no more, and a Namespace takes what is in it (the
+        namespace controller). Returns every key deleted."""
+        applied = self.objects.pop(key, None)
+        if applied is None:
+            return []
+        gone = [key]
+        self._kinds.get(key[1], {}).pop(key, None)
+        if self._named.get((key[1], key[2], key[3])) == key:
+            del self._named[(key[1], key[2], key[3])]
+        workload = self.workloads.pop(key, None)
+        if workload is not None:
+            self._release(workload)
+        if key[1] == "CustomResourceDefinition":
+            spec = applied.body["spec"]
+            self.crds.pop((spec["group"], spec["names"]["kind"]), None)
+        if key[1] == "Namespace" and key[0] == "":
+            for inside in [k for k in self.objects if k[2] == key[3]]:
+                gone += self.delete(inside)
+        self.changes += 1
+        return gone

@@ -80,6 +80,9 @@ class Convergence(SimulationState):
                     providers=self.providers,
                 )  # fmt: skip
                 self.apps[app.name].wave = int(app.wave or 0)
+                self.apps[app.name].prunes = bool(
+                    ((app.spec.get("syncPolicy") or {}).get("automated") or {}).get("prune")
+                )
             if body["kind"] == "ApplicationSet":
                 name = body["metadata"]["name"]
                 rollouts[name] = Rollout(

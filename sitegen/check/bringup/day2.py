@@ -14,6 +14,10 @@ batch by batch, and a node going down while a change to git lands.
   does (argo.py resync), and must apply it whatever the foundation's apps on that node report.
 - An ordered chart bump: a chart's app gains a CRD and, in the same commit, another app its first
   object of that kind; the RollingSync must sync them in its steps' order.
+- Removals: an object removed from a generated app stays (the rollout's syncs do not prune), keeps
+  the app OutOfSync and its step waiting, until the RUNBOOK's prune by hand; an app removed (its
+  element gone) takes its objects with it through the resources finalizer, or the scenario names
+  what stays behind.
 
 Not modelled: the upgrade's own effects (API deprecations, new defaults), version skew, the time a
 batch takes, the node's return after an hour (the scenario ends when the change is applied or stuck).
@@ -23,12 +27,14 @@ from __future__ import annotations
 
 import copy
 import re
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from sitegen.check.bringup.argo import HEALTHY, AppSync
 from sitegen.check.bringup.cluster import Cluster
 from sitegen.check.bringup.events import Blocker, Event, Stop
 from sitegen.check.bringup.kube import Taint
+from sitegen.check.bringup.objects import key_of, show
 from sitegen.check.bringup.runbook import commands
 from sitegen.compose import paths
 from sitegen.model.maintenance import Budget
@@ -48,6 +54,8 @@ def replay(sim: Simulation, budgets: dict[str, dict[str, Budget]]) -> None:
     """The day-2 scenarios; `budgets` per cluster, by pool (AIStor's server pools as `pool/pool-N`)."""
     _upgrade(sim, budgets)
     ordered_chart_bump(sim)
+    an_object_removed(sim)
+    an_app_removed(sim)
     _node_down_while_a_change_lands(sim)  # last: the node does not come back
 
 
@@ -258,6 +266,79 @@ def ordered_chart_bump(sim: Simulation, *, reverse_steps: bool = False) -> None:
             sim.step,
             f"synced in order: {provider.name} ({rollout.step_label(provider.name)}), then "
             f"{consumer.name} ({rollout.step_label(consumer.name)})",
+        )
+    )
+
+
+def _last_generated(sim: Simulation, exclude: Iterable[str] = ()) -> tuple[Rollout, AppSync] | None:
+    assert sim.root is not None
+    for rollout in sim.root.rollouts.values():
+        names = [n for n in rollout.apps if rollout.step_of[n] >= 0 and n not in exclude]
+        if names:
+            name = max(names, key=lambda n: (rollout.step_of[n], n))
+            return rollout, rollout.apps[name]
+    return None
+
+
+def an_object_removed(sim: Simulation) -> None:
+    """A commit removes one object from the last step's app: it stays until pruned by hand."""
+    found = _last_generated(sim)
+    if found is None:
+        return
+    rollout, app = found
+    removable = [b for b in app.objects if b.get("kind") not in ("Namespace", "CustomResourceDefinition")]
+    if not removable:
+        return
+    body = removable[-1]
+    sim.step = f"day 2: {show(key_of(body))} removed from {app.name}"
+    rollout.changed(app.name)
+    app.resync([b for b in app.objects if b is not body])
+    sim.settle()
+    if key_of(body) not in app.cluster.objects:
+        raise Stop(Blocker(app.cluster.name, sim.step, app.name, "pruned by a sync the rollout started"))
+    status, why = rollout.health()
+    runbook = sim.texts[paths.bootstrap_dir(sim.variant) / paths.RUNBOOK]
+    if "argocd app sync <app> --prune" not in runbook:
+        raise Stop(Blocker(
+            app.cluster.name, sim.step, app.name,
+            f"the rollout's syncs do not prune: the object stays and the ApplicationSet is {status} ({why}); "
+            "the RUNBOOK says nowhere how to prune",
+        ))  # fmt: skip
+    pruned = app.prune_by_hand()
+    sim.settle()
+    status, why = rollout.health()
+    if status != HEALTHY:
+        raise Stop(Blocker(app.cluster.name, sim.step, rollout.name, f"{status} after the prune: {why}"))
+    sim.result.timeline.append(
+        _event(
+            app.cluster.name,
+            sim.step,
+            f"stayed until `argocd app sync {app.name} --prune` ({len(pruned)} object)",
+        )
+    )
+
+
+def an_app_removed(sim: Simulation) -> None:
+    """An app's element is removed (a component dropped from config/): its Application and objects go."""
+    found = _last_generated(sim)
+    if found is None:
+        return
+    rollout, app = found
+    sim.step = f"day 2: {app.name} removed"
+    orphans = rollout.removed(app.name)
+    del sim.apps[app.name]
+    if orphans:
+        raise Stop(Blocker(
+            app.cluster.name, sim.step, app.name,
+            f"the Application is deleted without its resources finalizer: {len(orphans)} objects stay, "
+            f"running unmanaged ({', '.join(orphans[:3])}{', ...' if len(orphans) > 3 else ''})",
+        ))  # fmt: skip
+    sim.settle()
+    sim.result.timeline.append(
+        _event(
+            app.cluster.name,
+            sim.step,
+            "its Application and every object it synced deleted (resources finalizer)",
         )
     )
 

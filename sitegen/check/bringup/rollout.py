@@ -10,13 +10,15 @@ once its Applications are generated (generation itself: check/appsets.py).
   every app of the steps before it has the status Healthy; an app Synced and Healthy becomes Healthy.
   A status once Healthy stays so until the app's revision or generated spec changes (drift alone
   does not): a node down later does not stop a rollout. The sync the controller starts retries as the
-  app's `retry` says, and prunes only if the template's automated policy does (none here).
+  app's `retry` says, and prunes only if the template's automated policy does (none here): an object
+  git no longer has keeps the app OutOfSync, so its status never becomes Healthy until pruned.
+- An element removed: the Application is deleted, with its objects if it carries the resources
+  finalizer the controller adds (`preserveResourcesOnDeletion` false).
 - Health: the ApplicationSet's built-in check is Progressing while its RolloutProgressing condition
   is True (an app of some step not yet Healthy), Degraded on a generation error, else Healthy.
 
 Not modelled: `maxUpdate` (every app of a step is synced at once, the default without it), the
-controller's requeue timing, applicationsSync policies other than the default, objects left unpruned
-by the controller's syncs (a removal inside an app: Argo CD shows them as requiring pruning).
+controller's requeue timing, applicationsSync policies other than the default.
 Source: argo-cd v3.4.4 applicationset/controllers/applicationset_controller.go (getAppsToSync,
 updateApplicationSetApplicationStatus, syncApplication) and the ApplicationSet health.lua.
 """
@@ -69,6 +71,8 @@ class Rollout:
             for step in (strategy.get("rollingSync") or {}).get("steps") or []
         ]
         self.apps = {sync.name: sync for sync, _ in apps}
+        # the controller's finalizer on each app it generates (unless it preserves resources)
+        self.finalized = {sync.name: bool(body["metadata"].get("finalizers")) for sync, body in apps}
         self.step_of: dict[str, int] = {}
         self.status: dict[str, str] = {}
         for sync, body in apps:
@@ -76,7 +80,9 @@ class Rollout:
             self.step_of[sync.name] = step_of(self.steps, labels)
             self.status[sync.name] = WAITING
             sync.generated_by = name
-            automated = "automated" in (body["spec"].get("syncPolicy") or {})
+            policy = body["spec"].get("syncPolicy") or {}
+            automated = "automated" in policy
+            sync.prunes = bool((policy.get("automated") or {}).get("prune"))
             # RollingSync: the controller syncs; else the template's policy decides
             sync.automated = automated and not self.rolling
             if not self.rolling and not automated:
@@ -86,6 +92,19 @@ class Rollout:
                 )
             elif self.rolling and self.step_of[sync.name] < 0:
                 sync.waiting = f"matches no RollingSync step of ApplicationSet {name}: never synced"
+
+    def removed(self, app: str) -> list[str]:
+        """The app's element is gone: the controller deletes the Application (applicationsSync's
+        default allows it); with its resources finalizer Argo CD first deletes every object it
+        synced. Returns what stays in the cluster, orphaned."""
+        sync = self.apps.pop(app)
+        del self.status[app], self.step_of[app]
+        owned = [k for k, a in sync.cluster.objects.items() if a.owner == app]
+        if not self.finalized.pop(app):
+            return [f"{k[1]} {k[2] + '/' if k[2] else ''}{k[3]}" for k in owned]
+        for key in owned:
+            sync.cluster.delete(key)
+        return []
 
     def reverse_steps(self) -> None:
         count = len(self.steps)
@@ -108,7 +127,8 @@ class Rollout:
             return False
         moved = False
         for name, sync in self.apps.items():
-            if self.status[name] != HEALTHY and sync.synced and sync.health()[0] == HEALTHY:
+            in_sync = sync.synced and not sync.unpruned  # an object to prune keeps it OutOfSync
+            if self.status[name] != HEALTHY and in_sync and sync.health()[0] == HEALTHY:
                 self.status[name] = HEALTHY
                 moved = True
             elif self.status[name] == PENDING and sync.synced:
@@ -144,5 +164,10 @@ class Rollout:
         )
         if behind:
             _, name = behind[0]
-            return PROGRESSING, f"RolloutProgressing: {name} ({self.step_label(name)}) is {self.status[name]}"
+            unpruned = self.apps[name].unpruned
+            why = f", OutOfSync: {len(unpruned)} object(s) require pruning" if unpruned else ""
+            return (
+                PROGRESSING,
+                f"RolloutProgressing: {name} ({self.step_label(name)}) is {self.status[name]}{why}",
+            )
         return HEALTHY, ""
