@@ -295,3 +295,20 @@ def _installed_apps(site, inputs):
     sim = Simulation(resolve(site, ONE), tree, texts, argocd_namespace=site.gitops.argocd.namespace)
     assert sim.run().ok
     return sim.apps
+
+
+def test_the_labeler_as_shipped_fails_on_pretty_printed_json(site, inputs):
+    """The defect of issue 24: the taint check grepped the API server's JSON as if it were compact. The
+    bring-up runs the CronJob's script with curl against an API server that pretty-prints for curl."""
+
+    def compact_grep(doc):
+        container = doc["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]
+        script = container["command"][2]
+        assert 'node.min.json"' in script
+        container["command"][2] = script.replace("node.min.json", "node.json")
+
+    tree = edited(inputs, ONE, "one-cluster/apps/ai/node-labels/node-labeler.cronjob", compact_grep)
+    blocked(
+        run(site, inputs, ONE, tree=tree), "ai-node-labels", "CronJob node-labeler/node-labeler", "exits 1",
+        "lacks its pool's taint",
+    )  # fmt: skip

@@ -11,9 +11,8 @@ from pathlib import Path
 import pytest
 
 from constructs.node_labels import LABEL_SCRIPT, host_lines
+from sitegen.check.bringup.apiserver import FakeApiServer, fake_apiserver, node
 from sitegen.model import resolve
-
-from .fake_apiserver import FakeApiServer, fake_apiserver, node
 
 SEED_LABELS = {
     "gpu": {

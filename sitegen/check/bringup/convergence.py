@@ -23,6 +23,7 @@ from sitegen.check.bringup.kube import Taint
 from sitegen.check.bringup.objects import key_of
 from sitegen.check.bringup.rollout import Rollout, progressive_syncs_enabled
 from sitegen.check.bringup.runbook import RunbookStep
+from sitegen.check.bringup.scripts import run_api_jobs
 from sitegen.check.bringup.state import SimulationState
 from sitegen.check.tree import Document
 
@@ -293,6 +294,7 @@ class Convergence(SimulationState):
         for step in deferred:
             raise Stop(Blocker("-", step.label, step.after_app or "", "never ran"))
         self._check_node_identity()
+        self._run_shipped_scripts()
         self._rerun_queued_jobs()
         for cluster in self.clusters.values():
             for w in sorted(cluster.workloads.values(), key=lambda w: w.template.ref):
@@ -345,6 +347,14 @@ class Convergence(SimulationState):
                     f"every node carries its pool's labels and taints ({len(cluster.nodes)})",
                 )
             )
+
+    def _run_shipped_scripts(self) -> None:
+        """The API-calling CronJobs run once, as shipped, against the cluster as it now is (scripts.py)."""
+        self.step = "shipped scripts"
+        for cluster in self.clusters.values():
+            for ref, owner, why in run_api_jobs(cluster):
+                raise Stop(Blocker(cluster.name, self.step, owner, f"{ref} {why}"))
+        self._drain()
 
     def _rerun_queued_jobs(self) -> None:
         """Day 2 on day 1: the acceptance job runs again (after maintenance) while everything else

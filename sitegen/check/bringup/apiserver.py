@@ -1,4 +1,5 @@
-"""A Kubernetes API server stand-in on loopback, for the scripts the site runs against the real one.
+"""A Kubernetes API server stand-in on loopback, for the scripts the site runs against the real one
+(scripts.py runs them in the bring-up; the tests run them against hand-made Nodes).
 
 It answers as kube-apiserver v1.35 does where our scripts depend on it: HTTPS with a certificate of
 its own CA (the script must pass --cacert), a bearer token or 401, Nodes by name (404 with a Status
@@ -11,13 +12,17 @@ field selectors, server-side apply, resourceVersion conflicts.
 
 from __future__ import annotations
 
+import atexit
 import json
+import shutil
 import ssl
 import subprocess
+import tempfile
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import cache
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -128,8 +133,12 @@ def _handler(server: FakeApiServer) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
-def _certificates(folder: Path) -> tuple[Path, Path, Path]:
-    """A CA and a serving certificate for 127.0.0.1 signed by it (openssl, as kubeadm's PKI is)."""
+@cache
+def _certificates() -> tuple[Path, Path, Path]:
+    """A CA and a serving certificate for 127.0.0.1 signed by it (openssl, as kubeadm's PKI is), made
+    once per process: key generation is most of a run's time."""
+    folder = Path(tempfile.mkdtemp(prefix="sitegen-apiserver-"))
+    atexit.register(shutil.rmtree, folder, True)
     ca_key, ca, key, csr, cert = (folder / n for n in ("ca.key", "ca.crt", "tls.key", "tls.csr", "tls.crt"))
     ext = folder / "san.cnf"
     ext.write_text("subjectAltName=IP:127.0.0.1,DNS:kubernetes.default.svc\n")
@@ -145,14 +154,14 @@ def _certificates(folder: Path) -> tuple[Path, Path, Path]:
 @contextmanager
 def fake_apiserver(folder: Path, token: str = "sa-token") -> Iterator[FakeApiServer]:
     folder.mkdir(parents=True, exist_ok=True)
-    ca, cert, key = _certificates(folder)
+    ca, cert, key = _certificates()
     state = FakeApiServer("", ca, token)
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(state))
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(cert, key)
     httpd.socket = context.wrap_socket(httpd.socket, server_side=True)
     state.url = f"https://127.0.0.1:{httpd.server_address[1]}"
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
     thread.start()
     try:
         yield state
