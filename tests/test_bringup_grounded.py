@@ -312,3 +312,18 @@ def test_the_labeler_as_shipped_fails_on_pretty_printed_json(site, inputs):
         run(site, inputs, ONE, tree=tree), "ai-node-labels", "CronJob node-labeler/node-labeler", "exits 1",
         "lacks its pool's taint",
     )  # fmt: skip
+
+
+def test_a_kind_the_project_does_not_admit(site, inputs):
+    """Argo CD refuses a sync whose resource its AppProject does not admit: the app never syncs."""
+
+    def narrower(doc):
+        entries = doc["spec"]["clusterResourceWhitelist"]
+        doc["spec"]["clusterResourceWhitelist"] = [e for e in entries if e["kind"] != "ClusterQueue"]
+        assert len(doc["spec"]["clusterResourceWhitelist"]) < len(entries)
+
+    tree = edited(inputs, ONE, "one-cluster/bootstrap/argocd.appproject.gpu", narrower)
+    blocked(
+        run(site, inputs, ONE, tree=tree), "ai-gpu-queues", "ClusterQueue",
+        "cluster-scoped kueue.x-k8s.io/ClusterQueue is not permitted in project gpu",
+    )  # fmt: skip

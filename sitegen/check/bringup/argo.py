@@ -23,6 +23,7 @@ from sitegen.check.bringup.cluster import Cluster
 from sitegen.check.bringup.health import HealthChecks, LuaHealthError, customization_key, run_health_script
 from sitegen.check.bringup.kube import pod_template, sync_order
 from sitegen.check.bringup.objects import Key, key_of, show
+from sitegen.check.project_policy import destination_refusal, kind_refusal, source_refusal
 
 HEALTHY = "Healthy"
 SKIP_DRY_RUN = "SkipDryRunOnMissingResource=true"
@@ -103,6 +104,7 @@ class AppSync:
         self.automated = True  # syncs by itself; else only when its ApplicationSet's rollout says so
         self.triggered = False
         self.prunes = True  # its syncs delete what git no longer has (automated prune)
+        self.policy: tuple[Mapping[str, Any] | None, str, str] | None = None  # (AppProject, server, repo)
         self.unpruned: list[Key] = []  # what git no longer has and its syncs did not delete
         self.created = False
         self.synced = False
@@ -164,9 +166,26 @@ class AppSync:
         )
         return SKIP_DRY_RUN in self.sync_options or SKIP_DRY_RUN in options
 
+    def _project_refusal(self, body: Mapping[str, Any]) -> str | None:
+        """What the app's AppProject refuses, as Argo CD checks each resource of a sync."""
+        if self.policy is None:
+            return None
+        project, server, repo = self.policy
+        if project is None:
+            return "its project does not exist: Argo CD syncs nothing of it"
+        group, kind, ns, _ = key_of(body)
+        return (
+            source_refusal(project, repo)
+            or kind_refusal(project, group, kind, namespaced=bool(ns))
+            or (destination_refusal(project, server, ns) if ns else None)
+        )
+
     def _check(self, body: Mapping[str, Any], *, dry_run: bool) -> Failure | None:
         group, kind, ns, _ = key_of(body)
         where = self.cluster.name
+        refused = self._project_refusal(body)
+        if refused:
+            return Failure(self.name, show(key_of(body)), refused, None)
         if kind == "Node" and group == "":
             return Failure(
                 self.name, show(key_of(body)),

@@ -49,6 +49,7 @@ class Convergence(SimulationState):
         params = hub.find("ConfigMap", self.argocd_namespace, "argocd-cmd-params-cm")
         progressive = progressive_syncs_enabled((params.body.get("data") or {}) if params else {})
         rollouts: dict[str, Rollout] = {}
+        projects = {b["metadata"]["name"]: b for b in bodies if b.get("kind") == "AppProject"}
         for index, body in enumerate(bodies):
             if body.get("kind") not in ("Application", "ApplicationSet"):
                 continue
@@ -81,6 +82,11 @@ class Convergence(SimulationState):
                     providers=self.providers,
                 )  # fmt: skip
                 self.apps[app.name].wave = int(app.wave or 0)
+                self.apps[app.name].policy = (
+                    projects.get(app.project),
+                    server,
+                    str(app.sources[0].get("repoURL", "")),
+                )
                 self.apps[app.name].prunes = bool(
                     ((app.spec.get("syncPolicy") or {}).get("automated") or {}).get("prune")
                 )

@@ -253,6 +253,7 @@ def ordered_chart_bump(sim: Simulation, *, reverse_steps: bool = False) -> None:
     new_cr["kind"] = kind
     new_cr["metadata"] = {**new_cr["metadata"], "name": f"{new_cr['metadata']['name']}-next"}
     sim.providers.crds[(provider.cluster.name, group, kind)] = provider.name
+    _admit_kind(consumer, group, kind)  # synth adds it to the consumer's project; the root applies that
     for sync, extra in ((provider, new_crd), (consumer, new_cr)):
         rollout.changed(sync.name)
         sync.resync([*sync.objects, extra])
@@ -341,6 +342,19 @@ def an_app_removed(sim: Simulation) -> None:
             "its Application and every object it synced deleted (resources finalizer)",
         )
     )
+
+
+def _admit_kind(sync: AppSync, group: str, kind: str) -> None:
+    if sync.policy is None or sync.policy[0] is None:
+        return
+    project, server, repo = sync.policy
+    spec = dict(project.get("spec") or {})
+    if spec.get("namespaceResourceWhitelist") is not None:
+        spec["namespaceResourceWhitelist"] = [
+            *spec["namespaceResourceWhitelist"],
+            {"group": group, "kind": kind},
+        ]
+    sync.policy = ({**project, "spec": spec}, server, repo)
 
 
 def _bump_pair(sim: Simulation) -> tuple[Rollout, AppSync, AppSync, Any, Any] | None:
