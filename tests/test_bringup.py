@@ -81,7 +81,13 @@ def test_applications_generated_without_a_rolling_sync_are_not_ordered(site, inp
 
 
 def test_a_node_object_from_git(site, inputs):
-    tree = dict(inputs[ONE][0])
+    """A Node in git (its project admitting the kind, as synth would compute it) makes the joining
+    kubelet skip its registration taints."""
+
+    def admit_nodes(doc):
+        doc["spec"]["clusterResourceWhitelist"].append({"group": "", "kind": "Node"})
+
+    tree = edited(inputs, ONE, "one-cluster/bootstrap/argocd.appproject.platform-nodes", admit_nodes)
     tree[PurePosixPath(ONE, "apps/ai/node-labels/node.gpu01.yaml")] = [
         {
             "apiVersion": "v1",

@@ -327,3 +327,33 @@ def test_a_kind_the_project_does_not_admit(site, inputs):
         run(site, inputs, ONE, tree=tree), "ai-gpu-queues", "ClusterQueue",
         "cluster-scoped kueue.x-k8s.io/ClusterQueue is not permitted in project gpu",
     )  # fmt: skip
+
+
+def test_a_host_port_two_daemonsets_want(site, inputs):
+    """The scheduler's NodePorts filter: a pod cannot take a host port another pod holds on the node
+    (node-exporter runs on the host network: its 9100 is a host port on every node)."""
+
+    def same_port(doc):
+        container = doc["spec"]["template"]["spec"]["containers"][0]
+        container.setdefault("ports", []).append({"containerPort": 9633, "hostPort": 9100, "protocol": "TCP"})
+
+    tree = edited(
+        inputs, ONE, "one-cluster/apps/ai/prometheus-smartctl-exporter/monitoring.daemonset", same_port
+    )
+    blocked(
+        run(site, inputs, ONE, tree=tree), "ai-prometheus-smartctl-exporter", "host port TCP/9100 is taken by",
+        "prometheus-node-exporter",
+    )  # fmt: skip
+
+
+def test_claims_beyond_the_tenants_storage_quota(site, inputs):
+    """A StatefulSet pod's claims count against its namespace's requests.storage: a tenant quota
+    smaller than the model server's cache claim keeps the server from starting."""
+
+    def small(doc):
+        doc["spec"]["hard"]["requests.storage"] = "100G"
+
+    tree = edited(inputs, ONE, "one-cluster/apps/ai/namespaces/ai-research.resourcequota.quota", small)
+    blocked(
+        run(site, inputs, ONE, tree=tree), "ai-models", "llama-3-3-70b", "ResourceQuota quota: requests.storage",
+    )  # fmt: skip

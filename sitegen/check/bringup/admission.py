@@ -2,10 +2,13 @@
 refuses what its rules and its namespace and object selectors match while it cannot answer: its Service
 has no running pod, or the CA cert-manager injects into it is not issued. A namespace's ResourceQuotas
 refuse pods that leave out a request they bound (in any container), or that ask more than is left beside
-the namespace's running pods. `service_ready` also serves an APIService's health (argo.py).
+the namespace's running pods, and claims (a PersistentVolumeClaim, or a StatefulSet pod's claim
+templates) beyond `persistentvolumeclaims` or `requests.storage`. `service_ready` also serves an
+APIService's health (argo.py).
 
 Not modelled: what a webhook that answers decides (it admits), operations other than CREATE, the other
-admission plugins (LimitRange defaults, Pod Security), quotas on claims, object counts and limits.
+admission plugins (LimitRange defaults, Pod Security), per-StorageClass claim quotas, object counts
+and limits.
 """
 
 from __future__ import annotations
@@ -43,6 +46,10 @@ class Admission(ClusterObjects):
         """Why the API server would refuse to create this object now (a webhook that cannot answer)."""
         group, kind, ns, _ = key_of(body)
         resource = resource or self.resource_name(group, kind)
+        if kind == "PersistentVolumeClaim" and group == "":
+            refused = self.claim_quota_blocker(ns, [_claim_size(body)])
+            if refused:
+                return refused
         labels = (body.get("metadata") or {}).get("labels") or {}
         ns_labels = self.namespace_labels(ns) if ns else {}
         for (_, wkind, _, wname), applied in sorted(self.of_kind(
@@ -93,6 +100,11 @@ class Admission(ClusterObjects):
             if other is not w and other.template.namespace == t.namespace and other.running:
                 running = sum(other.placed.values())
                 add(used, {**{k: v * running for k, v in other.template.requests.items()}, "pods": running})
+        if t.kind == "StatefulSet" and pods > 0:  # each new pod's claims, made from the templates
+            templates = (self.objects_body(w).get("spec") or {}).get("volumeClaimTemplates") or []
+            refused = self.claim_quota_blocker(t.namespace, [_claim_size(c) for c in templates] * pods)
+            if refused:
+                return refused
         need = {**{k: v * pods for k, v in t.requests.items()}, "pods": pods}
         for quota in quotas:
             name = quota["metadata"]["name"]
@@ -113,6 +125,41 @@ class Admission(ClusterObjects):
                     short = usage(used, {resource: need.get(resource, 0)}, {resource: hard})
                     return f"ResourceQuota {name}: {short}"
         return None
+
+    def claim_quota_blocker(self, namespace: str, new: list[int]) -> str | None:
+        """The namespace's ResourceQuotas on claims (`persistentvolumeclaims`, `requests.storage`)
+        against its claims so far (PersistentVolumeClaims applied, and one per claim template of each
+        StatefulSet pod placed) and `new` (each new claim's storage request)."""
+        quotas = [
+            a.body for (_, k, ns, _), a in self.objects.items() if k == "ResourceQuota" and ns == namespace
+        ]
+        if not quotas or not new:
+            return None
+        sizes = [
+            _claim_size(a.body)
+            for (g, k, ns, _), a in self.objects.items()
+            if g == "" and k == "PersistentVolumeClaim" and ns == namespace
+        ]
+        for w in self.workloads.values():
+            if w.template.kind == "StatefulSet" and w.template.namespace == namespace and w.placed:
+                templates = (self.objects_body(w).get("spec") or {}).get("volumeClaimTemplates") or []
+                sizes += [_claim_size(c) for c in templates] * sum(w.placed.values())
+        used = {"persistentvolumeclaims": len(sizes), "requests.storage": sum(sizes)}
+        need = {"persistentvolumeclaims": len(new), "requests.storage": sum(new)}
+        for quota in quotas:
+            hard = (quota.get("spec") or {}).get("hard") or {}
+            for key in ("persistentvolumeclaims", "requests.storage"):
+                if key in hard and used[key] + need[key] > quantity(hard[key]):
+                    return (
+                        f"ResourceQuota {quota['metadata']['name']}: {key} {used[key]} used + {need[key]} asked "
+                        f"> {hard[key]}"
+                    )
+        return None
+
+
+def _claim_size(claim: Mapping[str, Any]) -> int:
+    requests = ((claim.get("spec") or {}).get("resources") or {}).get("requests") or {}
+    return quantity(requests.get("storage", "0"))
 
 
 def _rule_matches(rules: Iterable[Mapping[str, Any]], group: str, resource: str) -> bool:

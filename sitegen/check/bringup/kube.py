@@ -138,6 +138,7 @@ class Node:
     reserved: dict[str, int]
     ready: bool = False
     used: dict[str, int] = field(default_factory=dict)
+    host_ports: dict[tuple[str, int], str] = field(default_factory=dict)  # (protocol, port) -> workload
     address: str = ""  # its InternalIP (kubelet node-ip)
     serving_certificate: bool = False  # one of the cluster CA (serverTLSBootstrap, approved), not self-signed
     reporting: bool = True  # its kubelet answers (False: down, rebooting; its pods are not ready)
@@ -209,6 +210,18 @@ class PodTemplate:
             for name, amount in requests_of(c.get("resources")).items():
                 total[name] = max(total.get(name, 0), amount)
         return {k: v for k, v in total.items() if v}
+
+    @property
+    def host_ports(self) -> set[tuple[str, int]]:
+        """The node ports its pod takes: each container port's hostPort, and on the host network every
+        container port (the API server defaults hostPort to containerPort there)."""
+        found = set()
+        for c in [*(self.spec.get("containers") or []), *(self.spec.get("initContainers") or [])]:
+            for port in c.get("ports") or []:
+                number = port.get("hostPort") or (port.get("containerPort") if self.host_network else None)
+                if number:
+                    found.add((str(port.get("protocol", "TCP")), int(number)))
+        return found
 
     @property
     def one_per_node(self) -> bool:

@@ -7,6 +7,9 @@ of its pods yet. A workload runs once its pods are placed; a Job completes at on
 back. A node lost (NotReady) and a drain release pods as the node lifecycle controller and `kubectl
 drain` do.
 
+A pod's host ports (hostPort, or every container port on the host network) must be free on the node
+(the NodePorts filter).
+
 Not modelled: the scheduler's scoring beyond that spread, pod affinity to other workloads, the balance a
 topology spread asks for, preemption by PriorityClass (Kueue's is kueue.py's), ephemeral storage, time.
 """
@@ -66,6 +69,9 @@ class Scheduling(ClusterObjects):
             for node in nodes:
                 if node.name in w.placed:
                     continue
+                taken = _port_conflict(node, t)
+                if taken:
+                    return f"{taken} on {node.name}"
                 short = node.fits(requests)
                 if short:
                     return f"{short} does not fit on {node.name} ({_free(node, short)})"
@@ -74,6 +80,7 @@ class Scheduling(ClusterObjects):
             for node in nodes:
                 if node.name not in w.placed:
                     add(node.used, requests)
+                    _take_ports(node, t)
                     w.placed[node.name] = 1
             return None
         pending = t.replicas - sum(w.placed.values())
@@ -82,11 +89,13 @@ class Scheduling(ClusterObjects):
                 n for n in nodes
                 if (n.ready or t.host_network) and not n.fits(requests)
                 and not (t.one_per_node and n.name in w.placed)
+                and not _port_conflict(n, t)
             ]  # fmt: skip
             if not usable:
                 return self._unplaceable(t, nodes, refused, requests, w)
             node = max(usable, key=lambda n: (_share(n), n.name))
             add(node.used, requests)
+            _take_ports(node, t)
             w.placed[node.name] = w.placed.get(node.name, 0) + 1
             pending -= 1
         return None
@@ -146,6 +155,9 @@ class Scheduling(ClusterObjects):
         requests = {**w.template.requests, "pods": 1}
         for node, pods in w.placed.items():
             add(self.nodes[node].used, {k: v * pods for k, v in requests.items()}, -1)
+            held = self.nodes[node].host_ports
+            for port in [p for p, ref in held.items() if ref == w.template.ref]:
+                del held[port]
         w.placed.clear()
         w.running = False
 
@@ -155,6 +167,20 @@ class Scheduling(ClusterObjects):
         w.done = True
         self.log.append((w.owner, f"{w.template.ref} ran to completion"))
         w.admitted = None if w.admitted is None else False
+
+
+def _port_conflict(node: Node, t: PodTemplate) -> str | None:
+    """The scheduler's NodePorts filter: a host port another workload's pod holds on the node."""
+    for protocol, port in sorted(t.host_ports):
+        other = node.host_ports.get((protocol, port))
+        if other is not None and other != t.ref:
+            return f"host port {protocol}/{port} is taken by {other}"
+    return None
+
+
+def _take_ports(node: Node, t: PodTemplate) -> None:
+    for port in t.host_ports:
+        node.host_ports[port] = t.ref
 
 
 def usage(used: Mapping[str, int], need: Mapping[str, int], quota: Mapping[str, int]) -> str:
