@@ -357,3 +357,21 @@ def test_claims_beyond_the_tenants_storage_quota(site, inputs):
     blocked(
         run(site, inputs, ONE, tree=tree), "ai-models", "llama-3-3-70b", "ResourceQuota quota: requests.storage",
     )  # fmt: skip
+
+
+def test_a_pod_its_namespace_level_refuses(site, inputs):
+    """PodSecurity admission: the tenant namespace enforces baseline; a privileged model server is
+    refused when its StatefulSet creates the pod, and the app never turns Healthy."""
+
+    def privileged(doc):
+        container = doc["spec"]["template"]["spec"]["containers"][0]
+        container.setdefault("securityContext", {})["privileged"] = True
+
+    tree = edited(inputs, ONE, "one-cluster/apps/ai/models/ai-research.statefulset.llama-3-3-70b", privileged)
+    blocked(
+        run(site, inputs, ONE, tree=tree),
+        "ai-models",
+        "llama-3-3-70b",
+        "PodSecurity (baseline) refuses",
+        "vllm: privileged",
+    )

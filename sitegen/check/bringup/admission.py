@@ -7,7 +7,7 @@ templates) beyond `persistentvolumeclaims` or `requests.storage`. `service_ready
 APIService's health (argo.py).
 
 Not modelled: what a webhook that answers decides (it admits), operations other than CREATE, the other
-admission plugins (LimitRange defaults, Pod Security), per-StorageClass claim quotas, object counts
+admission plugins (LimitRange defaults; Pod Security is cluster.py's), per-StorageClass claim quotas, object counts
 and limits.
 """
 

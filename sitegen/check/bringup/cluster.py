@@ -10,6 +10,7 @@ them is here: the controllers' loop (`reconcile`) and what a pod waits on before
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from sitegen.check.bringup.admission import Admission
 from sitegen.check.bringup.kube import claim_refs, config_map_refs, secret_refs
@@ -20,6 +21,9 @@ from sitegen.check.bringup.operators import Operators
 from sitegen.check.bringup.scheduling import Scheduling
 from sitegen.check.bringup.secrets import Secrets
 from sitegen.check.bringup.storage import Storage
+from sitegen.check.pod_security import violations
+
+PSA_ENFORCE = "pod-security.kubernetes.io/enforce"
 
 
 class Cluster(Scheduling, Kueue, Admission, Secrets, Storage, Nodes, Operators):
@@ -44,6 +48,9 @@ class Cluster(Scheduling, Kueue, Admission, Secrets, Storage, Nodes, Operators):
         t = w.template
         if not self.has_namespace(t.namespace):
             return f"namespace {t.namespace} does not exist"
+        refused = self.pod_security_refusal(t.namespace, t.spec)
+        if refused:
+            return refused
         down = self.admission_blocker({"apiVersion": "v1", "kind": "Pod", "metadata": {
             "namespace": t.namespace, "name": t.name, "labels": t.labels}})  # fmt: skip
         if down:
@@ -75,6 +82,16 @@ class Cluster(Scheduling, Kueue, Admission, Secrets, Storage, Nodes, Operators):
         if w.operator and not self.controller_running(*w.operator):
             return f"the {w.operator[1]} operator is not running"
         return self.quota_blocker(w) or self.kubelet_client_blocker(w)
+
+    def pod_security_refusal(self, namespace: str, spec: Mapping[str, Any]) -> str | None:
+        """PodSecurity admission: the namespace's enforce label, else the API server's default level;
+        exempt namespaces pass (check/pod_security.py has the Pod Security Standards)."""
+        default, exempt = self.pod_security
+        if namespace in exempt:
+            return None
+        level = self.namespace_labels(namespace).get(PSA_ENFORCE, default)
+        broken = violations(level, dict(spec))
+        return f"PodSecurity ({level}) refuses its pods: {broken[0]}" if broken else None
 
     # ---- deletion --------------------------------------------------------------------------------
     def delete(self, key: Key) -> list[Key]:

@@ -76,6 +76,8 @@ class ClusterObjects:
         # Secrets that objects in dist/ make once their app syncs: (namespace, name) -> the app
         self.made_later: dict[tuple[str, str], str] = {}
         self.remote = False  # managed by another cluster's Argo CD (a spoke)
+        # PodSecurity admission: the API server's default enforced level and its exempt namespaces
+        self.pod_security: tuple[str, frozenset[str]] = ("privileged", frozenset())
         self.manager: tuple[str, str] | None = None  # the account that Argo CD manages it as
         self._producers: dict[tuple[str, str], Applied] = {}
         self._producers_at = -1

@@ -31,6 +31,22 @@ Tree = Mapping[PurePosixPath, list[dict[str, Any]]]  # dist path -> documents (Y
 Texts = Mapping[PurePosixPath, str]  # dist path -> text (the RUNBOOK, host scripts)
 
 
+ADMISSION_CONFIG = "admission-config.yaml"
+
+
+def _pod_security(docs: list[dict[str, Any]]) -> tuple[str, frozenset[str]]:
+    """The API server's PodSecurity defaults: the enforced level and the exempt namespaces (Kubernetes'
+    own default without a configuration: privileged, nothing exempt)."""
+    for doc in docs:
+        for plugin in doc.get("plugins") or []:
+            if plugin.get("name") == "PodSecurity":
+                config = plugin.get("configuration") or {}
+                level = str((config.get("defaults") or {}).get("enforce", "privileged"))
+                exempt = frozenset((config.get("exemptions") or {}).get("namespaces") or [])
+                return level, exempt
+    return "privileged", frozenset()
+
+
 class SimulationState:
     """The inputs and the shared state of a `Simulation` (simulate.py)."""
 
@@ -63,6 +79,10 @@ class SimulationState:
                 made = Cluster.made_secret(body)
                 if made is not None:
                     cluster_of.made_later.setdefault(made, owner)
+        for name, cluster in self.clusters.items():
+            cluster.pod_security = _pod_security(
+                tree.get(paths.kubeadm_dir(self.variant, name) / ADMISSION_CONFIG, [])
+            )
         self.hosts = {h.name: pool for c in layout.clusters for pool in c.pools for h in pool.hosts}
         self.result = Result(layout.name)
         self.rails: dict[str, dict[str, set[str]]] = {c: {} for c in self.clusters}  # node -> interfaces
