@@ -375,3 +375,22 @@ def test_a_pod_its_namespace_level_refuses(site, inputs):
         "PodSecurity (baseline) refuses",
         "vllm: privileged",
     )
+
+
+def test_a_webhook_namespace_closed_to_the_api_server(site, inputs):
+    """Cilium enforces: a webhook whose namespace lets the API server in on no port cannot answer, and
+    every object its rules match is refused (cert-manager's webhook, whose rules name resources `*/*`:
+    the Issuers and Certificates)."""
+
+    def closed(doc):
+        if doc.get("kind") == "CiliumNetworkPolicy":
+            ingress = doc["spec"].get("ingress") or []
+            doc["spec"]["ingress"] = [
+                r for r in ingress if "kube-apiserver" not in (r.get("fromEntities") or [])
+            ]
+
+    tree = edited(inputs, ONE, "one-cluster/apps/ai/network-policies/cert-manager.", closed)
+    blocked(
+        run(site, inputs, ONE, tree=tree), "cert-manager-webhook",
+        "the network policy of namespace cert-manager lets the API server in on no port",
+    )  # fmt: skip

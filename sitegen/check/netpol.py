@@ -100,5 +100,14 @@ class PolicyView:
                 return True
         return False
 
+    def ingress_ports(self, target: End) -> list[int]:
+        """Every port a rule of the target's namespace opens for ingress."""
+        return sorted({
+            int(p["port"])
+            for rule in self.rules.get(target.namespace, {}).get("ingress", [])
+            for r in rule.get("toPorts") or []
+            for p in r.get("ports") or []
+        })  # fmt: skip
+
     def allows(self, source: End, target: End, port: int | None = None) -> bool:
         return self._out(source, target, port) and self._in(source, target, port)

@@ -14,11 +14,14 @@ and limits.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from pathlib import PurePosixPath
 from typing import Any
 
 from sitegen.check.bringup.kube import add, label_selector_matches, quantity, requests_of
 from sitegen.check.bringup.objects import ClusterObjects, Workload, key_of
 from sitegen.check.bringup.scheduling import usage
+from sitegen.check.netpol import End, PolicyView
+from sitegen.check.tree import Document
 
 
 class Admission(ClusterObjects):
@@ -72,7 +75,9 @@ class Admission(ClusterObjects):
     def webhook_down(self, config: Mapping[str, Any], hook: Mapping[str, Any]) -> str | None:
         service = (hook.get("clientConfig") or {}).get("service")
         if service:
-            down = self.service_ready(service["namespace"], service["name"])
+            down = self.service_ready(service["namespace"], service["name"]) or self.api_server_denied(
+                service
+            )
             if down:
                 return down
         inject = ((config.get("metadata") or {}).get("annotations") or {}).get(
@@ -83,6 +88,35 @@ class Admission(ClusterObjects):
             if not self.certificate_ready(ns, name):
                 return f"its CA comes from Certificate {inject}, which is not issued"
         return None
+
+    def api_server_denied(self, service: Mapping[str, Any]) -> str | None:
+        """With Cilium enforcing, the webhook's namespace must let the API server in on the Service's
+        target port (a named port: on any port its policies open to the API server)."""
+        config = self.find("ConfigMap", "kube-system", "cilium-config")
+        if config is None or str((config.body.get("data") or {}).get("policy-audit-mode", "false")) == "true":
+            return None
+        found = self.find("Service", service["namespace"], service["name"])
+        wanted = int(service.get("port", 443))
+        target: Any = None
+        for port in ((found.body.get("spec") or {}).get("ports") or []) if found else []:
+            if int(port.get("port", 0)) == wanted:
+                target = port.get("targetPort", wanted)
+        view = PolicyView(
+            Document(PurePosixPath("live"), i, dict(a.body))
+            for i, (_, a) in enumerate(self.of_kind("NetworkPolicy", "CiliumNetworkPolicy"))
+        )
+        source, dest = End(entity="kube-apiserver"), End(namespace=service["namespace"])
+        ports = (
+            [int(target)]
+            if isinstance(target, int) or str(target).isdigit()
+            else [None, *view.ingress_ports(dest)]
+        )
+        if any(view.allows(source, dest, port) for port in ports):
+            return None
+        return (
+            f"the network policy of namespace {service['namespace']} lets the API server in on no port "
+            f"{'' if ports[0] is None else ports[0]} (Cilium enforces)".replace("port  (", "port (")
+        )
 
     # ---- quotas ----------------------------------------------------------------------------------
     def quota_blocker(self, w: Workload) -> str | None:
@@ -167,7 +201,8 @@ def _rule_matches(rules: Iterable[Mapping[str, Any]], group: str, resource: str)
         if "CREATE" not in (rule.get("operations") or []) and "*" not in (rule.get("operations") or []):
             continue
         groups, resources = rule.get("apiGroups") or [], rule.get("resources") or []
-        if ("*" in groups or group in groups) and ("*" in resources or resource in resources):
+        # `*` is every resource, `*/*` every resource and subresource; `pods/*` only pods' subresources
+        if ("*" in groups or group in groups) and any(r in ("*", "*/*", resource) for r in resources):
             return True
     return False
 
