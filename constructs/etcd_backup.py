@@ -14,6 +14,7 @@ from sitegen.model import ImagePin, Placement
 
 NAME = "etcd-backup"
 ETCD_PKI = "/etc/kubernetes/pki/etcd"
+ETCD_CLIENT_FILES = ("ca.crt", "healthcheck-client.crt", "healthcheck-client.key")
 SNAPSHOT_DIR = "/snapshot"
 CA_MOUNT = "/etc/aistor-ca"
 KEYS_MOUNT = "/etc/s3-keys"  # files, not environment: they stay out of the process list
@@ -95,8 +96,12 @@ class EtcdSnapshots(Construct):
                         "limits": {"memory": "1Gi"},
                     },
                     "securityContext": ROOT_CONTAINER,
+                    # the client certificate and the CA's certificate only: never the CA's key
                     "volumeMounts": [
-                        {"name": "etcd-pki", "mountPath": ETCD_PKI, "readOnly": True},
+                        *(
+                            {"name": _volume(f), "mountPath": f"{ETCD_PKI}/{f}", "readOnly": True}
+                            for f in ETCD_CLIENT_FILES
+                        ),
                         {"name": "snapshot", "mountPath": SNAPSHOT_DIR},
                     ],
                 }
@@ -123,7 +128,10 @@ class EtcdSnapshots(Construct):
                 }
             ],
             "volumes": [
-                {"name": "etcd-pki", "hostPath": {"path": ETCD_PKI, "type": "Directory"}},
+                *(
+                    {"name": _volume(f), "hostPath": {"path": f"{ETCD_PKI}/{f}", "type": "File"}}
+                    for f in ETCD_CLIENT_FILES
+                ),
                 {"name": "snapshot", "emptyDir": {"sizeLimit": "10Gi"}},  # etcd's quota is 2 GiB by default
                 {"name": "aistor-ca", "secret": {"secretName": ca_secret}},
                 {"name": "s3-keys", "secret": {"secretName": credentials}},
@@ -140,3 +148,7 @@ class EtcdSnapshots(Construct):
                 "template": {"metadata": {"labels": {"app.kubernetes.io/name": NAME}}, "spec": pod},
             },
         )
+
+
+def _volume(file: str) -> str:
+    return "etcd-" + file.replace(".", "-")

@@ -11,6 +11,7 @@ from constructs import host_config as api
 from constructs.host_file import HostFile, config_document
 from sitegen.model import ClusterLayout, Host, PoolLayout
 
+KUBEADM_PKI = "/etc/kubernetes/pki"  # kubeadm's certificatesDir (its default)
 CRI_SOCKET = "unix:///var/run/containerd/containerd.sock"
 
 # Host paths the API server reads; the runbook creates them before `kubeadm init`.
@@ -129,6 +130,9 @@ class ClusterConfiguration(Construct):
                         # DenyServiceExternalIPs: no Service may claim an external IP (CVE-2020-8554)
                         enable_admission_plugins=",".join(ADMISSION_PLUGINS),
                         tls_cipher_suites=TLS_CIPHER_SUITES,
+                        # kubelets serve certificates of the cluster CA (serverTLSBootstrap, approved by
+                        # kubelet-csr-approver): the API server verifies them (CIS 1.2.5)
+                        kubelet_certificate_authority=f"{KUBEADM_PKI}/ca.crt",
                     ),
                     extraVolumes=[
                         _mount("audit-policy", AUDIT_POLICY.rsplit("/", 1)[0], read_only=True),

@@ -76,10 +76,11 @@ def test_etcd_is_snapshotted_into_aistor_from_every_control_plane(site):
             assert pod["hostNetwork"] and pod["nodeSelector"] == {"node-role.kubernetes.io/control-plane": ""}
             (snapshot,) = pod["initContainers"]
             assert "--endpoints=https://127.0.0.1:2379" in snapshot["command"]
-            assert {
-                "name": "etcd-pki",
-                "hostPath": {"path": "/etc/kubernetes/pki/etcd", "type": "Directory"},
-            } in pod["volumes"]
+            host = sorted(v["hostPath"]["path"] for v in pod["volumes"] if "hostPath" in v)
+            assert host == [
+                f"/etc/kubernetes/pki/etcd/{f}"
+                for f in ("ca.crt", "healthcheck-client.crt", "healthcheck-client.key")
+            ]
             env = {e["name"]: e.get("value") for e in pod["containers"][0]["env"]}
             assert (env["CLUSTER"], env["BUCKET"]) == (cluster, backups.bucket)
 

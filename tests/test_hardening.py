@@ -1,0 +1,66 @@
+"""Hardening the security review asked for (issue 26), checked on the rendered dist/: the API server
+verifies the kubelets it calls, and no pod mounts a host directory holding a CA's private key."""
+
+from __future__ import annotations
+
+from pathlib import PurePosixPath
+
+import pytest
+
+from sitegen.check.bringup.kube import pod_template
+from sitegen.check.tree import load_tree
+
+from .conftest import DIST
+
+PKI = PurePosixPath("/etc/kubernetes/pki")
+
+
+@pytest.fixture(scope="module")
+def docs():
+    return load_tree(DIST)
+
+
+def test_the_api_server_verifies_the_kubelets_serving_certificates(docs):
+    """CIS 1.2.5: --kubelet-certificate-authority, which works because every kubelet asks the cluster
+    CA for its serving certificate (serverTLSBootstrap) instead of signing its own."""
+    inits = [d for d in docs if d.kind == "ClusterConfiguration"]
+    assert inits
+    for doc in inits:
+        args = {a["name"]: a["value"] for a in doc.body["apiServer"]["extraArgs"]}
+        assert args["kubelet-certificate-authority"] == str(PKI / "ca.crt"), doc.file
+        kubelets = [d for d in docs if d.kind == "KubeletConfiguration" and d.file == doc.file]
+        assert kubelets and all(k.body.get("serverTLSBootstrap") is True for k in kubelets), doc.file
+
+
+def _as_root(spec: dict) -> bool:
+    """Some container may run as root (uid 0, or no user and no runAsNonRoot): the keys are 0600 root."""
+    pod = spec.get("securityContext") or {}
+    for c in [*(spec.get("containers") or []), *(spec.get("initContainers") or [])]:
+        ctx = {**pod, **(c.get("securityContext") or {})}
+        if ctx.get("runAsUser") == 0 or ("runAsUser" not in ctx and ctx.get("runAsNonRoot") is not True):
+            return True
+    return False
+
+
+def test_no_root_pod_mounts_a_host_folder_with_a_ca_key(docs):
+    """A root pod that mounts /etc/kubernetes/pki (or a folder holding it, or etcd's part of it) can
+    read a CA's key and mint any identity; the etcd backup takes the client certificate and the CA's
+    certificate, file by file. (Node-exporter reads the host's root as nobody: the keys are 0600 root.)"""
+    mounted = []
+    for doc in docs:
+        if doc.is_host_file:
+            continue  # static pods of the control plane: kubeadm's own
+        template = pod_template(doc.body)
+        if template is None:
+            continue
+        for volume in template.spec.get("volumes") or []:
+            host = volume.get("hostPath")
+            if not host:
+                continue
+            path = PurePosixPath(host["path"])
+            if (PKI.is_relative_to(path) or path.is_relative_to(PKI)) and _as_root(dict(template.spec)):
+                mounted.append((doc.ref, str(path), host.get("type")))
+    assert mounted, "the etcd backup reads etcd's client certificate from the host"
+    for ref, path, kind in mounted:
+        assert kind == "File", (ref, path, kind)  # never a folder: nothing beside the files it names
+        assert not path.endswith(".key") or path.endswith("-client.key"), (ref, path)
