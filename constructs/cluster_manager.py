@@ -4,8 +4,10 @@ exactly the kinds the spoke's Applications render, not cluster-admin.
 Its token is a bound service-account token with an expiry (`kubectl create token --duration`), put in
 the vault by the RUNBOOK and re-issued there to rotate it. Creating the RBAC the charts ship needs
 `bind` and `escalate` on roles (the API server otherwise refuses a binding to permissions the creator
-lacks); what the scope buys is no exec, no port-forward, no write to a kind the site does not deploy,
-and a reviewable list in git.
+lacks); both are limited by `resourceNames` to the roles the spoke's apps render or bind, so the
+account cannot bind `cluster-admin` or grow a role of its own choosing. What the scope buys: no exec,
+no port-forward, no write to a kind the site does not deploy, no role beyond the rendered ones, and a
+reviewable list in git.
 """
 
 from __future__ import annotations
@@ -41,8 +43,17 @@ def resource_of(kind: str) -> str:
 
 
 class ClusterManager(Construct):
-    def __init__(self, scope: Construct, id: str, *, namespace: str, managed: Mapping[str, Set[str]]) -> None:
-        """`managed`: API group -> resources the spoke's Applications create."""
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        namespace: str,
+        managed: Mapping[str, Set[str]],
+        roles: Set[str],
+    ) -> None:
+        """`managed`: API group -> resources the spoke's Applications create; `roles`: the names of the
+        (Cluster)Roles they render or bind to, the only ones it may bind or escalate."""
         super().__init__(scope, id)
         rules = [
             {"apiGroups": [group], "resources": sorted(resources), "verbs": MANAGE}
@@ -57,6 +68,7 @@ class ClusterManager(Construct):
                 "apiGroups": ["rbac.authorization.k8s.io"],
                 "resources": ["clusterroles", "roles"],
                 "verbs": ["bind", "escalate"],
+                "resourceNames": sorted({*roles, NAME}),  # its own binding included
             }
         )
         account_with_cluster_role(self, NAME, namespace, rules)

@@ -64,3 +64,39 @@ def test_no_root_pod_mounts_a_host_folder_with_a_ca_key(docs):
     for ref, path, kind in mounted:
         assert kind == "File", (ref, path, kind)  # never a folder: nothing beside the files it names
         assert not path.endswith(".key") or path.endswith("-client.key"), (ref, path)
+
+
+def _manager_bind_rule(docs):
+    (role,) = [
+        d for d in docs
+        if d.variant == "two-cluster" and d.kind == "ClusterRole" and d.name == "argocd-manager"
+    ]  # fmt: skip
+    (rule,) = [r for r in role.body["rules"] if "bind" in r["verbs"]]
+    return rule
+
+
+def test_the_spoke_manager_binds_only_the_roles_its_apps_use(docs):
+    """bind and escalate only with resourceNames: the roles the spoke's apps render, and those their
+    bindings refer to (Velero's server binds cluster-admin, so the RUNBOOK says the token is as strong)."""
+    rule = _manager_bind_rule(docs)
+    assert rule["verbs"] == ["bind", "escalate"] and rule["resourceNames"]
+    spoke = [d for d in docs if d.variant == "two-cluster" and d.cluster == "aistor"]
+    refs = {d.body["roleRef"]["name"] for d in spoke if d.kind in ("ClusterRoleBinding", "RoleBinding")}
+    rendered = {d.name for d in spoke if d.kind in ("ClusterRole", "Role")}
+    assert set(rule["resourceNames"]) == refs | rendered
+    runbook = (DIST / "two-cluster/bootstrap/RUNBOOK.md").read_text()
+    assert ("cluster-admin" in rule["resourceNames"]) == ("as strong as cluster-admin" in runbook)
+
+
+def test_a_binding_the_spoke_manager_may_not_make(site, inputs):
+    """The API server refuses a binding to a role its creator may not bind: without cluster-admin among
+    the manager's names, Velero's server binding on the spoke never syncs."""
+    from .bringup_cases import TWO, blocked, edited, run
+
+    def narrower(doc):
+        for rule in doc["rules"]:
+            if "bind" in rule["verbs"]:
+                rule["resourceNames"].remove("cluster-admin")
+
+    tree = edited(inputs, TWO, "two-cluster/apps/aistor/argocd-manager/clusterrole.argocd-manager", narrower)
+    blocked(run(site, inputs, TWO, tree=tree), "aistor-velero", "may not bind ClusterRole cluster-admin")

@@ -216,16 +216,34 @@ kubectl wait --for=condition=Ready --timeout=15m nodes --all
     return out, step
 
 
-def _spoke_credential(apps: VariantApps, spoke: ClusterLayout, step: int) -> str:
+def _bindable(docs: list[dict[str, Any]]) -> list[str]:
+    """The roles the spoke's manager may bind (its ClusterRole's bind rule)."""
+    return sorted(
+        name
+        for d in docs
+        if d.get("kind") == "ClusterRole" and d["metadata"]["name"] == ACCOUNT
+        for rule in d.get("rules") or []
+        if "bind" in (rule.get("verbs") or [])
+        for name in rule.get("resourceNames") or []
+    )
+
+
+def _spoke_credential(apps: VariantApps, spoke: ClusterLayout, step: int, docs: list[dict[str, Any]]) -> str:
     site, variant = apps.site, apps.layout.name
     manager = apps.context(spoke).get(ArgocdManager)
+    power = (
+        "It may bind only the roles those apps render or bind, and one of them is `cluster-admin`: "
+        "this token is as strong as cluster-admin on the cluster; it lives in the vault only."
+        if "cluster-admin" in _bindable(docs)
+        else "It may bind only the roles those apps render or bind: no cluster-admin."
+    )
     kv = site.secrets.vault.path
     days = site.gitops.argocd.spoke_token_days
     folder = paths.in_repo(paths.app_dir(variant, spoke.name, manager.name))
     return f"""### {step}. Argo CD's credential for `{spoke.name}`
 
 Argo CD manages `{spoke.name}` as the service account `{manager.namespace}/{ACCOUNT}`, whose ClusterRole
-names the kinds the spoke's Applications render (no cluster-admin). With kubectl against
+names the kinds the spoke's Applications render. {power} With kubectl against
 `{spoke.name}`, its API CA in `{spoke.name}-ca.crt` and the vault as above, issue a token that expires
 after {days} days (`gitops.argocd.spoke_token_days`):
 
@@ -323,7 +341,7 @@ with the stores). With `VAULT_ADDR` and an admin token, and each cluster's API C
     )
     step += 1
     for spoke in spokes:
-        lines.append(_spoke_credential(apps, spoke, step))
+        lines.append(_spoke_credential(apps, spoke, step, by_cluster[spoke.name]))
         step += 1
     lines.append(f"## Argo CD on `{hub.name}`\n")
     lines.append(

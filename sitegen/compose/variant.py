@@ -28,6 +28,8 @@ from sitegen.compose.runbook import runbook, s3_consumers
 from sitegen.compose.writer import OutputFile
 from sitegen.model import ConfigError, Site, resolve
 
+BINDING_KINDS = ("ClusterRoleBinding", "RoleBinding")
+
 
 def _served_api_versions(ctx: ClusterContext) -> tuple[str, ...]:
     """The API group/versions the cluster serves beyond the built-in ones, once every app has synced."""
@@ -141,9 +143,12 @@ def _variant_files(
                 _check_serves(ctx, component, rendered)
                 files += [OutputFile(paths.PurePosixPath(o.path), [], text=o.text) for o in rendered.objects]
                 # identities only (the CRDs are large), but the bodies of what the network policies
-                # read: the Services the API server calls
+                # read (the Services the API server calls) and of the bindings (a spoke's manager may
+                # bind only the roles they name)
                 documents[(cluster, component.name)] = [
-                    o.document() if o.kind in WEBHOOK_KINDS else o.metadata_document()
+                    o.document()
+                    if o.kind in WEBHOOK_KINDS or o.kind in BINDING_KINDS
+                    else o.metadata_document()
                     for o in rendered.objects
                 ]
     root = ObjectChart(app, f"{variant}-bootstrap", folder=paths.bootstrap_dir(variant))

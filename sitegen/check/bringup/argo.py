@@ -49,6 +49,9 @@ def _waves(objects: list[Mapping[str, Any]]) -> list[list[Mapping[str, Any]]]:
     return groups
 
 
+RBAC_GROUP = "rbac.authorization.k8s.io"
+
+
 @dataclass(frozen=True)
 class Failure:
     """A failed sync attempt: which object, why, and which Application would provide what is missing."""
@@ -201,6 +204,16 @@ class AppSync:
             )  # fmt: skip
         if manager is not None:
             resource = self.cluster.resource_name(group, kind)
+            ref = body.get("roleRef") or {}
+            if kind in ("ClusterRoleBinding", "RoleBinding") and group == RBAC_GROUP and ref:
+                roles = "clusterroles" if ref.get("kind") == "ClusterRole" else "roles"
+                if not self.cluster.may(manager, "bind", RBAC_GROUP, roles, name=ref.get("name")):
+                    return Failure(
+                        self.name, show(key_of(body)),
+                        f"Argo CD manages {where} as {manager[0]}/{manager[1]}, which may not bind "
+                        f"{ref.get('kind')} {ref.get('name')} (the API server refuses the binding)",
+                        None,
+                    )  # fmt: skip
             if not self.cluster.may(manager, "create", group, resource):
                 return Failure(
                     self.name, show(key_of(body)),

@@ -206,9 +206,11 @@ class Secrets(ClusterObjects):
             if s.get("kind") == "ServiceAccount"
         ]
 
-    def may(self, account: tuple[str, str], verb: str, group: str, resource: str) -> bool:
+    def may(
+        self, account: tuple[str, str], verb: str, group: str, resource: str, name: str | None = None
+    ) -> bool:
         """Whether the ClusterRoles bound to service account (namespace, name) allow `verb` on every
-        object of the resource."""
+        object of the resource, or with `name` on that object (a rule's resourceNames)."""
         roles = {role for role, bound in self._cluster_role_bindings() if bound == account}
         rules = [r for name in roles for r in BOOTSTRAP_CLUSTER_ROLES.get(name, [])]
         rules += [
@@ -221,6 +223,6 @@ class Secrets(ClusterObjects):
             {"*", group} & set(r.get("apiGroups") or [])
             and {"*", resource} & set(r.get("resources") or [])
             and {"*", verb} & set(r.get("verbs") or [])
-            and not r.get("resourceNames")
+            and (not r.get("resourceNames") or (name is not None and name in r["resourceNames"]))
             for r in rules
         )

@@ -47,5 +47,18 @@ class ArgocdManager(RenderedComponent):
             managed[group].add(resource)
         return managed
 
+    def roles(self, ctx: ClusterContext) -> set[str]:
+        """The (Cluster)Roles the spoke's apps render, and those their bindings refer to."""
+        docs = [d for docs in ctx.rendered.values() for d in docs]
+        rendered = {d["metadata"]["name"] for d in docs if d.get("kind") in ("ClusterRole", "Role")}
+        bound = {
+            d["roleRef"]["name"]
+            for d in docs
+            if d.get("kind") in ("ClusterRoleBinding", "RoleBinding") and "roleRef" in d
+        }
+        return rendered | bound
+
     def render(self, scope: Construct, ctx: ClusterContext) -> None:
-        ClusterManager(scope, "Manager", namespace=self.namespace, managed=self.managed(ctx))
+        ClusterManager(
+            scope, "Manager", namespace=self.namespace, managed=self.managed(ctx), roles=self.roles(ctx)
+        )
