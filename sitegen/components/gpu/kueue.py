@@ -38,6 +38,9 @@ class KueueValues(Values):
     managerConfig: ManagerConfig
 
 
+PODS_READY_TIMEOUT = "10m"  # image pulls of a large training image over the site's mirror included
+
+
 def manager_config() -> str:
     """Kueue's Configuration: the chart's defaults, but for what the site decides. The chart renders
     `managedJobsNamespaceSelector` into its webhooks' namespace selectors too."""
@@ -62,6 +65,18 @@ def manager_config() -> str:
         "managedJobsNamespaceSelector": {"matchLabels": {MANAGED_NAMESPACE_LABEL: "true"}},
         # what the site's tenants run: Jobs, and pods of StatefulSets and Deployments (model servers)
         "integrations": {"frameworks": ["batch/job", "pod", "deployment", "statefulset"]},
+        # All or nothing for whole-node jobs: a workload whose pods are not all Ready in time (a job of
+        # 12 GPU nodes admitted while one is down) is evicted, its quota given back, and requeued with
+        # backoff, instead of holding 88 GPUs forever. Present means on (config v1beta2 has no `enable`).
+        "waitForPodsReady": {
+            "timeout": PODS_READY_TIMEOUT,
+            "recoveryTimeout": PODS_READY_TIMEOUT,  # a running job that loses a pod for this long
+            "requeuingStrategy": {
+                "timestamp": "Eviction",
+                "backoffBaseSeconds": 60,
+                "backoffMaxSeconds": 1800,
+            },
+        },
     }
     return yaml.safe_dump(config, sort_keys=False)
 
