@@ -123,6 +123,13 @@ CASES = [
         "cannot hold the served models' weight caches (400 GB)",
     ),
     case(
+        "tenant-quota-beyond-the-gpu-pools",
+        set_value("tenants.yaml", "ai-research", "quota", "gpus", value=500),
+        "tenants.yaml",
+        "ai-research.quota.gpus",
+        "500 is more than the GPU pools hold (96)",
+    ),
+    case(
         "backup-lock-outlives-retention",
         set_value("storage.yaml", "aistor", "bucket_protection", "site-backups", "lock_days", value=20),
         "storage.yaml",

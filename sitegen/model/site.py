@@ -63,7 +63,17 @@ class Site(Strict):
             tenants=self.tenants,
         )
         check_dashboards(self.dashboards)
-        check_tenants(self.tenants)
+        gpu_pools = [
+            (p.count, self.hardware[p.hardware]) for p in self.pools.values() if self.hardware[p.hardware].gpu
+        ]
+        check_tenants(
+            self.tenants,
+            {
+                "cpu": sum(n * hw.cpu_cores for n, hw in gpu_pools),
+                "memory_gb": sum(n * hw.memory_gb for n, hw in gpu_pools),
+                "gpus": sum(n * hw.gpu.count for n, hw in gpu_pools if hw.gpu),
+            },
+        )
         return self
 
     # --- derived views -------------------------------------------------------------------------

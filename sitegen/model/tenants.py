@@ -29,9 +29,18 @@ class Tenant(Strict):
 SYSTEM_NAMESPACES = frozenset({"default", "kube-system", "kube-public", "kube-node-lease"})
 
 
-def check_tenants(tenants: dict[str, Tenant]) -> None:
-    for name in tenants:
+def check_tenants(tenants: dict[str, Tenant], capacity: dict[str, int]) -> None:
+    """`capacity`: the GPU pools' cpu (cores), memory_gb and gpus, the most any quota can use."""
+    for name, tenant in tenants.items():
         if name in SYSTEM_NAMESPACES or name.startswith("kube-"):
             raise ConfigError(
                 ("tenants", name), f"{name!r} is a Kubernetes system namespace: choose another name"
             )
+        for field in ("cpu", "memory_gb", "gpus"):
+            asked = getattr(tenant.quota, field)
+            if asked is not None and asked > capacity[field]:
+                raise ConfigError(
+                    ("tenants", name, "quota", field),
+                    f"{asked} is more than the GPU pools hold ({capacity[field]}): a quota no queue can "
+                    f"fill; leave it out for the whole pools",
+                )
