@@ -130,6 +130,13 @@ CASES = [
         "500 is more than the GPU pools hold (96)",
     ),
     case(
+        "bmc-plane-too-small",
+        set_value("network.yaml", "management", "bmc", "cidr", value="10.10.0.0/28"),
+        "network.yaml",
+        "management.bmc.cidr",
+        "10.10.0.0/28 holds 13 host addresses; the pools have 102 hosts",
+    ),
+    case(
         "backup-lock-outlives-retention",
         set_value("storage.yaml", "aistor", "bucket_protection", "site-backups", "lock_days", value=20),
         "storage.yaml",

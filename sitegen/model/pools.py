@@ -165,6 +165,15 @@ def check_pool_hardware(pools: dict[str, Pool], hardware: dict[str, Hardware]) -
 
 
 def check_hosts(pools: dict[str, Pool], network: Network) -> None:
+    hosts = sum(len(pool.hosts) for pool in pools.values())
+    for name in ("bmc", "os"):
+        cidr = getattr(network.management, name).cidr
+        usable = cidr.num_addresses - 3  # network, broadcast and the gateway
+        if hosts > usable:
+            raise ConfigError(
+                ("network", "management", name, "cidr"),
+                f"{cidr} holds {usable} host addresses; the pools have {hosts} hosts, each on this plane",
+            )
     plane = network.kubernetes.cidr
     names: dict[str, Loc] = {}
     addresses: dict[ipaddress.IPv4Address, Loc] = {}
