@@ -120,10 +120,12 @@ def synth(config_dir: Path, variants: tuple[str, ...], out_dir: Path) -> None:
 
     try:
         rendered = render_tree(synthesize(site, chosen, progress=_progress()))
-        if not variants:  # the whole site: its picture too
+        if not variants:  # the whole site: its picture too, and what it was made of
             from sitegen.report.picture import PICTURE, site_svg
 
             rendered[PICTURE] = site_svg(site).encode()
+            if key:
+                rendered[fingerprint.INPUTS] = fingerprint.inputs_file(key)
         check_growth(site, rendered, out_dir)  # against the dist/ the site runs
     except (ChartFault, HydrationError) as fault:
         click.echo(f"error: {fault}", err=True)

@@ -408,7 +408,10 @@ def test_yaml_round_trip_keeps_the_site(config_copy: Path, tmp_path: Path, synth
     out = tmp_path / "out"
     result = run_sitegen("synth", "--config", config_copy, "--out", out)
     assert result.returncode == 0, result.stderr
-    assert tree_bytes(out) == tree_bytes(synthesized)
+    # INPUTS fingerprints the bytes synth read (the rewritten files), not the site they describe
+    rewritten, original = tree_bytes(out), tree_bytes(synthesized)
+    assert rewritten.pop("INPUTS") != original.pop("INPUTS")
+    assert rewritten == original
 
 
 @pytest.mark.parametrize(("mutate", "file", "field", "message"), CASES)

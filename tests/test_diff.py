@@ -198,3 +198,22 @@ def test_generated_applications_are_compared_where_they_sync(site_repo):
     text = render_text(compare(site_repo, "HEAD~1", "HEAD"))
     assert "one-cluster ai kueue: +0 -0 ~1" in text and "one-cluster ai tenant-ai-research: +0 -0 ~1" in text
     assert "two-cluster" not in text
+
+
+def test_a_config_change_not_yet_synthesized_is_not_no_change(tmp_path):
+    """dist/INPUTS holds the fingerprint of what synth read: a working tree whose config/ changed since
+    is refused (exit 2), not reported as "no change"."""
+    import shutil
+
+    from .conftest import CONFIG, DIST
+
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    shutil.copytree(CONFIG, tmp_path / "config")
+    shutil.copytree(DIST, tmp_path / "dist")
+    _commit(tmp_path, "site")
+    current = subprocess.run([str(SITEGEN), "diff", "HEAD"], cwd=tmp_path, capture_output=True, text=True)
+    assert current.returncode == 0, current.stderr
+    tenants = tmp_path / "config/tenants.yaml"
+    tenants.write_text(tenants.read_text().replace("storage_gb: 4000", "storage_gb: 5000"))
+    stale = subprocess.run([str(SITEGEN), "diff", "HEAD"], cwd=tmp_path, capture_output=True, text=True)
+    assert stale.returncode == 2 and "dist/ is stale" in stale.stderr and "make synth" in stale.stderr

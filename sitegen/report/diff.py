@@ -23,7 +23,7 @@ import yaml
 
 from sitegen.check.appsets import applications, texts_files
 from sitegen.check.tree import Document
-from sitegen.compose import paths
+from sitegen.compose import fingerprint, paths
 from sitegen.compose.kube_yaml import KubeLoader
 
 FIELDS_SHOWN = 12  # changed fields listed per object; the rest are counted
@@ -205,7 +205,21 @@ def _group_key(path: str) -> tuple[str, str, str]:
     return variant, "-", str(PurePosixPath(*parts[1:]))
 
 
+def check_current(repo: Path, dist: str, config: Path) -> None:
+    """The working tree's dist/ is what its config/ and code synthesize (the fingerprint synth wrote),
+    else a diff of it would hide the change still to synthesize."""
+    written = fingerprint.recorded(repo / dist)
+    if written is None or not config.is_dir():
+        return
+    if fingerprint.fingerprint(config, None) != written:
+        raise DiffError(
+            f"{dist}/ is stale: config/ or the generator changed since the last synth; run `make synth` first"
+        )
+
+
 def compare(repo: Path, base: str, head: str | None, dist: str = str(paths.REPO_DIST)) -> list[Group]:
+    if head is None:
+        check_current(repo, dist, repo / "config")
     old, new = Tree.load(repo, dist, base), Tree.load(repo, dist, head)
     touched = sorted(p for p in old.blobs.keys() | new.blobs.keys() if old.blobs.get(p) != new.blobs.get(p))
     old_bytes, new_bytes = old.read(dist, touched), new.read(dist, touched)
