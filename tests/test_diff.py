@@ -217,3 +217,14 @@ def test_a_config_change_not_yet_synthesized_is_not_no_change(tmp_path):
     tenants.write_text(tenants.read_text().replace("storage_gb: 4000", "storage_gb: 5000"))
     stale = subprocess.run([str(SITEGEN), "diff", "HEAD"], cwd=tmp_path, capture_output=True, text=True)
     assert stale.returncode == 2 and "dist/ is stale" in stale.stderr and "make synth" in stale.stderr
+
+
+def test_long_values_that_share_their_start_print_where_they_differ():
+    """The CSR approver's host regex grows by one host at its end: old and new must not print alike."""
+    from sitegen.report.diff import Change, _field_lines
+
+    hosts = "|".join(f"cmp{i:02d}" for i in range(1, 51))
+    old, new = f"^({hosts})$", f"^({hosts}|cmp51)$"
+    (line,) = _field_lines(Change("Deployment x/y", "changed", field_changes({"r": old}, {"r": new})))
+    before, after = line.removeprefix("r: ").split(" -> ")
+    assert before != after and "cmp51" in after and "cmp51" not in before

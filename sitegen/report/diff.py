@@ -103,9 +103,24 @@ def _objects(path: str, text: bytes) -> dict[str, dict[str, Any]]:
     return out
 
 
-def _short(value: Any) -> str:
-    text = "-" if value is _MISSING else json.dumps(value, sort_keys=True, separators=(", ", ": "))
-    return text if len(text) <= VALUE_WIDTH else text[: VALUE_WIDTH - 3] + "..."
+def _text(value: Any) -> str:
+    return "-" if value is _MISSING else json.dumps(value, sort_keys=True, separators=(", ", ": "))
+
+
+def _pair(old: Any, new: Any) -> str:
+    """`old -> new`, each cut to VALUE_WIDTH around where they first differ: two long values that
+    share their start must not print the same."""
+    a, b = _text(old), _text(new)
+    if len(a) <= VALUE_WIDTH and len(b) <= VALUE_WIDTH:
+        return f"{a} -> {b}"
+    same = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
+    start = max(0, same - VALUE_WIDTH // 4)
+
+    def window(text: str) -> str:
+        cut = text[start : start + VALUE_WIDTH - 6]
+        return ("..." if start else "") + cut + ("..." if start + len(cut) < len(text) else "")
+
+    return f"{window(a)} -> {window(b)}"
 
 
 _MISSING: Any = object()
@@ -306,9 +321,9 @@ def _field_lines(change: Change) -> list[str]:
     if change.crd:
         schema = [f for f in change.fields if ".schema.openAPIV3Schema." in f[0]]
         other = [f for f in change.fields if f not in schema]
-        lines = [f"{p}: {_short(a)} -> {_short(b)}" for p, a, b in other[:FIELDS_SHOWN]]
+        lines = [f"{p}: {_pair(a, b)}" for p, a, b in other[:FIELDS_SHOWN]]
         return lines + ([f"schema changed: {len(schema)} fields"] if schema else [])
-    lines = [f"{p}: {_short(a)} -> {_short(b)}" for p, a, b in change.fields[:FIELDS_SHOWN]]
+    lines = [f"{p}: {_pair(a, b)}" for p, a, b in change.fields[:FIELDS_SHOWN]]
     if len(change.fields) > FIELDS_SHOWN:
         lines.append(f"... and {len(change.fields) - FIELDS_SHOWN} more fields")
     return lines
