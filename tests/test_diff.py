@@ -228,3 +228,19 @@ def test_long_values_that_share_their_start_print_where_they_differ():
     (line,) = _field_lines(Change("Deployment x/y", "changed", field_changes({"r": old}, {"r": new})))
     before, after = line.removeprefix("r: ").split(" -> ")
     assert before != after and "cmp51" in after and "cmp51" not in before
+
+
+def test_a_chart_bumps_label_lines_are_said_once(site_repo):
+    """Every object of a bumped chart changes its helm.sh/chart label the same way: one line for the
+    app, not one per object, so the objects' real changes stay visible."""
+    app = site_repo / "dist/one-cluster/apps/ai/kueue"
+    for path in app.glob("*.yaml"):
+        path.write_text(
+            path.read_text().replace("helm.sh/chart: kueue-0.19.2", "helm.sh/chart: kueue-0.19.3")
+        )
+    _commit(site_repo, "kueue 0.19.3 labels")
+    text = render_text(compare(site_repo, "HEAD~1", "HEAD"))
+    said = [line for line in text.splitlines() if "helm.sh/chart" in line]
+    assert (
+        len(said) == 1 and said[0].startswith("  ~ in ") and '"kueue-0.19.2" -> "kueue-0.19.3"' in said[0]
+    ), said

@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import subprocess
+from collections.abc import Set
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -317,15 +318,38 @@ def _generated_changes(
     return out
 
 
-def _field_lines(change: Change) -> list[str]:
+COMMON_AT = 3  # a field change made the same way in this many objects of an app is said once
+
+
+def _field_key(field: tuple[str, Any, Any]) -> tuple[str, str, str]:
+    path, old, new = field
+    return path, _text(old), _text(new)
+
+
+def _common(group: Group) -> dict[tuple[str, str, str], int]:
+    """Field changes made alike in COMMON_AT or more changed objects of the group (a chart bump's
+    `helm.sh/chart` and version labels): said once at the top, left out of each object."""
+    counts: dict[tuple[str, str, str], int] = {}
+    for change in group.changes:
+        for key in {_field_key(f) for f in change.fields}:
+            counts[key] = counts.get(key, 0) + 1
+    return {k: n for k, n in sorted(counts.items()) if n >= COMMON_AT}
+
+
+def _common_lines(common: dict[tuple[str, str, str], int]) -> list[str]:
+    return [f"in {n} objects: {p}: {_pair(json.loads(a), json.loads(b))}" for (p, a, b), n in common.items()]
+
+
+def _field_lines(change: Change, skip: Set[tuple[str, str, str]] = frozenset()) -> list[str]:
+    fields = [f for f in change.fields if _field_key(f) not in skip]
     if change.crd:
-        schema = [f for f in change.fields if ".schema.openAPIV3Schema." in f[0]]
-        other = [f for f in change.fields if f not in schema]
+        schema = [f for f in fields if ".schema.openAPIV3Schema." in f[0]]
+        other = [f for f in fields if f not in schema]
         lines = [f"{p}: {_pair(a, b)}" for p, a, b in other[:FIELDS_SHOWN]]
         return lines + ([f"schema changed: {len(schema)} fields"] if schema else [])
-    lines = [f"{p}: {_pair(a, b)}" for p, a, b in change.fields[:FIELDS_SHOWN]]
-    if len(change.fields) > FIELDS_SHOWN:
-        lines.append(f"... and {len(change.fields) - FIELDS_SHOWN} more fields")
+    lines = [f"{p}: {_pair(a, b)}" for p, a, b in fields[:FIELDS_SHOWN]]
+    if len(fields) > FIELDS_SHOWN:
+        lines.append(f"... and {len(fields) - FIELDS_SHOWN} more fields")
     return lines
 
 
@@ -343,10 +367,12 @@ def render_text(groups: list[Group]) -> str:
         out.append(
             f"{g.variant} {g.cluster} {g.app}: +{g.count('added')} -{g.count('removed')} ~{g.count('changed')}"
         )
+        common = _common(g)
+        out += [f"  ~ {line}" for line in _common_lines(common)]
         for change in g.changes:
             mark = {"added": "+", "removed": "-", "changed": "~"}[change.state]
             out.append(f"  {mark} {change.ref}")
-            out += [f"      {line}" for line in _field_lines(change)]
+            out += [f"      {line}" for line in _field_lines(change, set(common))]
     out.append(_summary(groups))
     return "\n".join(out) + "\n"
 
@@ -366,9 +392,11 @@ def render_markdown(groups: list[Group]) -> str:
     ]
     for g in groups:
         out += ["", f"<details><summary>{g.variant} / {g.cluster} / {g.app}</summary>", "", "```"]
+        common = _common(g)
+        out += [f"~ {line}" for line in _common_lines(common)]
         for change in g.changes:
             mark = {"added": "+", "removed": "-", "changed": "~"}[change.state]
             out.append(f"{mark} {change.ref}")
-            out += [f"    {line}" for line in _field_lines(change)]
+            out += [f"    {line}" for line in _field_lines(change, set(common))]
         out += ["```", "</details>"]
     return "\n".join(out) + "\n"
