@@ -244,3 +244,16 @@ def test_a_chart_bumps_label_lines_are_said_once(site_repo):
     assert (
         len(said) == 1 and said[0].startswith("  ~ in ") and '"kueue-0.19.2" -> "kueue-0.19.3"' in said[0]
     ), said
+
+
+def test_an_added_object_shows_what_it_holds(site_repo):
+    """A new tenant's quota: the reviewer reads its GPUs, not just its name."""
+    quota = {
+        "apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "quota", "namespace": "vision"},
+        "spec": {"hard": {"requests.nvidia.com/gpu": "32", "requests.cpu": "512"}},
+    }  # fmt: skip
+    _write(site_repo, "dist/one-cluster/apps/ai/namespaces/vision.resourcequota.quota.yaml", quota)
+    _commit(site_repo, "a new tenant")
+    text = render_text(compare(site_repo, "HEAD~1", "HEAD"))
+    assert "+ ResourceQuota vision/quota" in text
+    assert 'spec.hard.requests.nvidia.com/gpu: - -> "32"' in text and "metadata.name" not in text

@@ -127,6 +127,15 @@ def _pair(old: Any, new: Any) -> str:
 _MISSING: Any = object()
 
 
+def _leaves(node: Any, path: str = "") -> list[tuple[str, Any]]:
+    """(path, value) of every scalar of an object: what a reviewer reads of an added one."""
+    if isinstance(node, dict):
+        return [leaf for k in sorted(node) for leaf in _leaves(node[k], f"{path}.{k}" if path else str(k))]
+    if isinstance(node, list):
+        return [leaf for i, item in enumerate(node) for leaf in _leaves(item, f"{path}[{i}]")]
+    return [(path, node)]
+
+
 def _key(item: Any) -> str:
     return json.dumps(item, sort_keys=True)
 
@@ -254,7 +263,16 @@ def compare(repo: Path, base: str, head: str | None, dist: str = str(paths.REPO_
         for ref in sorted(before.keys() | after.keys()):
             crd = (after.get(ref) or before.get(ref) or {}).get("kind") == "CustomResourceDefinition"
             if ref not in before:
-                group.changes.append(Change(ref, "added", crd=crd))
+                fields = (
+                    []
+                    if crd
+                    else [
+                        (f, _MISSING, v)
+                        for f, v in _leaves(after[ref])
+                        if f.split(".")[0] not in ("apiVersion", "kind", "metadata")
+                    ]
+                )
+                group.changes.append(Change(ref, "added", fields, crd=crd))
             elif ref not in after:
                 group.changes.append(Change(ref, "removed", crd=crd))
             elif before[ref] != after[ref]:
