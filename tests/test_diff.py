@@ -159,9 +159,10 @@ def test_a_gpu_pool_resize_shows_where_it_lands(site_repo, config_copy):
     assert result.returncode == 0, result.stderr
     _commit(site_repo, "thirteen GPU nodes")
     text = render_text(compare(site_repo, "HEAD~1", "HEAD"))
-    assert "one-cluster ai gpu-queues: +0 -0 ~1" in text
-    assert "resources[name=nvidia.com/gpu].nominalQuota: 96 -> 104" in text  # eight more GPUs, computed
-    assert "one-cluster ai node-labels: +0 -0 ~1" in text  # one more host to label, as one line
+    # the same change in both variants is listed once, naming both
+    assert "one-cluster, two-cluster ai gpu-queues: +0 -0 ~1" in text
+    assert text.count("resources[name=nvidia.com/gpu].nominalQuota: 96 -> 104") == 1  # eight more GPUs, computed
+    assert "one-cluster, two-cluster ai node-labels: +0 -0 ~1" in text  # one more host to label, one line
     assert 'data.nodes.txt (line): - -> "gpu13 ' in text
     assert "two-cluster ai gpu-queues" in text and "two-cluster aistor" not in text
 

@@ -377,20 +377,38 @@ def _summary(groups: list[Group]) -> str:
     return f"{totals['added']} added, {totals['removed']} removed, {totals['changed']} changed in {apps} apps"
 
 
+def _body(g: Group, indent: str, detail: str) -> list[str]:
+    common = _common(g)
+    lines = [f"{indent}~ {line}" for line in _common_lines(common)]
+    for change in g.changes:
+        mark = {"added": "+", "removed": "-", "changed": "~"}[change.state]
+        lines.append(f"{indent}{mark} {change.ref}")
+        lines += [f"{detail}{line}" for line in _field_lines(change, set(common))]
+    return lines
+
+
+def _merged(groups: list[Group], indent: str, detail: str) -> list[tuple[list[str], Group, list[str]]]:
+    """(variants, group, body lines): a change made alike in several variants is listed once."""
+    merged: dict[tuple[str, str, tuple[str, ...]], tuple[list[str], Group, list[str]]] = {}
+    for g in groups:
+        body = _body(g, indent, detail)
+        key = (g.cluster, g.app, tuple(body))
+        if key in merged:
+            merged[key][0].append(g.variant)
+        else:
+            merged[key] = ([g.variant], g, body)
+    return list(merged.values())
+
+
 def render_text(groups: list[Group]) -> str:
     if not groups:
         return "no change in dist/\n"
     out = []
-    for g in groups:
+    for variants, g, body in _merged(groups, "  ", "      "):
         out.append(
-            f"{g.variant} {g.cluster} {g.app}: +{g.count('added')} -{g.count('removed')} ~{g.count('changed')}"
+            f"{', '.join(variants)} {g.cluster} {g.app}: +{g.count('added')} -{g.count('removed')} ~{g.count('changed')}"
         )
-        common = _common(g)
-        out += [f"  ~ {line}" for line in _common_lines(common)]
-        for change in g.changes:
-            mark = {"added": "+", "removed": "-", "changed": "~"}[change.state]
-            out.append(f"  {mark} {change.ref}")
-            out += [f"      {line}" for line in _field_lines(change, set(common))]
+        out += body
     out.append(_summary(groups))
     return "\n".join(out) + "\n"
 
@@ -404,17 +422,13 @@ def render_markdown(groups: list[Group]) -> str:
         "| variant | cluster | app | added | removed | changed |",
         "|---|---|---|---|---|---|",
     ]
+    merged = _merged(groups, "", "    ")
     out += [
-        f"| {g.variant} | {g.cluster} | `{g.app}` | {g.count('added')} | {g.count('removed')} | {g.count('changed')} |"
-        for g in groups
+        f"| {', '.join(v)} | {g.cluster} | `{g.app}` | {g.count('added')} | {g.count('removed')} | {g.count('changed')} |"
+        for v, g, _ in merged
     ]
-    for g in groups:
-        out += ["", f"<details><summary>{g.variant} / {g.cluster} / {g.app}</summary>", "", "```"]
-        common = _common(g)
-        out += [f"~ {line}" for line in _common_lines(common)]
-        for change in g.changes:
-            mark = {"added": "+", "removed": "-", "changed": "~"}[change.state]
-            out.append(f"{mark} {change.ref}")
-            out += [f"    {line}" for line in _field_lines(change, set(common))]
+    for variants, g, body in merged:
+        out += ["", f"<details><summary>{', '.join(variants)} / {g.cluster} / {g.app}</summary>", "", "```"]
+        out += body
         out += ["```", "</details>"]
     return "\n".join(out) + "\n"
