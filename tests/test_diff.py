@@ -161,7 +161,9 @@ def test_a_gpu_pool_resize_shows_where_it_lands(site_repo, config_copy):
     text = render_text(compare(site_repo, "HEAD~1", "HEAD"))
     # the same change in both variants is listed once, naming both
     assert "one-cluster, two-cluster ai gpu-queues: +0 -0 ~1" in text
-    assert text.count("resources[name=nvidia.com/gpu].nominalQuota: 96 -> 104") == 1  # eight more GPUs, computed
+    assert (
+        text.count("resources[name=nvidia.com/gpu].nominalQuota: 96 -> 104") == 1
+    )  # eight more GPUs, computed
     assert "one-cluster, two-cluster ai node-labels: +0 -0 ~1" in text  # one more host to label, one line
     assert 'data.nodes.txt (line): - -> "gpu13 ' in text
     assert "two-cluster ai gpu-queues" in text and "two-cluster aistor" not in text
