@@ -260,3 +260,12 @@ def test_an_added_object_shows_what_it_holds(site_repo):
     text = render_text(compare(site_repo, "HEAD~1", "HEAD"))
     assert "+ ResourceQuota vision/quota" in text
     assert 'spec.hard.requests.nvidia.com/gpu: - -> "32"' in text and "metadata.name" not in text
+
+
+def test_a_runbook_change_shows_its_lines(site_repo):
+    """A text file's change shows the lines that went and came, not a bare file name."""
+    runbook = site_repo / "dist/one-cluster/bootstrap/RUNBOOK.md"
+    runbook.write_text(runbook.read_text() + "One more line.\n")
+    _commit(site_repo, "runbook")
+    text = render_text(compare(site_repo, "HEAD~1", "HEAD"))
+    assert '~ one-cluster/bootstrap/RUNBOOK.md\n       (line): - -> "One more line."' in text, text

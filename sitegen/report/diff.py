@@ -194,6 +194,13 @@ def _line_changes(path: str, old: str, new: str) -> list[tuple[str, Any, Any]]:
     ] or [(path, old, new)]
 
 
+def _text_changes(path: str, old: bytes | None, new: bytes | None) -> list[tuple[str, Any, Any]]:
+    """A text file's lines that went and came (the RUNBOOK: which step changed, not just that it did)."""
+    before = old.decode("utf-8", "replace") if old is not None else ""
+    after = new.decode("utf-8", "replace") if new is not None else ""
+    return [f for f in _line_changes("", before, after) if f[0]]  # not the whole-file fallback
+
+
 # --- the report -------------------------------------------------------------------------------------
 
 
@@ -254,9 +261,12 @@ def compare(repo: Path, base: str, head: str | None, dist: str = str(paths.REPO_
         group = groups.setdefault(key, Group(*key))
         if path.endswith(f"/{paths.APP_DESCRIPTOR}"):
             continue  # an ApplicationSet's element: its generated Application is compared below
-        if not path.endswith(".yaml"):  # the runbook, containerd's hosts.toml
+        if not path.endswith(".yaml"):  # the runbook, containerd's hosts.toml, key policies, the picture
             state = "added" if path not in old.blobs else "removed" if path not in new.blobs else "changed"
-            group.changes.append(Change(path, state))
+            lines = (
+                [] if path.endswith(".svg") else _text_changes(path, old_bytes.get(path), new_bytes.get(path))
+            )
+            group.changes.append(Change(path, state, lines))
             continue
         before = _objects(path, old_bytes[path]) if path in old_bytes else {}
         after = _objects(path, new_bytes[path]) if path in new_bytes else {}
