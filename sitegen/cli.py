@@ -66,7 +66,8 @@ def _load(config_dir: Path) -> Site:
     try:
         return load_site(config_dir, pin_needs())
     except ConfigFault as fault:
-        click.echo(f"error: {fault}", err=True)
+        for each in (fault, *fault.more):
+            click.echo(f"error: {each}", err=True)
         sys.exit(2)
 
 

@@ -27,7 +27,7 @@ from .config_mutations import (
     set_value,
     write_text,
 )
-from .conftest import edit_yaml, run_sitegen, tree_bytes
+from .conftest import edit_yaml, invoke_sitegen, run_sitegen, tree_bytes
 
 CASES = [
     # --- reading the files ---------------------------------------------------------------------
@@ -427,4 +427,18 @@ def test_duplicate_host_through_the_console_script(config_copy: Path, out_copy: 
     assert result.returncode == 2
     assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
     assert "pools.yaml: gpu.hosts[0].name: duplicate host 'cmp01'" in result.stderr
+    assert tree_bytes(out_copy) == before
+
+
+def test_every_field_error_at_once(config_copy: Path, out_copy: Path) -> None:
+    """Two wrong fields in two files: both are named, one line each, exit 2, dist untouched."""
+    set_value("network.yaml", "kubernetes", "mtu", value=100)(config_copy)
+    set_value("gitops.yaml", "argocd", "rbac", "platform-admins", value="superuser")(config_copy)
+    before = tree_bytes(out_copy)
+    result = invoke_sitegen("synth", "--config", config_copy, "--out", out_copy)
+    assert result.exit_code == 2
+    lines = result.stderr.splitlines()
+    assert len(lines) == 2 and all(line.startswith("error: ") for line in lines), result.stderr
+    assert any("/network.yaml: kubernetes.mtu: " in line for line in lines)
+    assert any("/gitops.yaml: argocd.rbac.platform-admins: " in line for line in lines)
     assert tree_bytes(out_copy) == before

@@ -37,6 +37,7 @@ class ConfigFault(Exception):
     def __init__(self, file: Path, field: str, message: str):
         message = " ".join(message.split())  # one line, whatever a value held
         super().__init__(f"{file}: {excerpt(field, 120) + ': ' if field else ''}{excerpt(message, 400)}")
+        self.more: list[ConfigFault] = []  # further problems found in the same pass (a line each)
 
 
 _EventLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -162,17 +163,10 @@ def load_site(config_dir: Path, needs: PinNeeds | None = None) -> Site:
             check_pins(site.versions, needs)
         return site
     except ValidationError as err:
-        first = err.errors(include_url=False)[0]
-        loc = tuple(part for part in first["loc"] if part not in UNION_TAGS)
-        message = first["msg"].removeprefix("Value error, ")
-        shown = excerpt(repr(first["input"]))
-        if (
-            first["type"] not in ("missing", "extra_forbidden")
-            and not isinstance(first["input"], dict | list)
-            and shown not in message
-        ):
-            message += f" (got {shown})"
-        raise _fault(files, loc, message) from None
+        # every field's problem at once; the checks across files run once the fields are right
+        faults = [_validation_fault(files, e) for e in err.errors(include_url=False)]
+        faults[0].more = faults[1:]
+        raise faults[0] from None
     except ConfigError as err:
         raise _fault(files, err.loc, err.message) from None
 
@@ -195,6 +189,19 @@ def _read_json(path: Path) -> Any:
         raise ConfigFault(path, "", f"not UTF-8 (byte {err.start})") from None
     except json.JSONDecodeError as err:
         raise ConfigFault(path, "", f"JSON error: line {err.lineno}, column {err.colno}: {err.msg}") from None
+
+
+def _validation_fault(files: dict[str, Path], error: Any) -> ConfigFault:
+    loc = tuple(part for part in error["loc"] if part not in UNION_TAGS)
+    message = error["msg"].removeprefix("Value error, ")
+    shown = excerpt(repr(error["input"]))
+    if (
+        error["type"] not in ("missing", "extra_forbidden")
+        and not isinstance(error["input"], dict | list)
+        and shown not in message
+    ):
+        message += f" (got {shown})"
+    return _fault(files, loc, message)
 
 
 def _fault(files: dict[str, Path], loc: tuple[str | int, ...], message: str) -> ConfigFault:
