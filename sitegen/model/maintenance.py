@@ -3,7 +3,9 @@ from the model (issue 15's maintenance budgets).
 
 - control plane: etcd keeps quorum with floor((n - 1) / 2) members down;
 - AIStor: a server holds `per_server` drives of each erasure set it is in (sets spread symmetrically
-  over the servers); a set keeps reading and writing while at most `parity` of its drives are gone;
+  over the servers); a set keeps reading and writing while at most `parity` of its drives are gone, and
+  maintenance spends all but one drive of that parity (a drive may fail while servers are down), or,
+  where the parity covers only one server's drives, all of it (said in the budget's reason);
 - GPU: the model servers keep their nodes (one per replica), the rest may go; the acceptance job,
   which needs every node, runs only on purpose.
 """
@@ -34,14 +36,22 @@ def drives_per_server_per_set(layout: ErasureLayout, servers: int) -> int:
     return layout.set_size // servers if layout.set_size % servers == 0 else 1
 
 
+DRIVE_MARGIN = 1  # parity kept for a drive that fails while servers are down for maintenance
+
+
 def aistor_budget(pool: str, servers: int, layout: ErasureLayout) -> Budget:
     per_server = drives_per_server_per_set(layout, servers)
-    down = layout.parity // per_server
+    layout_why = (
+        f"EC:{layout.parity} over {layout.set_size}-drive sets, {per_server} drive(s) of a set per server"
+    )
+    with_margin = max(layout.parity - DRIVE_MARGIN, 0) // per_server
+    if with_margin:
+        return Budget(
+            pool, servers, with_margin, f"{layout_why}, {DRIVE_MARGIN} drive of parity kept for a failure"
+        )
+    # the parity covers one server's drives and no more: maintenance spends all of it
     return Budget(
-        pool,
-        servers,
-        down,
-        f"EC:{layout.parity} over {layout.set_size}-drive sets, {per_server} drive(s) of a set per server",
+        pool, servers, layout.parity // per_server, f"{layout_why}, no parity left for a failure meanwhile"
     )
 
 
