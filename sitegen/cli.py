@@ -238,16 +238,17 @@ def validate(config_dir: Path, dist_dir: Path, crd_dirs: tuple[Path, ...]) -> No
 @cli.command()
 @CONFIG_OPTION
 @DIST_OPTION
-def apps(config_dir: Path, dist_dir: Path) -> None:
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def apps(config_dir: Path, dist_dir: Path, fmt: str) -> None:
     """List every Application (expanding any ApplicationSet) and print the inventory; exit 1 on a broken app."""
     site = _load(config_dir)
     _require_dirs(dist_dir)
     from sitegen.report.inventory import inventory
 
-    table, problems = inventory(dist_dir, site)
+    table, problems = inventory(dist_dir, site, as_json=fmt == "json")
     click.echo(table)
     for problem in problems:
-        click.echo(problem)
+        click.echo(problem, err=fmt == "json")
     sys.exit(1 if problems else 0)
 
 
@@ -331,21 +332,24 @@ def scan(dist_dir: Path, exceptions: Path, checkov: Path) -> None:
 @cli.command()
 @click.argument("base", default="origin/main")
 @click.argument("head", required=False)
-@click.option("--format", "fmt", type=click.Choice(["text", "markdown"]), default="text", show_default=True)
+@click.option(
+    "--format", "fmt", type=click.Choice(["text", "markdown", "json"]), default="text", show_default=True
+)
 @click.option(
     "--dist", "dist", default=str(Path("dist")), show_default=True, help="dist/ inside the repository."
 )
 def diff(base: str, head: str | None, fmt: str, dist: str) -> None:
     """What changes in the clusters from BASE to HEAD (git revisions; no HEAD: the working tree):
     objects added, removed and changed per variant, cluster and app, with their changed fields."""
-    from sitegen.report.diff import DiffError, compare, render_markdown, render_text
+    from sitegen.report.diff import DiffError, compare, render_json, render_markdown, render_text
 
     try:
         groups = compare(Path.cwd(), base, head, dist)
     except DiffError as fault:
         click.echo(f"error: {fault}", err=True)
         sys.exit(2)
-    click.echo(render_markdown(groups) if fmt == "markdown" else render_text(groups), nl=False)
+    render = {"markdown": render_markdown, "json": render_json}.get(fmt, render_text)
+    click.echo(render(groups), nl=False)
 
 
 @cli.command()

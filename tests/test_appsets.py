@@ -236,3 +236,18 @@ def test_an_object_removed_needs_the_runbooks_prune(site, inputs):
         run(site, inputs, ONE, texts=texts), "removed from ai-models", "do not prune", "require pruning",
         "says nowhere how to prune",
     )  # fmt: skip
+
+
+def test_apps_as_json_for_scripts():
+    import json
+
+    result = invoke_sitegen("apps", "--dist", DIST, "--format", "json")
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.stdout)
+    generated = {r["application"] for r in rows if r["made_by"] == "appset/site"}
+    assert {"aistor-aistor", "ai-tenant-ai-research"} <= generated
+    assert {r["application"] for r in rows if r["made_by"] == "root"} == {
+        "ai-namespaces",
+        "ai-cilium",
+        "ai-argo-cd",
+    }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from pathlib import Path
@@ -110,6 +111,19 @@ def test_markdown_for_the_job_summary(repo):
     assert result.returncode == 0, result.stderr
     assert "| one-cluster | ai | `argo-cd` | 1 | 1 | 2 |" in result.stdout
     assert "<details><summary>one-cluster / ai / argo-cd</summary>" in result.stdout
+
+
+def test_json_for_scripts(repo):
+    result = subprocess.run(
+        [str(SITEGEN), "diff", "HEAD~1", "HEAD", "--format", "json"], cwd=repo, capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stderr
+    groups = json.loads(result.stdout)
+    argo = next(g for g in groups if g["app"] == "argo-cd")
+    assert argo["variants"] == ["one-cluster"] and argo["cluster"] == "ai"
+    assert sorted(c["state"] for c in argo["changes"]) == ["added", "changed", "changed", "removed"]
+    changed = next(c for c in argo["changes"] if c["state"] == "changed" and c["fields"])
+    assert {"path", "old", "new"} == set(changed["fields"][0])
 
 
 def test_unknown_revision_is_one_line(repo):

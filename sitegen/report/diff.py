@@ -442,3 +442,21 @@ def render_markdown(groups: list[Group]) -> str:
         out += body
         out += ["```", "</details>"]
     return "\n".join(out) + "\n"
+
+
+def render_json(groups: list[Group]) -> str:
+    """The same for scripts: a list of {variants, cluster, app, changes: [{ref, state, fields}]}, a
+    change made alike in several variants once."""
+    out = []
+    for variants, g, _ in _merged(groups, "", ""):
+        changes = [
+            {
+                "ref": c.ref,
+                "state": c.state,
+                "fields": [{"path": p, "old": None if a is _MISSING else a, "new": None if b is _MISSING else b}
+                           for p, a, b in c.fields],
+            }
+            for c in g.changes
+        ]  # fmt: skip
+        out.append({"variants": variants, "cluster": g.cluster, "app": g.app, "changes": changes})
+    return json.dumps(out, indent=2, sort_keys=True, default=str) + "\n"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from sitegen.check.allowlists import allow_lists
@@ -15,7 +16,20 @@ from sitegen.report.table import table
 APPLICATION_RULES = ("APP-", "PIN-002")
 
 
-def inventory(dist: Path, site: Site) -> tuple[str, list[str]]:
+HEADERS = [
+    "variant",
+    "cluster",
+    "application",
+    "made by",
+    "project",
+    "namespace",
+    "wave",
+    "rendered from",
+    "source",
+]
+
+
+def inventory(dist: Path, site: Site, *, as_json: bool = False) -> tuple[str, list[str]]:
     docs = load_tree(dist)
     apps, errors = applications(docs, dist_files(dist))
     layouts = {v: resolve(site, v) for v in site.variants}
@@ -48,13 +62,7 @@ def inventory(dist: Path, site: Site) -> tuple[str, list[str]]:
         rows.append(
             [app.source.variant, cluster, app.name, owner, app.project, namespace, app.wave, chart, source]
         )
-    text = "\n".join(
-        table(
-            ["variant", "cluster", "application", "made by", "project", "namespace", "wave", "rendered from",
-             "source"],
-            rows,
-        )
-    )  # fmt: skip
+    text = "\n".join(table(HEADERS, rows))
     context = Context(
         docs=docs, layouts=layouts, allow=allow_lists(site), root=dist, apps=apps, expand_errors=errors
     )
@@ -64,5 +72,8 @@ def inventory(dist: Path, site: Site) -> tuple[str, list[str]]:
         if r.id.startswith(APPLICATION_RULES)
         for v in r.check(context)
     ]
+    if as_json:
+        keys = [h.replace(" ", "_") for h in HEADERS]
+        return json.dumps([dict(zip(keys, row, strict=True)) for row in rows], indent=2), problems
     summary = f"{len(apps)} applications in {len(layouts)} variants; {len(problems)} problems"
     return text + "\n" + summary, problems
