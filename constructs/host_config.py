@@ -235,6 +235,29 @@ class AdmissionConfiguration(HostConfig):
     plugins: list[AdmissionPlugin]
 
 
+class EncryptionKey(_Doc):
+    name: str
+    secret: str  # `${VAR}`: filled from the vault on the host, never in git
+
+
+class EncryptionProvider(_Doc):
+    secretbox: dict[str, list[EncryptionKey]] | None = None
+    identity: dict[str, str] | None = None  # reads what was written before encryption
+
+
+class EncryptedResources(_Doc):
+    resources: list[str]
+    providers: list[EncryptionProvider]
+
+
+class EncryptionConfiguration(HostConfig):
+    API_VERSION = "apiserver.config.k8s.io/v1"
+    KIND = "EncryptionConfiguration"
+    apiVersion: Literal["apiserver.config.k8s.io/v1"] = "apiserver.config.k8s.io/v1"
+    kind: Literal["EncryptionConfiguration"] = "EncryptionConfiguration"
+    resources: list[EncryptedResources]
+
+
 class GroupResources(_Doc):
     group: str
     resources: list[str] = []
@@ -286,5 +309,6 @@ HOST_CONFIG_MODELS: dict[tuple[str, str], type[HostConfig]] = {
         AdmissionConfiguration,
         AuditPolicy,
         AuthenticationConfiguration,
+        EncryptionConfiguration,
     )
 }

@@ -294,11 +294,48 @@ def _inventory(pool: PoolLayout) -> str:
     return "NODE_NAME=NODE_IP:\n" + "\n".join(f"  {line}" for line in lines)
 
 
+ENCRYPTION_KEY_VAR = "ENCRYPTION_KEY"
+ENCRYPTION_KEY_NAME = "key1"
+ENCRYPTION_PROVIDER = "secretbox"  # XSalsa20-Poly1305: Kubernetes' advice over aescbc (padding oracle)
+
+
 class ApiServerPolicies(Construct):
-    """Audit policy and Pod Security admission defaults the API server flags point at."""
+    """Audit policy, Pod Security admission defaults and Secrets' encryption at rest, the files the API
+    server flags point at."""
 
     def __init__(self, scope: Construct, id: str, *, kubernetes_minor: str) -> None:
         super().__init__(scope, id)
+        encryption = HostFile(
+            self,
+            "Encryption",
+            file_name="encryption-config.yaml",
+            header=(
+                f"Secrets at rest: the key comes from the vault (${{{ENCRYPTION_KEY_VAR}}}, envsubst) into "
+                f"{ENCRYPTION_CONFIG}, mode 0600, on every control-plane node before kubeadm init or join."
+            ),
+        )
+        config_document(
+            encryption,
+            api.EncryptionConfiguration(
+                resources=[
+                    api.EncryptedResources(
+                        resources=["secrets"],
+                        providers=[
+                            api.EncryptionProvider(
+                                secretbox={
+                                    "keys": [
+                                        api.EncryptionKey(
+                                            name=ENCRYPTION_KEY_NAME, secret=f"${{{ENCRYPTION_KEY_VAR}}}"
+                                        )
+                                    ]
+                                }
+                            ),
+                            api.EncryptionProvider(identity={}),
+                        ],
+                    )
+                ]
+            ),
+        )
         audit = HostFile(
             self,
             "AuditPolicy",

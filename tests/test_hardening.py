@@ -100,3 +100,36 @@ def test_a_binding_the_spoke_manager_may_not_make(site, inputs):
 
     tree = edited(inputs, TWO, "two-cluster/apps/aistor/argocd-manager/clusterrole.argocd-manager", narrower)
     blocked(run(site, inputs, TWO, tree=tree), "aistor-velero", "may not bind ClusterRole cluster-admin")
+
+
+def test_secrets_are_encrypted_at_rest_with_a_key_from_the_vault(docs):
+    """A generated EncryptionConfiguration (secretbox first, identity last to read what came before),
+    its key only as ${ENCRYPTION_KEY}; the RUNBOOK makes the key once in the vault, fills it in on every
+    control-plane host before init, and checks etcd holds a Secret with the provider's prefix."""
+    configs = [d for d in docs if d.kind == "EncryptionConfiguration"]
+    assert {d.cluster for d in configs} == {"ai", "aistor"}
+    for doc in configs:
+        (entry,) = doc.body["resources"]
+        assert entry["resources"] == ["secrets"]
+        first, last = entry["providers"][0], entry["providers"][-1]
+        assert first["secretbox"]["keys"] == [{"name": "key1", "secret": "${ENCRYPTION_KEY}"}] and last == {
+            "identity": {}
+        }
+    for variant in ("one-cluster", "two-cluster"):
+        runbook = (DIST / variant / "bootstrap/RUNBOOK.md").read_text()
+        install = runbook.index("install -D -m 0600 /dev/stdin /etc/kubernetes/enc/enc.yaml")
+        assert runbook.index("vault kv put -cas=0 secret/kubernetes/ai/encryption") < install
+        assert install < runbook.index("kubeadm init")
+        assert "grep -q 'k8s:enc:secretbox:v1:key1:'" in runbook
+
+
+def test_an_api_server_whose_encryption_config_was_never_placed(site, inputs):
+    from .bringup_cases import ONE, blocked, run, runbook_without
+
+    texts = runbook_without(inputs, ONE, r"^envsubst < \S+/encryption-config\.yaml \| install .*$")
+    blocked(
+        run(site, inputs, ONE, texts=texts),
+        "kubeadm",
+        "kube-apiserver does not start",
+        "/etc/kubernetes/enc/enc.yaml",
+    )

@@ -34,6 +34,7 @@ def test_one_cluster_file_set(site):
         "admission-config.yaml",
         "audit-policy.yaml",
         "authentication-config.yaml",
+        "encryption-config.yaml",
         "init-cp01.yaml",
         "join-compute.yaml",
         "join-control-plane-cp02.yaml",

@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from importlib.metadata import version
 from pathlib import Path, PurePosixPath
 
-from sitegen.check import schemas
+from constructs import host_config
+from sitegen.check import crd_standins, schemas
 from sitegen.check.allowlists import allow_lists
 from sitegen.check.appsets import applications, dist_files
 from sitegen.check.rules import Context, run_rules
@@ -69,8 +70,10 @@ def values_charts(site: Site, docs: list[Document]) -> dict[PurePosixPath, tuple
 # the same schemas validates the same. Kept for the process (tests validate many near-identical trees)
 # and in the cache for the next one.
 _SCHEMA_MEMO: dict[str, dict[tuple[bytes, int], list[tuple[str, str]]]] = {}
+# Everything a schema verdict depends on beside the document: the checker, the typed host-config
+# models and CRD stand-ins it reads, and the libraries. A change to any of them voids the cache.
 _SCHEMA_CODE = hashlib.sha256(
-    Path(schemas.__file__).read_bytes()
+    b"".join(Path(m.__file__).read_bytes() for m in (schemas, host_config, crd_standins))
     + version("kubernetes-validate").encode()
     + version("jsonschema").encode()
 ).hexdigest()[:16]

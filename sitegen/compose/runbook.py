@@ -13,6 +13,10 @@ from constructs.aistor import OBJECT_STORE
 from constructs.aistor import root_key as aistor_root_key
 from constructs.kubeadm import (
     AUTHENTICATION_CONFIG,
+    ENCRYPTION_CONFIG,
+    ENCRYPTION_KEY_NAME,
+    ENCRYPTION_KEY_VAR,
+    ENCRYPTION_PROVIDER,
     ETCD_PATCH,
     KUBELET_PATCH,
     PATCHES_DIR,
@@ -58,6 +62,8 @@ def _cluster_steps(apps: VariantApps, cluster: ClusterLayout, step: int) -> tupl
     kdir = paths.in_repo(paths.kubeadm_dir(variant, cluster.name))
     first, *others = cluster.control_plane.hosts
     api = cluster.spec.api
+    kv = site.secrets.vault.path
+    encryption_key = f"kubernetes/{cluster.name}/encryption"
     out: list[str] = []
 
     def section(title: str, body: str) -> None:
@@ -77,9 +83,16 @@ install -D -m 0600 {kdir}/admission-config.yaml /etc/kubernetes/admission/admiss
 install -D -m 0600 {kdir}/authentication-config.yaml {AUTHENTICATION_CONFIG}
 ```
 
-Secrets at rest: create `/etc/kubernetes/enc/enc.yaml` once on {first.name} (an `EncryptionConfiguration`
-with an `aescbc` provider whose key is `head -c 32 /dev/urandom | base64`), keep the key in the site vault,
-and copy the file, mode 0600, to every other control-plane host. It is never written to git.
+Secrets at rest ({ENCRYPTION_PROVIDER}): the key is made once, in the vault (`-cas=0` refuses to replace it,
+which would leave every Secret written with it unreadable), and filled into the API server's
+encryption config on every control-plane host. It is never written to git.
+
+```sh
+vault kv put -cas=0 {kv}/{encryption_key} key="$(head -c 32 /dev/urandom | base64)"   # once; an error later is fine
+export {ENCRYPTION_KEY_VAR}="$(vault kv get -field=key {kv}/{encryption_key})"
+envsubst < {kdir}/encryption-config.yaml | install -D -m 0600 /dev/stdin {ENCRYPTION_CONFIG}
+unset {ENCRYPTION_KEY_VAR}
+```
 """,
     )
     section(
@@ -96,6 +109,17 @@ kubeadm init --upload-certs --config /tmp/kubeadm.yaml
 install -m 0600 {kdir}/kube-vip.yaml /etc/kubernetes/manifests/kube-vip.yaml   # back to admin.conf
 export KUBEADM_CA_CERT_HASH="sha256:$(openssl x509 -pubkey -in /etc/kubernetes/pki/ca.crt \\
   | openssl pkey -pubin -outform der | sha256sum | cut -d' ' -f1)"
+```
+
+Check that Secrets reach etcd encrypted (the stored value starts with the provider's prefix):
+
+```sh
+kubectl -n kube-system create secret generic encryption-check --from-literal=check=1
+kubectl -n kube-system exec etcd-{first.name} -- etcdctl --endpoints=https://127.0.0.1:2379 \
+  --cacert=/etc/kubernetes/pki/etcd/ca.crt --cert=/etc/kubernetes/pki/etcd/healthcheck-client.crt \
+  --key=/etc/kubernetes/pki/etcd/healthcheck-client.key get /registry/secrets/kube-system/encryption-check \
+  | grep -q 'k8s:enc:{ENCRYPTION_PROVIDER}:v1:{ENCRYPTION_KEY_NAME}:' && echo "Secrets are encrypted at rest"
+kubectl -n kube-system delete secret encryption-check
 ```
 
 Store the three `KUBEADM_*` values in the site vault for the joins below. kubectl from here on uses

@@ -96,6 +96,8 @@ class RunbookReplay(SimulationState):
                 config = target
             elif tool == "install" and target is not None and words[-1].endswith(KUBELET_PATCH):
                 patch = self._one(target, "KubeletConfiguration")
+            elif tool == "install" and cluster_name is not None:  # a file placed on the cluster's hosts
+                self.host_files.setdefault(cluster_name, set()).add(words[-1])
             elif tool == "bash" and target is not None:  # on the hosts of the cluster the script is for
                 self._host_script(self._cluster_of_path(target) or cluster_name, target)
             elif tool == "kubeadm" and args[:1] in (["init"], ["join"]):
@@ -149,6 +151,19 @@ class RunbookReplay(SimulationState):
         raise Stop(Blocker("-", self.step, str(path), f"no {kind} in the file"))
 
     # ---- hosts ---------------------------------------------------------------------------------
+    def _api_server_files(self, cluster: Cluster, docs: list[dict[str, Any]], config: PurePosixPath) -> None:
+        """kube-apiserver does not start when a file its flags name is missing: the encryption config
+        (which only the runbook writes, its key from the vault) must be on the host before init."""
+        setup = next((d for d in docs if d.get("kind") == "ClusterConfiguration"), {})
+        flags = {a["name"]: a["value"] for a in (setup.get("apiServer") or {}).get("extraArgs") or []}
+        wanted = flags.get("encryption-provider-config")
+        if wanted and wanted not in self.host_files.get(cluster.name, set()):
+            raise Stop(Blocker(
+                cluster.name, self.step, str(config),
+                f"kube-apiserver does not start: --encryption-provider-config names {wanted}, which no "
+                "runbook step placed on the control-plane hosts",
+            ))  # fmt: skip
+
     def _join(self, cluster: Cluster, config: PurePosixPath, patch: Mapping[str, Any] | None) -> None:
         docs = self.tree.get(config, [])
         init = next((d for d in docs if d.get("kind") in ("InitConfiguration", "JoinConfiguration")), None)
@@ -156,6 +171,8 @@ class RunbookReplay(SimulationState):
             raise Stop(Blocker(cluster.name, self.step, str(config), "no Init/JoinConfiguration"))
         registration = init.get("nodeRegistration") or {}
         control_plane = init["kind"] == "InitConfiguration" or "controlPlane" in init
+        if init["kind"] == "InitConfiguration":
+            self._api_server_files(cluster, docs, config)
         patches = (init.get("patches") or {}).get("directory")
         if patches:
             self.patch_dirs.setdefault(cluster.name, set()).add(patches)
@@ -373,7 +390,8 @@ class RunbookReplay(SimulationState):
             mount, _, role = args[1].removeprefix("auth/").partition("/role/")
             self.vault.roles[(mount, role)] = dict(a.split("=", 1) for a in args[2:] if "=" in a)
         elif args[:2] == ["kv", "put"]:
-            self.vault.keys.add(args[2].partition("/")[2])  # <kv mount>/<key>
+            path = next(a for a in args[2:] if not a.startswith("-"))
+            self.vault.keys.add(path.partition("/")[2])  # <kv mount>/<key>
 
 
 def _reservations(patch: Mapping[str, Any] | None) -> dict[str, int]:

@@ -92,6 +92,7 @@ class SimulationState:
         self.root: RootSync | None = None
         self.healthy: set[str] = set()
         self.mc_aliases: dict[str, str] = {}  # mc alias -> S3 host
+        self.host_files: dict[str, set[str]] = {}  # cluster -> host paths the runbook installed files to
         self.patch_dirs: dict[
             str, set[str]
         ] = {}  # cluster -> the kubeadm patch folders its nodes joined with
