@@ -54,7 +54,7 @@ def test_a_version_bump_carries_its_archive_lock_and_dist():
     """Renovate's post-upgrade tasks run Makefile targets that exist, and commit every path they
     write: the vendored archive, its lock entry and the re-synthesized dist/."""
     config = json.loads((REPO / "renovate.json").read_text())
-    (rule,) = [r for r in config["packageRules"] if "postUpgradeTasks" in r]
+    (rule,) = [r for r in config["packageRules"] if "postUpgradeTasks" in r and "matchFileNames" in r]
     assert rule["matchFileNames"] == ["config/versions.yaml"]
     tasks = rule["postUpgradeTasks"]
     targets = set(re.findall(r"^([\w-]+):", (REPO / "Makefile").read_text(), re.M))
@@ -124,3 +124,36 @@ def test_a_restored_install_is_not_reinstalled(tmp_path):
         ["make", "-n", "-p", "synth"], cwd=REPO, capture_output=True, text=True, check=True
     ).stdout
     assert re.search(r"^PY_STAMP := \.venv/\.installed-[0-9a-f]{16}$", names, re.M)
+
+
+DOCKER_VERSION = re.compile(r"^v?\d+(\.\d+){0,3}(-[\w.]+)?$")  # what Renovate's docker versioning orders
+
+
+def test_every_image_tag_has_a_versioning_renovate_can_order(site):
+    """A tag docker versioning cannot order (MinIO's RELEASE dates, the Network Operator's prefixed
+    tags, DOCA and DCGM builds) gets a regex versioning of its own that parses it; otherwise Renovate
+    never proposes its bump."""
+    from fnmatch import fnmatchcase
+
+    rules = json.loads((REPO / "renovate.json").read_text())["packageRules"]
+    for key, image in site.versions.images.items():
+        versioning = None
+        for rule in rules:  # later rules win, as in Renovate
+            names = rule.get("matchPackageNames") or []
+            if "versioning" in rule and any(
+                fnmatchcase(image.repository, n.replace("**", "*")) for n in names
+            ):
+                versioning = rule["versioning"]
+        if versioning is None:
+            assert DOCKER_VERSION.match(image.tag), f"{key}: {image.tag} needs a regex versioning"
+            continue
+        pattern = versioning.removeprefix("regex:").replace("(?<", "(?P<")
+        assert re.match(pattern, image.tag), f"{key}: {versioning} does not parse {image.tag}"
+
+
+def test_a_python_bump_renews_the_hashed_locks():
+    rules = json.loads((REPO / "renovate.json").read_text())["packageRules"]
+    (rule,) = [r for r in rules if "pep621" in (r.get("matchManagers") or []) and "postUpgradeTasks" in r]
+    assert rule["postUpgradeTasks"]["commands"] == ["make lock"]
+    assert "requirements.lock" in rule["postUpgradeTasks"]["fileFilters"]
+    assert "--no-emit-index-url" in (REPO / "Makefile").read_text()  # the lock never names an index
