@@ -21,3 +21,33 @@ def test_whole_node_jobs_give_their_gpus_back_when_a_node_is_missing():
         assert (
             wait["requeuingStrategy"]["backoffBaseSeconds"] <= wait["requeuingStrategy"]["backoffMaxSeconds"]
         )
+
+
+def test_tenant_backups_skip_the_volumes_no_snapshot_can_take():
+    """The nightly tenant backup snapshots volumes with CSI; a claim whose driver has no
+    VolumeSnapshotClass (TopoLVM's local cache) would fail it: the Schedule's volume policy skips every
+    StorageClass of the cluster without one."""
+    from sitegen.check.tree import load_tree
+
+    from .conftest import DIST
+
+    docs = load_tree(DIST)
+    schedules = [d for d in docs if d.kind == "Schedule" and d.name == "tenants"]
+    assert schedules
+    for schedule in schedules:
+        here = [d for d in docs if d.variant == schedule.variant and d.cluster == schedule.cluster]
+        snapshot_drivers = {d.body["driver"] for d in here if d.kind == "VolumeSnapshotClass"}
+        classes = {d.name: d.body["provisioner"] for d in here if d.kind == "StorageClass"}
+        without = {name for name, driver in classes.items() if driver not in snapshot_drivers}
+        assert without, "the cluster has a class without snapshots (TopoLVM's local-nvme)"
+        ref = schedule.body["spec"]["template"]["resourcePolicy"]
+        assert ref["kind"] == "configmap"
+        (config_map,) = [d for d in here if d.kind == "ConfigMap" and d.name == ref["name"]]
+        policy = yaml.safe_load(config_map.body["data"]["policy.yaml"])
+        skipped = {
+            c
+            for p in policy["volumePolicies"]
+            if p["action"]["type"] == "skip"
+            for c in p["conditions"]["storageClass"]
+        }
+        assert without <= skipped, (schedule.file, without - skipped)

@@ -3,12 +3,17 @@ plugin for S3 (AIStor), CSI snapshots on, no node agent (volumes are snapshotted
 PowerScale, not copied). With it, as the chart's extra objects (they need its CRDs): one
 BackupStorageLocation on AIStor (`velero/<cluster>/` of the backup bucket, the AIStor CA by reference)
 and a Schedule per namespace class of config: the site's namespaces with the cluster-scoped objects,
-and the tenants' namespaces with CSI snapshots of their volumes. Its keys: `velero-config`."""
+and the tenants' namespaces with CSI snapshots of their volumes, skipping (a volume policy) the classes no
+snapshot can take. Its keys: `velero-config`."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import yaml
+
+from constructs.aistor import DRIVE_CLASS
+from constructs.local_cache import CLASS_NAME as LOCAL_CACHE_CLASS
 from sitegen.components.base import ChartComponent, Flow, Layer, NamespaceSecurity
 from sitegen.components.context import ClusterContext
 from sitegen.components.networking.cilium import Cilium
@@ -24,6 +29,11 @@ VELERO_API = "velero.io/v1"
 LOCATION = "aistor"
 CREDENTIALS = "velero-aistor"  # `cloud`: the AWS plugin's credentials file, from the vault
 PLUGINS = "plugins"
+VOLUME_POLICY = "volume-policy"
+# Volumes no CSI snapshot can take, skipped by the tenants' backups instead of failing them: TopoLVM's
+# node-local caches (thick volumes: no snapshots; a model cache comes back from its source) and
+# DirectPV's drives (AIStor's, protected by its erasure coding).
+UNSNAPSHOTTED_CLASSES = (LOCAL_CACHE_CLASS, DRIVE_CLASS)
 
 
 class Capabilities(Values):
@@ -123,6 +133,21 @@ def namespace_classes(ctx: ClusterContext) -> dict[str, list[str]]:
     return {"platform": [ns for ns in site if ns not in tenants], "tenants": tenants}
 
 
+def _volume_policy() -> dict[str, Any]:
+    policy = {
+        "version": "v1",
+        "volumePolicies": [
+            {"conditions": {"storageClass": list(UNSNAPSHOTTED_CLASSES)}, "action": {"type": "skip"}}
+        ],
+    }
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": VOLUME_POLICY, "namespace": NAMESPACE},
+        "data": {"policy.yaml": yaml.safe_dump(policy, sort_keys=False)},
+    }
+
+
 def _schedules(ctx: ClusterContext) -> list[dict[str, Any]]:
     velero = ctx.site.services.backups.velero
     configured = {"platform": velero.platform, "tenants": velero.tenants}
@@ -142,6 +167,8 @@ def _schedules(ctx: ClusterContext) -> list[dict[str, Any]]:
             "snapshotVolumes": name == "tenants",
             "includeClusterResources": name == "platform",
         }
+        if name == "tenants":
+            template["resourcePolicy"] = {"kind": "configmap", "name": VOLUME_POLICY}
         out.append(
             {
                 "apiVersion": VELERO_API,
@@ -204,6 +231,6 @@ class Velero(ChartComponent):
                 )
             ],
             resources=requests("100m", "256Mi", "1Gi"),
-            extraObjects=[_location(ctx), *_schedules(ctx)],
+            extraObjects=[_location(ctx), _volume_policy(), *_schedules(ctx)],
             **placed(ctx.system_placement),
         )
