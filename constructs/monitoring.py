@@ -67,6 +67,15 @@ class FabricPool:
 
 
 @dataclass(frozen=True)
+class BackupWatch:
+    """A scheduled backup: an etcd snapshot CronJob (`namespace`) or a Velero Schedule (`schedule`)."""
+
+    what: str  # etcd, or velero
+    name: str  # the CronJob's namespace, or the Schedule's name
+    stale_after_seconds: int  # its longest gap between runs, and an hour
+
+
+@dataclass(frozen=True)
 class SiteRisks:
     gpus_per_node: dict[str, tuple[int, tuple[str, ...]]]  # GPU pool -> (GPUs per node, its hosts)
     fabric_pools: tuple[FabricPool, ...]
@@ -75,6 +84,7 @@ class SiteRisks:
     health_namespace: str | None = None  # where the periodic GPU health checks run (None: none)
     health_max_age_days: int = 8
     policy_audit: bool = False  # Cilium only logs what the network policies would drop
+    backups: tuple[BackupWatch, ...] = ()  # what must succeed on schedule, in any cluster of the variant
 
 
 def _alert(name: str, expr: str, severity: str, summary: str, for_: str = "5m") -> dict[str, Any]:
@@ -171,6 +181,37 @@ def _health_rules(risks: SiteRisks) -> list[dict[str, Any]]:
             for_="1h",
         ),
     ]
+
+
+def _backup_rules(risks: SiteRisks) -> list[dict[str, Any]]:
+    """A backup that failed, one that has not succeeded for longer than its schedule allows, and one
+    that never did, per cluster (the hub evaluates the spokes' series too)."""
+    rules = []
+    for watch in risks.backups:
+        hours = watch.stale_after_seconds // 3600
+        if watch.what == "etcd":
+            where = f'namespace="{watch.name}"'
+            last = f"max by (cluster) (kube_cronjob_status_last_successful_time{{{where}}})"
+            failed = (
+                f"max by (cluster, job_name) (kube_job_status_failed{{{where}}}) > 0 and on (cluster, job_name) "
+                f"(time() - max by (cluster, job_name) (kube_job_status_start_time{{{where}}})) < {watch.stale_after_seconds}"
+            )
+            label, subject = "EtcdBackup", "the etcd snapshot"
+        else:
+            where = f'schedule="{watch.name}"'
+            last = f"max by (cluster) (velero_backup_last_successful_timestamp{{{where}}})"
+            failed = f"max by (cluster) (velero_backup_last_status{{{where}}}) != 1"
+            label, subject = f"VeleroBackup{watch.name.title()}", f"Velero's {watch.name} backup"
+        rules += [
+            _alert(f"{label}Failed", failed, "warning",
+                   f"{subject} failed in {{{{ $labels.cluster }}}}: read its logs before the next run", for_="15m"),
+            _alert(f"{label}Stale", f"(time() - {last}) > {watch.stale_after_seconds}", "critical",
+                   f"{subject} has not succeeded for more than {hours} h in {{{{ $labels.cluster }}}}", for_="0m"),
+            _alert(f"{label}Missing", f"absent({last.removeprefix('max by (cluster) (').removesuffix(')')})",
+                   "critical", f"{subject} has never succeeded since monitoring started ({hours} h)",
+                   for_=f"{hours}h"),
+        ]  # fmt: skip
+    return rules
 
 
 def _fabric_rules(risks: SiteRisks) -> list[dict[str, Any]]:
@@ -290,6 +331,7 @@ class SiteAlerts(Construct):
                 ("site-storage", _storage_rules(risks)),
                 ("site-etcd", ETCD_RULES),
                 ("site-health", _health_rules(risks) if risks.health_namespace else []),
+                ("site-backups", _backup_rules(risks)),
                 ("site-network", [POLICY_AUDIT_ALERT] if risks.policy_audit else []),
             )
             if rules

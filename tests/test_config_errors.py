@@ -137,6 +137,13 @@ CASES = [
         "10.10.0.0/28 holds 13 host addresses; the pools have 102 hosts",
     ),
     case(
+        "backup-schedule-beyond-a-week",
+        set_value("services.yaml", "backups", "etcd", "schedule", value="0 0 1 * *"),
+        "services.yaml",
+        "backups.etcd.schedule",
+        "day of month and month must be *",
+    ),
+    case(
         "backup-lock-outlives-retention",
         set_value("storage.yaml", "aistor", "bucket_protection", "site-backups", "lock_days", value=20),
         "storage.yaml",

@@ -51,3 +51,43 @@ def test_tenant_backups_skip_the_volumes_no_snapshot_can_take():
             for c in p["conditions"]["storageClass"]
         }
         assert without <= skipped, (schedule.file, without - skipped)
+
+
+def test_the_longest_gap_of_a_schedule():
+    from sitegen.model.cron import longest_gap_seconds
+
+    assert longest_gap_seconds("0 */6 * * *") == 6 * 3600
+    assert longest_gap_seconds("30 1 * * *") == 24 * 3600
+    assert longest_gap_seconds("0 3 * * 0") == 7 * 86400
+    assert longest_gap_seconds("0 1,5 * * *") == 20 * 3600  # 05:00 to 01:00 the next day
+    assert longest_gap_seconds("0 2 * * 1-5") == 3 * 86400  # Friday to Monday
+    import pytest
+
+    with pytest.raises(ValueError, match="day of month"):
+        longest_gap_seconds("0 0 1 * *")
+
+
+def test_every_backup_alerts_when_it_fails_or_goes_stale(site):
+    """The etcd snapshots and each Velero schedule: failed, stale (no success for longer than the
+    schedule's longest gap and an hour, computed from config) and never succeeded."""
+    from sitegen.check.tree import load_tree
+
+    from .conftest import DIST
+
+    backups = site.services.backups
+    expected = {
+        "EtcdBackup": backups.etcd.longest_gap_seconds + 3600,
+        "VeleroBackupPlatform": backups.velero.platform.longest_gap_seconds + 3600,
+        "VeleroBackupTenants": backups.velero.tenants.longest_gap_seconds + 3600,
+    }
+    rules = {
+        r["alert"]: r
+        for d in load_tree(DIST)
+        if d.variant == "two-cluster" and d.kind == "PrometheusRule" and d.name == "site"
+        for g in d.body["spec"]["groups"]
+        for r in g["rules"]
+    }
+    for prefix, seconds in expected.items():
+        assert {f"{prefix}Failed", f"{prefix}Stale", f"{prefix}Missing"} <= set(rules), prefix
+        assert rules[f"{prefix}Stale"]["expr"].endswith(f"> {seconds}")
+        assert rules[f"{prefix}Missing"]["for"] == f"{seconds // 3600}h"

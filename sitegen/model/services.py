@@ -6,9 +6,10 @@ from __future__ import annotations
 from typing import Annotated, Literal
 from urllib.parse import urlparse
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from sitegen.model.clusters import Cluster
+from sitegen.model.cron import longest_gap_seconds
 from sitegen.model.fields import Address, BucketName, ConfigError, DnsLabel, DnsName, HttpsUrl, Strict
 from sitegen.model.hardware import Hardware
 from sitegen.model.pools import INFRA_ROLE, Pool
@@ -113,6 +114,16 @@ Cron = Annotated[str, Field(pattern=r"^(\S+\s+){4}\S+$")]  # five fields, as a C
 class BackupSchedule(Strict):
     schedule: Cron  # UTC
     retention_days: Annotated[int, Field(ge=1)]
+
+    @field_validator("schedule")
+    @classmethod
+    def _bounded(cls, schedule: str) -> str:
+        longest_gap_seconds(schedule)  # its staleness alert needs the longest gap between two runs
+        return schedule
+
+    @property
+    def longest_gap_seconds(self) -> int:
+        return longest_gap_seconds(self.schedule)
 
 
 class VeleroBackups(Strict):

@@ -13,6 +13,7 @@ from constructs import Construct
 from constructs.edge import SITE_CA_CERT_VAULT_KEY
 from constructs.monitoring import (
     CILIUM_TARGETS,
+    BackupWatch,
     DashboardReader,
     Dashboards,
     FabricPool,
@@ -51,6 +52,7 @@ from sitegen.components.observability.telemetry import (
     TELEMETRY_USERS,
 )
 from sitegen.components.platform.secret_store import SecretStore
+from sitegen.components.platform_nodes.etcd_backup import EtcdBackup
 from sitegen.components.storage.aistor import ca_secret as aistor_ca
 from sitegen.model import Site, VariantLayout
 
@@ -199,4 +201,17 @@ def site_risks(site: Site, variant: VariantLayout) -> SiteRisks:
         health_namespace=GPU_HEALTH if any(p.hardware.gpu for p in pools) else None,
         health_max_age_days=site.services.health.max_age_days,
         policy_audit=site.network.kubernetes.network_policy == "audit",
+        backups=_backups(site),
+    )
+
+
+def _backups(site: Site) -> tuple[BackupWatch, ...]:
+    backups = site.services.backups
+    margin = 3600  # a run takes time, and Prometheus scrapes every so often
+    return (
+        BackupWatch("etcd", EtcdBackup.namespace, backups.etcd.longest_gap_seconds + margin),
+        *(
+            BackupWatch("velero", name, schedule.longest_gap_seconds + margin)
+            for name, schedule in (("platform", backups.velero.platform), ("tenants", backups.velero.tenants))
+        ),
     )
