@@ -9,7 +9,8 @@ from collections.abc import Callable
 from pathlib import PurePosixPath
 from typing import Any
 
-from sitegen.check.bringup import Result, bringup, timeline
+from sitegen.check.bringup import Result, Simulation, bringup, timeline
+from sitegen.model import resolve
 
 Tree = dict[PurePosixPath, list[dict[str, Any]]]
 ONE, TWO = "one-cluster", "two-cluster"
@@ -71,3 +72,11 @@ def rewaved(inputs, variant: str, app: str, wave: int) -> tuple[Tree, dict[PureP
         ]
 
     return edited(inputs, variant, f"{variant}/bootstrap/argocd.applicationset.site", with_step), texts
+
+
+def installed(site, inputs, variant: str = ONE) -> Simulation:
+    """The variant brought up, its simulation kept for a day-2 scenario or a look at its apps."""
+    tree, texts = inputs[variant]
+    sim = Simulation(resolve(site, variant), tree, texts, argocd_namespace=site.gitops.argocd.namespace)
+    assert sim.run().ok
+    return sim

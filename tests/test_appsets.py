@@ -10,13 +10,13 @@ from pathlib import PurePosixPath
 import yaml
 
 from sitegen.check.appsets import applications, dist_files
-from sitegen.check.bringup import Simulation, bringup, from_dist, timeline
+from sitegen.check.bringup import bringup, from_dist, timeline
 from sitegen.check.bringup.day2 import ordered_chart_bump
 from sitegen.check.bringup.events import Stop
 from sitegen.check.tree import load_tree
-from sitegen.model import load_site, resolve
+from sitegen.model import load_site
 
-from .bringup_cases import ONE, TWO, blocked, edited, run
+from .bringup_cases import ONE, TWO, blocked, edited, installed, run
 from .conftest import CONFIG, DIST, invoke_sitegen, run_sitegen, validate
 
 APPSET = "bootstrap/argocd.applicationset.site.yaml"
@@ -128,22 +128,15 @@ def test_a_spoke_without_its_cluster_secret_labels(site, inputs):
     blocked(run(site, inputs, TWO, tree=broken), "aistor", "argocd.argoproj.io/secret-type=cluster")
 
 
-def _installed(site, inputs, variant):
-    tree, texts = inputs[variant]
-    sim = Simulation(resolve(site, variant), tree, texts, argocd_namespace=site.gitops.argocd.namespace)
-    assert sim.run().ok
-    return sim
-
-
 def test_an_ordered_chart_bump_applies_in_step_order(site, inputs):
     for variant in (ONE, TWO):
-        sim = _installed(site, inputs, variant)
+        sim = installed(site, inputs, variant)
         ordered_chart_bump(sim)
         assert "synced in order" in sim.result.timeline[-1].what
 
 
 def test_the_same_bump_with_the_steps_reversed_fails_naming_the_step(site, inputs):
-    sim = _installed(site, inputs, TWO)
+    sim = installed(site, inputs, TWO)
     try:
         ordered_chart_bump(sim, reverse_steps=True)
     except Stop as stop:
@@ -156,7 +149,7 @@ def test_the_same_bump_with_the_steps_reversed_fails_naming_the_step(site, input
 def test_the_rollout_gates_each_step_on_the_ones_before(site, inputs):
     """An app of an early step that never turns Healthy holds every later step: none of them is
     synced, and the blocker names the step that waits and the app it waits for."""
-    sim = _installed(site, inputs, ONE)
+    sim = installed(site, inputs, ONE)
     rollout = sim.root.rollouts["site"]
     first = min(rollout.apps, key=lambda n: (rollout.step_of[n], n))
     later = [n for n in rollout.apps if rollout.step_of[n] > rollout.step_of[first]]
@@ -239,8 +232,6 @@ def test_an_object_removed_needs_the_runbooks_prune(site, inputs):
 
 
 def test_apps_as_json_for_scripts():
-    import json
-
     result = invoke_sitegen("apps", "--dist", DIST, "--format", "json")
     assert result.exit_code == 0, result.output
     rows = json.loads(result.stdout)

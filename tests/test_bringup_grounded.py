@@ -10,7 +10,7 @@ import yaml
 
 from sitegen.check.bringup import timeline
 
-from .bringup_cases import ONE, TWO, blocked, edited, run, runbook_without
+from .bringup_cases import ONE, TWO, blocked, edited, installed, run, runbook_without
 
 # --- Vault login --------------------------------------------------------------------------------------
 
@@ -65,7 +65,7 @@ def test_without_application_health_the_rollout_still_orders(site, inputs):
     assert result.ok, timeline(result)
     healthy = [n for e in result.timeline if e.what.startswith("Healthy: ") for n in e.what[9:].split(", ")]
     rollout_order = [n for n in healthy if n not in ("ai-namespaces", "ai-cilium", "ai-argo-cd")]
-    waves = {n: a.wave for n, a in _installed_apps(site, inputs).items()}
+    waves = {n: a.wave for n, a in installed(site, inputs).apps.items()}
     assert [waves[n] for n in rollout_order] == sorted(waves[n] for n in rollout_order)
 
 
@@ -285,16 +285,6 @@ def test_bringup_prints_its_assumptions_and_each_is_reviewed(site, inputs):
         in result.assumed
     )
     assert "assumed (reviewed" in timeline(result)
-
-
-def _installed_apps(site, inputs):
-    from sitegen.check.bringup import Simulation
-    from sitegen.model import resolve
-
-    tree, texts = inputs[ONE]
-    sim = Simulation(resolve(site, ONE), tree, texts, argocd_namespace=site.gitops.argocd.namespace)
-    assert sim.run().ok
-    return sim.apps
 
 
 def test_the_labeler_as_shipped_fails_on_pretty_printed_json(site, inputs):

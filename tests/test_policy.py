@@ -425,3 +425,23 @@ def test_rule_ids_are_unique():
 
     with pytest.raises(ValueError, match="rule id SEC-001 is taken by no-secret-data"):
         rule("SEC-001", "again", "a second rule under a taken id")(lambda ctx: iter(()))
+
+
+def test_the_schema_cache_keys_on_every_module_the_checker_reads():
+    """validate keeps schema verdicts across runs by the digest of their sources: a project module the
+    checker imports (the host-config models, the CRD stand-ins) left out of it would serve stale
+    verdicts after that module changes (it did, for a new host-config kind)."""
+    import ast
+    import importlib
+    from pathlib import Path
+
+    from sitegen.check import schemas
+
+    tree = ast.parse(Path(schemas.__file__).read_text())
+    imported = {
+        node.module for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] in ("constructs", "sitegen")
+    }  # fmt: skip
+    assert imported
+    sources = {m.__name__ for m in validate_module._SCHEMA_SOURCES}
+    assert {importlib.import_module(m).__name__ for m in imported} <= sources

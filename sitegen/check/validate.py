@@ -17,6 +17,7 @@ from sitegen.check.rules import Context, run_rules
 from sitegen.check.schemas import SchemaCatalog, json_patch_problems
 from sitegen.check.tree import Document, load_tree
 from sitegen.components.base import ChartComponent
+from sitegen.compose import kube_yaml
 from sitegen.compose.apps import variant_apps
 from sitegen.compose.chart_supply import ChartStore
 from sitegen.compose.tools import keep, read_stored
@@ -72,8 +73,9 @@ def values_charts(site: Site, docs: list[Document]) -> dict[PurePosixPath, tuple
 _SCHEMA_MEMO: dict[str, dict[tuple[bytes, int], list[tuple[str, str]]]] = {}
 # Everything a schema verdict depends on beside the document: the checker, the typed host-config
 # models and CRD stand-ins it reads, and the libraries. A change to any of them voids the cache.
+_SCHEMA_SOURCES = (schemas, host_config, crd_standins, kube_yaml)
 _SCHEMA_CODE = hashlib.sha256(
-    b"".join(Path(m.__file__).read_bytes() for m in (schemas, host_config, crd_standins))
+    b"".join(Path(m.__file__).read_bytes() for m in _SCHEMA_SOURCES)
     + version("kubernetes-validate").encode()
     + version("jsonschema").encode()
 ).hexdigest()[:16]

@@ -183,6 +183,20 @@ class AppSync:
             or (destination_refusal(project, server, ns) if ns else None)
         )
 
+    def _manager_refusal(self, manager: tuple[str, str], body: Mapping[str, Any]) -> str | None:
+        """What a spoke's manager account may not do with the object: create its kind, or bind the role
+        a binding names (the API server refuses a binding to a role its creator may not bind)."""
+        group, kind, _, _ = key_of(body)
+        ref = body.get("roleRef") or {}
+        if kind in ("ClusterRoleBinding", "RoleBinding") and group == RBAC_GROUP and ref:
+            roles = "clusterroles" if ref.get("kind") == "ClusterRole" else "roles"
+            if not self.cluster.may(manager, "bind", RBAC_GROUP, roles, name=ref.get("name")):
+                return f"bind {ref.get('kind')} {ref.get('name')} (the API server refuses the binding)"
+        resource = self.cluster.resource_name(group, kind)
+        if not self.cluster.may(manager, "create", group, resource):
+            return f"create {resource}{'.' + group if group else ''}"
+        return None
+
     def _check(self, body: Mapping[str, Any], *, dry_run: bool) -> Failure | None:
         group, kind, ns, _ = key_of(body)
         where = self.cluster.name
@@ -203,24 +217,10 @@ class AppSync:
                 f"Argo CD has no credential for {where}: no service-account token was issued there", None,
             )  # fmt: skip
         if manager is not None:
-            resource = self.cluster.resource_name(group, kind)
-            ref = body.get("roleRef") or {}
-            if kind in ("ClusterRoleBinding", "RoleBinding") and group == RBAC_GROUP and ref:
-                roles = "clusterroles" if ref.get("kind") == "ClusterRole" else "roles"
-                if not self.cluster.may(manager, "bind", RBAC_GROUP, roles, name=ref.get("name")):
-                    return Failure(
-                        self.name, show(key_of(body)),
-                        f"Argo CD manages {where} as {manager[0]}/{manager[1]}, which may not bind "
-                        f"{ref.get('kind')} {ref.get('name')} (the API server refuses the binding)",
-                        None,
-                    )  # fmt: skip
-            if not self.cluster.may(manager, "create", group, resource):
-                return Failure(
-                    self.name, show(key_of(body)),
-                    f"Argo CD manages {where} as {manager[0]}/{manager[1]}, which may not create "
-                    f"{resource}{'.' + group if group else ''}",
-                    None,
-                )  # fmt: skip
+            refused = self._manager_refusal(manager, body)
+            if refused:
+                what = f"Argo CD manages {where} as {manager[0]}/{manager[1]}, which may not {refused}"
+                return Failure(self.name, show(key_of(body)), what, None)
         if not self.cluster.serves(group, kind):
             own = (group, kind) in self._own_crds()
             if not (dry_run and (own or self._skips_dry_run(body))):

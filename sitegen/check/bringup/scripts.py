@@ -21,6 +21,7 @@ from typing import Any
 
 from sitegen.check.bringup.apiserver import fake_apiserver, node
 from sitegen.check.bringup.cluster import Cluster
+from sitegen.check.bringup.objects import key_of
 
 IN_CLUSTER_API = "https://kubernetes.default.svc"
 SERVICE_ACCOUNT = "/var/run/secrets/kubernetes.io/serviceaccount"
@@ -100,9 +101,7 @@ def run_api_jobs(cluster: Cluster) -> list[tuple[str, str, str]]:
             }
             for job, container in jobs:
                 ref = f"CronJob {job['metadata'].get('namespace')}/{job['metadata']['name']}"
-                owner = cluster.objects[
-                    ("batch", "CronJob", job["metadata"].get("namespace", ""), job["metadata"]["name"])
-                ].owner
+                owner = cluster.objects[key_of(job)].owner
                 work = root / job["metadata"]["name"]
                 (work / "sa").mkdir(parents=True)
                 (work / "sa" / "token").write_text(api.token)
