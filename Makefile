@@ -14,10 +14,11 @@ PIP_NOISE := is ignored: it is neither a file nor a directory
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 HELM := node_modules/.sitegen/bin/helm
 
-.PHONY: synth test lint plan validate bench deps scan-deps lock imports clean charts charts-renew scan
+.PHONY: synth test site adoption lint plan validate bench deps scan-deps lock imports clean charts charts-renew scan
 
+# dist/, then the blocks of docs/ that show the site's figures (the component table, the storage map)
 synth: $(PY_STAMP) $(NPM_STAMP)
-	@$(BIN)/sitegen synth
+	@$(BIN)/sitegen synth && $(BIN)/sitegen docs
 
 # The chart archives synth renders are vendored (vendor/charts/, checked against charts.lock). `charts`
 # checks them; `charts-renew` vendors what config/versions.yaml pins now and the lock does not hold yet
@@ -32,7 +33,10 @@ charts-renew: $(PY_STAMP) $(NPM_STAMP)
 # Tests copy dist/ (45 MB) dozens of times: on a RAM-backed /dev/shm when the machine has one.
 TEST_TMPDIR := $(or $(TMPDIR),$(shell test -d /dev/shm -a -w /dev/shm && echo /dev/shm))
 
-test: $(PY_STAMP) $(NPM_STAMP)
+# The README's test command: the site's own checks first (a config error stops here, one line each),
+# then the generator's tests, which run on the fixture sites under tests/fixtures/ and so pass whatever
+# config/ holds.
+test: site
 	@$(if $(TEST_TMPDIR),TMPDIR=$(TEST_TMPDIR) )$(BIN)/pytest
 
 # Import layers (pyproject's [tool.importlinter]). import-linter finds packages with importlib, and our
@@ -64,6 +68,17 @@ $(SCAN_STAMP):
 	@set -o pipefail; $(SCAN_VENV)/bin/pip install --quiet --require-hashes --no-deps \
 		-r .ci/scanner/requirements.lock 2>&1 | { grep -v "$(PIP_NOISE)" || true; }
 	@rm -f $(dir $@).installed*; touch $@
+
+# A site owner's changes (more GPU nodes, a tenant, a chart bump, an AIStor pool, a bad CIDR), each on
+# a copy of the repository through make: tests/test_adoption.py. Slow; CI runs it after `make test`.
+adoption: $(PY_STAMP) $(NPM_STAMP) $(SCAN_STAMP)
+	@$(if $(TEST_TMPDIR),TMPDIR=$(TEST_TMPDIR) )$(BIN)/pytest -m adoption --dist load
+
+# The site's own checks on config/ and dist/, what a site PR keeps green: config/ loads, dist/ is what
+# it synthesizes, validate, bringup (sitegen check), then the scanner against the reviewed exceptions.
+site: $(PY_STAMP) $(NPM_STAMP) $(SCAN_STAMP)
+	@$(BIN)/sitegen check
+	@SITEGEN_CHECKOV=$(SCAN_VENV)/bin/checkov $(BIN)/sitegen scan
 
 plan: $(PY_STAMP) $(NPM_STAMP)
 	@$(BIN)/sitegen plan

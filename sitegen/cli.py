@@ -25,7 +25,8 @@ CONFIG_OPTION = click.option(
     "config_dir",
     type=click.Path(path_type=Path, file_okay=False),
     default=Path("config"),
-    show_default=True,
+    envvar="SITEGEN_CONFIG",
+    show_default="$SITEGEN_CONFIG or config",
     help="Config directory (site, pools, networks, clusters, variants, storage, versions).",
 )
 
@@ -35,8 +36,19 @@ DIST_OPTION = click.option(
     "dist_dir",
     type=click.Path(path_type=Path, file_okay=False),
     default=Path("dist"),
-    show_default=True,
+    envvar="SITEGEN_DIST",
+    show_default="$SITEGEN_DIST or dist",
     help="Synthesized tree to read (every variant in it).",
+)
+
+
+DOCS_OPTION = click.option(
+    "--docs",
+    "docs_dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=Path("docs"),
+    show_default=True,
+    help="Pages whose generated blocks show the site's figures.",
 )
 
 
@@ -296,6 +308,71 @@ def bringup(config_dir: Path, dist_dir: Path, variants: tuple[str, ...]) -> None
         click.echo(timeline(result))
         failed |= not result.ok
     sys.exit(1 if failed else 0)
+
+
+@cli.command()
+@CONFIG_OPTION
+@DOCS_OPTION
+@click.option("--check", "check_only", is_flag=True, help="Write nothing; exit 1 naming each stale page.")
+def docs(config_dir: Path, docs_dir: Path, check_only: bool) -> None:
+    """Rewrite the generated blocks of docs/ (the component table, the storage map) from config/."""
+    from sitegen.report import docs as generated
+
+    site = _load(config_dir)
+    _require_dirs(docs_dir)
+    try:
+        pages = generated.stale(docs_dir, site) if check_only else generated.refresh(docs_dir, site)
+    except generated.UnknownBlock as fault:
+        click.echo(f"error: {fault}", err=True)
+        sys.exit(2)
+    for page in pages:
+        state = "are stale: run `make synth`" if check_only else "rewritten"
+        click.echo(f"{'error: ' if check_only else ''}{page}: generated blocks {state}", err=check_only)
+    sys.exit(1 if check_only and pages else 0)
+
+
+@cli.command()
+@CONFIG_OPTION
+@DIST_OPTION
+@DOCS_OPTION
+@click.pass_context
+def check(ctx: click.Context, config_dir: Path, dist_dir: Path, docs_dir: Path) -> None:
+    """The site's own checks, stopping at the first that fails: config/ loads (every error, exit 2),
+    dist/ and the generated blocks of docs/ are what it synthesizes (run make synth), validate, bringup.
+    `make site` adds the scan."""
+    from sitegen.compose import fingerprint
+
+    _load(config_dir)
+    _require_dirs(dist_dir)
+    if fingerprint.recorded(dist_dir) != fingerprint.fingerprint(config_dir, None):
+        click.echo(
+            f"error: {dist_dir / fingerprint.INPUTS}: {dist_dir}/ is stale: {config_dir}/ or the generator "
+            "changed since the last synth; run `make synth` and commit dist/",
+            err=True,
+        )
+        sys.exit(2)
+    for step, args in (
+        (docs, {"docs_dir": docs_dir, "check_only": True}),
+        (validate, {"dist_dir": dist_dir}),
+    ):
+        try:
+            ctx.invoke(step, config_dir=config_dir, **args)
+        except SystemExit as done:
+            if done.code:
+                raise
+    from sitegen.check.bringup import bringup as simulate
+    from sitegen.check.bringup import from_dist, timeline
+
+    site = _load(config_dir)
+    for variant in site.variants:
+        if not (dist_dir / variant).is_dir():
+            click.echo(f"error: {dist_dir / variant}: not synthesized; run `make synth`", err=True)
+            sys.exit(2)
+        result = simulate(site, variant, *from_dist(dist_dir, variant))
+        if not result.ok:  # the whole timeline: what came up before the blocker tells where to look
+            click.echo(timeline(result))
+            sys.exit(1)
+        click.echo(f"bring-up of {variant}: every Application Healthy (sitegen bringup prints the timeline)")
 
 
 @cli.command()

@@ -1,7 +1,14 @@
-"""Shared fixtures: the default site, editable copies of config/, and the CLI as a subprocess."""
+"""Shared fixtures: the seed site (a fixture, never the live config/), its synthesized tree, editable
+copies of it, and the CLI as a subprocess.
+
+The generator's tests run on committed fixture sites, so they pass whatever config/ holds: a site
+owner's change is checked by the site checks (`make site`), not by tests that know the seed's figures.
+"""
 
 from __future__ import annotations
 
+import fcntl
+import os
 import shutil
 import subprocess
 import sys
@@ -17,9 +24,45 @@ import sitegen  # noqa: F401  (selects the project's Node for jsii before cdk8s 
 from sitegen.model import Site, load_site
 
 REPO = Path(__file__).resolve().parent.parent
-CONFIG = REPO / "config"
-DIST = REPO / "dist"
+CONFIG = REPO / "tests" / "fixtures" / "seed-site"  # the seed's config/, copied: the default fixture site
 SITEGEN = Path(sys.executable).parent / "sitegen"
+
+
+def _seed_dist() -> Path:
+    """The seed site's synthesized tree: the committed dist/ while config/ is the seed's (the same
+    fingerprint), else one synth of the fixture, shared by the test workers and kept until the code or
+    the fixture changes (the synth cache holds the previous one only)."""
+    from sitegen.compose.fingerprint import fingerprint, recorded
+    from sitegen.compose.tools import cache_dir
+
+    key = fingerprint(CONFIG, None)
+    if recorded(REPO / "dist") == key:
+        return REPO / "dist"
+    root = cache_dir() / "seed-dist"
+    root.mkdir(parents=True, exist_ok=True)
+    target = root / key / "dist"  # named dist/: the RUNBOOK names its files as dist/<variant>/...
+    with (root / "lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # one worker synthesizes, the others wait for its tree
+        if recorded(target) != key:
+            for stale in root.iterdir():
+                if stale.is_dir() and stale.name != key:
+                    shutil.rmtree(stale)
+            result = subprocess.run(
+                [str(SITEGEN), "synth", "--config", str(CONFIG), "--out", str(target)],
+                cwd=REPO,
+                capture_output=True,
+                text=True,
+                check=False,
+            )
+            if result.returncode != 0:
+                raise RuntimeError(f"synth of the seed fixture failed:\n{result.stderr}")
+    return target
+
+
+DIST = _seed_dist()
+# Every command a test runs without --config or --dist reads the fixture, never the live site.
+os.environ["SITEGEN_CONFIG"] = str(CONFIG)
+os.environ["SITEGEN_DIST"] = str(DIST)
 
 
 @pytest.fixture(scope="session")
@@ -92,7 +135,7 @@ def add(tree: Path, rel: str, *docs: dict[str, Any]) -> str:
 def synthesized(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The default site synthesized once; bad-input tests copy it as the --out they must not touch."""
     out = tmp_path_factory.mktemp("synthesized") / "dist"
-    result = run_sitegen("synth", "--out", out)
+    result = run_sitegen("synth", "--config", CONFIG, "--out", out)
     assert result.returncode == 0, result.stderr
     return out
 

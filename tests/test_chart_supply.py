@@ -3,12 +3,11 @@ a chart source (here a local mirror) by one command that writes archive and lock
 
 from __future__ import annotations
 
-import io
 import os
+import re
 import shutil
 import subprocess
 import sys
-import tarfile
 from pathlib import Path
 
 import pytest
@@ -17,9 +16,14 @@ import yaml
 from sitegen.compose.chart_supply import ChartFault, ChartStore, sha256
 from sitegen.compose.variant import chart_keys
 
-from .conftest import REPO, tree_bytes
+from .chart_mirror import chart_member, mirror_with
+from .conftest import CONFIG, REPO, tree_bytes
 
-BUMPED = "3.13.2"  # a metrics-server release the vendored folder does not hold
+# metrics-server stands for any chart: its pin now, and releases the vendored folder does not hold
+PINNED = yaml.safe_load((CONFIG / "versions.yaml").read_text())["charts"]["metrics-server"]["version"]
+_major, _minor, _patch = map(int, PINNED.split("."))
+BUMPED = f"{_major}.{_minor}.{_patch + 1}"
+NEXT_MINOR = f"{_major}.{_minor + 1}.0"
 
 
 @pytest.fixture
@@ -40,34 +44,6 @@ def _bumped(pins, version: str = BUMPED):
     return {**pins, "metrics-server": pins["metrics-server"].model_copy(update={"version": version})}
 
 
-def _mirror_with(tmp_path: Path, archive: Path, version: str) -> Path:
-    """A Helm repository folder holding `archive`'s chart re-packed as `version` (its Chart.yaml too)."""
-    mirror = tmp_path / "mirror"
-    mirror.mkdir()
-    chart = yaml.safe_load(_member(archive, "Chart.yaml"))
-    name = chart["name"]
-    target = mirror / f"{name}-{version}.tgz"
-    with tarfile.open(archive) as src, tarfile.open(target, "w:gz") as out:
-        for member in src.getmembers():
-            data = src.extractfile(member).read() if member.isfile() else None  # type: ignore[union-attr]
-            if member.name == f"{name}/Chart.yaml":
-                data = yaml.safe_dump({**chart, "version": version}).encode()
-                member.size = len(data)
-            out.addfile(member, io.BytesIO(data) if data is not None else None)
-    index = {
-        "apiVersion": "v1",
-        "entries": {name: [{"name": name, "version": version, "urls": [target.name]}]},
-    }
-    (mirror / "index.yaml").write_text(yaml.safe_dump(index))
-    return mirror
-
-
-def _member(archive: Path, suffix: str) -> bytes:
-    with tarfile.open(archive) as tar:
-        (member,) = [m for m in tar.getmembers() if m.name.count("/") == 1 and m.name.endswith(suffix)]
-        return tar.extractfile(member).read()  # type: ignore[union-attr]
-
-
 def test_every_rendered_chart_is_vendored_as_locked(pins):
     store = ChartStore()
     archives = store.supply(pins)
@@ -75,7 +51,7 @@ def test_every_rendered_chart_is_vendored_as_locked(pins):
     assert store.strays() == []
     for key, archive in archives.items():
         assert archive.path.parent == REPO / "vendor" / "charts"
-        assert yaml.safe_load(_member(archive.path, "Chart.yaml"))["version"] == pins[key].version
+        assert yaml.safe_load(chart_member(archive.path, "Chart.yaml"))["version"] == pins[key].version
 
 
 def test_a_modified_archive_stops_synth(pins, store):
@@ -83,32 +59,34 @@ def test_a_modified_archive_stops_synth(pins, store):
     with path.open("ab") as handle:
         handle.write(b"\0")  # one byte more: a re-packed or tampered archive
     with pytest.raises(
-        ChartFault, match=r"metrics-server-3\.13\.1\.tgz: sha256 \w+\.\.\., .*charts\.lock holds"
+        ChartFault, match=rf"metrics-server-{re.escape(PINNED)}\.tgz: sha256 \w+\.\.\., .*charts\.lock holds"
     ):
         store.supply(pins)
 
 
 def test_a_missing_archive_is_named(pins, store):
     store.path(pins["cilium"]).unlink()
-    with pytest.raises(ChartFault, match=r"cilium-1\.20\.0\.tgz: missing, locked for cilium"):
+    with pytest.raises(
+        ChartFault, match=rf"{re.escape(store.path(pins['cilium']).name)}: missing, locked for cilium"
+    ):
         store.supply(pins)
 
 
 def test_a_pin_the_lock_does_not_hold_names_the_renew_command(pins, store):
     with pytest.raises(
         ChartFault,
-        match=rf"metrics-server: vendors metrics-server 3\.13\.1, config/versions\.yaml pins metrics-server "
-        rf"{BUMPED}; run `sitegen charts --renew metrics-server`",
+        match=rf"metrics-server: vendors metrics-server {re.escape(PINNED)}, config/versions\.yaml pins "
+        rf"metrics-server {re.escape(BUMPED)}; run `sitegen charts --renew metrics-server`",
     ):
         store.supply(_bumped(pins))
     store.write_lock({k: v for k, v in store.read_lock().items() if k != "kueue"})
-    with pytest.raises(ChartFault, match=r"kueue: kueue 0\.19\.2 is not vendored"):
+    with pytest.raises(ChartFault, match=rf"kueue: kueue {re.escape(pins['kueue'].version)} is not vendored"):
         store.supply(pins)
 
 
 def test_renew_from_a_local_mirror_writes_archive_and_lock_together(pins, store, tmp_path):
     old = store.path(pins["metrics-server"])
-    mirror = _mirror_with(tmp_path, old, BUMPED)
+    mirror = mirror_with(tmp_path, old, BUMPED)
     bumped = _bumped(pins)
     assert store.outdated(bumped) == ["metrics-server"]
     assert store.renew(bumped, store.outdated(bumped), mirror, None) == ["metrics-server"]
@@ -123,12 +101,13 @@ def test_renew_from_a_local_mirror_writes_archive_and_lock_together(pins, store,
 
 
 def test_renew_of_a_release_the_mirror_lacks_is_one_line(pins, store, tmp_path):
-    mirror = _mirror_with(tmp_path, store.path(pins["metrics-server"]), BUMPED)
+    mirror = mirror_with(tmp_path, store.path(pins["metrics-server"]), BUMPED)
     before = tree_bytes(store.folder), store.lock.read_bytes()
     with pytest.raises(
-        ChartFault, match=r"chart metrics-server 3\.14\.0: not in the mirror .*metrics-server-3\.14\.0\.tgz"
+        ChartFault,
+        match=rf"chart metrics-server {re.escape(NEXT_MINOR)}: not in the mirror .*metrics-server-{re.escape(NEXT_MINOR)}\.tgz",
     ):
-        store.renew(_bumped(pins, "3.14.0"), ["metrics-server"], mirror, None)
+        store.renew(_bumped(pins, NEXT_MINOR), ["metrics-server"], mirror, None)
     assert (tree_bytes(store.folder), store.lock.read_bytes()) == before
 
 
@@ -136,7 +115,7 @@ def test_renew_from_an_unreachable_upstream_is_one_line(pins, store, monkeypatch
     for proxy in ("HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy"):
         monkeypatch.setenv(proxy, "http://127.0.0.1:9")  # a closed port, whatever network the machine has
     monkeypatch.setenv("NO_PROXY", "")
-    with pytest.raises(ChartFault, match=r"chart metrics-server 3\.13\.2: not found at https://"):
+    with pytest.raises(ChartFault, match=rf"chart metrics-server {re.escape(BUMPED)}: not found at https://"):
         store.renew(_bumped(pins), ["metrics-server"], None, None)
 
 
@@ -150,7 +129,7 @@ def project(tmp_path: Path) -> Path:
     """The generator's code, config and vendored charts in a folder of their own (node_modules linked)."""
     root = tmp_path / "project"
     for part in _PROJECT_PARTS:
-        source = REPO / part
+        source = CONFIG if part == "config" else REPO / part
         if source.is_dir():
             shutil.copytree(source, root / part, ignore=shutil.ignore_patterns("__pycache__"))
         else:
@@ -161,7 +140,7 @@ def project(tmp_path: Path) -> Path:
 
 def _sitegen(project: Path, *args: str | Path) -> subprocess.CompletedProcess[str]:
     env = {
-        **os.environ,
+        **{k: v for k, v in os.environ.items() if k not in ("SITEGEN_CONFIG", "SITEGEN_DIST")},
         "PYTHONPATH": str(project),
         "SITEGEN_CACHE": str(REPO / ".cache"),  # renders are keyed on archive digests: shared safely
         "HTTPS_PROXY": "http://127.0.0.1:9",
@@ -182,15 +161,15 @@ def test_a_bump_is_renewed_and_synthesized_offline(project, tmp_path):
     """What Renovate's post-upgrade tasks run on its branch: versions.yaml bumped, then
     `make charts-renew` (here from a local mirror) and `make synth`."""
     versions = project / "config" / "versions.yaml"
-    versions.write_text(versions.read_text().replace('version: "3.13.1"', f'version: "{BUMPED}"', 1))
+    versions.write_text(versions.read_text().replace(f'version: "{PINNED}"', f'version: "{BUMPED}"', 1))
     out = tmp_path / "dist"
 
     refused = _sitegen(project, "synth", "--variant", "one-cluster", "--out", out)
     assert refused.returncode == 2 and not out.exists()
     (line,) = refused.stderr.splitlines()
-    assert line.startswith("error: charts.lock: metrics-server: vendors metrics-server 3.13.1"), line
+    assert line.startswith(f"error: charts.lock: metrics-server: vendors metrics-server {PINNED}"), line
 
-    mirror = _mirror_with(tmp_path, REPO / "vendor" / "charts" / "metrics-server-3.13.1.tgz", BUMPED)
+    mirror = mirror_with(tmp_path, REPO / "vendor" / "charts" / f"metrics-server-{PINNED}.tgz", BUMPED)
     renewed = _sitegen(project, "charts", "--renew", "--mirror", mirror)
     assert renewed.returncode == 0, renewed.stderr
     assert renewed.stdout.splitlines()[0] == "renewed metrics-server"

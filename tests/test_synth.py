@@ -13,7 +13,7 @@ import pytest
 from sitegen.compose import writer as dist
 from sitegen.compose.writer import OutputFile, write_dist
 
-from .conftest import DIST, REPO, SITEGEN, run_sitegen, tree_bytes
+from .conftest import CONFIG, DIST, REPO, SITEGEN, run_sitegen, tree_bytes
 
 
 @pytest.fixture(scope="module")
@@ -60,7 +60,7 @@ def test_one_variant_replaces_only_its_folder(tmp_path, fresh):
     shutil.copytree(fresh, out)
     (out / "two-cluster" / "marker").write_text("kept")
     (out / "one-cluster" / "stale.yaml").write_text("removed")
-    assert run_sitegen("synth", "--variant", "one-cluster", "--out", out).returncode == 0
+    assert run_sitegen("synth", "--config", CONFIG, "--variant", "one-cluster", "--out", out).returncode == 0
     assert not (out / "one-cluster" / "stale.yaml").exists()
     assert (out / "two-cluster" / "marker").read_text() == "kept"
 
@@ -87,7 +87,9 @@ def test_failed_write_leaves_the_tree_untouched(tmp_path, fresh, monkeypatch):
 
 
 def test_unknown_variant_is_a_config_error(tmp_path):
-    result = run_sitegen("synth", "--variant", "three-cluster", "--out", tmp_path / "dist")
+    result = run_sitegen(
+        "synth", "--config", CONFIG, "--variant", "three-cluster", "--out", tmp_path / "dist"
+    )
     assert result.returncode == 2
     assert result.stderr.count("\n") == 1 and "variants.yaml" in result.stderr
     assert not (tmp_path / "dist").exists()

@@ -104,48 +104,12 @@ def _tb(gb: int) -> str:
     return _num(gb / 1000)
 
 
-def render_plan(site: Site) -> str:
-    plan = compute_plan(site)
-    link = site.fabric.link_gbps
-
-    def row(label: str, f: Figures) -> list[str]:
-        return [
-            label,
-            _num(f.nodes),
-            _num(f.cores),
-            _tb(f.memory_gb),
-            _num(f.gpus),
-            _num(f.nvme_drives),
-            _tb(f.nvme_gb),
-            _num(f.ethernet_ports),
-            _num(f.ndr_ports),
-            _num(f.ndr_gbps / 1000),
-        ]
-
-    columns = [
-        "nodes",
-        "cores",
-        "RAM TB",
-        "GPUs",
-        "NVMe",
-        "NVMe TB",
-        "100GbE ports",
-        f"NDR{link} ports",
-        "NDR Tbps",
-    ]
-    out = ["Capacity per pool (decimal units, as the seed counts them)"]
-    out += table(["pool", *columns], [row(n, f) for n, f in plan.pools.items()] + [row("site", plan.site)])
-
-    out += ["", "Capacity per hardware model"]
-    out += table(
-        ["model", *columns],
-        [row(f"{site.hardware[m].vendor} {site.hardware[m].model}", f) for m, f in plan.hardware.items()],
-    )
-
+def storage_section(site: Site, plan: Plan) -> list[str]:
+    """The storage map: tiers, AIStor server pools and the first pool's layout (docs/site.md shows it)."""
     ps = site.storage.powerscale
     hbm = plan.site.hbm_gb
     gpu_models = sorted({hw.gpu.model for hw in site.hardware.values() if hw.gpu})
-    out += ["", "Storage hierarchy (capacity at the top, speed at the bottom)"]
+    out = ["Storage hierarchy (capacity at the top, speed at the bottom)"]
     out += table(
         ["tier", "where", "raw TB"],
         [
@@ -214,6 +178,48 @@ def render_plan(site: Site) -> str:
             for alt in site.aistor_alternatives()
         ],
     )
+    return out
+
+
+def render_plan(site: Site) -> str:
+    plan = compute_plan(site)
+    link = site.fabric.link_gbps
+
+    def row(label: str, f: Figures) -> list[str]:
+        return [
+            label,
+            _num(f.nodes),
+            _num(f.cores),
+            _tb(f.memory_gb),
+            _num(f.gpus),
+            _num(f.nvme_drives),
+            _tb(f.nvme_gb),
+            _num(f.ethernet_ports),
+            _num(f.ndr_ports),
+            _num(f.ndr_gbps / 1000),
+        ]
+
+    columns = [
+        "nodes",
+        "cores",
+        "RAM TB",
+        "GPUs",
+        "NVMe",
+        "NVMe TB",
+        "100GbE ports",
+        f"NDR{link} ports",
+        "NDR Tbps",
+    ]
+    out = ["Capacity per pool (decimal units, as the seed counts them)"]
+    out += table(["pool", *columns], [row(n, f) for n, f in plan.pools.items()] + [row("site", plan.site)])
+
+    out += ["", "Capacity per hardware model"]
+    out += table(
+        ["model", *columns],
+        [row(f"{site.hardware[m].vendor} {site.hardware[m].model}", f) for m, f in plan.hardware.items()],
+    )
+
+    out += ["", *storage_section(site, plan)]
 
     pools_on_fabric = list(site.fabric.nics)
     out += ["", f"NDR{link} fabric: ports per rail and endpoint bandwidth"]

@@ -1,0 +1,67 @@
+"""The blocks of docs/ that show the site's own figures, generated from config/ like dist/ is.
+
+A page marks each block `<!-- generated: sitegen <name> -->` ... `<!-- end generated -->`; `make synth`
+rewrites them (`sitegen docs`), and `sitegen check` refuses a page whose block is not what config/ gives,
+so no figure is pasted by hand or goes stale.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+from sitegen.model import Site
+
+BLOCK = re.compile(
+    r"(?P<begin><!-- generated: sitegen (?P<name>[a-z ]+) -->\n)(?P<body>.*?)(?P<end><!-- end generated -->)",
+    re.S,
+)
+
+
+def _components(site: Site) -> str:
+    from sitegen.report.components import component_table
+
+    return component_table(site)
+
+
+def _plan_storage(site: Site) -> str:
+    from sitegen.report.plan import compute_plan, storage_section
+
+    return "```\n" + "\n".join(storage_section(site, compute_plan(site))) + "\n```\n"
+
+
+GENERATORS: dict[str, Callable[[Site], str]] = {"components": _components, "plan storage": _plan_storage}
+
+
+class UnknownBlock(ValueError):
+    pass
+
+
+def refreshed(text: str, site: Site, page: Path) -> str:
+    """The page with every generated block rewritten from the site."""
+
+    def block(match: re.Match[str]) -> str:
+        name = match["name"]
+        if name not in GENERATORS:
+            known = ", ".join(sorted(GENERATORS))
+            raise UnknownBlock(f"{page}: generated block {name!r} has no generator (known: {known})")
+        return match["begin"] + GENERATORS[name](site) + match["end"]
+
+    return BLOCK.sub(block, text)
+
+
+def pages(root: Path) -> list[Path]:
+    return sorted(p for p in root.glob("*.md") if BLOCK.search(p.read_text()))
+
+
+def stale(root: Path, site: Site) -> list[Path]:
+    return [p for p in pages(root) if refreshed(p.read_text(), site, p) != p.read_text()]
+
+
+def refresh(root: Path, site: Site) -> list[Path]:
+    """Rewrite the stale pages; the ones written."""
+    written = stale(root, site)
+    for page in written:
+        page.write_text(refreshed(page.read_text(), site, page))
+    return written

@@ -1,0 +1,161 @@
+"""A site owner's changes, each made on a copy of the repository through the documented workflow (edit
+config/, `make synth`, then `make site` or `make test`): the generator's tests must not care what
+config/ holds, and the site's checks must judge the new site, not the seed's figures.
+
+Slow (a repository copy and a synth each, one full `make test`): `make adoption` runs them, CI too;
+`make test` leaves them out (they run it).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import yaml
+
+from .chart_mirror import mirror_with
+from .conftest import REPO
+
+pytestmark = pytest.mark.adoption
+
+# What a repository copy links instead of copying: installed tools, and caches that are keyed on content.
+_LINKED = (".venv", ".venv-scan", "node_modules")
+_SKIPPED = {*_LINKED, ".git", ".cache", "__pycache__", ".pytest_cache", ".ruff_cache"}
+BUMPED_METRICS_SERVER = "3.13.2"
+
+
+@pytest.fixture
+def copy(tmp_path: Path) -> Path:
+    """The repository as a site owner's clone holds it: its files, the installed tools linked."""
+    root = tmp_path / "site"
+    shutil.copytree(
+        REPO, root, symlinks=True, ignore=lambda folder, names: [n for n in names if n in _SKIPPED]
+    )
+    for name in _LINKED:
+        if (REPO / name).exists():
+            (root / name).symlink_to(REPO / name)
+    yield root
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def make(copy: Path, *targets: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SITEGEN_", "PYTEST_"))}
+    env["PYTHONPATH"] = str(copy)  # the copy's generator, ahead of the editable install of REPO's
+    env["SITEGEN_CACHE"] = str(REPO / ".cache")  # keyed on content: shared safely, and warm
+    return subprocess.run(
+        ["make", "--no-print-directory", *targets], cwd=copy, env=env, capture_output=True, text=True
+    )
+
+
+def edit(copy: Path, file: str, change: Callable[[dict], None]) -> None:
+    path = copy / "config" / file
+    data = yaml.safe_load(path.read_text())
+    change(data)
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+
+
+def grow_pool(copy: Path, pool: str, prefix: str, count: int) -> None:
+    def change(pools: dict) -> None:
+        (hosts,) = pools[pool]["hosts"]  # the seed numbers each pool as one range
+        width = len(re.search(r"\{(\d+)\.\.", hosts["names"]).group(1))
+        pools[pool]["count"] = count
+        hosts["names"] = f"{prefix}{{{1:0{width}d}..{count:0{width}d}}}"
+
+    edit(copy, "pools.yaml", change)
+
+
+def more_gpu_nodes(copy: Path) -> None:
+    grow_pool(copy, "gpu", "gpu", 16)
+
+
+def a_tenant_with_32_gpus(copy: Path) -> None:
+    def change(tenants: dict) -> None:
+        tenants["vision"] = {
+            "description": "Vision models",
+            "quota": {"gpus": 32, "storage_gb": 2000, "volumes": 10},
+        }
+
+    edit(copy, "tenants.yaml", change)
+
+
+def a_new_aistor_server_pool(copy: Path, servers: int = 4) -> None:
+    storage = yaml.safe_load((copy / "config" / "pools.yaml").read_text())["storage"]
+    grow_pool(copy, "storage", "st", storage["count"] + servers)
+    path = copy / "config" / "storage.yaml"
+    text = path.read_text()
+    existing = re.search(r"\n(\s+)- servers: \d+\n", text)
+    assert existing, "storage.yaml lists its server pools as `- servers: N`"
+    at = existing.end()
+    path.write_text(f"{text[:at]}{existing.group(1)}- servers: {servers}\n{text[at:]}")
+
+
+def a_chart_bump(copy: Path, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    """Renovate's change (versions.yaml) and its post-upgrade task, from a local mirror."""
+    versions = copy / "config" / "versions.yaml"
+    old = 'version: "3.13.1"'
+    assert old in versions.read_text()
+    versions.write_text(versions.read_text().replace(old, f'version: "{BUMPED_METRICS_SERVER}"', 1))
+    archive = REPO / "vendor" / "charts" / "metrics-server-3.13.1.tgz"
+    mirror = mirror_with(tmp_path, archive, BUMPED_METRICS_SERVER)
+    return make(copy, "charts-renew", f"MIRROR={mirror}")
+
+
+def synth_then(copy: Path, target: str) -> subprocess.CompletedProcess[str]:
+    synth = make(copy, "synth")
+    assert synth.returncode == 0, synth.stdout + synth.stderr
+    return make(copy, target)
+
+
+@pytest.mark.parametrize(
+    "change", [more_gpu_nodes, a_tenant_with_32_gpus, a_new_aistor_server_pool], ids=lambda c: c.__name__
+)
+def test_a_site_change_passes_the_site_checks(copy, change):
+    change(copy)
+    checked = synth_then(copy, "site")
+    assert checked.returncode == 0, checked.stdout[-3000:] + checked.stderr
+
+
+def test_a_chart_bump_passes_the_site_checks(copy, tmp_path):
+    renewed = a_chart_bump(copy, tmp_path)
+    assert renewed.returncode == 0, renewed.stderr
+    checked = synth_then(copy, "site")
+    assert checked.returncode == 0, checked.stdout[-3000:] + checked.stderr
+    assert (copy / "vendor" / "charts" / f"metrics-server-{BUMPED_METRICS_SERVER}.tgz").is_file()
+    lock = yaml.safe_load((copy / "charts.lock").read_text())
+    assert lock["charts"]["metrics-server"]["version"] == BUMPED_METRICS_SERVER
+
+
+def test_every_change_at_once_passes_make_test(copy, tmp_path):
+    """The generator's tests read only their fixtures: one run on a site that differs from the seed in
+    all four ways stands for each change alone (the site checks above judge each)."""
+    for change in (more_gpu_nodes, a_tenant_with_32_gpus, a_new_aistor_server_pool):
+        change(copy)
+    assert a_chart_bump(copy, tmp_path).returncode == 0
+    tested = synth_then(copy, "test")
+    assert tested.returncode == 0, tested.stdout[-5000:] + tested.stderr[-3000:]
+    assert re.search(r"\d+ passed", tested.stdout), tested.stdout[-2000:]
+
+
+def test_an_invalid_cidr_stops_make_test_with_its_one_line(copy):
+    def change(network: dict) -> None:
+        network["kubernetes"]["cidr"] = "10.20.0.0/33"
+
+    edit(copy, "network.yaml", change)
+    tested = make(copy, "test")
+    assert tested.returncode != 0
+    errors = [line for line in tested.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and errors[0].startswith("error: config/network.yaml: kubernetes.cidr"), errors
+    assert "passed" not in tested.stdout  # stopped before the generator's tests
+
+
+def test_a_two_server_pool_is_refused_with_the_safe_size(copy):
+    a_new_aistor_server_pool(copy, servers=2)
+    synth = make(copy, "synth")
+    assert synth.returncode != 0
+    (error,) = [line for line in synth.stderr.splitlines() if line.startswith("error:")]
+    assert "server_pools[1].servers" in error and "smallest pool that tolerates one has 3 servers" in error
