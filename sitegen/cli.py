@@ -215,11 +215,13 @@ def charts(
 
 @cli.command()
 @CONFIG_OPTION
-def plan(config_dir: Path) -> None:
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def plan(config_dir: Path, fmt: str) -> None:
     """Print capacity and fabric figures per pool and for the site."""
-    from sitegen.report.plan import render_plan
+    from sitegen.report.plan import plan_json, render_plan
 
-    click.echo(render_plan(_load(config_dir)), nl=False)
+    site = _load(config_dir)
+    click.echo(plan_json(site) if fmt == "json" else render_plan(site), nl=False)
 
 
 @cli.command()
@@ -266,24 +268,26 @@ def apps(config_dir: Path, dist_dir: Path, fmt: str) -> None:
 
 @cli.command()
 @DIST_OPTION
-def flows(dist_dir: Path) -> None:
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def flows(dist_dir: Path, fmt: str) -> None:
     """List the flows the network policies allow, per variant, cluster and namespace (beside each
     namespace's default deny): egress destinations and ingress sources, with ports where limited."""
     _require_dirs(dist_dir)
     from sitegen.report.flows import render_flows
 
-    click.echo(render_flows(dist_dir), nl=False)
+    click.echo(render_flows(dist_dir, as_json=fmt == "json"), nl=False)
 
 
 @cli.command()
 @DIST_OPTION
-def projects(dist_dir: Path) -> None:
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def projects(dist_dir: Path, fmt: str) -> None:
     """List which Argo CD project may create cluster-scoped RBAC and the objects of its apps that need
     it, for review (rule APP-005 refuses a kind no app of the project renders)."""
     _require_dirs(dist_dir)
     from sitegen.report.projects import render_projects
 
-    click.echo(render_projects(dist_dir), nl=False)
+    click.echo(render_projects(dist_dir, as_json=fmt == "json"), nl=False)
 
 
 @cli.command()
@@ -447,11 +451,14 @@ def rules(config_dir: Path) -> None:
     site = _load(config_dir)
     from sitegen.check.allowlists import allow_lists
     from sitegen.check.rules import RULES
+    from sitegen.report.table import table, wrapped_prose
 
-    for r in sorted(RULES, key=lambda r: r.id):
-        click.echo(f"{r.id}  {r.name:<22} {r.rationale}")
+    for line in table(
+        ["rule", "name", "why"], [[r.id, r.name, r.rationale] for r in sorted(RULES, key=lambda r: r.id)]
+    ):
+        click.echo(line)
     click.echo()
-    for line in allow_lists(site).lines():
+    for line in wrapped_prose(allow_lists(site).lines()):
         click.echo(line)
 
 

@@ -26,7 +26,11 @@ pytestmark = pytest.mark.adoption
 # What a repository copy links instead of copying: installed tools, and caches that are keyed on content.
 _LINKED = (".venv", ".venv-scan", "node_modules")
 _SKIPPED = {*_LINKED, ".git", ".cache", "__pycache__", ".pytest_cache", ".ruff_cache"}
-BUMPED_METRICS_SERVER = "3.13.2"
+PINNED_METRICS_SERVER = yaml.safe_load((REPO / "config" / "versions.yaml").read_text())["charts"][
+    "metrics-server"
+]["version"]
+_major, _minor, _patch = PINNED_METRICS_SERVER.split(".")
+BUMPED_METRICS_SERVER = f"{_major}.{_minor}.{int(_patch) + 1}"
 
 
 @pytest.fixture
@@ -97,10 +101,10 @@ def a_new_aistor_server_pool(copy: Path, servers: int = 4) -> None:
 def a_chart_bump(copy: Path, tmp_path: Path) -> subprocess.CompletedProcess[str]:
     """Renovate's change (versions.yaml) and its post-upgrade task, from a local mirror."""
     versions = copy / "config" / "versions.yaml"
-    old = 'version: "3.13.1"'
+    old = f'version: "{PINNED_METRICS_SERVER}"'
     assert old in versions.read_text()
     versions.write_text(versions.read_text().replace(old, f'version: "{BUMPED_METRICS_SERVER}"', 1))
-    archive = REPO / "vendor" / "charts" / "metrics-server-3.13.1.tgz"
+    archive = REPO / "vendor" / "charts" / f"metrics-server-{PINNED_METRICS_SERVER}.tgz"
     mirror = mirror_with(tmp_path, archive, BUMPED_METRICS_SERVER)
     return make(copy, "charts-renew", f"MIRROR={mirror}")
 

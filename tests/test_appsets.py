@@ -164,9 +164,10 @@ def test_the_rollout_gates_each_step_on_the_ones_before(site, inputs):
 
 
 def test_apps_expands_the_generated_applications(tmp_path):
-    result = invoke_sitegen("apps", "--dist", DIST)
+    result = invoke_sitegen("apps", "--dist", DIST, "--format", "json")
     assert result.exit_code == 0, result.output
-    assert "aistor-aistor" in result.output and "ai-tenant-ai-research" in result.output
+    names = {row["application"] for row in json.loads(result.stdout)}
+    assert {"aistor-aistor", "ai-tenant-ai-research"} <= names
 
 
 THREE = "three-cluster"

@@ -45,10 +45,11 @@ def test_inventory_lists_every_application(apps, expected_apps):
         assert {a.name for a in apps if a.source.variant == variant} == names
 
 
-def test_apps_command_prints_the_inventory(expected_apps):
+def test_apps_command_prints_the_inventory(expected_apps, site):
     result = invoke_sitegen("apps", "--dist", DIST)
     assert result.exit_code == 0, result.stdout
-    assert "ai-argo-cd" in result.stdout and "argo-cd 10.1.1" in result.stdout
+    pin = site.versions.charts["argo-cd"]
+    assert "ai-argo-cd" in result.stdout and f"{pin.chart} {pin.version}" in result.stdout
     assert result.stdout.strip().endswith(
         f"{sum(map(len, expected_apps.values()))} applications in 2 variants; 0 problems"
     )

@@ -12,7 +12,12 @@ import yaml
 
 from sitegen.report.diff import compare, field_changes, render_text
 
-from .conftest import SITEGEN
+from .conftest import CONFIG, SITEGEN
+
+# kueue stands for any chart: its pin now and the next patch release
+KUEUE = yaml.safe_load((CONFIG / "versions.yaml").read_text())["images"]["kueue"]["tag"].removeprefix("v")
+_major, _minor, _patch = KUEUE.split(".")
+KUEUE_NEXT = f"{_major}.{_minor}.{int(_patch) + 1}"
 
 APP = "dist/one-cluster/apps/ai/argo-cd"
 
@@ -186,14 +191,17 @@ def test_a_gpu_pool_resize_shows_where_it_lands(site_repo, config_copy):
 def test_a_chart_bump_shows_the_objects_it_changes(site_repo):
     app = site_repo / "dist/one-cluster/apps/ai/kueue"
     deployment = app / "kueue-system.deployment.kueue-controller-manager.yaml"
-    deployment.write_text(deployment.read_text().replace("v0.19.2", "v0.19.3"))
+    deployment.write_text(deployment.read_text().replace(f"v{KUEUE}", f"v{KUEUE_NEXT}"))
     (crd,) = app.glob("customresourcedefinition.clusterqueues.*.yaml")
     crd.write_text(crd.read_text().replace("preemption:", "preemptionPolicy:"))
-    _commit(site_repo, "kueue 0.19.3")
+    _commit(site_repo, f"kueue {KUEUE_NEXT}")
     text = render_text(compare(site_repo, "HEAD~1", "HEAD"))
     assert text.startswith("one-cluster ai kueue: +0 -0 ~2")
     assert "~ Deployment kueue-system/kueue-controller-manager" in text
-    assert '.image: "registry.k8s.io/kueue/kueue:v0.19.2" -> "registry.k8s.io/kueue/kueue:v0.19.3"' in text
+    assert (
+        f'.image: "registry.k8s.io/kueue/kueue:v{KUEUE}" -> "registry.k8s.io/kueue/kueue:v{KUEUE_NEXT}"'
+        in text
+    )
     assert "~ CustomResourceDefinition clusterqueues.kueue.x-k8s.io" in text and "schema changed:" in text
 
 
@@ -253,13 +261,15 @@ def test_a_chart_bumps_label_lines_are_said_once(site_repo):
     app = site_repo / "dist/one-cluster/apps/ai/kueue"
     for path in app.glob("*.yaml"):
         path.write_text(
-            path.read_text().replace("helm.sh/chart: kueue-0.19.2", "helm.sh/chart: kueue-0.19.3")
+            path.read_text().replace(f"helm.sh/chart: kueue-{KUEUE}", f"helm.sh/chart: kueue-{KUEUE_NEXT}")
         )
-    _commit(site_repo, "kueue 0.19.3 labels")
+    _commit(site_repo, f"kueue {KUEUE_NEXT} labels")
     text = render_text(compare(site_repo, "HEAD~1", "HEAD"))
     said = [line for line in text.splitlines() if "helm.sh/chart" in line]
     assert (
-        len(said) == 1 and said[0].startswith("  ~ in ") and '"kueue-0.19.2" -> "kueue-0.19.3"' in said[0]
+        len(said) == 1
+        and said[0].startswith("  ~ in ")
+        and f'"kueue-{KUEUE}" -> "kueue-{KUEUE_NEXT}"' in said[0]
     ), said
 
 

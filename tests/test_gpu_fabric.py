@@ -67,9 +67,10 @@ def test_exactly_one_node_feature_discovery():
     }
 
 
-def test_gpu_operator_values():
+def test_gpu_operator_values(site):
     values = _one(DIST / "one-cluster/values/ai/gpu-operator.yaml")
-    assert values["driver"]["version"] == "595.91.07" and values["driver"]["kernelModuleType"] == "open"
+    driver = site.versions.images["nvidia-driver"].tag
+    assert values["driver"]["version"] == driver and values["driver"]["kernelModuleType"] == "open"
     assert values["driver"]["rdma"]["enabled"] is False  # DMA-BUF, not nvidia-peermem
     assert values["daemonsets"]["tolerations"] == [
         {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},

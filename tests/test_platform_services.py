@@ -105,9 +105,9 @@ def test_node_agents_tolerate_exactly_every_pool_taint(docs, site):
 
 
 def test_inventory_lists_every_service_with_chart_and_version(site):
-    result = invoke_sitegen("apps", "--dist", DIST)
+    result = invoke_sitegen("apps", "--dist", DIST, "--format", "json")
     assert result.exit_code == 0, result.stdout
-    rows = [line.split() for line in result.stdout.splitlines()]
+    rows = {(r["variant"], r["application"]): r for r in json.loads(result.stdout)}
     for variant in site.variants:
         layout = resolve(site, variant)
         for cluster in layout.clusters:
@@ -115,18 +115,20 @@ def test_inventory_lists_every_service_with_chart_and_version(site):
                 if not app.chart_key:
                     continue
                 pin = site.versions.charts[app.chart_key]
-                row = next(r for r in rows if r[:3] == [variant, cluster.name, f"{cluster.name}-{app.name}"])
+                row = rows[(variant, f"{cluster.name}-{app.name}")]
                 made_by = (
                     "root"
                     if cluster.name == layout.hub.name and app.name in ("cilium", "argo-cd")
                     else "appset/site"
                 )
-                assert row[3:6] == [made_by, app.project.name, app.namespace], row
-                assert row[7:10] == [
-                    pin.chart,
-                    pin.version,
-                    f"dist/{variant}/apps/{cluster.name}/{app.name}",
-                ], row
+                assert (row["cluster"], row["made_by"], row["project"], row["namespace"]) == (
+                    cluster.name,
+                    made_by,
+                    app.project.name,
+                    app.namespace,
+                ), row
+                assert row["rendered_from"] == f"{pin.chart} {pin.version}", row
+                assert row["source"] == f"dist/{variant}/apps/{cluster.name}/{app.name}", row
 
 
 def test_chart_images_are_pinned_in_the_rendered_objects(tree):

@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import json
+
 import yaml
 
 from .conftest import DIST, invoke_sitegen
 
 
 def test_each_rbac_admitting_project_names_the_apps_that_need_it():
-    result = invoke_sitegen("projects", "--dist", DIST)
+    result = invoke_sitegen("projects", "--dist", DIST, "--format", "json")
     assert result.exit_code == 0, result.output
-    rows = [line.split(None, 4) for line in result.output.splitlines()[2:]]
-    assert rows and all(row[4] != "NONE: not needed" for row in rows)
-    one = {(r[1], r[2]): r[4] for r in rows if r[0] == "one-cluster"}
+    rows = json.loads(result.stdout)
+    assert rows and all(row["shipped_by"] != "NONE: not needed" for row in rows)
+    one = {(r["project"], r["may_create"]): r["shipped_by"] for r in rows if r["variant"] == "one-cluster"}
     assert one[("networking", "ClusterRoleBinding")] == "ai-cilium (3), ai-network-operator (3)"
     assert ("tenants", "ClusterRoleBinding") not in one  # tenants ship no cluster-scoped RBAC
 

@@ -10,6 +10,7 @@ from sitegen.components.base import Component
 from sitegen.components.edge.cert_manager import CertManager
 from sitegen.components.edge.envoy_gateway import EnvoyGateway
 from sitegen.components.edge.gateway import Gateway
+from sitegen.components.extensions.extra_app import ExtraApp
 from sitegen.components.gpu.gpu_health import GpuHealth
 from sitegen.components.gpu.gpu_operator import GpuOperator
 from sitegen.components.gpu.gpu_queues import GpuQueues
@@ -109,4 +110,6 @@ COMPONENTS: tuple[type[Component], ...] = (
     Models,
     # tenants
     Tenant,
+    # config/extensions.yaml
+    ExtraApp,
 )

@@ -14,6 +14,7 @@ from typing import Any
 from cdk8s import App
 
 from sitegen.components.base import ChartComponent, Component, RenderedComponent
+from sitegen.components.catalog import COMPONENTS
 from sitegen.components.context import ClusterContext
 from sitegen.components.networking.network_policies import WEBHOOK_KINDS
 from sitegen.compose import paths
@@ -27,6 +28,7 @@ from sitegen.compose.hydrate import Progress, Rendered, RenderJob, hydrating
 from sitegen.compose.runbook import runbook, s3_consumers
 from sitegen.compose.writer import OutputFile
 from sitegen.model import ConfigError, Site, resolve
+from sitegen.model.extensions import merged
 
 BINDING_KINDS = ("ClusterRoleBinding", "RoleBinding")
 
@@ -45,6 +47,21 @@ def _values_file(apps: VariantApps, cluster: str, component: ChartComponent, doc
     return OutputFile(paths.values_file(apps.layout.name, cluster, component.name), [document], header)
 
 
+def _with_overrides(site: Site, component: ChartComponent, values: dict[str, Any]) -> dict[str, Any]:
+    """config/extensions.yaml `values`: merged over what the component generates, in every cluster."""
+    override = site.extensions.values.get(component.name)
+    return merged(values, override) if override else values
+
+
+def _check_overrides(site: Site) -> None:
+    chart_apps = {kind.name for kind in COMPONENTS if issubclass(kind, ChartComponent)}
+    for name in sorted(set(site.extensions.values) - chart_apps):
+        raise ConfigError(
+            ("extensions", "values", name),
+            f"no chart app {name!r} takes values (chart apps: {', '.join(sorted(chart_apps))})",
+        )
+
+
 def _chart_jobs(
     apps: VariantApps, archives: Mapping[str, Archive]
 ) -> tuple[list[OutputFile], list[RenderJob]]:
@@ -56,7 +73,7 @@ def _chart_jobs(
         for component in ctx.components:
             if not isinstance(component, ChartComponent):
                 continue
-            values = component.values(ctx).document()
+            values = _with_overrides(apps.site, component, component.values(ctx).document())
             files.append(_values_file(apps, ctx.cluster.name, component, values))
             job = RenderJob(
                 app=f"{apps.layout.name}/{ctx.cluster.name}/{component.name}",
@@ -205,6 +222,7 @@ def synthesize(
     site: Site, variants: list[str], workers: int | None = None, progress: Progress | None = None
 ) -> list[OutputFile]:
     """Every output file of the given variants, in a stable order."""
+    _check_overrides(site)
     every = [variant_apps(site, resolve(site, v)) for v in variants]
     files, jobs = _jobs(site, every)
     app = App()

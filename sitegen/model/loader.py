@@ -10,6 +10,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from sitegen.model.extensions import merged
 from sitegen.model.fields import ConfigError, dotted
 from sitegen.model.pools import UNION_TAGS
 from sitegen.model.site import Site
@@ -17,6 +18,7 @@ from sitegen.model.versions import PinNeeds, check_pins
 
 DASHBOARDS = "dashboards"  # a directory of Grafana dashboard JSON files, not a YAML section
 SECTIONS = tuple(f for f in Site.model_fields if f != DASHBOARDS)
+OPTIONAL_SECTIONS = frozenset({"extensions"})  # a site without one needs no file
 
 
 # A config file is a page of settings; the largest here (pools.yaml of a 1,020-node site) is 60 KB.
@@ -129,13 +131,6 @@ def _chain(config_dir: Path) -> list[Path]:
     return chain
 
 
-def _merge(base: Any, top: Any) -> Any:
-    """Mappings merge key by key; anything else in the overlay replaces the base value."""
-    if isinstance(base, dict) and isinstance(top, dict):
-        return {**base, **{k: _merge(base.get(k), v) if k in base else v for k, v in top.items()}}
-    return top
-
-
 def load_site(config_dir: Path, needs: PinNeeds | None = None) -> Site:
     """The validated site; with `needs`, every chart and image pin the generator uses must exist."""
     if not config_dir.is_dir():
@@ -145,10 +140,12 @@ def load_site(config_dir: Path, needs: PinNeeds | None = None) -> Site:
     files: dict[str, Path] = {}
     for section in SECTIONS:
         present = [d / f"{section}.yaml" for d in chain if (d / f"{section}.yaml").exists()]
+        if not present and section in OPTIONAL_SECTIONS:
+            continue
         if not present:
             raise ConfigFault(config_dir / f"{section}.yaml", "", "file is missing")
         for path in reversed(present):
-            raw[section] = _merge(raw.get(section), _read(path))
+            raw[section] = merged(raw.get(section), _read(path))
         files[section] = _relative(present[0], config_dir)
     dashboards: dict[str, Path] = {}
     for directory in reversed(chain):

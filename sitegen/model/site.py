@@ -15,6 +15,7 @@ from pydantic import Field, model_validator
 from sitegen.model.clusters import Cluster, check_cidrs, check_clusters
 from sitegen.model.dashboards import Dashboard, check_dashboards
 from sitegen.model.erasure import ErasureLayout, alternative_set_sizes, erasure_layout
+from sitegen.model.extensions import Extensions, check_extensions
 from sitegen.model.fabric import Fabric, check_fabric
 from sitegen.model.fields import DnsLabel, Strict
 from sitegen.model.gitops import GitOps
@@ -44,6 +45,7 @@ class Site(Strict):
     secrets: Secrets
     services: Services
     dashboards: dict[DnsLabel, Dashboard] = {}
+    extensions: Extensions = Extensions()
 
     @model_validator(mode="after")
     def _check(self) -> Site:
@@ -63,6 +65,7 @@ class Site(Strict):
             tenants=self.tenants,
         )
         check_dashboards(self.dashboards)
+        check_extensions(self.extensions, set(self.clusters), set(self.tenants))
         gpu_pools = [
             (p.count, self.hardware[p.hardware]) for p in self.pools.values() if self.hardware[p.hardware].gpu
         ]

@@ -27,8 +27,9 @@ def _components(site: Site) -> str:
 
 def _plan_storage(site: Site) -> str:
     from sitegen.report.plan import compute_plan, storage_section
+    from sitegen.report.table import wrapped_prose
 
-    return "```\n" + "\n".join(storage_section(site, compute_plan(site))) + "\n```\n"
+    return "```\n" + "\n".join(wrapped_prose(storage_section(site, compute_plan(site)))) + "\n```\n"
 
 
 GENERATORS: dict[str, Callable[[Site], str]] = {"components": _components, "plan storage": _plan_storage}

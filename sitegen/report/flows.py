@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from sitegen.check.tree import load_tree
-from sitegen.report.table import table
+from sitegen.report.table import records, table
 
 NAMESPACE_LABEL = "k8s:io.kubernetes.pod.namespace"
 
@@ -53,6 +53,9 @@ def flow_rows(dist: Path) -> list[list[str]]:
     return sorted(rows)
 
 
-def render_flows(dist: Path) -> str:
+HEADERS = ["variant", "cluster", "namespace", "egress to", "ingress from"]
+
+
+def render_flows(dist: Path, *, as_json: bool = False) -> str:
     rows = flow_rows(dist)
-    return "\n".join(table(["variant", "cluster", "namespace", "egress to", "ingress from"], rows)) + "\n"
+    return records(HEADERS, rows) if as_json else "\n".join(table(HEADERS, rows)) + "\n"

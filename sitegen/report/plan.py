@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+import json
+from dataclasses import asdict, dataclass, fields
 
 from sitegen.components.gpu.gpu_health import expected_busbw_gbps
 from sitegen.model import Site
-from sitegen.report.table import table
+from sitegen.report.table import table, wrapped_prose
 
 
 @dataclass(frozen=True)
@@ -181,6 +182,28 @@ def storage_section(site: Site, plan: Plan) -> list[str]:
     return out
 
 
+def plan_json(site: Site) -> str:
+    """The plan's figures for scripts: capacity per pool, hardware model and site, storage, the rails,
+    each AIStor server pool's layout and each pool's maintenance budget."""
+    layouts = site.aistor_layouts()
+    data = {
+        **asdict(compute_plan(site)),
+        "aistor_server_pools": [
+            {
+                "servers": pool.servers,
+                "drives": x.drives,
+                "sets": x.sets,
+                "set_size": x.set_size,
+                "parity": x.parity,
+                "raw_gb": x.raw_gb,
+                "usable_gb": x.usable_gb,
+            }
+            for pool, x in zip(site.storage.aistor.server_pools, layouts, strict=True)
+        ],
+    }
+    return json.dumps(data, indent=2, sort_keys=True) + "\n"
+
+
 def render_plan(site: Site) -> str:
     plan = compute_plan(site)
     link = site.fabric.link_gbps
@@ -279,4 +302,4 @@ def render_plan(site: Site) -> str:
             "nodes runs over the 100GbE Kubernetes network, and the seed's GPUDirect RDMA path to "
             "AIStor is deferred until aistor.rdma is true.",
         ]
-    return "\n".join(out) + "\n"
+    return "\n".join(wrapped_prose(out)) + "\n"

@@ -9,7 +9,7 @@ from pathlib import Path
 from sitegen.check.appsets import RepoFiles, applications, dist_files
 from sitegen.check.tree import Document, load_tree
 from sitegen.compose import paths
-from sitegen.report.table import table
+from sitegen.report.table import records, table
 
 RBAC = "rbac.authorization.k8s.io"
 CLUSTER_RBAC = ("ClusterRole", "ClusterRoleBinding")
@@ -42,6 +42,9 @@ def cluster_rbac(docs: list[Document], files: RepoFiles) -> list[list[str]]:
     return sorted(rows)
 
 
-def render_projects(dist: Path) -> str:
+HEADERS = ["variant", "project", "may create", "objects", "shipped by"]
+
+
+def render_projects(dist: Path, *, as_json: bool = False) -> str:
     rows = cluster_rbac(load_tree(dist), dist_files(dist))
-    return "\n".join(table(["variant", "project", "may create", "objects", "shipped by"], rows)) + "\n"
+    return records(HEADERS, rows) if as_json else "\n".join(table(HEADERS, rows)) + "\n"

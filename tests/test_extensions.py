@@ -1,0 +1,133 @@
+"""config/extensions.yaml: chart values overrides and extra apps, validated like the rest of config/ and
+judged in dist/ like the generator's own objects."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from .conftest import DIST, edit_yaml, invoke_sitegen, run_sitegen
+
+EXTRA = {
+    "description": "the site's documentation index",
+    "cluster": "ai",
+    "namespace": "site-docs",
+    "objects": [
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "index"}, "data": {"a": "b"}},
+    ],
+}
+ARGS = ["--kubelet-preferred-address-types=InternalIP"]
+
+
+def extend(config: Path, **parts) -> None:
+    edit_yaml(config, "extensions.yaml", lambda data: data.update(parts))
+
+
+def synth(config: Path, out: Path):
+    return run_sitegen("synth", "--config", config, "--variant", "one-cluster", "--out", out)
+
+
+def refusal(config: Path, tmp_path: Path) -> str:
+    result = synth(config, tmp_path / "out")
+    assert result.returncode == 2 and not (tmp_path / "out").exists()
+    (line,) = result.stderr.splitlines()
+    return line
+
+
+def test_values_and_an_extra_app_land_in_dist_and_pass_validate_and_bringup(config_copy, tmp_path):
+    extend(config_copy, values={"metrics-server": {"args": ARGS}}, apps={"site-docs": EXTRA})
+    out = tmp_path / "out"
+    assert synth(config_copy, out).returncode == 0
+    values = yaml.safe_load((out / "one-cluster/values/ai/metrics-server.yaml").read_text())
+    committed = yaml.safe_load((DIST / "one-cluster/values/ai/metrics-server.yaml").read_text())
+    assert values == {**committed, "args": ARGS}  # merged over the generated values, nothing else moved
+
+    app = out / "one-cluster/apps/ai/site-docs"
+    (obj,) = yaml.safe_load_all((app / "site-docs.configmap.index.yaml").read_text())
+    assert obj["metadata"]["namespace"] == "site-docs" and obj["data"] == {"a": "b"}
+    namespace = yaml.safe_load((out / "one-cluster/apps/ai/namespaces/namespace.site-docs.yaml").read_text())
+    assert namespace["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "restricted"
+    assert (out / "one-cluster/apps/ai/network-policies/site-docs.networkpolicy.default-deny.yaml").is_file()
+    project = yaml.safe_load((out / "one-cluster/bootstrap/argocd.appproject.extensions.yaml").read_text())
+    assert project["spec"]["clusterResourceWhitelist"] == []
+
+    validated = invoke_sitegen("validate", "--config", config_copy, "--dist", out)
+    assert validated.exit_code == 0, validated.output
+    brought = invoke_sitegen("bringup", "--config", config_copy, "--dist", out, "--variant", "one-cluster")
+    assert brought.exit_code == 0, brought.output[-2000:]
+    assert "ai-site-docs" in brought.output
+
+
+def test_an_extra_workload_is_judged_by_the_same_rules(config_copy, tmp_path):
+    """A Deployment that states no pool is refused by validate, as the generator's own would be."""
+    container = {"name": "web", "image": "nginx:1.29", "securityContext": {"allowPrivilegeEscalation": False}}
+    deployment = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "web"},
+        "spec": {
+            "selector": {"matchLabels": {"app": "web"}},
+            "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [container]}},
+        },
+    }
+    extend(config_copy, apps={"site-docs": {**EXTRA, "objects": [deployment]}})
+    out = tmp_path / "out"
+    assert synth(config_copy, out).returncode == 0
+    validated = invoke_sitegen("validate", "--config", config_copy, "--dist", out)
+    assert validated.exit_code == 1
+    assert "one-cluster/apps/ai/site-docs/site-docs.deployment.web.yaml" in validated.output
+
+
+@pytest.mark.parametrize(
+    ("parts", "field", "message"),
+    [
+        ({"values": {"grafna": {"a": 1}}}, "values.grafna", "no chart app 'grafna' takes values"),
+        (
+            {
+                "apps": {
+                    "x": {
+                        **EXTRA,
+                        "objects": [
+                            {
+                                "apiVersion": "rbac.authorization.k8s.io/v1",
+                                "kind": "ClusterRole",
+                                "metadata": {"name": "r"},
+                            }
+                        ],
+                    }
+                }
+            },
+            "apps.x.objects",
+            "ClusterRole is cluster-scoped",
+        ),
+        ({"apps": {"x": {**EXTRA, "namespace": "ai-research"}}}, "apps.x.namespace", "belongs to a tenant"),
+        ({"apps": {"x": {**EXTRA, "cluster": "hpc"}}}, "apps.x.cluster", "no cluster 'hpc'"),
+        (
+            {
+                "apps": {
+                    "x": {
+                        **EXTRA,
+                        "objects": [
+                            {**EXTRA["objects"][0], "metadata": {"name": "i", "namespace": "argocd"}}
+                        ],
+                    }
+                }
+            },
+            "apps.x.objects[0].metadata.namespace",
+            "live in its namespace 'site-docs'",
+        ),
+    ],
+    ids=["unknown-chart", "cluster-scoped", "tenant-namespace", "unknown-cluster", "other-namespace"],
+)
+def test_what_extensions_may_not_do_is_one_config_line(config_copy, tmp_path, parts, field, message):
+    extend(config_copy, **parts)
+    line = refusal(config_copy, tmp_path)
+    assert line.startswith(f"error: {config_copy / 'extensions.yaml'}: {field}"), line
+    assert message in line
+
+
+def test_a_site_without_extensions_needs_no_file(config_copy, tmp_path):
+    (config_copy / "extensions.yaml").unlink()
+    assert invoke_sitegen("plan", "--config", config_copy).exit_code == 0
