@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
+from sitegen.model import load_site
 from sitegen.report.picture import RAIL_COLOURS, site_svg
 
 from .conftest import DIST
@@ -64,3 +65,28 @@ def test_the_picture_changes_with_the_rail_map(site):
         before["nic-gpu-mlx5_0"].get("data-rail") == "A" and after["nic-gpu-mlx5_0"].get("data-rail") == "A"
     )
     assert "GPU0 GPU1" in _texts(before["nic-gpu-mlx5_0"]) and "GPU2 GPU3" in _texts(after["nic-gpu-mlx5_0"])
+
+
+def test_the_picture_shows_the_storage_server_pools_and_the_pools_on_each_plane(site, config_copy):
+    """A new AIStor server pool appears as its own box over the hosts it adds; each plane names its pools."""
+    pools = config_copy / "pools.yaml"
+    pools.write_text(pools.read_text().replace("count: 30", "count: 34").replace("st{01..30}", "st{01..34}"))
+    storage = config_copy / "storage.yaml"
+    storage.write_text(
+        storage.read_text().replace("    - servers: 30\n", "    - servers: 30\n    - servers: 4\n")
+    )
+    grown = load_site(config_copy)
+    groups = _groups(site_svg(grown))
+    assert "pool-0: 30 servers (st01..st30)" in _texts(groups["storage-pool-0"])
+    assert "pool-1: 4 servers (st31..st34)" in _texts(groups["storage-pool-1"])
+    assert any("EC:" in t for t in _texts(groups["storage-pool-1"]))
+    assert "storage-pool-1" not in _groups(site_svg(site))
+    planes = {
+        " ".join(_texts(g)).split(":", 1)[0]: " ".join(_texts(g))
+        for g in _groups(site_svg(site)).values()
+        if g.get("class") == "plane"
+    }
+    rails = next(text for name, text in planes.items() if name.startswith("NDR"))
+    assert rails.endswith("pools " + ", ".join(p for p in site.pools if p in site.fabric.nics))
+    kubernetes = next(text for name, text in planes.items() if name.startswith("Kubernetes"))
+    assert all(pool in kubernetes for pool in site.pools) and "PowerScale NFS" in kubernetes

@@ -1,8 +1,9 @@
 """A picture of the site (`dist/site.svg`), drawn from the model on every synth.
 
-Three bands: the clusters of each variant with their pools (node count, hardware, GPUs), the three
-network planes with their address ranges, and the NDR400 rails with which GPUs sit behind which NIC
-on which rail (the storage servers' NICs on theirs). For people who plan racks and cabling.
+Four bands: the clusters of each variant with their pools (node count, hardware, GPUs), the storage
+(AIStor's server pools over their hosts, PowerScale beside), the network planes with their address
+ranges and the pools on each, and the NDR400 rails with which GPUs sit behind which NIC on which rail
+(the storage servers' NICs on theirs). For people who plan racks and cabling.
 """
 
 from __future__ import annotations
@@ -76,17 +77,28 @@ def _clusters(site: Site, top: float) -> tuple[draw.Group, float]:
 def _planes(site: Site, top: float) -> tuple[draw.Group, float]:
     band = draw.Group(id="planes")
     net = site.network
+    every_pool = ", ".join(site.pools)
+    on_fabric = ", ".join(p for p in site.pools if p in site.fabric.nics)
     planes = [
-        ("management: BMC", f"VLAN {net.management.bmc.vlan}, {net.management.bmc.cidr}", "#999999"),
-        ("management: OS", f"VLAN {net.management.os.vlan}, {net.management.os.cidr}", "#777777"),
+        (
+            "management: BMC",
+            f"VLAN {net.management.bmc.vlan}, {net.management.bmc.cidr}; pools {every_pool}, PowerScale",
+            "#999999",
+        ),
+        (
+            "management: OS",
+            f"VLAN {net.management.os.vlan}, {net.management.os.cidr}; pools {every_pool}",
+            "#777777",
+        ),
         (
             f"Kubernetes {net.kubernetes.link_gbps}GbE",
-            f"VLAN {net.kubernetes.vlan}, {net.kubernetes.cidr}, MTU {net.kubernetes.mtu}",
+            f"VLAN {net.kubernetes.vlan}, {net.kubernetes.cidr}, MTU {net.kubernetes.mtu}; pools {every_pool}, "
+            "PowerScale NFS, AIStor S3",
             "#3366aa",
         ),
         (
             f"NDR{site.fabric.link_gbps} RDMA rails",
-            ", ".join(f"{n} {r.cidr}" for n, r in site.fabric.rails.items()),
+            ", ".join(f"{n} {r.cidr}" for n, r in site.fabric.rails.items()) + f"; pools {on_fabric}",
             "#aa3333",
         ),
     ]
@@ -139,11 +151,66 @@ def _rails(site: Site, top: float) -> tuple[draw.Group, float]:
     return band, y
 
 
+def _storage(site: Site, top: float) -> tuple[draw.Group, float]:
+    """AIStor's server pools over the storage pool's hosts (in the order added), and PowerScale."""
+    band = draw.Group(id="storage")
+    aistor = site.storage.aistor
+    _text(
+        band,
+        PAD,
+        top + 16,
+        f"storage: AIStor on pool {aistor.pool}, PowerScale beside",
+        15,
+        font_weight="bold",
+    )
+    hosts = [h.name for h in site.pools[aistor.pool].hosts]
+    x, y, w = PAD, top + 30, 280
+    first = 0
+    for i, (pool, layout) in enumerate(zip(aistor.server_pools, site.aistor_layouts(), strict=True)):
+        served = hosts[first : first + pool.servers]
+        first += pool.servers
+        box = draw.Group(id=f"storage-pool-{i}", class_="server-pool")
+        box.append(draw.Rectangle(x, y, w, 58, rx=6, fill=ROLE_COLOURS["aistor"], stroke="#555"))
+        _text(
+            box,
+            x + 8,
+            y + 18,
+            f"pool-{i}: {pool.servers} servers ({served[0]}..{served[-1]})",
+            13,
+            font_weight="bold",
+        )
+        _text(
+            box,
+            x + 8,
+            y + 34,
+            f"{layout.drives} drives, {layout.sets} sets of {layout.set_size} at EC:{layout.parity}",
+            11,
+        )
+        _text(
+            box,
+            x + 8,
+            y + 49,
+            f"{layout.usable_gb / 1e6:.2f} PB usable of {layout.raw_gb / 1e6:.2f} PB raw",
+            11,
+        )
+        band.append(box)
+        x += w + PAD
+        if x + w > WIDTH:
+            x, y = PAD, y + 66
+    ps = site.storage.powerscale
+    box = draw.Group(id="storage-powerscale", class_="nas")
+    box.append(draw.Rectangle(x, y, w, 58, rx=6, fill="#eeeeee", stroke="#555", stroke_dasharray="4 3"))
+    _text(box, x + 8, y + 18, f"PowerScale (external): {ps.nodes}x {ps.model}", 13, font_weight="bold")
+    _text(box, x + 8, y + 34, f"{ps.raw_gb / 1e6:g} PB raw, NFS on the Kubernetes plane", 11)
+    band.append(box)
+    return band, y + 66
+
+
 def site_svg(site: Site) -> str:
     """The picture as SVG text (deterministic: the model's order, no timestamps)."""
     bands = []
     top = 50.0
-    for make in (_clusters, _planes, _rails):
+    for make in (_clusters, _storage, _planes, _rails):
         band, top = make(site, top)
         bands.append(band)
         top += 20
