@@ -422,7 +422,7 @@ def scan(dist_dir: Path, exceptions: Path, checkov: Path) -> None:
 def diff(base: str, head: str | None, fmt: str, dist: str) -> None:
     """What changes in the clusters from BASE to HEAD (git revisions; no HEAD: the working tree):
     objects added, removed and changed per variant, cluster and app, with their changed fields."""
-    from sitegen.report.diff import DiffError, compare, render_json, render_markdown, render_text
+    from sitegen.report.diff import DiffError, coloured, compare, render_json, render_markdown, render_text
 
     try:
         groups = compare(Path.cwd(), base, head, dist)
@@ -430,7 +430,10 @@ def diff(base: str, head: str | None, fmt: str, dist: str) -> None:
         click.echo(f"error: {fault}", err=True)
         sys.exit(2)
     render = {"markdown": render_markdown, "json": render_json}.get(fmt, render_text)
-    click.echo(render(groups), nl=False)
+    text = render(groups)
+    if fmt == "text" and sys.stdout.isatty() and not os.environ.get("NO_COLOR"):
+        text = coloured(text)
+    click.echo(text, nl=False)
 
 
 @cli.command()

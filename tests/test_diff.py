@@ -7,10 +7,11 @@ import os
 import subprocess
 from pathlib import Path
 
+import click
 import pytest
 import yaml
 
-from sitegen.report.diff import compare, field_changes, render_text
+from sitegen.report.diff import coloured, compare, field_changes, render_text
 
 from .conftest import CONFIG, SITEGEN
 
@@ -293,3 +294,13 @@ def test_a_runbook_change_shows_its_lines(site_repo):
     _commit(site_repo, "runbook")
     text = render_text(compare(site_repo, "HEAD~1", "HEAD"))
     assert '~ one-cluster/bootstrap/RUNBOOK.md\n       (line): - -> "One more line."' in text, text
+
+
+def test_a_terminal_gets_colour_and_the_text_stays_the_same():
+    text = "one-cluster ai kueue: +1 -1 ~1\n  + ConfigMap a/b\n  - ConfigMap a/c\n  ~ Deployment a/d\n    .x: 1 -> 2\n"
+    shown = coloured(text)
+    assert click.unstyle(shown) == text
+    lines = shown.splitlines()
+    assert lines[0].startswith("\x1b[1m")  # the app heading bold
+    assert [line[:5] for line in lines[1:4]] == ["\x1b[32m", "\x1b[31m", "\x1b[33m"]
+    assert lines[4] == "    .x: 1 -> 2"  # field lines keep the terminal's colour

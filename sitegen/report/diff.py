@@ -460,3 +460,22 @@ def render_json(groups: list[Group]) -> str:
         ]  # fmt: skip
         out.append({"variants": variants, "cluster": g.cluster, "app": g.app, "changes": changes})
     return json.dumps(out, indent=2, sort_keys=True, default=str) + "\n"
+
+
+_COLOURS = {"+": "green", "-": "red", "~": "yellow"}
+
+
+def coloured(text: str) -> str:
+    """The text report for a terminal: added objects green, removed red, changed yellow, the app
+    headings bold (NO_COLOR, or output to a pipe or file, keeps it plain)."""
+    import click
+
+    lines = []
+    for line in text.splitlines():
+        marker = line.lstrip()[:1]
+        if line and not line.startswith(" "):
+            line = click.style(line, bold=True)
+        elif marker in _COLOURS and line.lstrip()[1:2] == " ":
+            line = click.style(line, fg=_COLOURS[marker])
+        lines.append(line)
+    return "\n".join(lines) + ("\n" if text.endswith("\n") else "")
