@@ -103,3 +103,29 @@ def test_console_script_runs_outside_the_checkout(tmp_path):
     )
     assert result.returncode == 0, result.stderr
     assert (tmp_path / "out" / "one-cluster" / "apps" / "ai" / "node-labels").is_dir()
+
+
+PIPELINE = ("model", "constructs", "components", "compose", "check", "report", "cli")
+
+
+def _layer(module: str) -> int | None:
+    parts = module.split(".")
+    if parts[0] == "constructs":
+        return PIPELINE.index("constructs")
+    return PIPELINE.index(parts[1]) if len(parts) > 1 and parts[1] in PIPELINE else None
+
+
+def test_no_layer_names_one_above_it_even_for_type_checking():
+    """import-linter leaves TYPE_CHECKING imports out (annotation-only cycles inside a package are
+    fine), so a lower layer could still depend on a higher one's types: components took ObjectPatch
+    from compose.hydrate that way. Every import counts here."""
+    constructs.__spec__.submodule_search_locations[:] = constructs.__path__
+    full = grimp.build_graph(*OUR_PACKAGES, cache_dir=None, exclude_type_checking_imports=False)
+    ours = _ours(full)
+    upward = sorted(
+        f"{m} -> {n}"
+        for m in ours
+        for n in full.find_modules_directly_imported_by(m)
+        if n in ours and (lm := _layer(m)) is not None and (ln := _layer(n)) is not None and ln > lm
+    )
+    assert upward == []

@@ -23,7 +23,6 @@ from sitegen.model import Placement
 if TYPE_CHECKING:
     from sitegen.components.context import ClusterContext, ClusterScope
     from sitegen.components.values import Values
-    from sitegen.compose.hydrate import ObjectPatch
 
 
 class Layer(IntEnum):
