@@ -7,7 +7,16 @@ from pathlib import Path
 
 import pytest
 
-from sitegen.report.scan import Exception_, ScanError, findings_of, judge, load_exceptions, render
+from sitegen.report.scan import (
+    Exception_,
+    ScanError,
+    findings_of,
+    judge,
+    load_exceptions,
+    per_container,
+    render,
+    run_checkov,
+)
 
 from .conftest import REPO
 
@@ -48,7 +57,7 @@ def test_findings_name_cluster_app_and_object():
 
 
 def test_a_finding_no_entry_covers_fails_and_is_named():
-    entries = [Exception_("CKV_K8S_16", ("*/cilium/*",), "the CNI")]
+    entries = [Exception_("CKV_K8S_16", ("ai/cilium/DaemonSet.kube-system.cilium",), "the CNI")]
     verdict = judge(_report(PRIVILEGED, ROOTED), entries)
     assert not verdict.ok
     assert [str(f) for f in verdict.new] == [
@@ -60,18 +69,33 @@ def test_a_finding_no_entry_covers_fails_and_is_named():
 
 
 def test_an_exception_that_covers_nothing_fails():
+    cilium = "ai/cilium/DaemonSet.kube-system.cilium"
     entries = [
-        Exception_("CKV_K8S_16", ("*/cilium/*",), "the CNI"),
-        Exception_("CKV_K8S_19", ("*/cilium/*",), "x"),
+        Exception_("CKV_K8S_16", (cilium, "ai/cilium/DaemonSet.kube-system.gone"), "the CNI"),
+        Exception_("CKV_K8S_19", (cilium,), "x"),
     ]
     verdict = judge(_report(PRIVILEGED), entries)
-    assert verdict.new == [] and [e.check for e in verdict.stale] == ["CKV_K8S_19"]
+    assert verdict.new == []
+    assert [(e.check, e.where) for e in verdict.stale] == [
+        ("CKV_K8S_16", ("ai/cilium/DaemonSet.kube-system.gone",)),  # each name on its own
+        ("CKV_K8S_19", (cilium,)),
+    ]
     assert "STALE exception CKV_K8S_19" in render(verdict, entries)
+
+
+def test_an_entry_names_objects_not_apps(tmp_path: Path):
+    path = tmp_path / "exceptions.yaml"
+    path.write_text("- check: CKV_K8S_16\n  where: ['*/cilium/*']\n  reason: the CNI\n")
+    with pytest.raises(ScanError, match=r"name objects \(and their containers\), not patterns"):
+        load_exceptions(path)
+    path.write_text("- check: CKV_K8S_16\n  where: ['*']\n  reason: the CNI\n")
+    with pytest.raises(ScanError, match="only the site-wide checks"):
+        load_exceptions(path)
 
 
 def test_every_entry_needs_a_reason(tmp_path: Path):
     path = tmp_path / "exceptions.yaml"
-    path.write_text("- check: CKV_K8S_16\n  where: ['*']\n  reason: ''\n")
+    path.write_text("- check: CKV_K8S_43\n  where: ['*']\n  reason: ''\n")
     with pytest.raises(ScanError, match="entry 0: needs exactly check, where and a reason"):
         load_exceptions(path)
 
@@ -83,3 +107,57 @@ def test_the_reviewed_file_loads_and_scopes_the_dangerous_checks():
     for check in ("CKV_K8S_16", "CKV_K8S_17", "CKV_K8S_19", "CKV_K8S_25", "CKV_K8S_39", "CKV2_K8S_5"):
         assert "*" not in entries[check].where, check
     assert not entries["CKV_K8S_16"].covers(judge(_report(ROOTED), []).new[0])
+
+
+CHECKOV = REPO / ".venv-scan" / "bin" / "checkov"
+AGENT = {
+    "apiVersion": "apps/v1",
+    "kind": "DaemonSet",
+    "metadata": {"name": "agent", "namespace": "nodes"},
+    "spec": {
+        "selector": {"matchLabels": {"app": "agent"}},
+        "template": {
+            "metadata": {"labels": {"app": "agent"}},
+            "spec": {
+                "containers": [
+                    {"name": "driver", "image": "x:1", "securityContext": {"privileged": True}},
+                    {"name": "exporter", "image": "y:1"},
+                ]
+            },
+        },
+    },
+}
+
+
+def test_each_container_is_judged_on_its_own():
+    copies = per_container(AGENT)
+    assert [c["metadata"]["name"] for c in copies] == ["agent__driver", "agent__exporter"]
+    assert [len(c["spec"]["template"]["spec"]["containers"]) for c in copies] == [1, 1]
+    assert AGENT["spec"]["template"]["spec"]["containers"][1]["name"] == "exporter"  # the input untouched
+
+
+@pytest.mark.skipif(not CHECKOV.is_file(), reason="checkov is installed by make scan-deps (make test does)")
+def test_a_new_privileged_container_in_an_excepted_object_fails_the_scan(tmp_path: Path):
+    """checkov itself stops at a workload's first privileged container; the split judges each, so the
+    exception that names `driver` does not cover a second privileged container beside it."""
+    import copy
+
+    import yaml
+
+    dist = tmp_path / "dist"
+    path = dist / "one-cluster/apps/ai/agents/nodes.daemonset.agent.yaml"
+    path.parent.mkdir(parents=True)
+    path.write_text(yaml.safe_dump(AGENT))
+    entries = [Exception_("CKV_K8S_16", ("ai/agents/DaemonSet.nodes.agent[driver]",), "the driver")]
+    verdict = judge(run_checkov(CHECKOV, dist), entries)
+    assert [f for f in verdict.new if f.check == "CKV_K8S_16"] == []
+
+    second = copy.deepcopy(AGENT)
+    second["spec"]["template"]["spec"]["containers"].insert(
+        1, {"name": "debug", "image": "z:1", "securityContext": {"privileged": True}}
+    )
+    path.write_text(yaml.safe_dump(second))
+    verdict = judge(run_checkov(CHECKOV, dist), entries)
+    assert [f.subject for f in verdict.new if f.check == "CKV_K8S_16"] == [
+        "ai/agents/DaemonSet.nodes.agent[debug]"
+    ]

@@ -2,16 +2,19 @@
 judged against a reviewed exceptions file.
 
 Every failed check must be excepted by an entry that names the check, the objects it may fail on
-(patterns over `<cluster>/<app>/<Kind>.<namespace>.<name>`) and why; a finding no entry covers fails,
-and so does an entry that no longer covers any finding (a stale exception hides the next regression).
+(`<cluster>/<app>/<Kind>.<namespace>.<name>`, with `[<container>]` for a check that judged one
+container: workloads are split per container before checkov reads them) and why; only the site-wide
+policies take `*`. A finding no entry covers fails, and so does a named object no finding needs any
+more (a stale exception hides the next regression).
 checkov runs with `--skip-download`: nothing is fetched.
 """
 
 from __future__ import annotations
 
-import fnmatch
+import copy as copy_module
 import json
 import subprocess
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -30,10 +33,24 @@ class Finding:
     check: str
     title: str
     variant: str
-    subject: str  # <cluster>/<app>/<Kind>.<namespace>.<name>; <cluster>/kubeadm/...; bootstrap/...
+    # <cluster>/<app>/<Kind>.<namespace>.<name>, with [<container>] when the check judged one container;
+    # <cluster>/kubeadm/...; bootstrap/...
+    subject: str
 
     def __str__(self) -> str:
         return f"{self.check} {self.variant}/{self.subject}: {self.title}"
+
+
+# Checks that judge every object alike, by site policy (their entries say why): they alone may be
+# excepted with `where: ["*"]`. Every other entry names its objects (and containers) one by one, so a
+# new object, or a new container in an excepted object, is a new finding.
+SITE_WIDE = frozenset({"CKV_K8S_11", "CKV_K8S_15", "CKV_K8S_40", "CKV_K8S_43"})
+# In the copy checkov reads, each container of a workload is an object of its own, named
+# <name>__<container>: checkov stops at a workload's first failing container, the copies do not.
+CONTAINER_MARK = "__"
+INIT_MARK = "__init"
+# Kubernetes refuses probes on init containers: checkov's probe checks do not apply to them.
+PROBE_CHECKS = frozenset({"CKV_K8S_8", "CKV_K8S_9"})
 
 
 @dataclass(frozen=True)
@@ -43,9 +60,7 @@ class Exception_:
     reason: str
 
     def covers(self, finding: Finding) -> bool:
-        return finding.check == self.check and any(
-            fnmatch.fnmatchcase(finding.subject, w) for w in self.where
-        )
+        return finding.check == self.check and ("*" in self.where or finding.subject in self.where)
 
 
 @dataclass(frozen=True)
@@ -67,7 +82,16 @@ def load_exceptions(path: Path) -> list[Exception_]:
     for i, entry in enumerate(entries):
         if not isinstance(entry, dict) or set(entry) != {"check", "where", "reason"} or not entry["reason"]:
             raise ScanError(f"{path}: entry {i}: needs exactly check, where and a reason")
-        found.append(Exception_(str(entry["check"]), tuple(entry["where"]), str(entry["reason"])))
+        check, where = str(entry["check"]), tuple(entry["where"])
+        for pattern in where:
+            if pattern == "*" and check in SITE_WIDE:
+                continue
+            if any(c in pattern for c in "*?"):
+                raise ScanError(
+                    f"{path}: entry {i} ({check}): {pattern!r}: name objects (and their containers), "
+                    f"not patterns; only the site-wide checks {', '.join(sorted(SITE_WIDE))} take '*'"
+                )
+        found.append(Exception_(check, where, str(entry["reason"])))
     return found
 
 
@@ -93,25 +117,90 @@ def findings_of(report: Any) -> tuple[int, int, list[Finding]]:
         passed += int(summary.get("passed", 0))
         failed += int(summary.get("failed", 0))
         for item in (part.get("results") or {}).get("failed_checks") or []:
-            variant, subject = _subject(item["file_path"], item["resource"])
+            kind_ns, _, container = item["resource"].partition(CONTAINER_MARK)
+            if container.endswith(INIT_MARK):
+                if item["check_id"] in PROBE_CHECKS:
+                    continue
+                container = container.removesuffix(INIT_MARK)
+            variant, subject = _subject(item["file_path"], kind_ns)
+            keys = (item.get("check_result") or {}).get("evaluated_keys") or []
+            if container and any("ontainers/[" in key for key in keys):
+                subject = f"{subject}[{container}]"
             found.append(Finding(item["check_id"], item["check_name"], variant, subject))
     return passed, failed, sorted(set(found), key=str)
 
 
+def _pod_spec(obj: dict[str, Any]) -> dict[str, Any] | None:
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        return None
+    if obj.get("kind") == "Pod":
+        return spec
+    if obj.get("kind") == "CronJob":
+        spec = (spec.get("jobTemplate") or {}).get("spec") or {}
+    template = spec.get("template")
+    pod = template.get("spec") if isinstance(template, dict) else None
+    return pod if isinstance(pod, dict) and "containers" in pod else None
+
+
+def per_container(obj: dict[str, Any]) -> list[dict[str, Any]]:
+    """A workload as one copy per container (init containers too, each as the copy's container), named
+    <name>__<container>; any other object as it is."""
+    pod = _pod_spec(obj)
+    if pod is None:
+        return [obj]
+    copies = []
+    for field in ("containers", "initContainers"):
+        for container in pod.get(field) or []:
+            copy = copy_module.deepcopy(obj)
+            copy_pod = _pod_spec(copy)
+            assert copy_pod is not None
+            # an init container is judged as the copy's one container: a pod of init containers only
+            # fails checks that look for a main container (seccomp), whatever its init containers hold
+            copy_pod["containers"] = [container]
+            copy_pod.pop("initContainers", None)
+            init = INIT_MARK if field == "initContainers" else ""
+            name = f"{obj['metadata']['name']}{CONTAINER_MARK}{container['name']}{init}"
+            copy["metadata"] = {**copy["metadata"], "name": name}
+            copies.append(copy)
+    return copies
+
+
+def _stage(dist: Path, variant: str, stage: Path) -> None:
+    """The variant's objects as checkov reads them: workloads split per container, CRDs left out
+    (checkov has no check for them, and they are nine tenths of the bytes)."""
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+    for path in sorted((dist / variant).rglob("*.yaml")):
+        if "customresourcedefinition." in path.name:
+            continue
+        docs = [d for d in yaml.load_all(path.read_text(), Loader=loader) if isinstance(d, dict)]
+        target = stage / path.relative_to(dist)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        objects = [copy for doc in docs for copy in per_container(doc)]
+        target.write_text(yaml.dump_all(objects, Dumper=dumper, sort_keys=False))
+
+
 def run_checkov(checkov: Path, dist: Path) -> list[Any]:
     """checkov over every YAML object of dist/ (host files and values are not Kubernetes objects), one
-    process per variant side by side. CustomResourceDefinitions are skipped: checkov has no check for
-    them, and parsing them is most of its time (they are nine tenths of the bytes)."""
+    process per variant side by side, on a staged copy where each container is judged on its own."""
     if not checkov.is_file():
         raise ScanError(f"{checkov}: checkov is not installed (make scan installs it)")
-    runs = []
-    for variant in sorted(p.name for p in dist.iterdir() if p.is_dir()):
-        # from dist/: the report's file paths then start with the variant
-        args = [str(checkov), "-d", variant, "--framework", "kubernetes", "--skip-download", "--quiet"]
-        args += ["--compact", "--skip-path", r"customresourcedefinition\.", "-o", "json"]
-        runs.append(
-            subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=dist)
-        )
+    with tempfile.TemporaryDirectory(prefix="sitegen-scan-") as staged:
+        stage = Path(staged)
+        runs = []
+        for variant in sorted(p.name for p in dist.iterdir() if p.is_dir()):
+            _stage(dist, variant, stage)
+            # from the stage: the report's file paths then start with the variant
+            args = [str(checkov), "-d", variant, "--framework", "kubernetes", "--skip-download", "--quiet"]
+            args += ["--compact", "-o", "json"]
+            runs.append(
+                subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=stage)
+            )
+        return _reports(runs)
+
+
+def _reports(runs: list[subprocess.Popen[str]]) -> list[Any]:
     reports = []
     for run in runs:
         stdout, stderr = run.communicate()
@@ -128,22 +217,30 @@ def run_checkov(checkov: Path, dist: Path) -> list[Any]:
 def judge(report: Any, exceptions: list[Exception_]) -> Verdict:
     passed, failed, findings = findings_of(report)
     new = [f for f in findings if not any(e.covers(f) for e in exceptions)]
-    used = {id(e) for f in findings for e in exceptions if e.covers(f)}
+    needed = {(f.check, f.subject) for f in findings}
+    # a named object (or container) no finding needs any more is stale on its own
+    stale = [
+        Exception_(e.check, unused, e.reason)
+        for e in exceptions
+        if (unused := tuple(w for w in e.where if w != "*" and (e.check, w) not in needed))
+        or ("*" in e.where and not any(f.check == e.check for f in findings))
+    ]
     excepted: dict[str, int] = {}
     for f in findings:
         if f not in new:
             excepted[f.check] = excepted.get(f.check, 0) + 1
-    return Verdict(passed, failed, new, [e for e in exceptions if id(e) not in used], excepted)
+    return Verdict(passed, failed, new, stale, excepted)
 
 
 def render(verdict: Verdict, exceptions: list[Exception_]) -> str:
     lines = [
         f"checkov: {verdict.passed} passed, {verdict.failed} failed; "
-        f"{sum(verdict.excepted.values())} findings excepted by {len(exceptions) - len(verdict.stale)} "
-        f"reviewed entries, {len(verdict.new)} new"
+        f"{sum(verdict.excepted.values())} findings excepted by {len(exceptions)} reviewed entries "
+        f"naming {sum(len(e.where) for e in exceptions)} objects and containers, {len(verdict.new)} new"
     ]
     lines += [f"NEW {f}" for f in verdict.new]
     lines += [
-        f"STALE exception {e.check} {list(e.where)}: it covers no finding any more" for e in verdict.stale
+        f"STALE exception {e.check} {list(e.where) or ['*']}: no finding needs it any more"
+        for e in verdict.stale
     ]
     return "\n".join(lines)

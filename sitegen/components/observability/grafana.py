@@ -168,6 +168,9 @@ class GrafanaValues(Placed):
     # dashboards are read through a Role in theirs (see observability.py)
     rbac: Rbac = Rbac(namespaced=True)
     testFramework: Toggle = OFF  # a helm-test pod Argo CD would never run
+    # no root init container chowning the data volume: the kubelet gives the TopoLVM volume (a CSI
+    # volume with an fsType) to the pod's fsGroup 472 itself
+    initChownData: Toggle = OFF
 
 
 class Grafana(ChartComponent):
