@@ -27,6 +27,8 @@ class AllowLists:
     plain_secret_data: Mapping[str, str]  # `Secret/namespace/name:key` -> why it holds no secret
     # (variant, cluster) -> `Kind/namespace/name` -> why nodes need it before they turn Ready
     bootstrap_critical: Mapping[tuple[str, str], Mapping[str, str]] = field(default_factory=dict)
+    # `<namespace>/<account>: <capability>` -> why, for accounts on nodes that run tenant code
+    node_rbac: Mapping[str, str] = field(default_factory=dict)
 
     def agents_of(self, variant: str, cluster: str | None) -> Mapping[str, NodeAgent]:
         return self.agents.get((variant, cluster or ""), {})
@@ -51,6 +53,8 @@ class AllowLists:
             k: why for per_cluster in self.bootstrap_critical.values() for k, why in per_cluster.items()
         }
         out += [f"  {key}: {why}" for key, why in sorted(critical.items())]
+        out.append("node identities that reach the cluster (tenant-reachable nodes):")
+        out += [f"  {key}: {why}" for key, why in sorted(self.node_rbac.items())]
         return out
 
 
@@ -58,6 +62,7 @@ def allow_lists(site: Site) -> AllowLists:
     agents: dict[tuple[str, str], dict[str, NodeAgent]] = {}
     critical: dict[tuple[str, str], dict[str, str]] = {}
     plain: dict[str, str] = {}
+    node_rbac: dict[str, str] = {}
     workloads = {
         f"Pod/{KUBE_VIP_NAMESPACE}/{KUBE_VIP_POD}": "ARP and IPVS for the API VIP need host networking "
         "and NET_ADMIN/NET_RAW"
@@ -71,6 +76,7 @@ def allow_lists(site: Site) -> AllowLists:
             agents.setdefault((variant, ctx.cluster.name), {}).update(component.node_agents(ctx))
             critical.setdefault((variant, ctx.cluster.name), {}).update(component.bootstrap_critical(ctx))
             plain.update(component.plain_secret_data(ctx))
+            node_rbac.update(component.node_rbac(ctx))
             workloads.update(component.privileged_workloads(ctx))
             if component.security is not None and component.security.level == "privileged":
                 privileged.setdefault(component.namespace, component.security.why)
@@ -80,4 +86,5 @@ def allow_lists(site: Site) -> AllowLists:
         privileged_workloads=workloads,
         plain_secret_data=plain,
         bootstrap_critical=critical,
+        node_rbac=node_rbac,
     )

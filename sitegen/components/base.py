@@ -64,6 +64,13 @@ class NodeAgent:
     implied_selector: Mapping[str, str] = field(default_factory=dict)
 
 
+# What an account on a node that runs tenant code may do to the rest of the cluster (check/node_rbac.py
+# finds these in the rendered RBAC; `Component.node_rbac` reviews the ones a component needs).
+READS_SECRETS = "reads Secrets in every namespace"
+CREATES_PODS = "creates pods outside its namespace"
+CHANGES_NODES = "patches Nodes"
+GRANTS_RBAC = "grants RBAC (bind, escalate, impersonate or new bindings)"
+
 WORLD = "world"  # outside the cluster (vault, git, registries, PowerScale, another cluster's address)
 NODES = "nodes"  # the nodes themselves (host network: kubelet, node-exporter, etcd metrics)
 EVERY_NAMESPACE = "*"
@@ -286,6 +293,11 @@ class Component:
     def bootstrap_critical(self, scope: ClusterScope) -> Mapping[str, str]:
         """Workloads nodes need before they turn Ready (`Kind/namespace/name`), and why: they must
         schedule on nodes that still carry node.kubernetes.io/not-ready."""
+        return {}
+
+    def node_rbac(self, scope: ClusterScope) -> Mapping[str, str]:
+        """Grants of this component's accounts that reach past a node its pods run tenant-reachable
+        nodes on (`<namespace>/<account>: <capability>`, see check/node_rbac.py), and why each is needed."""
         return {}
 
     def plain_secret_data(self, scope: ClusterScope) -> Mapping[str, str]:

@@ -12,6 +12,7 @@ from sitegen.check.rules import (  # noqa: F401
     kueue,
     names,
     network,
+    node_rbac,
     pins,
     placement,
     pod_security,

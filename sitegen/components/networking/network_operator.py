@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
-from sitegen.components.base import WORLD, ChartComponent, Flow, Layer, NamespaceSecurity
+from sitegen.components.base import (
+    WORLD,
+    ChartComponent,
+    Flow,
+    JsonPatch,
+    Layer,
+    NamespaceSecurity,
+    ObjectPatch,
+)
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.hardware.node_feature_discovery import NodeFeatureDiscovery
 from sitegen.components.networking import PROJECT
@@ -24,6 +32,9 @@ class NetworkOperatorValues(Values):
     operator: Operator
 
 
+OPERATOR_ACCOUNT = "network-operator"  # the chart's ServiceAccount of the operator Deployment
+
+
 class NetworkOperator(ChartComponent):
     name = "network-operator"
     chart = "network-operator"
@@ -43,6 +54,25 @@ class NetworkOperator(ChartComponent):
     @classmethod
     def applies(cls, scope: ClusterScope) -> bool:
         return scope.on_fabric
+
+    def patches(self, ctx: ClusterContext) -> list[ObjectPatch]:
+        return [
+            ObjectPatch(
+                "ClusterRoleBinding",
+                "network-operator",
+                "the chart binds the operator's ClusterRole (Secrets, pods, RBAC in every namespace) to the "
+                "group of every account of its namespace, the agents it runs on GPU nodes included: the "
+                "operator's own account is the one that needs it (each agent state it deploys brings its "
+                "own account and role, as nv-ipam's does)",
+                (
+                    JsonPatch(
+                        "replace",
+                        "/subjects",
+                        [{"kind": "ServiceAccount", "name": OPERATOR_ACCOUNT, "namespace": self.namespace}],
+                    ),
+                ),
+            )
+        ]
 
     def values(self, ctx: ClusterContext) -> NetworkOperatorValues:
         return NetworkOperatorValues(

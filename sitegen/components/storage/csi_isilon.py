@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from sitegen.components.base import WORLD, ChartComponent, Flow, Layer, NamespaceSecurity, NodeAgent
+from sitegen.components.base import (
+    CHANGES_NODES,
+    WORLD,
+    ChartComponent,
+    Flow,
+    Layer,
+    NamespaceSecurity,
+    NodeAgent,
+)
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.networking.cilium import Cilium
 from sitegen.components.platform.namespaces import Namespaces
@@ -42,6 +50,14 @@ class CsiIsilon(ChartComponent):
     after = (Cilium, Namespaces)
     namespace = "isilon"  # Dell's documented namespace
     security = NamespaceSecurity("privileged", "the PowerScale CSI node plugin mounts NFS for the kubelet")
+
+    def node_rbac(self, scope: ClusterScope) -> Mapping[str, str]:
+        return {
+            f"{self.namespace}/csi-isilon-node: {CHANGES_NODES}": "the node plugin labels its Node with the "
+            "PowerScale topology keys (csi-isilon.dellemc.com/<endpoint>) the controller provisions by; "
+            "a stolen token could rewrite any Node: the admission-policy work of the security issue "
+            "narrows it",
+        }
 
     def flows(self, ctx: ClusterContext) -> list[Flow]:
         return [Flow(WORLD, (), "PowerScale's API (the controller provisions exports)")]

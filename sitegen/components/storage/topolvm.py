@@ -8,6 +8,7 @@ from pydantic import Field
 
 from constructs.local_cache import DEVICE_CLASS
 from sitegen.components.base import (
+    CHANGES_NODES,
     ChartComponent,
     JsonPatch,
     Layer,
@@ -94,6 +95,14 @@ class TopoLvm(ChartComponent):
             self.object_key("DaemonSet", f"{self.name}-lvmd-0"): NodeAgent(
                 cache, "lvmd on the local-cache pools"
             ),
+        }
+
+    def node_rbac(self, scope: ClusterScope) -> Mapping[str, str]:
+        return {
+            f"{self.namespace}/topolvm-node: {CHANGES_NODES}": "topolvm-node writes its node's free VG "
+            "capacity into the Node's annotations, which the scheduler's capacity check reads; "
+            "a stolen token could rewrite any Node (labels included): the ValidatingAdmissionPolicy "
+            "work of the security issue is what narrows it to the node's own",
         }
 
     def patches(self, ctx: ClusterContext) -> list[ObjectPatch]:
