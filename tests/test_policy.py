@@ -294,6 +294,7 @@ def test_every_rule_has_a_breaker():
         "APP-010",  # test_appsets.py: the site ApplicationSet's steps and Argo CD's flag
         "APP-011",
         "RBC-001",  # test_node_rbac.py: the network operator's group binding put back, and others
+        "ADM-001",  # test_admission_policies.py: a role the cluster would refuse
     }  # test_network_policy.py: NET-*
     assert {r.id for r in RULES} == {*BREAKERS, *APP_BREAKERS, "UNQ-001", *synthesized}
 

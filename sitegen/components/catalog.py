@@ -29,6 +29,7 @@ from sitegen.components.observability.opentelemetry_operator import Opentelemetr
 from sitegen.components.observability.otel_gateway import OtelGateway
 from sitegen.components.observability.otel_node import OtelNode
 from sitegen.components.observability.prometheus_smartctl_exporter import PrometheusSmartctlExporter
+from sitegen.components.platform.admission_policies import AdmissionPolicies
 from sitegen.components.platform.argo_cd import ArgoCd
 from sitegen.components.platform.argocd_manager import ArgocdManager
 from sitegen.components.platform.coredns import CoreDns
@@ -61,6 +62,7 @@ COMPONENTS: tuple[type[Component], ...] = (
     KubeletCsrApprover,
     EtcdBackup,
     Namespaces,
+    AdmissionPolicies,
     ArgoCd,
     ArgocdManager,
     ExternalSecrets,

@@ -6,6 +6,10 @@ the namespace's running pods, and claims (a PersistentVolumeClaim, or a Stateful
 templates) beyond `persistentvolumeclaims` or `requests.storage`. `service_ready` also serves an
 APIService's health (argo.py).
 
+ValidatingAdmissionPolicies in force (applied, with a Deny binding) judge every create by its CEL
+(admission_policy.py): Argo CD's applies as the cluster's applier, pods as the kube-system controller
+that makes them.
+
 Not modelled: what a webhook that answers decides (it admits), operations other than CREATE, the other
 admission plugins (LimitRange defaults; Pod Security is cluster.py's), per-StorageClass claim quotas, object counts
 and limits.
@@ -17,6 +21,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import PurePosixPath
 from typing import Any
 
+from sitegen.check.admission_policy import Request, denying_policies
 from sitegen.check.bringup.kube import add, label_selector_matches, quantity, requests_of
 from sitegen.check.bringup.objects import ClusterObjects, Workload, key_of
 from sitegen.check.bringup.scheduling import usage
@@ -45,8 +50,14 @@ class Admission(ClusterObjects):
                 return None
         return f"no running pod behind Service {namespace}/{name}"
 
-    def admission_blocker(self, body: Mapping[str, Any], resource: str | None = None) -> str | None:
-        """Why the API server would refuse to create this object now (a webhook that cannot answer)."""
+    def admission_blocker(
+        self, body: Mapping[str, Any], resource: str | None = None, user: str | None = None
+    ) -> str | None:
+        """Why the API server would refuse `user` (default: the cluster's Argo CD) creating this object
+        now: a ValidatingAdmissionPolicy in force that refuses it, or a webhook that cannot answer."""
+        refused = self.policy_refusal(body, user or self.applier)
+        if refused:
+            return refused
         group, kind, ns, _ = key_of(body)
         resource = resource or self.resource_name(group, kind)
         if kind == "PersistentVolumeClaim" and group == "":
@@ -70,6 +81,22 @@ class Admission(ClusterObjects):
                 why = self.webhook_down(applied.body, hook)
                 if why:
                     return f"{wkind} {wname} ({hook['name']}) cannot answer: {why}"
+        return None
+
+    def policy_refusal(self, body: Mapping[str, Any], user: str) -> str | None:
+        """The first refusal of the ValidatingAdmissionPolicies applied so far (with a Deny binding)."""
+        bodies = [
+            a.body for _, a in self.of_kind("ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding")
+        ]
+        if not bodies:
+            return None
+        ns = (body.get("metadata") or {}).get("namespace")
+        labels = self.namespace_labels(ns) if ns else None
+        for policy in denying_policies(bodies):
+            if policy.matches(body, labels, "CREATE"):
+                refused = policy.refusal(body, Request(user))
+                if refused:
+                    return refused
         return None
 
     def webhook_down(self, config: Mapping[str, Any], hook: Mapping[str, Any]) -> str | None:

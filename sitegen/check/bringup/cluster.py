@@ -26,6 +26,16 @@ from sitegen.check.pod_security import violations
 PSA_ENFORCE = "pod-security.kubernetes.io/enforce"
 
 
+# Who creates a workload's pods: the kube-system controller of its kind (a bare Pod is Argo CD's).
+POD_MAKERS = {
+    "Deployment": "system:serviceaccount:kube-system:replicaset-controller",
+    "StatefulSet": "system:serviceaccount:kube-system:statefulset-controller",
+    "DaemonSet": "system:serviceaccount:kube-system:daemon-set-controller",
+    "Job": "system:serviceaccount:kube-system:job-controller",
+    "CronJob": "system:serviceaccount:kube-system:job-controller",
+}
+
+
 class Cluster(Scheduling, Kueue, Admission, Secrets, Storage, Nodes, Operators):
     """One cluster: the parts above over one state; the controllers' loop and the pods' prerequisites."""
 
@@ -52,7 +62,8 @@ class Cluster(Scheduling, Kueue, Admission, Secrets, Storage, Nodes, Operators):
         if refused:
             return refused
         down = self.admission_blocker({"apiVersion": "v1", "kind": "Pod", "metadata": {
-            "namespace": t.namespace, "name": t.name, "labels": t.labels}})  # fmt: skip
+            "namespace": t.namespace, "name": t.name, "labels": t.labels}},
+            user=POD_MAKERS.get(t.kind, self.applier))  # fmt: skip
         if down:
             return down
         account = t.spec.get("serviceAccountName", "default")

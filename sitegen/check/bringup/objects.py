@@ -73,6 +73,7 @@ class ClusterObjects:
         self.assumed: set[str] = set()  # reviewed external objects it relied on (references.py)
         self.drives_initialized = False
         self.server_tls_bootstrap = False  # kubelets ask the cluster CA for serving certificates
+        self.applier = "kubernetes-admin"  # who applies dist/ here (state.py: Argo CD's account)
         # Secrets that objects in dist/ make once their app syncs: (namespace, name) -> the app
         self.made_later: dict[tuple[str, str], str] = {}
         self.remote = False  # managed by another cluster's Argo CD (a spoke)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from sitegen.check.rules import (  # noqa: F401
+    admission,
     applications,
     fabric,
     front_doors,

@@ -1,0 +1,96 @@
+"""ValidatingAdmissionPolicies (built into Kubernetes, no controller): the rules the cluster itself must
+refuse whoever applies them, each with its binding in Deny mode. Expressions stay within standard CEL
+(no Kubernetes library functions), so they evaluate offline as the API server evaluates them."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from constructs import Construct
+from constructs.objects import api_object
+
+API = "admissionregistration.k8s.io/v1"
+RBAC_GROUP = "rbac.authorization.k8s.io"
+# Who is never judged: the API server's own bootstrap and kubeadm (system:masters), and the controller
+# that fills aggregated ClusterRoles (the built-in admin and edit roles include impersonate).
+EXEMPT = (
+    "!('system:masters' in request.userInfo.groups) && "
+    "request.userInfo.username != 'system:serviceaccount:kube-system:clusterrole-aggregation-controller'"
+)
+
+
+def _cel_list(values: Sequence[str]) -> str:
+    return "[" + ", ".join(f"'{v}'" for v in sorted(values)) + "]"
+
+
+class AdmissionPolicy(Construct):
+    """One policy and its binding: `expression` must hold for every matched request."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        name: str,
+        rules: list[dict],
+        expression: str,
+        message: str,
+        namespace_labels: dict[str, str] | None = None,
+    ) -> None:
+        super().__init__(scope, id)
+        constraints: dict = {"resourceRules": rules}
+        if namespace_labels:
+            constraints["namespaceSelector"] = {"matchLabels": dict(namespace_labels)}
+        api_object(
+            self,
+            "Policy",
+            API,
+            "ValidatingAdmissionPolicy",
+            {"name": name},
+            spec={
+                "failurePolicy": "Fail",
+                "matchConstraints": constraints,
+                "matchConditions": [{"name": "not-bootstrap", "expression": EXEMPT}],
+                "validations": [{"expression": expression, "message": message}],
+            },
+        )
+        api_object(
+            self,
+            "Binding",
+            API,
+            "ValidatingAdmissionPolicyBinding",
+            {"name": name},
+            spec={"policyName": name, "validationActions": ["Deny"]},
+        )
+
+
+def reserved_priorities_expression(label: str, reserved: Sequence[str], appliers: Sequence[str]) -> str:
+    """A workload labelled with a reserved Kueue priority comes from Git (the appliers), from a
+    kube-system controller making it from one that did (a CronJob's Job, a Job's pods), or already
+    had that label (Kueue unsuspending a Job updates it)."""
+    labels = "object.metadata.labels"
+    old = "oldObject.metadata.labels"
+    return (
+        f"request.userInfo.username in {_cel_list(appliers)} || "
+        "request.userInfo.username.startsWith('system:serviceaccount:kube-system:') || "
+        f"!has({labels}) || !('{label}' in {labels}) || "
+        f"!({labels}['{label}'] in {_cel_list(reserved)}) || "
+        f"(request.operation == 'UPDATE' && has({old}) && '{label}' in {old} && {old}['{label}'] == {labels}['{label}'])"
+    )
+
+
+def cluster_admin_binding_expression(reviewed: Sequence[str]) -> str:
+    return f"object.roleRef.name != 'cluster-admin' || object.metadata.name in {_cel_list(reviewed)}"
+
+
+def rbac_escalation_expression(reviewed: Sequence[str]) -> str:
+    """A role that may grant what its holder lacks: bind or escalate on roles, or impersonate."""
+    grants = (
+        "r.verbs.exists(v, v == 'impersonate') || "
+        f"(has(r.apiGroups) && r.apiGroups.exists(g, g == '{RBAC_GROUP}' || g == '*') && "
+        "r.verbs.exists(v, v == 'bind' || v == 'escalate' || v == '*'))"
+    )
+    return (
+        f"object.metadata.name in {_cel_list(reviewed)} || "
+        f"!has(object.rules) || !object.rules.exists(r, {grants})"
+    )

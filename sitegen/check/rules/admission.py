@@ -1,0 +1,59 @@
+"""The cluster refuses what validate refuses, and nothing the site itself applies: every object of dist/
+that a shipped ValidatingAdmissionPolicy matches passes it, as its cluster's applier creates it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from sitegen.check.admission_policy import Request, denying_policies
+from sitegen.check.rules.base import Context, Violation, rule
+from sitegen.check.tree import Document
+from sitegen.components.platform.admission_policies import SPOKE_MANAGER
+from sitegen.components.platform.argocd_manager import ArgocdManager
+
+# kubeadm's admin.conf: what the RUNBOOK's kubectl applies bootstrap/ as
+RUNBOOK_ADMIN = Request("kubernetes-admin", ("kubeadm:cluster-admins", "system:authenticated"))
+
+
+def applier(ctx: Context, doc: Document) -> Request:
+    """Who creates the object: Argo CD (the hub's controller, a spoke's manager), or the RUNBOOK."""
+    if doc.cluster is None or ctx.site is None:
+        return RUNBOOK_ADMIN
+    layout = ctx.layouts.get(doc.variant)
+    if layout is not None and doc.cluster == layout.hub.name:
+        namespace = ctx.site.gitops.argocd.namespace
+        return Request(f"system:serviceaccount:{namespace}:argocd-application-controller")
+    return Request(f"system:serviceaccount:{ArgocdManager.namespace}:{SPOKE_MANAGER}")
+
+
+@rule(
+    "ADM-001",
+    "admission-policies",
+    "what the cluster's ValidatingAdmissionPolicies refuse never reaches Git: a sync the API server "
+    "refuses stalls every app after it",
+)
+def _admitted(ctx: Context) -> Iterator[Violation]:
+    by_cluster: dict[tuple[str, str | None], list[Document]] = {}
+    for doc in ctx.docs:
+        if not doc.is_values and not doc.is_host_file:
+            by_cluster.setdefault((doc.variant, doc.cluster), []).append(doc)
+    for (variant, cluster), docs in sorted(
+        by_cluster.items(), key=lambda item: (item[0][0], item[0][1] or "")
+    ):
+        hub = ctx.layouts[variant].hub.name if variant in ctx.layouts else None
+        policies = denying_policies(d.body for d in by_cluster.get((variant, cluster or hub), []))
+        if not policies:
+            continue
+        namespaces = {
+            d.name: (d.body.get("metadata") or {}).get("labels") or {}
+            for d in by_cluster.get((variant, cluster or hub), []) + by_cluster.get((variant, None), [])
+            if d.kind == "Namespace"
+        }
+        for doc in docs:  # bootstrap/ (no cluster) goes to the hub
+            labels = namespaces.get(doc.namespace, {}) if doc.namespace else None
+            for policy in policies:
+                if not policy.matches(doc.body, labels, "CREATE"):
+                    continue
+                refused = policy.refusal(doc.body, applier(ctx, doc))
+                if refused:
+                    yield Violation(doc, "$", f"the API server refuses it: {refused}")

@@ -1,0 +1,98 @@
+"""`admission-policies`: what the cluster itself refuses, whoever applies it (kubectl included), as
+ValidatingAdmissionPolicies: reserved Kueue priorities only from Git, cluster-admin bound only where
+reviewed, and roles that may grant what their holder lacks (bind, escalate, impersonate) only where
+reviewed. `validate` evaluates each policy's CEL against every object of dist/ (ADM-001), so a chart
+that starts to need one of these shows up as a finding, not as a sync the API server refuses."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from constructs import Construct
+from constructs.admission import (
+    RBAC_GROUP,
+    AdmissionPolicy,
+    cluster_admin_binding_expression,
+    rbac_escalation_expression,
+    reserved_priorities_expression,
+)
+from constructs.cluster_manager import NAME as SPOKE_MANAGER
+from constructs.kueue import MANAGED_NAMESPACE_LABEL, PRIORITIES, PRIORITY_LABEL
+from sitegen.components.base import Layer, RenderedComponent
+from sitegen.components.context import ClusterContext
+from sitegen.components.platform import PROJECT
+from sitegen.components.platform.argocd_manager import ArgocdManager
+
+# Bindings of cluster-admin the site accepts, by binding name, and why.
+CLUSTER_ADMIN_BINDINGS: Mapping[str, str] = {
+    "velero-server": "Velero restores any kind into any namespace; its chart binds cluster-admin "
+    "(the RUNBOOK says the spoke credential is cluster-admin strength because of it)",
+}
+# Roles that may grant (bind, escalate, impersonate), by role name, and why.
+GRANTING_ROLES: Mapping[str, str] = {
+    "argocd-application-controller": "the hub's Argo CD applies every app's RBAC",
+    SPOKE_MANAGER: "a spoke's Argo CD: bind and escalate on the roles its apps render only (resourceNames)",
+    "aistor-object-store": "the AIStor operator binds its pods' and its TokenReview roles only (resourceNames)",
+    "velero-server": "Velero's Role in its own namespace (the chart grants '*' there)",
+}
+RESERVED_PRIORITIES = ("acceptance", "serving")  # the ones that preempt others' jobs
+
+
+def appliers(ctx: ClusterContext) -> list[str]:
+    """Who applies dist/ to this cluster: the hub's application controller, or a spoke's manager."""
+    if ctx.is_hub:
+        namespace = ctx.site.gitops.argocd.namespace
+        return [f"system:serviceaccount:{namespace}:argocd-application-controller"]
+    return [f"system:serviceaccount:{ArgocdManager.namespace}:{SPOKE_MANAGER}"]
+
+
+def _rule(group: str, *resources: str) -> dict:
+    return {
+        "apiGroups": [group],
+        "apiVersions": ["*"],
+        "resources": list(resources),
+        "operations": ["CREATE", "UPDATE"],
+    }
+
+
+class AdmissionPolicies(RenderedComponent):
+    name = "admission-policies"
+    project = PROJECT
+    layer = Layer.FOUNDATION
+    talks_to_api = False
+
+    def render(self, scope: Construct, ctx: ClusterContext) -> None:
+        if ctx.has_gpus:
+            assert set(RESERVED_PRIORITIES) <= set(PRIORITIES)
+            AdmissionPolicy(
+                scope,
+                "ReservedPriorities",
+                name="sitegen-reserved-priorities",
+                rules=[
+                    _rule("", "pods"),
+                    _rule("apps", "deployments", "statefulsets"),
+                    _rule("batch", "jobs", "cronjobs"),
+                ],
+                namespace_labels={MANAGED_NAMESPACE_LABEL: "true"},
+                expression=reserved_priorities_expression(PRIORITY_LABEL, RESERVED_PRIORITIES, appliers(ctx)),
+                message=f"the Kueue priorities {', '.join(RESERVED_PRIORITIES)} preempt other tenants' "
+                "jobs: only what Git holds may carry them",
+            )
+        AdmissionPolicy(
+            scope,
+            "ClusterAdminBindings",
+            name="sitegen-cluster-admin-bindings",
+            rules=[_rule(RBAC_GROUP, "rolebindings", "clusterrolebindings")],
+            expression=cluster_admin_binding_expression(sorted(CLUSTER_ADMIN_BINDINGS)),
+            message="cluster-admin is bound only by the reviewed bindings "
+            "(sitegen/components/platform/admission_policies.py)",
+        )
+        AdmissionPolicy(
+            scope,
+            "GrantingRoles",
+            name="sitegen-granting-roles",
+            rules=[_rule(RBAC_GROUP, "roles", "clusterroles")],
+            expression=rbac_escalation_expression(sorted(GRANTING_ROLES)),
+            message="a role that may bind, escalate or impersonate is one of the reviewed ones "
+            "(sitegen/components/platform/admission_policies.py)",
+        )

@@ -1,0 +1,166 @@
+"""The ValidatingAdmissionPolicies the site ships, evaluated offline from their rendered CEL (cel-python)
+against objects they must admit and objects they must refuse, and ADM-001: nothing in dist/ is refused."""
+
+from __future__ import annotations
+
+import pytest
+
+from sitegen.check.admission_policy import Policy, Request, denying_policies
+from sitegen.check.tree import load_tree
+
+from .conftest import DIST, add, invoke_sitegen, validate
+
+ARGO = Request("system:serviceaccount:argocd:argocd-application-controller")
+TENANT = Request("oidc:alice", ("ai-research-users", "system:authenticated"))
+KUEUE = Request("system:serviceaccount:kueue-system:kueue-controller-manager", operation="UPDATE")
+JOB_CONTROLLER = Request("system:serviceaccount:kube-system:job-controller")
+KUBEADM = Request("kubernetes-super-admin", ("system:masters",))
+
+
+@pytest.fixture(scope="module")
+def policies() -> dict[str, Policy]:
+    docs = [d.body for d in load_tree(DIST) if d.variant == "one-cluster" and d.cluster == "ai"]
+    return {p.name: p for p in denying_policies(docs)}
+
+
+def job(priority: str | None) -> dict:
+    labels = {"kueue.x-k8s.io/priority-class": priority} if priority else {}
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "j", "namespace": "ai-research", "labels": labels},
+    }
+
+
+def binding(name: str, role: str) -> dict:
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": {"name": name},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
+        "subjects": [{"kind": "User", "name": "mallory"}],
+    }
+
+
+def role(name: str, *rules: dict) -> dict:
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRole",
+        "metadata": {"name": name},
+        "rules": list(rules),
+    }
+
+
+MANAGED = {"sitegen.io/kueue-managed": "true"}
+
+
+def test_a_tenant_may_not_take_a_priority_that_preempts_others(policies):
+    reserved = policies["sitegen-reserved-priorities"]
+    assert reserved.matches(job("acceptance"), MANAGED, "CREATE")
+    assert not reserved.matches(job("acceptance"), {}, "CREATE")  # only Kueue's namespaces
+    refused = reserved.refusal(job("acceptance"), TENANT)
+    assert refused and "preempt other tenants' jobs" in refused
+    assert reserved.refusal(job("serving"), TENANT)
+    assert reserved.refusal(job("health"), TENANT) is None  # the lowest priority takes nothing
+    assert reserved.refusal(job(None), TENANT) is None
+    assert reserved.refusal(job("acceptance"), ARGO) is None  # from Git
+    assert reserved.refusal(job("acceptance"), KUEUE, old=job("acceptance")) is None  # unsuspending it
+    assert reserved.refusal(job("acceptance"), Request("oidc:alice", operation="UPDATE"), old=job(None))
+    pod = {**job("acceptance"), "apiVersion": "v1", "kind": "Pod"}
+    assert reserved.refusal(pod, JOB_CONTROLLER) is None  # a Job's pods carry its labels
+
+
+def test_cluster_admin_is_bound_only_where_reviewed(policies):
+    bindings = policies["sitegen-cluster-admin-bindings"]
+    assert bindings.matches(binding("x", "cluster-admin"), None, "CREATE")
+    refused = bindings.refusal(binding("mallory-admin", "cluster-admin"), ARGO)
+    assert refused and "cluster-admin is bound only by the reviewed bindings" in refused
+    assert bindings.refusal(binding("velero-server", "cluster-admin"), ARGO) is None
+    assert bindings.refusal(binding("mallory-view", "view"), ARGO) is None
+    assert bindings.refusal(binding("kubeadm:cluster-admins", "cluster-admin"), KUBEADM) is None
+
+
+def test_a_role_that_may_grant_is_a_reviewed_one(policies):
+    granting = policies["sitegen-granting-roles"]
+    rbac = "rbac.authorization.k8s.io"
+    for rules in (
+        {"apiGroups": [rbac], "resources": ["clusterroles"], "verbs": ["bind"]},
+        {"apiGroups": [rbac], "resources": ["roles"], "verbs": ["escalate"]},
+        {"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]},
+        {"apiGroups": [""], "resources": ["serviceaccounts"], "verbs": ["impersonate"]},
+    ):
+        refused = granting.refusal(role("sneaky", rules), ARGO)
+        assert refused and "bind, escalate or impersonate" in refused, rules
+    everything_in_apps = {"apiGroups": ["apps"], "resources": ["*"], "verbs": ["*"]}
+    assert granting.refusal(role("apps-admin", everything_in_apps), ARGO) is None
+    urls = {"nonResourceURLs": ["/metrics"], "verbs": ["get"]}
+    assert granting.refusal(role("metrics", urls), ARGO) is None  # a rule without apiGroups
+    assert granting.refusal({**role("empty"), "rules": None}, ARGO) is None  # null: absent to the API
+    assert (
+        granting.refusal(
+            role("velero-server", {"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}), ARGO
+        )
+        is None
+    )
+    builtin = Request(
+        "system:serviceaccount:kube-system:clusterrole-aggregation-controller", operation="UPDATE"
+    )
+    impersonating = {"apiGroups": [""], "resources": ["serviceaccounts"], "verbs": ["impersonate"]}
+    assert granting.refusal(role("edit", impersonating), builtin) is None  # the built-in edit role
+
+
+def test_what_the_cluster_would_refuse_never_reaches_git(tree):
+    rel = add(
+        tree,
+        "one-cluster/apps/ai/kueue/clusterrole.sneaky.yaml",
+        role(
+            "sneaky",
+            {
+                "apiGroups": ["rbac.authorization.k8s.io"],
+                "resources": ["clusterroles"],
+                "verbs": ["escalate"],
+            },
+        ),
+    )
+    result = validate(tree)
+    assert result.exit_code == 1
+    assert (
+        f"{rel} [doc 0] ClusterRole sneaky: ADM-001 admission-policies: $: the API server refuses it: "
+        "ValidatingAdmissionPolicy sitegen-granting-roles:"
+    ) in result.stdout
+
+
+def test_an_expression_the_offline_cel_cannot_read_is_a_refusal_not_a_pass():
+    broken = Policy(
+        "broken",
+        {
+            "failurePolicy": "Fail",
+            "matchConstraints": {
+                "resourceRules": [{"apiGroups": ["*"], "resources": ["*"], "operations": ["*"]}]
+            },
+            "validations": [{"expression": "quantity(object.spec.x).isGreaterThan(quantity('1'))"}],
+        },
+    )
+    refused = broken.refusal(
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "spec": {"x": "2"}}, ARGO
+    )
+    assert refused and "expression error" in refused
+
+
+def test_bringup_applies_the_policies_as_the_api_server_does(tree):
+    """Once ai-admission-policies is in (wave 0), Argo CD's apply of a role the policy refuses fails,
+    and the app that ships it stays out of sync, named with the policy's message."""
+    add(
+        tree,
+        "one-cluster/apps/ai/kueue/clusterrole.sneaky.yaml",
+        role(
+            "sneaky", {"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["roles"], "verbs": ["bind"]}
+        ),
+    )
+    result = invoke_sitegen("bringup", "--dist", tree, "--variant", "one-cluster")
+    assert result.exit_code == 1
+    assert "ClusterRole sneaky" in result.output
+    assert (
+        "ValidatingAdmissionPolicy sitegen-granting-roles: a role that may bind, escalate or impersonate"
+        in result.output
+    )
