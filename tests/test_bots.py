@@ -52,7 +52,7 @@ def test_every_chart_and_image_pin_is_found_once(site):
 
 def test_a_version_bump_carries_its_archive_lock_and_dist():
     """Renovate's post-upgrade tasks run Makefile targets that exist, and commit every path they
-    write: the vendored archive, its lock entry and the re-synthesized dist/."""
+    write: the vendored archive, its lock entry, the re-synthesized dist/ and docs blocks."""
     config = json.loads((REPO / "renovate.json").read_text())
     (rule,) = [r for r in config["packageRules"] if "postUpgradeTasks" in r and "matchFileNames" in r]
     assert rule["matchFileNames"] == ["config/versions.yaml"]
@@ -60,7 +60,7 @@ def test_a_version_bump_carries_its_archive_lock_and_dist():
     targets = set(re.findall(r"^([\w-]+):", (REPO / "Makefile").read_text(), re.M))
     assert tasks["commands"] == ["make charts-renew", "make synth"]
     assert {c.removeprefix("make ") for c in tasks["commands"]} <= targets
-    assert set(tasks["fileFilters"]) == {"charts.lock", "vendor/charts/**", "dist/**"}
+    assert set(tasks["fileFilters"]) == {"charts.lock", "vendor/charts/**", "dist/**", "docs/**"}
     assert tasks["executionMode"] == "branch"  # once per branch, after every bump of a group
 
 
@@ -157,3 +157,45 @@ def test_a_python_bump_renews_the_hashed_locks():
     assert rule["postUpgradeTasks"]["commands"] == ["make lock"]
     assert "requirements.lock" in rule["postUpgradeTasks"]["fileFilters"]
     assert "--no-emit-index-url" in (REPO / "Makefile").read_text()  # the lock never names an index
+
+
+DIGEST = "sha256:" + "ab" * 32
+
+
+def _render_template(template: str, values: dict[str, str]) -> str:
+    """Renovate's handlebars, as far as the image template uses it: {{{x}}} and {{#if x}}..{{/if}}."""
+    text = re.sub(
+        r"\{\{#if (\w+)\}\}(.*?)\{\{/if\}\}",
+        lambda m: m.group(2) if values.get(m.group(1)) else "",
+        template,
+        flags=re.S,
+    )
+    return re.sub(r"\{\{\{(\w+)\}\}\}", lambda m: values[m.group(1)], text)
+
+
+def test_images_get_a_digest_beside_the_tag_and_keep_it(site):
+    """pinDigests on every image Renovate can resolve: the digest is written under the tag (the model
+    reads it, test_digests_reach_the_objects), found again on the next run, and replaced with the tag."""
+    managers = {m["description"]: m for m in _managers()}
+    images = managers["Container images"]
+    text = (CONFIG / "versions.yaml").read_text()
+    tag = site.versions.images["curl"].tag
+    pinned = text.replace(f'tag: "{tag}"\n', f'tag: "{tag}"\n    digest: "{DIGEST}"\n', 1)
+    curl = next(m for m in _matches(images, pinned) if m["depName"] == "curlimages/curl")
+    assert curl["currentDigest"] == DIGEST and curl["currentValue"] == tag
+    bumped = _render_template(
+        images["autoReplaceStringTemplate"],
+        {"depName": "curlimages/curl", "newValue": "8.18.0", "newDigest": "sha256:" + "cd" * 32},
+    )
+    assert bumped == f'\n    repository: curlimages/curl\n    tag: "8.18.0"\n    digest: "sha256:{"cd" * 32}"'
+    assert images["depTypeTemplate"] == "image"
+    rules = json.loads((REPO / "renovate.json").read_text())["packageRules"]
+    pin = [r for r in rules if r.get("matchDepTypes") == ["image"] and r.get("pinDigests") is True]
+    unpin = [r for r in rules if r.get("matchDepTypes") == ["image"] and r.get("pinDigests") is False]
+    assert len(pin) == 1 and len(unpin) == 1
+    excluded = unpin[0]["matchPackageNames"]
+    assert "nvcr.io/nvidia/driver" in excluded  # the GPU Operator appends the OS to the tag
+    mellanox = next(p for p in excluded if p.startswith("/")).strip("/")
+    operands = [i.repository for k, i in site.versions.images.items() if k.startswith("network-operator-")]
+    assert operands and all(re.match(mellanox.replace("\\/", "/"), r) for r in operands)
+    assert "docs/**" in rules[0]["postUpgradeTasks"]["fileFilters"]  # make synth rewrites docs blocks

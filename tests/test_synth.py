@@ -13,7 +13,7 @@ import pytest
 from sitegen.compose import writer as dist
 from sitegen.compose.writer import OutputFile, write_dist
 
-from .conftest import CONFIG, DIST, REPO, SITEGEN, run_sitegen, tree_bytes
+from .conftest import CONFIG, DIST, REPO, SITEGEN, edit_yaml, run_sitegen, tree_bytes
 
 
 @pytest.fixture(scope="module")
@@ -137,3 +137,37 @@ def test_concurrent_synths_into_one_folder_take_turns(tmp_path):
     values = {(out / f"one-cluster/f{i}.yaml").read_text().split("n: ")[1] for i in range(40)}
     assert len(values) == 1  # one writer's whole tree, not a mix
     assert sorted(p.name for p in tmp_path.iterdir()) == [".dist.lock", "dist"]
+
+
+def test_digests_reach_the_objects_and_the_chart_values(config_copy, tmp_path, site):
+    digest = "sha256:" + "ab" * 32
+
+    def pin(versions):
+        for key in ("curl", "velero"):
+            versions["images"][key]["digest"] = digest
+
+    edit_yaml(config_copy, "versions.yaml", pin)
+    out = tmp_path / "dist"
+    result = run_sitegen("synth", "--config", config_copy, "--variant", "one-cluster", "--out", out)
+    assert result.returncode == 0, result.stderr
+    text = "\n".join(p.read_text() for p in sorted(out.rglob("*.yaml")))
+    assert (
+        f"{site.versions.images['curl'].ref}@{digest}" in text
+    )  # ours (the Harbor setup Job, the etcd backup)
+    velero = (out / "one-cluster/apps/ai/velero/velero.deployment.velero.yaml").read_text()
+    assert f"@{digest}" in velero  # through the chart's values (repository, tag)
+
+
+def test_a_digest_an_operator_cannot_take_is_refused(config_copy, tmp_path):
+    def pin(versions):
+        versions["images"]["nvidia-driver"]["digest"] = "sha256:" + "ab" * 32
+
+    edit_yaml(config_copy, "versions.yaml", pin)
+    result = run_sitegen(
+        "synth", "--config", config_copy, "--variant", "one-cluster", "--out", tmp_path / "d"
+    )
+    assert result.returncode == 2
+    (line,) = result.stderr.splitlines()
+    assert line.startswith(
+        f"error: {config_copy / 'versions.yaml'}: images.nvidia-driver.digest: the GPU Operator"
+    )

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from sitegen.components.base import Component
-from sitegen.model import ClusterLayout, ImagePin, Placement, PoolLayout, Site, VariantLayout
+from sitegen.model import ClusterLayout, ConfigError, ImagePin, Placement, PoolLayout, Site, VariantLayout
 
 C = TypeVar("C", bound=Component)
 
@@ -59,6 +59,16 @@ class ClusterScope:
 
     def image(self, key: str) -> ImagePin:
         return self.site.versions.images[key]
+
+    def tag_only_image(self, key: str, composer: str) -> ImagePin:
+        """An image whose reference an operator composes from its parts: a digest cannot be passed."""
+        pin = self.image(key)
+        if pin.digest:
+            raise ConfigError(
+                ("versions", "images", key, "digest"),
+                f"{composer} composes this image's reference from repository and tag: pin it by tag only",
+            )
+        return pin
 
     def service_url(self, service: str, namespace: str, port: int | None = None) -> str:
         """A Service of this cluster by its full DNS name, over plain HTTP."""

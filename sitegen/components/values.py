@@ -122,7 +122,7 @@ class Image(Values):
 
 
 def image(pin: ImagePin) -> Image:
-    return Image(repository=pin.repository, tag=pin.tag)
+    return Image(repository=pin.repository, tag=pin.pinned_tag)
 
 
 class Toggle(Values):

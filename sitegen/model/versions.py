@@ -29,10 +29,17 @@ class ChartPin(Strict):
 class ImagePin(Strict):
     repository: Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9._/-]*$")]
     tag: ImageTag
+    # Renovate adds and keeps it (pinDigests) where it can reach the registry; never typed by hand
+    digest: Annotated[str, Field(pattern=r"^sha256:[0-9a-f]{64}$")] | None = None
 
     @property
     def ref(self) -> str:
-        return f"{self.repository}:{self.tag}"
+        return f"{self.repository}:{self.pinned_tag}"
+
+    @property
+    def pinned_tag(self) -> str:
+        """The tag as values that join `repository:tag` take it: with the digest when there is one."""
+        return f"{self.tag}@{self.digest}" if self.digest else self.tag
 
 
 class ManifestPin(Strict):

@@ -169,7 +169,9 @@ class GpuOperator(ChartComponent):
         }
 
     def values(self, ctx: ClusterContext) -> GpuOperatorValues:
-        driver = ctx.image("nvidia-driver")
+        driver = ctx.tag_only_image(
+            "nvidia-driver", "the GPU Operator (driver.version, with the OS appended)"
+        )
         repository, _, image = driver.repository.rpartition("/")
         return GpuOperatorValues(
             operator=Operator(

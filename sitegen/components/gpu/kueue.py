@@ -101,7 +101,9 @@ class Kueue(ChartComponent):
             controllerManager=ControllerManager(
                 replicas=2,  # leader election; the webhook stays available during a restart
                 manager=Manager(
-                    image=ManagerImage(repository=ctx.image("kueue").repository, tag=ctx.image("kueue").tag),
+                    image=ManagerImage(
+                        repository=ctx.image("kueue").repository, tag=ctx.image("kueue").pinned_tag
+                    ),
                     resources=requests("500m", "512Mi", "2Gi"),
                 ),
                 **placed(ctx.system_placement),

@@ -9,6 +9,7 @@ from sitegen.components.base import Layer, RenderedComponent
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.networking import PROJECT
 from sitegen.components.networking.network_operator import NetworkOperator
+from sitegen.model import ImagePin
 
 IMAGES = {
     "network-operator-multus-cni": "the NicClusterPolicy",
@@ -53,7 +54,11 @@ class Fabric(RenderedComponent):
         return scope.on_fabric
 
     def render(self, scope: Construct, ctx: ClusterContext) -> None:
-        images = ctx.site.versions.images
+        composer = "the Network Operator (a NicClusterPolicy's repository, image and version)"
+
+        def image(key: str) -> ImagePin:
+            return ctx.tag_only_image(key, composer)
+
         RailFabric(
             scope,
             "Fabric",
@@ -61,12 +66,12 @@ class Fabric(RenderedComponent):
             fabric=ctx.site.fabric,
             subnets=ctx.variant.rail_subnets(ctx.site.fabric, ctx.cluster),
             images=FabricImages(
-                multus=images["network-operator-multus-cni"],
-                cni_plugins=images["network-operator-plugins"],
-                ipoib=images["network-operator-ipoib-cni"],
-                nv_ipam=images["network-operator-nvidia-k8s-ipam"],
-                rdma_shared_device_plugin=images["network-operator-k8s-rdma-shared-dev-plugin"],
-                doca_driver=images["network-operator-doca-driver"],
+                multus=image("network-operator-multus-cni"),
+                cni_plugins=image("network-operator-plugins"),
+                ipoib=image("network-operator-ipoib-cni"),
+                nv_ipam=image("network-operator-nvidia-k8s-ipam"),
+                rdma_shared_device_plugin=image("network-operator-k8s-rdma-shared-dev-plugin"),
+                doca_driver=image("network-operator-doca-driver"),
             ),
             ipam_namespace=self.namespace,
             # every namespace of GPU jobs Kueue queues: the tenants' and the health checks'

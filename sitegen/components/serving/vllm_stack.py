@@ -107,7 +107,7 @@ class VllmStack(ChartComponent):
         return VllmStackValues(
             routerSpec=RouterSpec(
                 repository=image.repository,
-                tag=image.tag,
+                tag=image.pinned_tag,
                 imagePullPolicy="IfNotPresent",
                 replicaCount=serving.router_replicas,
                 pdb=Pdb(),
