@@ -381,6 +381,10 @@ If `{site.gitops.repo_url}` needs credentials, create its repository Secret from
 (an ExternalSecret once External Secrets runs); none is stored here. Argo CD has no local admin: sign-in
 is SSO only (`{site.gitops.argocd.sso.issuer}`, groups {", ".join(f"`{g}` ({r})" for g, r in sorted(site.gitops.argocd.rbac.items()))}),
 and works once the root has written the OIDC client secret from the vault; until then use kubectl.
+Grafana signs in through the same provider (client `{site.services.monitoring.grafana_sso.client_id}`,
+Admin and Viewer by the same groups, anyone else refused); its login form and basic auth are off, and
+its local admin (`grafana/admin` in the vault) is break-glass only: `kubectl -n grafana exec deploy/grafana
+-- grafana cli admin reset-admin-password ...` with `GF_AUTH_BASIC_ENABLED=true` set for the duration.
 """
     )
     step += 1

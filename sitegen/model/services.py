@@ -51,10 +51,22 @@ class Prometheus(Strict):
         return f"{int(self.volume_gb * RETENTION_FILL)}GB"
 
 
+class GrafanaSso(Strict):
+    """Grafana's login through the site's OIDC provider (the issuer Argo CD uses); its roles follow
+    Argo CD's groups (admin: Admin, readonly: Viewer) and anyone else is refused. Grafana's OAuth
+    client takes the provider's endpoints, not its discovery document."""
+
+    client_id: Annotated[str, Field(min_length=1)]
+    auth_url: HttpsUrl
+    token_url: HttpsUrl
+    api_url: HttpsUrl  # the userinfo endpoint
+
+
 class Monitoring(Strict):
     prometheus: Prometheus
     alertmanager_replicas: Annotated[int, Field(ge=1, le=5)] = 3
     grafana_hostname: DnsName
+    grafana_sso: GrafanaSso
     # Where the agents of other clusters deliver to the hub, through the Gateway: metrics by Prometheus
     # remote write, logs by OTLP.
     telemetry_hostname: DnsName

@@ -8,7 +8,7 @@ from pydantic import Field
 
 from constructs.edge import Backend, Route
 from constructs.local_cache import CLASS_NAME as LOCAL_NVME
-from sitegen.components.base import ChartComponent, Flow, Layer, NamespaceSecurity
+from sitegen.components.base import WORLD, ChartComponent, Flow, Layer, NamespaceSecurity
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.observability import PROJECT
 from sitegen.components.observability.kube_prometheus_stack import (
@@ -26,6 +26,10 @@ TLS_SECRET = "grafana-tls"  # issued by the site CA for the Service (the Gateway
 TLS_MOUNT = "/etc/grafana/tls"
 ADMIN_SECRET = "grafana-admin"
 ADMIN_VAULT_KEY = "grafana/admin"
+OIDC_SECRET = "grafana-oidc"
+OIDC_SECRET_KEY = "clientSecret"
+OIDC_VAULT_KEY = "grafana/oidc"
+OIDC_ENV = "GF_AUTH_GENERIC_OAUTH_CLIENT_SECRET"  # Grafana reads any ini key from GF_<SECTION>_<KEY>
 DASHBOARD_LABEL = ("grafana_dashboard", "1")
 SERVICE_ACCOUNT = "grafana"  # the chart's, from its release name
 FOLDER_ANNOTATION = "grafana_folder"
@@ -56,10 +60,42 @@ class AnalyticsIni(Values):
     reporting_enabled: bool
 
 
+class AuthIni(Values):
+    # the site's OIDC provider is the way in; the local admin is break-glass (RUNBOOK), not a login form
+    disable_login_form: bool = True
+
+
+class GenericOauthIni(Values):
+    enabled: bool = True
+    name: str = "SSO"
+    client_id: str
+    scopes: str = "openid profile email groups"
+    auth_url: str
+    token_url: str
+    api_url: str
+    use_pkce: bool = True
+    allow_sign_up: bool = True  # a user is created at their first login, with the role their groups give
+    role_attribute_path: str
+    role_attribute_strict: bool = True  # no matching group: no login (as Argo CD: nobody else gets access)
+    groups_attribute_path: str
+
+
 class GrafanaIni(Values):
     server: ServerIni
     analytics: AnalyticsIni
     auth_anonymous: Toggle = Field(alias="auth.anonymous")
+    auth: AuthIni = AuthIni()
+    auth_basic: Toggle = Field(default=OFF, alias="auth.basic")  # no password on the API either
+    auth_generic_oauth: GenericOauthIni = Field(alias="auth.generic_oauth")
+
+
+class SecretKeyRef(Values):
+    name: str
+    key: str
+
+
+class EnvSecret(Values):
+    secretKeyRef: SecretKeyRef
 
 
 class Datasource(Values):
@@ -157,6 +193,7 @@ class GrafanaValues(Placed):
     persistence: Persistence
     admin: Admin = Admin(existingSecret=ADMIN_SECRET, userKey="admin-user", passwordKey="admin-password")
     envFromSecret: str = LOKI_CLIENT  # provisioning expands ${LOKI_*} in the Loki datasource
+    envValueFrom: dict[str, EnvSecret]  # the OIDC client secret, from the vault
     grafana_ini: GrafanaIni = Field(alias="grafana.ini")
     datasources: Datasources
     sidecar: Sidecar
@@ -190,6 +227,7 @@ class Grafana(ChartComponent):
         return [
             Flow(KubePrometheusStack, (), "the Prometheus datasource"),
             Flow(Loki, (), "the Loki datasource"),
+            Flow(WORLD, (443,), "the OIDC provider's token and userinfo endpoints"),
         ]
 
     @classmethod
@@ -221,6 +259,29 @@ class Grafana(ChartComponent):
             ),
         }
 
+    @staticmethod
+    def _oauth(ctx: ClusterContext) -> GenericOauthIni:
+        """Argo CD's groups give the roles (admin: Admin, readonly: Viewer); the JMESPath yields null
+        for anyone else, which role_attribute_strict refuses."""
+        sso = ctx.site.services.monitoring.grafana_sso
+        gitops = ctx.site.gitops.argocd
+        role = {"admin": "Admin", "readonly": "Viewer"}
+        claim = gitops.sso.groups_claim
+        path = " || ".join(
+            f"contains({claim}[*], '{group}') && '{role[level]}'"
+            for level in ("admin", "readonly")
+            for group, granted in sorted(gitops.rbac.items())
+            if granted == level
+        )
+        return GenericOauthIni(
+            client_id=sso.client_id,
+            auth_url=sso.auth_url,
+            token_url=sso.token_url,
+            api_url=sso.api_url,
+            role_attribute_path=path,
+            groups_attribute_path=claim,
+        )
+
     def values(self, ctx: ClusterContext) -> GrafanaValues:
         monitoring = ctx.site.services.monitoring
         prometheus = ctx.get(KubePrometheusStack).namespace
@@ -242,7 +303,11 @@ class Grafana(ChartComponent):
                 server=server,
                 analytics=AnalyticsIni(check_for_updates=False, reporting_enabled=False),
                 auth_anonymous=OFF,
+                auth_generic_oauth=self._oauth(ctx),
             ),
+            envValueFrom={
+                OIDC_ENV: EnvSecret(secretKeyRef=SecretKeyRef(name=OIDC_SECRET, key=OIDC_SECRET_KEY))
+            },
             datasources=Datasources(
                 datasources_yaml=DatasourcesFile(
                     datasources=[

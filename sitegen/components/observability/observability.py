@@ -26,7 +26,15 @@ from sitegen.components.base import Layer, RenderedComponent
 from sitegen.components.context import ClusterContext
 from sitegen.components.gpu.gpu_health import NAMESPACE as GPU_HEALTH
 from sitegen.components.observability import PROJECT
-from sitegen.components.observability.grafana import ADMIN_SECRET, ADMIN_VAULT_KEY, SERVICE_ACCOUNT, Grafana
+from sitegen.components.observability.grafana import (
+    ADMIN_SECRET,
+    ADMIN_VAULT_KEY,
+    OIDC_SECRET,
+    OIDC_SECRET_KEY,
+    OIDC_VAULT_KEY,
+    SERVICE_ACCOUNT,
+    Grafana,
+)
 from sitegen.components.observability.kube_prometheus_stack import (
     ALERTMANAGER_CONFIG,
     ALERTMANAGER_VAULT_KEY,
@@ -130,6 +138,15 @@ class Observability(RenderedComponent):
             store=ctx.store,
             key=ADMIN_VAULT_KEY,
             properties=["admin-user", "admin-password"],
+        )
+        VaultSecret(
+            scope,
+            "GrafanaOidc",
+            name=OIDC_SECRET,
+            namespace=grafana,
+            store=ctx.store,
+            key=OIDC_VAULT_KEY,
+            properties=[OIDC_SECRET_KEY],
         )
         loki = ctx.get(Loki).namespace
         VaultSecret(
