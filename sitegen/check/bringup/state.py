@@ -21,8 +21,7 @@ from sitegen.check.bringup.events import Blocker, Event, Result, Stop
 from sitegen.check.bringup.secrets import Vault
 from sitegen.components.catalog import COMPONENTS
 from sitegen.components.networking.cilium import Cilium
-from sitegen.components.platform.admission_policies import SPOKE_MANAGER
-from sitegen.components.platform.argocd_manager import ArgocdManager
+from sitegen.components.platform.admission_policies import applier
 from sitegen.compose import paths
 from sitegen.model import VariantLayout
 
@@ -64,11 +63,7 @@ class SimulationState:
         for name, cluster in self.clusters.items():
             cluster.cni_app = f"{name}-{Cilium.name}"
             cluster.remote = name != layout.hub.name
-            cluster.applier = (
-                f"system:serviceaccount:{ArgocdManager.namespace}:{SPOKE_MANAGER}"
-                if cluster.remote
-                else f"system:serviceaccount:{argocd_namespace}:argocd-application-controller"
-            )
+            cluster.applier = applier(argocd_namespace, hub=not cluster.remote)
             for kind in COMPONENTS:
                 app = f"{name}-{kind.name}"
                 if paths.app_dir(self.variant, name, kind.name) in folders:

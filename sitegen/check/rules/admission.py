@@ -8,8 +8,7 @@ from collections.abc import Iterator
 from sitegen.check.admission_policy import Request, denying_policies
 from sitegen.check.rules.base import Context, Violation, rule
 from sitegen.check.tree import Document
-from sitegen.components.platform.admission_policies import SPOKE_MANAGER
-from sitegen.components.platform.argocd_manager import ArgocdManager
+from sitegen.components.platform.admission_policies import applier as applier_account
 
 # kubeadm's admin.conf: what the RUNBOOK's kubectl applies bootstrap/ as
 RUNBOOK_ADMIN = Request("kubernetes-admin", ("kubeadm:cluster-admins", "system:authenticated"))
@@ -20,10 +19,8 @@ def applier(ctx: Context, doc: Document) -> Request:
     if doc.cluster is None or ctx.site is None:
         return RUNBOOK_ADMIN
     layout = ctx.layouts.get(doc.variant)
-    if layout is not None and doc.cluster == layout.hub.name:
-        namespace = ctx.site.gitops.argocd.namespace
-        return Request(f"system:serviceaccount:{namespace}:argocd-application-controller")
-    return Request(f"system:serviceaccount:{ArgocdManager.namespace}:{SPOKE_MANAGER}")
+    hub = layout is not None and doc.cluster == layout.hub.name
+    return Request(applier_account(ctx.site.gitops.argocd.namespace, hub=hub))
 
 
 @rule(

@@ -38,12 +38,12 @@ GRANTING_ROLES: Mapping[str, str] = {
 RESERVED_PRIORITIES = ("acceptance", "serving")  # the ones that preempt others' jobs
 
 
-def appliers(ctx: ClusterContext) -> list[str]:
-    """Who applies dist/ to this cluster: the hub's application controller, or a spoke's manager."""
-    if ctx.is_hub:
-        namespace = ctx.site.gitops.argocd.namespace
-        return [f"system:serviceaccount:{namespace}:argocd-application-controller"]
-    return [f"system:serviceaccount:{ArgocdManager.namespace}:{SPOKE_MANAGER}"]
+def applier(argocd_namespace: str, *, hub: bool) -> str:
+    """Who applies dist/ to a cluster: the hub's application controller, or a spoke's manager (the
+    policies let it through; validate and bringup create as it)."""
+    if hub:
+        return f"system:serviceaccount:{argocd_namespace}:argocd-application-controller"
+    return f"system:serviceaccount:{ArgocdManager.namespace}:{SPOKE_MANAGER}"
 
 
 def _rule(group: str, *resources: str) -> dict:
@@ -74,7 +74,11 @@ class AdmissionPolicies(RenderedComponent):
                     _rule("batch", "jobs", "cronjobs"),
                 ],
                 namespace_labels={MANAGED_NAMESPACE_LABEL: "true"},
-                expression=reserved_priorities_expression(PRIORITY_LABEL, RESERVED_PRIORITIES, appliers(ctx)),
+                expression=reserved_priorities_expression(
+                    PRIORITY_LABEL,
+                    RESERVED_PRIORITIES,
+                    [applier(ctx.site.gitops.argocd.namespace, hub=ctx.is_hub)],
+                ),
                 message=f"the Kueue priorities {', '.join(RESERVED_PRIORITIES)} preempt other tenants' "
                 "jobs: only what Git holds may carry them",
             )
