@@ -272,3 +272,39 @@ def test_a_project_admitting_a_cluster_role_binding_it_does_not_ship(tree):
         "admits cluster-scoped rbac.authorization.k8s.io/ClusterRoleBinding, which none of its apps render"
         in result.stdout
     )
+
+
+def _expand(ellipsis: str) -> list[str]:
+    """DirectPV's ellipsis notation, as its plugin expands it (`st{01...03}`: st01, st02, st03)."""
+    found = re.fullmatch(r"(.*)\{(\d+)\.\.\.(\d+)\}(.*)", ellipsis)
+    if not found:
+        return ellipsis.split(",")
+    prefix, first, last, suffix = found.groups()
+    return [f"{prefix}{n:0{len(first)}d}{suffix}" for n in range(int(first), int(last) + 1)]
+
+
+def test_directpv_discovers_every_storage_host_and_the_plugin_is_checked(site):
+    """The drives step names the storage pool's hosts (not `st01,...`), and checks the plugin first."""
+    text = (DIST / "two-cluster/bootstrap/RUNBOOK.md").read_text()
+    (nodes,) = re.findall(r"kubectl directpv discover --nodes '([^']+)'", text)
+    assert _expand(nodes) == [h.name for h in site.pools[site.storage.aistor.pool].hosts]
+    assert text.index("kubectl directpv --version") < text.index("kubectl directpv discover")
+
+
+def test_node_lists_use_the_ellipsis_only_for_one_numbered_run():
+    from sitegen.compose.runbook import directpv_nodes
+
+    assert directpv_nodes(["st01", "st02", "st03"]) == "st{01...03}"
+    assert directpv_nodes(["st01", "st03"]) == "st01,st03"  # a gap: listed
+    assert directpv_nodes(["a1", "b2"]) == "a1,b2"
+    assert directpv_nodes(["st9", "st10"]) == "st9,st10"  # widths differ: listed
+
+
+def test_a_replaced_server_keeps_its_drives():
+    """Re-initializing the drives moved from a failed chassis would erase a whole server's share of
+    every erasure set and heal it over the network; the day-2 step says not to."""
+    text = (DIST / "two-cluster/bootstrap/RUNBOOK.md").read_text()
+    server = text[text.index("A whole server:") :]
+    server = server[: server.index("A server pool is never")]
+    assert "do not initialize them" in server and "Ready again" in server
+    assert "initialize its drives" not in server

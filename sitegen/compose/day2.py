@@ -129,8 +129,12 @@ kubectl -n {OBJECT_STORE} delete pod <the server pod on that node>   # remounts;
 ```
 
 A whole server: cordon and drain it (its ObjectStore pod stops; within the budget above), repair or
-replace the hardware keeping its name and address (synth refuses either change), join it again with its
-pool's join step, initialize its drives as above and delete the pending pod. A server pool is never
+replace the hardware keeping its name and address (synth refuses either change), and join it again with
+its pool's join step. Drives moved from the failed chassis keep what the volume manager wrote on them
+(the XFS filesystem whose UUID names the drive): do not initialize them. Its node server finds them, they
+list as Ready again (`kubectl directpv list drives --nodes <node>`), and the server's data is there
+without healing it over the network. `discover` offers only drives without a filesystem: initialize
+those alone (new drives), as above, then delete the pending pod. A server pool is never
 resized: more servers are a new entry of `storage.aistor.server_pools`, and a pool leaves only after
 `mc admin decommission start` has moved its objects off it.
 """

@@ -5,6 +5,7 @@ Every command names files of dist/ by their path in the repository; a test check
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from pathlib import PurePosixPath
 from typing import Any
@@ -48,6 +49,25 @@ from sitegen.model import ClusterLayout, PoolLayout, Site, VariantLayout
 
 FIELD_MANAGER = "argocd-controller"
 JOIN_TOKEN_TTL = "2h"  # per pool: a pool's hosts join in parallel, well within it  # the field manager of Argo CD's server-side apply
+
+
+def directpv_nodes(names: list[str]) -> str:
+    """Host names in DirectPV's ellipsis notation (`st{01...30}`) where they are one numbered run,
+    else listed (the plugin's --nodes takes either)."""
+    parts = [re.fullmatch(r"(.*?)(\d+)", n) for n in names]
+    if names and all(parts):
+        prefixes = {m.group(1) for m in parts}
+        widths = {len(m.group(2)) for m in parts}
+        numbers = [int(m.group(2)) for m in parts]
+        if (
+            len(prefixes) == 1
+            and len(widths) == 1
+            and numbers == list(range(numbers[0], numbers[0] + len(names)))
+        ):
+            (prefix,), (width,) = prefixes, widths
+            if len(names) > 1:
+                return f"{prefix}{{{numbers[0]:0{width}d}...{numbers[-1]:0{width}d}}}"
+    return ",".join(names)
 
 
 def _kubelet_patch(kdir: PurePosixPath, pool: PoolLayout) -> str:
@@ -418,16 +438,23 @@ steps run while it syncs, each once the Application it names is Healthy.
     if aistor is not None:
         volumes = f"{aistor.name}-{AIStorVolumeManager.name}"
         store = f"{aistor.name}-{AIStor.name}"
+        volume_chart = site.versions.charts[AIStorVolumeManager.chart]
         lines.append(f"## AIStor on `{aistor.name}`\n")
         lines.append(
             f"""### {step}. AIStor drives
 
 Once `{volumes}` is Healthy, hand the {site.storage.aistor.pool} pool's NVMe drives to it (an
 imperative step of the volume manager); the ObjectStore's volume claims bind to them, and until then
-`{store}` stays Progressing and the root waits:
+`{store}` stays Progressing and the root waits. The `kubectl directpv` plugin is the binary MinIO
+publishes for the DirectPV release that chart {volume_chart.chart} {volume_chart.version} deploys (AIStor's
+DirectPV docs, CLI Reference: Install), on the admin host's PATH as `kubectl-directpv`; its version
+must be the node servers' image tag:
 
 ```sh
-kubectl directpv discover --nodes {",".join(h.name for h in aistor.pool(site.storage.aistor.pool).hosts[:1])},...
+kubectl directpv --version
+kubectl -n directpv get daemonset node-server -o jsonpath='{{.spec.template.spec.containers[*].image}}'
+kubectl directpv discover --nodes '{directpv_nodes([h.name for h in aistor.pool(site.storage.aistor.pool).hosts])}'
+# review drives.yaml: every drive listed is erased
 kubectl directpv init drives.yaml --dangerous
 ```
 """
