@@ -308,3 +308,16 @@ def test_a_replaced_server_keeps_its_drives():
     server = server[: server.index("A server pool is never")]
     assert "do not initialize them" in server and "Ready again" in server
     assert "initialize its drives" not in server
+
+
+def test_the_runbook_starts_with_what_must_exist_outside(site):
+    """The DNS names every later step relies on, and the outside systems' prerequisites, up front."""
+    text = (DIST / "two-cluster/bootstrap/RUNBOOK.md").read_text()
+    before = text[text.index("## Before you start") : text.index("### 1.")]
+    for cluster in site.clusters.values():
+        assert f"`{cluster.api.dns_name}` -> {cluster.api.vip}" in before
+    gateway = site.services.gateway.address
+    assert f"`{site.gitops.argocd.hostname}` -> {gateway}" in before
+    assert f"`{site.services.registry.hostname}` -> {gateway}" in before
+    assert f"`{site.storage.aistor.s3_hostname}`" in before
+    assert "SmartQuotas" in before and "subnet manager" in before

@@ -41,6 +41,7 @@ from sitegen.components.platform.namespaces import Namespaces
 from sitegen.components.platform_nodes.node_labels import NodeLabels
 from sitegen.components.storage.aistor import AIStor
 from sitegen.components.storage.aistor_volumemanager import AIStorVolumeManager
+from sitegen.components.storage.csi_isilon import CsiIsilon
 from sitegen.compose import paths
 from sitegen.compose.apps import VariantApps
 from sitegen.compose.day2 import day2
@@ -49,6 +50,45 @@ from sitegen.model import ClusterLayout, PoolLayout, Site, VariantLayout
 
 FIELD_MANAGER = "argocd-controller"
 JOIN_TOKEN_TTL = "2h"  # per pool: a pool's hosts join in parallel, well within it  # the field manager of Argo CD's server-side apply
+
+
+def _prerequisites(site: Site, layout: VariantLayout, apps: VariantApps) -> list[str]:
+    """What must exist before step 1: the names the site resolves, and what its outside systems need."""
+    gateway = site.services.gateway.address
+    names = [(c.spec.api.dns_name, f"{c.spec.api.vip} (cluster {c.name}'s API VIP)") for c in layout.clusters]
+    names += [
+        (host, f"{gateway} (the Gateway)")
+        for host in sorted(
+            {
+                site.gitops.argocd.hostname,
+                site.services.monitoring.grafana_hostname,
+                site.services.monitoring.telemetry_hostname,
+                site.services.registry.hostname,
+            }
+        )
+    ]
+    names.append(
+        (
+            site.storage.aistor.s3_hostname,
+            "the `minio` Service's load-balancer address (set once AIStor runs)",
+        )
+    )
+    out = ["## Before you start\n", "These names resolve in the site's DNS:\n"]
+    out += [f"- `{name}` -> {target}" for name, target in names]
+    extras = []
+    if any(c.name == CsiIsilon.name for ctx in apps.contexts for c in ctx.components):
+        extras.append(
+            "- PowerScale: the SmartQuotas licence (csi-isilon enforces each volume's size as a quota); "
+            "SnapshotIQ too once a VolumeSnapshotClass for csi-isilon is added (none is generated)."
+        )
+    if site.fabric.nics:
+        extras.append(
+            "- The NDR fabric's subnet manager (UFM or opensm) runs on every rail before the fabric "
+            "preflight: an InfiniBand port without one stays down."
+        )
+    if extras:
+        out += ["", "Outside the clusters:\n", *extras]
+    return [*out, ""]
 
 
 def directpv_nodes(names: list[str]) -> str:
@@ -324,6 +364,7 @@ def runbook(apps: VariantApps, by_cluster: Mapping[str, list[dict[str, Any]]]) -
         f"this repository at `{site.gitops.revision}`, kubectl against the cluster being built.",
         "",
     ]
+    lines += _prerequisites(site, layout, apps)
     registry = site.services.registry
     trust = (
         " Nodes must trust the site CA (OS trust store) for Harbor's certificate."
