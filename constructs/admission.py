@@ -94,3 +94,29 @@ def rbac_escalation_expression(reviewed: Sequence[str]) -> str:
         f"object.metadata.name in {_cel_list(reviewed)} || "
         f"!has(object.rules) || !object.rules.exists(r, {grants})"
     )
+
+
+def certificate_names_expression(cluster_domain: str, public: dict[str, list[str]]) -> str:
+    """A Certificate names only its own namespace's Services, or the public names that namespace serves
+    (the Gateway's): anyone who may create one cannot mint another's name with the site's issuer."""
+    own = (  # a bare name is a Service of the client's own namespace: it resolves nowhere else
+        "!n.contains('.') || "
+        "n.endsWith('.' + object.metadata.namespace + '.svc') || "
+        f"n.endsWith('.' + object.metadata.namespace + '.svc.{cluster_domain}')"
+    )
+    served = " || ".join(
+        f"(object.metadata.namespace == '{ns}' && n in {_cel_list(names)})"
+        for ns, names in sorted(public.items())
+    )
+    allowed = f"{own} || {served}" if served else own
+    return (
+        f"(!has(object.spec.dnsNames) || object.spec.dnsNames.all(n, {allowed})) && "
+        f"(!has(object.spec.commonName) || [object.spec.commonName].all(n, {allowed})) && "
+        "!has(object.spec.ipAddresses) && !has(object.spec.uris) && !has(object.spec.emailAddresses)"
+    )
+
+
+def certificate_requests_expression(makers: Sequence[str]) -> str:
+    """A CertificateRequest carries its names inside a CSR that CEL cannot read: only cert-manager,
+    making one for a Certificate the policy above admitted, may create it."""
+    return f"request.userInfo.username in {_cel_list(makers)}"

@@ -164,3 +164,42 @@ def test_bringup_applies_the_policies_as_the_api_server_does(tree):
         "ValidatingAdmissionPolicy sitegen-granting-roles: a role that may bind, escalate or impersonate"
         in result.output
     )
+
+
+def certificate(namespace: str, *names: str, **spec) -> dict:
+    return {
+        "apiVersion": "cert-manager.io/v1",
+        "kind": "Certificate",
+        "metadata": {"name": "c", "namespace": namespace},
+        "spec": {"dnsNames": list(names), "issuerRef": {"kind": "ClusterIssuer", "name": "site"}, **spec},
+    }
+
+
+def test_a_certificate_names_only_its_namespace_or_what_it_serves(policies, site):
+    names = policies["sitegen-certificate-names"]
+    assert names.refusal(certificate("ai-research", "model.ai-research.svc", "model"), TENANT) is None
+    local = f"model.ai-research.svc.{site.clusters['ai'].dns_domain}"
+    assert names.refusal(certificate("ai-research", local), TENANT) is None
+    for stolen in (
+        certificate("ai-research", "argocd-server.argocd.svc"),  # another namespace's Service
+        certificate("ai-research", site.gitops.argocd.hostname),  # a public name the Gateway serves
+        certificate("ai-research", "model", ipAddresses=["10.20.3.10"]),
+        certificate("ai-research", "model", commonName="harbor.hpc.example.internal"),
+    ):
+        refused = names.refusal(stolen, TENANT)
+        assert refused and "names its own namespace's Services" in refused, stolen
+    gateway = certificate(
+        "envoy-gateway-system", site.gitops.argocd.hostname, site.services.registry.hostname
+    )
+    assert names.refusal(gateway, ARGO) is None  # the Gateway's own certificate
+
+
+def test_only_cert_manager_makes_certificate_requests(policies):
+    requests = policies["sitegen-certificate-requests"]
+    request = {
+        "apiVersion": "cert-manager.io/v1",
+        "kind": "CertificateRequest",
+        "metadata": {"name": "r", "namespace": "ai-research"},
+    }
+    assert requests.refusal(request, TENANT)
+    assert requests.refusal(request, Request("system:serviceaccount:cert-manager:cert-manager")) is None

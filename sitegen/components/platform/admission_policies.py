@@ -12,6 +12,8 @@ from constructs import Construct
 from constructs.admission import (
     RBAC_GROUP,
     AdmissionPolicy,
+    certificate_names_expression,
+    certificate_requests_expression,
     cluster_admin_binding_expression,
     rbac_escalation_expression,
     reserved_priorities_expression,
@@ -20,6 +22,8 @@ from constructs.cluster_manager import NAME as SPOKE_MANAGER
 from constructs.kueue import MANAGED_NAMESPACE_LABEL, PRIORITIES, PRIORITY_LABEL
 from sitegen.components.base import Layer, RenderedComponent
 from sitegen.components.context import ClusterContext
+from sitegen.components.edge.cert_manager import CertManager
+from sitegen.components.edge.gateway import Gateway, site_routes
 from sitegen.components.platform import PROJECT
 from sitegen.components.platform.argocd_manager import ArgocdManager
 
@@ -82,6 +86,8 @@ class AdmissionPolicies(RenderedComponent):
                 message=f"the Kueue priorities {', '.join(RESERVED_PRIORITIES)} preempt other tenants' "
                 "jobs: only what Git holds may carry them",
             )
+        if ctx.has(CertManager):
+            self._certificates(scope, ctx)
         AdmissionPolicy(
             scope,
             "ClusterAdminBindings",
@@ -99,4 +105,28 @@ class AdmissionPolicies(RenderedComponent):
             expression=rbac_escalation_expression(sorted(GRANTING_ROLES)),
             message="a role that may bind, escalate or impersonate is one of the reviewed ones "
             "(sitegen/components/platform/admission_policies.py)",
+        )
+
+    @staticmethod
+    def _certificates(scope: Construct, ctx: ClusterContext) -> None:
+        public: dict[str, list[str]] = {}
+        if ctx.has(Gateway):
+            public[ctx.get(Gateway).namespace] = sorted({r.hostname for r in site_routes(ctx)})
+        AdmissionPolicy(
+            scope,
+            "CertificateNames",
+            name="sitegen-certificate-names",
+            rules=[_rule("cert-manager.io", "certificates")],
+            expression=certificate_names_expression(ctx.cluster.spec.dns_domain, public),
+            message="a Certificate names its own namespace's Services, or the public names its namespace "
+            "serves (the Gateway's routes)",
+        )
+        makers = [f"system:serviceaccount:{ctx.get(CertManager).namespace}:{CertManager.name}"]
+        AdmissionPolicy(
+            scope,
+            "CertificateRequests",
+            name="sitegen-certificate-requests",
+            rules=[{**_rule("cert-manager.io", "certificaterequests"), "operations": ["CREATE"]}],
+            expression=certificate_requests_expression(makers),
+            message="CertificateRequests come from cert-manager, for Certificates the site admits",
         )
