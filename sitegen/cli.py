@@ -237,16 +237,18 @@ def plan(config_dir: Path, fmt: str) -> None:
 )
 def validate(config_dir: Path, dist_dir: Path, crd_dirs: tuple[Path, ...]) -> None:
     """Check every document offline: schemas (core strict, CRDs, host configs) and policy rules."""
-    site = _load(config_dir)
-    dirs = list(crd_dirs)
-    _require_dirs(dist_dir, *dirs)
+    sys.exit(_validate(_load(config_dir), dist_dir, list(crd_dirs)))
+
+
+def _validate(site: Site, dist_dir: Path, crd_dirs: list[Path]) -> int:
+    _require_dirs(dist_dir, *crd_dirs)
     from sitegen.check.validate import validate_tree
 
-    report = validate_tree(dist_dir, site, dirs)
+    report = validate_tree(dist_dir, site, crd_dirs)
     for finding in report.findings:
         click.echo(str(finding))
     click.echo(report.summary())
-    sys.exit(1 if report.findings else 0)
+    return 1 if report.findings else 0
 
 
 @cli.command()
@@ -320,33 +322,35 @@ def bringup(config_dir: Path, dist_dir: Path, variants: tuple[str, ...]) -> None
 @click.option("--check", "check_only", is_flag=True, help="Write nothing; exit 1 naming each stale page.")
 def docs(config_dir: Path, docs_dir: Path, check_only: bool) -> None:
     """Rewrite the generated blocks of docs/ (the component table, the storage map) from config/."""
+    sys.exit(_docs(_load(config_dir), docs_dir, check_only))
+
+
+def _docs(site: Site, docs_dir: Path, check_only: bool) -> int:
     from sitegen.report import docs as generated
 
-    site = _load(config_dir)
     _require_dirs(docs_dir)
     try:
         pages = generated.stale(docs_dir, site) if check_only else generated.refresh(docs_dir, site)
     except generated.UnknownBlock as fault:
         click.echo(f"error: {fault}", err=True)
-        sys.exit(2)
+        return 2
     for page in pages:
         state = "are stale: run `make synth`" if check_only else "rewritten"
         click.echo(f"{'error: ' if check_only else ''}{page}: generated blocks {state}", err=check_only)
-    sys.exit(1 if check_only and pages else 0)
+    return 1 if check_only and pages else 0
 
 
 @cli.command()
 @CONFIG_OPTION
 @DIST_OPTION
 @DOCS_OPTION
-@click.pass_context
-def check(ctx: click.Context, config_dir: Path, dist_dir: Path, docs_dir: Path) -> None:
+def check(config_dir: Path, dist_dir: Path, docs_dir: Path) -> None:
     """The site's own checks, stopping at the first that fails: config/ loads (every error, exit 2),
     dist/ and the generated blocks of docs/ are what it synthesizes (run make synth), validate, bringup.
     `make site` adds the scan."""
     from sitegen.compose import fingerprint
 
-    _load(config_dir)
+    site = _load(config_dir)
     _require_dirs(dist_dir)
     if fingerprint.recorded(dist_dir) != fingerprint.fingerprint(config_dir, None):
         click.echo(
@@ -355,19 +359,13 @@ def check(ctx: click.Context, config_dir: Path, dist_dir: Path, docs_dir: Path) 
             err=True,
         )
         sys.exit(2)
-    for step, args in (
-        (docs, {"docs_dir": docs_dir, "check_only": True}),
-        (validate, {"dist_dir": dist_dir}),
-    ):
-        try:
-            ctx.invoke(step, config_dir=config_dir, **args)
-        except SystemExit as done:
-            if done.code:
-                raise
+    for step in (lambda: _docs(site, docs_dir, check_only=True), lambda: _validate(site, dist_dir, [])):
+        code = step()
+        if code:
+            sys.exit(code)
     from sitegen.check.bringup import bringup as simulate
     from sitegen.check.bringup import from_dist, timeline
 
-    site = _load(config_dir)
     for variant in site.variants:
         if not (dist_dir / variant).is_dir():
             click.echo(f"error: {dist_dir / variant}: not synthesized; run `make synth`", err=True)

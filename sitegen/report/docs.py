@@ -56,13 +56,24 @@ def pages(root: Path) -> list[Path]:
     return sorted(p for p in root.glob("*.md") if BLOCK.search(p.read_text()))
 
 
+def _rewrites(root: Path, site: Site) -> dict[Path, str]:
+    """The pages whose blocks differ from what the site gives, with their new text."""
+    found = {}
+    for page in pages(root):
+        text = page.read_text()
+        new = refreshed(text, site, page)
+        if new != text:
+            found[page] = new
+    return found
+
+
 def stale(root: Path, site: Site) -> list[Path]:
-    return [p for p in pages(root) if refreshed(p.read_text(), site, p) != p.read_text()]
+    return list(_rewrites(root, site))
 
 
 def refresh(root: Path, site: Site) -> list[Path]:
     """Rewrite the stale pages; the ones written."""
-    written = stale(root, site)
-    for page in written:
-        page.write_text(refreshed(page.read_text(), site, page))
-    return written
+    rewrites = _rewrites(root, site)
+    for page, text in rewrites.items():
+        page.write_text(text)
+    return list(rewrites)

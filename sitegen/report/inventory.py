@@ -64,11 +64,10 @@ def inventory(dist: Path, site: Site, *, as_json: bool = False) -> tuple[str, li
         )
     # text: one table per variant, without the cluster (each name starts with it) and the source paths
     # (JSON keeps every column), to fit a terminal
-    text_lines: list[str] = []
-    for variant in sorted({row[0] for row in rows}):
-        text_lines += ["" if text_lines else None, variant] if text_lines else [variant]
-        text_lines += table(HEADERS[2:-1], [row[2:-1] for row in rows if row[0] == variant])
-    text = "\n".join(line for line in text_lines if line is not None)
+    text = "\n\n".join(
+        "\n".join([variant, *table(HEADERS[2:-1], [row[2:-1] for row in rows if row[0] == variant])])
+        for variant in sorted({row[0] for row in rows})
+    )
     context = Context(
         docs=docs, layouts=layouts, allow=allow_lists(site), root=dist, apps=apps, expand_errors=errors
     )
