@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from constructs import Construct
 from constructs.objects import SKIP_DRY_RUN, api_object
@@ -68,11 +68,18 @@ class FabricPool:
 
 @dataclass(frozen=True)
 class BackupWatch:
-    """A scheduled backup: an etcd snapshot CronJob (`namespace`) or a Velero Schedule (`schedule`)."""
+    """A scheduled backup: a CronJob (of `namespace`) or a Velero Schedule (of Velero's)."""
 
-    what: str  # etcd, or velero
-    name: str  # the CronJob's namespace, or the Schedule's name
+    kind: Literal["cronjob", "velero"]
+    name: str  # the CronJob's or the Schedule's
+    subject: str  # what the alerts call it
     stale_after_seconds: int  # its longest gap between runs, and an hour
+    namespace: str = ""
+
+    @property
+    def alert_prefix(self) -> str:
+        camel = "".join(part.title() for part in self.name.split("-"))
+        return camel if self.kind == "cronjob" else f"VeleroBackup{camel}"
 
 
 @dataclass(frozen=True)
@@ -189,19 +196,20 @@ def _backup_rules(risks: SiteRisks) -> list[dict[str, Any]]:
     rules = []
     for watch in risks.backups:
         hours = watch.stale_after_seconds // 3600
-        if watch.what == "etcd":
-            where = f'namespace="{watch.name}"'
-            last = f"max by (cluster) (kube_cronjob_status_last_successful_time{{{where}}})"
+        label, subject = watch.alert_prefix, watch.subject
+        if watch.kind == "cronjob":
+            cronjob = f'namespace="{watch.namespace}", cronjob="{watch.name}"'
+            # a CronJob's Jobs are named after it and their scheduled minute
+            jobs = f'namespace="{watch.namespace}", job_name=~"{watch.name}-[0-9]+"'
+            last = f"max by (cluster) (kube_cronjob_status_last_successful_time{{{cronjob}}})"
             failed = (
-                f"max by (cluster, job_name) (kube_job_status_failed{{{where}}}) > 0 and on (cluster, job_name) "
-                f"(time() - max by (cluster, job_name) (kube_job_status_start_time{{{where}}})) < {watch.stale_after_seconds}"
+                f"max by (cluster, job_name) (kube_job_status_failed{{{jobs}}}) > 0 and on (cluster, job_name) "
+                f"(time() - max by (cluster, job_name) (kube_job_status_start_time{{{jobs}}})) < {watch.stale_after_seconds}"
             )
-            label, subject = "EtcdBackup", "the etcd snapshot"
         else:
             where = f'schedule="{watch.name}"'
             last = f"max by (cluster) (velero_backup_last_successful_timestamp{{{where}}})"
             failed = f"max by (cluster) (velero_backup_last_status{{{where}}}) != 1"
-            label, subject = f"VeleroBackup{watch.name.title()}", f"Velero's {watch.name} backup"
         rules += [
             _alert(f"{label}Failed", failed, "warning",
                    f"{subject} failed in {{{{ $labels.cluster }}}}: read its logs before the next run", for_="15m"),

@@ -169,9 +169,14 @@ def test_a_spoke_app_before_the_spoke_is_registered(site, inputs):
 
 
 def test_s3_keys_never_written(site, inputs):
-    texts = runbook_without(inputs, ONE, r"^vault kv put .*\n")
+    texts = runbook_without(inputs, ONE, r"^vault kv put .*/aistor/users/.*\n")
     # the first app of the root's order that reads an S3 key stops there
     blocked(run(site, inputs, texts=texts), "Progressing", "the vault holds no aistor/users/")
+
+
+def test_the_second_backup_target_never_set_up(site, inputs):
+    texts = runbook_without(inputs, ONE, r"^vault kv put .*/backups/.*\n")
+    blocked(run(site, inputs, texts=texts), "ai-etcd-backup", "the vault holds no backups/powerscale/")
 
 
 def test_a_runbook_step_waiting_on_a_misnamed_application(site, inputs):

@@ -94,9 +94,15 @@ def test_velero_backs_up_each_cluster_into_aistor_by_namespace_class():
     for variant, cluster, tenants in (("one-cluster", "ai", ["ai-research"]), ("two-cluster", "aistor", [])):
         app = DIST / variant / "apps" / cluster / "velero"
         docs = [d for p in sorted(app.glob("velero.*.yaml")) for d in yaml.safe_load_all(p.read_text()) if d]
-        (location,) = [d for d in docs if d["kind"] == "BackupStorageLocation"]
-        assert location["spec"]["objectStorage"]["prefix"] == f"velero/{cluster}"
-        assert location["spec"]["objectStorage"]["caCertRef"] == {"name": "aistor-ca", "key": "ca.crt"}
+        locations = {d["metadata"]["name"]: d["spec"] for d in docs if d["kind"] == "BackupStorageLocation"}
+        location, second = locations["aistor"], locations["powerscale"]
+        assert location["objectStorage"]["prefix"] == f"velero/{cluster}" and location["default"]
+        assert location["objectStorage"]["caCertRef"] == {"name": "aistor-ca", "key": "ca.crt"}
+        # the second target: its own keys and CA, never the default
+        assert second["objectStorage"]["prefix"] == f"velero/{cluster}" and not second["default"]
+        assert second["credential"] == {"name": "velero-powerscale", "key": "cloud"}
+        assert second["objectStorage"]["caCertRef"] == {"name": "backup-target-ca", "key": "ca.crt"}
+        assert second["config"]["s3Url"] == "https://nfs.powerscale.hpc.example.internal:9021"
         schedules = {d["metadata"]["name"]: d["spec"]["template"] for d in docs if d["kind"] == "Schedule"}
         assert (
             schedules["platform"]["includeClusterResources"] and not schedules["platform"]["snapshotVolumes"]
@@ -109,6 +115,12 @@ def test_velero_backs_up_each_cluster_into_aistor_by_namespace_class():
             assert not set(tenants) & set(schedules["platform"]["includedNamespaces"])
         else:
             assert "tenants" not in schedules
+        copy = schedules["powerscale"]
+        assert copy["storageLocation"] == "powerscale" and not copy["snapshotVolumes"]
+        assert copy["includedNamespaces"] == [
+            *schedules["platform"]["includedNamespaces"],
+            *(schedules["tenants"]["includedNamespaces"] if tenants else []),
+        ]
     (snapshots,) = yaml.safe_load_all(
         (DIST / "one-cluster/apps/ai/powerscale/volumesnapshotclass.powerscale.yaml").read_text()
     )

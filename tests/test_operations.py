@@ -68,17 +68,22 @@ def test_the_longest_gap_of_a_schedule():
 
 
 def test_every_backup_alerts_when_it_fails_or_goes_stale(site):
-    """The etcd snapshots and each Velero schedule: failed, stale (no success for longer than the
+    """The etcd snapshots, the PKI archive and each Velero schedule, on AIStor and on the second
+    target: failed, stale (no success for longer than the
     schedule's longest gap and an hour, computed from config) and never succeeded."""
     from sitegen.check.tree import load_tree
 
     from .conftest import DIST
 
     backups = site.services.backups
+    second = backups.second
     expected = {
         "EtcdBackup": backups.etcd.longest_gap_seconds + 3600,
         "VeleroBackupPlatform": backups.velero.platform.longest_gap_seconds + 3600,
         "VeleroBackupTenants": backups.velero.tenants.longest_gap_seconds + 3600,
+        f"EtcdBackup{second.name.title()}": second.etcd.longest_gap_seconds + 3600,
+        f"PkiBackup{second.name.title()}": second.pki.longest_gap_seconds + 3600,
+        f"VeleroBackup{second.name.title()}": second.velero.longest_gap_seconds + 3600,
     }
     rules = {
         r["alert"]: r

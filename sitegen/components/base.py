@@ -124,6 +124,7 @@ class S3Access:
     grants: tuple[S3Grant, ...]
     # lifecycle rules of the first bucket: objects under the prefix expire after the days
     expire: tuple[tuple[str, int], ...] = ()
+    target: str = "aistor"  # or the second backup target's name
 
     def __post_init__(self) -> None:
         if not self.grants:
@@ -135,7 +136,7 @@ class S3Access:
 
     @property
     def vault_key(self) -> str:
-        return s3_vault_key(self.user)
+        return s3_vault_key(self.user, self.target)
 
     def policy(self) -> dict[str, Any]:
         """The IAM policy of the consumer's key (AWS's syntax, which AIStor takes): its objects, its
@@ -166,9 +167,15 @@ class S3Access:
         return {"Version": "2012-10-17", "Statement": statements}
 
 
-def s3_vault_key(user: str) -> str:
-    """Where the runbook stores an S3 consumer's AIStor key once the ObjectStore runs."""
-    return f"aistor/users/{user}"
+def s3_vault_key(user: str, target: str = "aistor") -> str:
+    """Where the runbook stores an S3 consumer's key: of AIStor once the ObjectStore runs, or of the
+    second backup target (named `target`)."""
+    return f"aistor/users/{user}" if target == "aistor" else f"{backup_target_folder(target)}/users/{user}"
+
+
+def backup_target_folder(target: str) -> str:
+    """The vault folder of the second backup target's keys and CA."""
+    return f"backups/{target}"
 
 
 @dataclass(frozen=True)
@@ -306,6 +313,10 @@ class Component:
 
     def s3_access(self, ctx: ClusterContext) -> list[S3Access]:
         """The AIStor users and buckets this component writes to."""
+        return []
+
+    def second_copy(self, ctx: ClusterContext) -> list[S3Access]:
+        """Its users of the second backup target (services.backups.second), outside AIStor."""
         return []
 
     def routes(self, ctx: ClusterContext) -> list[Route]:

@@ -13,6 +13,7 @@ from constructs.kubeadm import PATCHES_DIR
 from sitegen.components.storage.aistor import OBJECT_STORE
 from sitegen.compose import paths
 from sitegen.compose.apps import VariantApps
+from sitegen.compose.second_target import restore_drill
 from sitegen.model import ClusterLayout, PoolLayout
 from sitegen.model.maintenance import Budget
 
@@ -75,6 +76,7 @@ def day2(apps: VariantApps) -> str:
     out.append(_pruning(apps))
     out.append(_etcd(apps))
     out.append(_velero(apps))
+    out.append(restore_drill(apps))
     return "\n".join(out)
 
 

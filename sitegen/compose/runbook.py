@@ -32,7 +32,7 @@ from constructs.secrets import (
     vault_mount,
     vault_role,
 )
-from sitegen.components.base import S3Access
+from sitegen.components.base import S3Access, backup_target_folder
 from sitegen.components.gpu.gpu_operator import GpuOperator
 from sitegen.components.networking.cilium import Cilium
 from sitegen.components.platform.argo_cd import ArgoCd
@@ -46,6 +46,8 @@ from sitegen.compose import paths
 from sitegen.compose.apps import VariantApps
 from sitegen.compose.day2 import day2
 from sitegen.compose.fabric_hosts import DRIVER_ROOT
+from sitegen.compose.second_target import second_consumers
+from sitegen.compose.second_target import setup_step as second_target_setup
 from sitegen.model import ClusterLayout, PoolLayout, Site, VariantLayout
 
 FIELD_MANAGER = "argocd-controller"
@@ -389,7 +391,12 @@ before Harbor runs.{trust}
         body, step = _cluster_steps(apps, cluster, step)
         lines += body
     consumers = s3_consumers(apps)
-    later = {access.vault_key for access in consumers}
+    second_folder = backup_target_folder(site.services.backups.second.name)
+    later = {access.vault_key for access in [*consumers, *second_consumers(apps)]}
+    later |= {f"{second_folder}/ca", f"{second_folder}/pki-recipient"}
+    lines.append("## Outside the clusters\n")
+    lines.append(second_target_setup(apps, step))
+    step += 1
     lines.append("## The vault\n")
     spokes = layout.spokes
     registration = (

@@ -26,6 +26,7 @@ from sitegen.compose.fabric_hosts import fabric_files
 from sitegen.compose.hosts import etcd_patches, host_files, mirror_files
 from sitegen.compose.hydrate import Progress, Rendered, RenderJob, hydrating
 from sitegen.compose.runbook import runbook, s3_consumers
+from sitegen.compose.second_target import lifecycle_text, second_consumers
 from sitegen.compose.writer import OutputFile
 from sitegen.model import ConfigError, Site, resolve
 from sitegen.model.extensions import merged
@@ -189,6 +190,13 @@ def _variant_files(
         )
         for access in s3_consumers(apps)
     ]
+    files.append(
+        OutputFile(
+            paths.lifecycle_file(variant, apps.site.services.backups.second.name),
+            [],
+            text=lifecycle_text(second_consumers(apps)),
+        )
+    )
     files += mirror_files(apps.site, variant)
     return files
 

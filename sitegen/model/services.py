@@ -143,13 +143,41 @@ class VeleroBackups(Strict):
     tenants: BackupSchedule  # tenant namespaces, with CSI snapshots of their volumes
 
 
+POWERSCALE_S3_PORT = 9021  # OneFS's S3 service over TLS (9020 is plain HTTP)
+
+
+class ExternalS3(Strict):
+    """An S3 service of the site's choosing outside AIStor (another site's object store, a cloud)."""
+
+    host: DnsName
+    port: Annotated[int, Field(ge=1, le=65535)] = 443
+
+
+class SecondTarget(Strict):
+    """A second copy outside AIStor's failure domain, on its own schedules: each cluster's etcd and its
+    PKI (the CAs kubeadm keeps on the control-plane hosts, encrypted to a recipient certificate whose
+    key is kept offline), and every namespace's objects through Velero. Tenant volume data stays in
+    its CSI snapshots on PowerScale (Velero's data mover is not deployed): `plan` says so per data class.
+    `powerscale`: the S3 service of PowerScale's access zone, on its SmartConnect name."""
+
+    name: DnsLabel  # Velero's location, the CronJobs' suffix, the vault keys' folder
+    s3: Literal["powerscale"] | ExternalS3
+    region: str = "us-east-1"  # the region requests are signed for
+    bucket: BucketName
+    etcd: BackupSchedule
+    velero: BackupSchedule
+    pki: BackupSchedule
+
+
 class Backups(Strict):
     """Backups into AIStor: each cluster's etcd snapshots (kept by a lifecycle rule) and its objects
-    through Velero (kept by Velero's TTL), under `etcd/` and `velero/` of one bucket."""
+    through Velero (kept by Velero's TTL), under `etcd/` and `velero/` of one bucket; and a second
+    copy on `second`."""
 
     bucket: BucketName
     etcd: BackupSchedule
     velero: VeleroBackups
+    second: SecondTarget
 
 
 class NcclCheck(Strict):

@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass, fields
 
 from sitegen.components.gpu.gpu_health import expected_busbw_gbps
 from sitegen.model import Site
+from sitegen.report.recovery import recovery_points
 from sitegen.report.table import table, wrapped_prose
 
 
@@ -184,7 +185,7 @@ def storage_section(site: Site, plan: Plan) -> list[str]:
 
 def plan_json(site: Site) -> str:
     """The plan's figures for scripts: capacity per pool, hardware model and site, storage, the rails,
-    each AIStor server pool's layout and each pool's maintenance budget."""
+    each AIStor server pool's layout, each pool's maintenance budget and the backups' recovery points."""
     layouts = site.aistor_layouts()
     data = {
         **asdict(compute_plan(site)),
@@ -200,6 +201,7 @@ def plan_json(site: Site) -> str:
             }
             for pool, x in zip(site.storage.aistor.server_pools, layouts, strict=True)
         ],
+        "recovery_points": [asdict(c) for c in recovery_points(site)],
     }
     return json.dumps(data, indent=2, sort_keys=True) + "\n"
 
@@ -262,23 +264,15 @@ def render_plan(site: Site) -> str:
         ["pool", "nodes", "down at once", "because"],
         [[b.pool, str(b.nodes), str(b.down), b.why] for b in site.maintenance_budgets()],
     )
-    backups = site.services.backups
-    out += [
-        "",
-        "Backups (into AIStor)",
-        f"etcd of every cluster: cron `{backups.etcd.schedule}` (UTC), s3://{backups.bucket}/etcd/<cluster>/, "
-        f"kept {backups.etcd.retention_days} days (bucket lifecycle rule)",
-        *(
-            f"Velero, {name}: cron `{c.schedule}` (UTC), s3://{backups.bucket}/velero/<cluster>/, kept "
-            f"{c.retention_days} days (Velero's TTL)"
-            + (
-                ", with CSI snapshots of the volumes"
-                if name == "tenants"
-                else ", with cluster-scoped objects"
-            )
-            for name, c in (("platform", backups.velero.platform), ("tenants", backups.velero.tenants))
-        ),
-    ]
+    out += ["", "Backups: recovery point (longest gap between runs) and retention per data class"]
+    out += table(
+        ["data", "copy in", "RPO h", "kept d", "how"],
+        [
+            [c.data, c.where, _num(round(c.rpo_hours, 1)) if c.rpo_hours is not None else "-",
+             str(c.kept_days) if c.kept_days is not None else "-", c.how]
+            for c in recovery_points(site)
+        ],
+    )  # fmt: skip
     health = site.services.health
     gpu_pools = [name for name, pool in site.pools.items() if site.hardware[pool.hardware].gpu is not None]
     if gpu_pools:

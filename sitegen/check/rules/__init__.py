@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from sitegen.check.rules import (  # noqa: F401
     admission,
     applications,
+    backups,
     fabric,
     front_doors,
     kueue,

@@ -60,6 +60,7 @@ from sitegen.components.observability.telemetry import (
     TELEMETRY_USERS,
 )
 from sitegen.components.platform.secret_store import SecretStore
+from sitegen.components.platform_nodes import etcd_backup
 from sitegen.components.platform_nodes.etcd_backup import EtcdBackup
 from sitegen.components.storage.aistor import ca_secret as aistor_ca
 from sitegen.model import Site, VariantLayout
@@ -225,10 +226,25 @@ def site_risks(site: Site, variant: VariantLayout) -> SiteRisks:
 def _backups(site: Site) -> tuple[BackupWatch, ...]:
     backups = site.services.backups
     margin = 3600  # a run takes time, and Prometheus scrapes every so often
+    second = backups.second
+    etcd_second, pki_second = etcd_backup.second_names(second.name)
+    cronjobs = (
+        (etcd_backup.NAME, "the etcd snapshot", backups.etcd),
+        (etcd_second, f"the etcd snapshot to {second.name}", second.etcd),
+        (pki_second, f"the PKI archive to {second.name}", second.pki),
+    )
+    schedules = (
+        ("platform", backups.velero.platform),
+        ("tenants", backups.velero.tenants),
+        (second.name, second.velero),
+    )
     return (
-        BackupWatch("etcd", EtcdBackup.namespace, backups.etcd.longest_gap_seconds + margin),
         *(
-            BackupWatch("velero", name, schedule.longest_gap_seconds + margin)
-            for name, schedule in (("platform", backups.velero.platform), ("tenants", backups.velero.tenants))
+            BackupWatch("cronjob", name, subject, schedule.longest_gap_seconds + margin, EtcdBackup.namespace)
+            for name, subject, schedule in cronjobs
+        ),
+        *(
+            BackupWatch("velero", name, f"Velero's {name} backup", schedule.longest_gap_seconds + margin)
+            for name, schedule in schedules
         ),
     )

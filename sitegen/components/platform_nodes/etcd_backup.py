@@ -1,12 +1,15 @@
-"""`etcd-backup`: each cluster's etcd, snapshotted on schedule into the site's backup bucket in AIStor
-(see constructs/etcd_backup.py); the RUNBOOK's day-2 part restores from those snapshots."""
+"""`etcd-backup`: the control plane's state off its hosts. Each cluster's etcd, snapshotted on
+schedule into the site's backup bucket in AIStor and, on a schedule of its own, into the second target
+(services.backups.second), with kubeadm's CAs encrypted beside it there (see constructs/etcd_backup.py
+and constructs/host_backup.py); the RUNBOOK's day-2 part restores from either."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
 from constructs import Construct
-from constructs.etcd_backup import NAME, PREFIX, EtcdSnapshots
+from constructs.etcd_backup import ETCD_PREFIX, PKI_PREFIX, etcd_snapshot, pki_archive
+from constructs.host_backup import HostBackup, Producer, S3Target
 from constructs.secrets import VaultSecret
 from sitegen.components.base import (
     WORLD,
@@ -17,15 +20,29 @@ from sitegen.components.base import (
     RenderedComponent,
     S3Access,
     S3Grant,
+    backup_target_folder,
 )
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.platform.namespaces import Namespaces
 from sitegen.components.platform.secret_store import SecretStore
 from sitegen.components.platform_nodes import PROJECT
+from sitegen.components.storage import second_target
 from sitegen.components.storage.aistor import CA_SECRET, ca_secret, s3_endpoint
 
+NAME = "etcd-backup"  # into AIStor
 S3_USER = "etcd-backup"
+PKI_USER = "pki-backup"
 CREDENTIALS = "etcd-backup-s3"
+PKI_RECIPIENT = "pki-backup-recipient"  # the certificate the archive is encrypted to (no key)
+
+
+def second_names(second: str) -> tuple[str, str]:
+    """The etcd and the PKI CronJobs of the second target, by its name."""
+    return f"{NAME}-{second}", f"pki-backup-{second}"
+
+
+def _credentials(suffix: str) -> str:
+    return f"{suffix}-s3"
 
 
 class EtcdBackup(RenderedComponent):
@@ -34,64 +51,114 @@ class EtcdBackup(RenderedComponent):
     layer = Layer.RESOURCES
     namespace = "etcd-backup"
     security = NamespaceSecurity(
-        "privileged", "reads etcd's client certificate from the host and reaches etcd on the host network"
-    )
-    images = {"etcd": "etcdctl for the snapshots", "curl": "the snapshots' upload to AIStor"}
+        "privileged", "reads etcd's client certificate and kubeadm's CAs from the host and reaches etcd "
+        "on the host network"
+    )  # fmt: skip
+    images = {
+        "etcd": "etcdctl for the snapshots",
+        "openssl": "the PKI archive's encryption",
+        "curl": "the uploads to AIStor and the second target",
+    }
     after = (Namespaces, SecretStore)
     skip_dry_run = True  # its ExternalSecrets arrive with External Secrets' CRDs
     talks_to_api = False
 
-    def node_agents(self, scope: ClusterScope) -> Mapping[str, NodeAgent]:
-        # beside etcd, on purpose: the control plane only
+    def _jobs(self, scope: ClusterScope | ClusterContext) -> dict[str, str]:
+        etcd_second, pki_second = second_names(scope.site.services.backups.second.name)
         return {
-            self.object_key("CronJob", NAME): NodeAgent(
-                frozenset({scope.cluster.control_plane.name}), "snapshots the etcd member of its node"
-            )
+            NAME: "snapshots the etcd member of its node",
+            etcd_second: "snapshots the etcd member of its node",
+            pki_second: "archives kubeadm's CAs from its node",
+        }
+
+    def node_agents(self, scope: ClusterScope) -> Mapping[str, NodeAgent]:
+        # beside etcd and the CAs, on purpose: the control plane only
+        pool = frozenset({scope.cluster.control_plane.name})
+        return {
+            self.object_key("CronJob", job): NodeAgent(pool, why) for job, why in self._jobs(scope).items()
         }
 
     def privileged_workloads(self, scope: ClusterScope) -> Mapping[str, str]:
+        etcd_second, pki_second = second_names(scope.site.services.backups.second.name)
+        etcd = (
+            "root (no capabilities) to read etcd's client key from the host, host network to reach etcd "
+            "on loopback"
+        )
         return {
-            self.object_key("CronJob", NAME): "root (no capabilities) to read etcd's client key from the "
-            "host, host network to reach etcd on loopback"
+            self.object_key("CronJob", NAME): etcd,
+            self.object_key("CronJob", etcd_second): etcd,
+            self.object_key("CronJob", pki_second): "root (no capabilities) to read kubeadm's CA keys "
+            "from the host, read-only",
         }
 
     def flows(self, ctx: ClusterContext) -> list[Flow]:
-        return [Flow(WORLD, (443,), "snapshots to AIStor (host network)")]
+        return [
+            Flow(WORLD, (443,), "snapshots to AIStor (host network)"),
+            second_target.second_flow(ctx.site, "snapshots and the PKI archive to the second target"),
+        ]
 
     def s3_access(self, ctx: ClusterContext) -> list[S3Access]:
         backups = ctx.site.services.backups
         # write-only: a stolen key puts snapshots but neither reads nor deletes them; expiry is the
         # bucket's lifecycle rule
-        grant = S3Grant(backups.bucket, f"{PREFIX}/", "write-only")
-        return [S3Access(S3_USER, (grant,), expire=((f"{PREFIX}/", backups.etcd.retention_days),))]
+        grant = S3Grant(backups.bucket, f"{ETCD_PREFIX}/", "write-only")
+        return [S3Access(S3_USER, (grant,), expire=((f"{ETCD_PREFIX}/", backups.etcd.retention_days),))]
+
+    def second_copy(self, ctx: ClusterContext) -> list[S3Access]:
+        second = ctx.site.services.backups.second
+        return [
+            S3Access(
+                user,
+                (S3Grant(second.bucket, f"{prefix}/", "write-only"),),
+                expire=((f"{prefix}/", schedule.retention_days),),
+                target=second.name,
+            )
+            for user, prefix, schedule in (
+                (S3_USER, ETCD_PREFIX, second.etcd),
+                (PKI_USER, PKI_PREFIX, second.pki),
+            )
+        ]
 
     def render(self, scope: Construct, ctx: ClusterContext) -> None:
         backups = ctx.site.services.backups
+        second = backups.second
         s3 = s3_endpoint(ctx.site, ctx.cluster)
-        (access,) = self.s3_access(ctx)
-        VaultSecret(
-            scope,
-            "Credentials",
-            name=CREDENTIALS,
-            namespace=self.namespace,
-            store=ctx.store,
-            key=access.vault_key,
-            properties=["access_key", "secret_key"],
-            template={"AWS_ACCESS_KEY_ID": "{{ .access_key }}", "AWS_SECRET_ACCESS_KEY": "{{ .secret_key }}"},
-        )
+        (aistor_access,) = self.s3_access(ctx)
+        etcd_access, pki_access = self.second_copy(ctx)
+        for id, secret, access in (
+            ("Credentials", CREDENTIALS, aistor_access),
+            ("SecondEtcdCredentials", _credentials(second_names(second.name)[0]), etcd_access),
+            ("SecondPkiCredentials", _credentials(second_names(second.name)[1]), pki_access),
+        ):
+            VaultSecret(
+                scope, id, name=secret, namespace=self.namespace, store=ctx.store, key=access.vault_key,
+                properties=["access_key", "secret_key"],
+                template={"AWS_ACCESS_KEY_ID": "{{ .access_key }}", "AWS_SECRET_ACCESS_KEY": "{{ .secret_key }}"},
+            )  # fmt: skip
         ca_secret(scope, "AIStorCA", namespace=self.namespace, store=ctx.store)
-        EtcdSnapshots(
-            scope,
-            "Snapshots",
-            namespace=self.namespace,
-            cluster=ctx.cluster.name,
-            schedule=backups.etcd.schedule,
-            bucket=backups.bucket,
-            s3_host=s3.host,
-            s3_region=s3.region,
-            credentials=CREDENTIALS,
-            ca_secret=CA_SECRET,
-            etcd=ctx.image("etcd"),
-            curl=ctx.image("curl"),
-            placement=ctx.cluster.control_plane.placement,
+        second_target.second_ca_secret(
+            scope, "SecondCA", site=ctx.site, namespace=self.namespace, store=ctx.store
         )
+        VaultSecret(
+            scope, "PkiRecipient", name=PKI_RECIPIENT, namespace=self.namespace, store=ctx.store,
+            key=f"{backup_target_folder(second.name)}/pki-recipient", properties=["tls.crt"],
+        )  # fmt: skip
+        endpoint = second_target.second_endpoint(ctx.site)
+        etcd_second, pki_second = second_names(second.name)
+        etcd = etcd_snapshot(ctx.image("etcd"))
+        jobs: tuple[tuple[str, str, str, S3Target, Producer, str], ...] = (
+            (NAME, backups.etcd.schedule, ETCD_PREFIX,
+             S3Target(s3.host, s3.region, backups.bucket, CREDENTIALS, CA_SECRET), etcd, "Snapshots"),
+            (etcd_second, second.etcd.schedule, ETCD_PREFIX,
+             S3Target(endpoint.host, endpoint.region, second.bucket, _credentials(etcd_second),
+                      second_target.CA_SECRET), etcd, "SecondSnapshots"),
+            (pki_second, second.pki.schedule, PKI_PREFIX,
+             S3Target(endpoint.host, endpoint.region, second.bucket, _credentials(pki_second),
+                      second_target.CA_SECRET), pki_archive(ctx.image("openssl"), PKI_RECIPIENT), "Pki"),
+        )  # fmt: skip
+        for name, schedule, prefix, target, producer, id in jobs:
+            HostBackup(
+                scope, id, name=name, namespace=self.namespace, cluster=ctx.cluster.name,
+                schedule=schedule, prefix=prefix, target=target, producer=producer,
+                curl=ctx.image("curl"), placement=ctx.cluster.control_plane.placement,
+            )  # fmt: skip

@@ -1,10 +1,11 @@
 """`velero`: the Velero server (chart) on the system pool of every cluster: non-root, read-only, the AWS
 plugin for S3 (AIStor), CSI snapshots on, no node agent (volumes are snapshotted where they live, on
-PowerScale, not copied). With it, as the chart's extra objects (they need its CRDs): one
+PowerScale, not copied). With it, as the chart's extra objects (they need its CRDs): a
 BackupStorageLocation on AIStor (`velero/<cluster>/` of the backup bucket, the AIStor CA by reference)
 and a Schedule per namespace class of config: the site's namespaces with the cluster-scoped objects,
 and the tenants' namespaces with CSI snapshots of their volumes, skipping (a volume policy) the classes no
-snapshot can take. Its keys: `velero-config`."""
+snapshot can take; and a second location on the second backup target (its own keys and CA) with one
+Schedule of every namespace's objects. Its keys: `velero-config`."""
 
 from __future__ import annotations
 
@@ -20,7 +21,9 @@ from sitegen.components.networking.cilium import Cilium
 from sitegen.components.observability.kube_prometheus_stack import KubePrometheusStack
 from sitegen.components.platform.namespaces import Namespaces
 from sitegen.components.storage import PROJECT
-from sitegen.components.storage.aistor import CA_SECRET, AIStor, s3_endpoint
+from sitegen.components.storage.aistor import CA_SECRET, AIStor, S3Endpoint, s3_endpoint
+from sitegen.components.storage.second_target import CA_SECRET as SECOND_CA_SECRET
+from sitegen.components.storage.second_target import second_endpoint, second_flow
 from sitegen.components.values import Image, Placed, Resources, Values, image, placed, requests
 
 NAMESPACE = "velero"
@@ -103,27 +106,41 @@ class Metrics(Values):
     serviceMonitor: ServiceMonitor = ServiceMonitor()
 
 
-def _location(ctx: ClusterContext) -> dict[str, Any]:
-    s3 = s3_endpoint(ctx.site, ctx.cluster)
+def _location(
+    ctx: ClusterContext, name: str, bucket: str, s3: S3Endpoint, ca_secret: str, credentials: str | None
+) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "provider": "aws",
+        "default": credentials is None,  # AIStor's; the second target's names its own keys
+        "accessMode": "ReadWrite",
+        "objectStorage": {
+            "bucket": bucket,
+            "prefix": f"{PREFIX}/{ctx.cluster.name}",
+            "caCertRef": {"name": ca_secret, "key": "ca.crt"},  # the chart's caCert would be base64 in git
+        },
+        "config": {"region": s3.region, "s3ForcePathStyle": "true", "s3Url": s3.url},
+    }
+    if credentials is not None:
+        spec["credential"] = {"name": credentials, "key": "cloud"}
     return {
         "apiVersion": VELERO_API,
         "kind": "BackupStorageLocation",
-        "metadata": {"name": LOCATION, "namespace": NAMESPACE},
-        "spec": {
-            "provider": "aws",
-            "default": True,
-            "accessMode": "ReadWrite",
-            "objectStorage": {
-                "bucket": ctx.site.services.backups.bucket,
-                "prefix": f"{PREFIX}/{ctx.cluster.name}",
-                "caCertRef": {
-                    "name": CA_SECRET,
-                    "key": "ca.crt",
-                },  # the chart's caCert would be base64 in git
-            },
-            "config": {"region": s3.region, "s3ForcePathStyle": "true", "s3Url": s3.url},
-        },
+        "metadata": {"name": name, "namespace": NAMESPACE},
+        "spec": spec,
     }
+
+
+def _locations(ctx: ClusterContext) -> list[dict[str, Any]]:
+    backups = ctx.site.services.backups
+    return [
+        _location(ctx, LOCATION, backups.bucket, s3_endpoint(ctx.site, ctx.cluster), CA_SECRET, None),
+        _location(ctx, backups.second.name, backups.second.bucket, second_endpoint(ctx.site),
+                  SECOND_CA_SECRET, second_credentials(ctx)),
+    ]  # fmt: skip
+
+
+def second_credentials(ctx: ClusterContext) -> str:
+    return f"velero-{ctx.site.services.backups.second.name}"
 
 
 def namespace_classes(ctx: ClusterContext) -> dict[str, list[str]]:
@@ -148,6 +165,35 @@ def _volume_policy() -> dict[str, Any]:
     }
 
 
+def _schedule(name: str, cron: str, template: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": VELERO_API,
+        "kind": "Schedule",
+        "metadata": {"name": name, "namespace": NAMESPACE},
+        "spec": {"schedule": cron, "useOwnerReferencesInBackup": False, "template": template},
+    }
+
+
+def _second_schedule(ctx: ClusterContext) -> dict[str, Any]:
+    """Every namespace's objects and the cluster-scoped ones, on the second target: what rebuilds the
+    cluster's state if AIStor is lost. No volume data: copying it needs Velero's data mover (its node
+    agent), not deployed; tenant volumes keep their CSI snapshots on PowerScale."""
+    second = ctx.site.services.backups.second
+    namespaces = [ns for names in namespace_classes(ctx).values() for ns in names]
+    return _schedule(
+        second.name,
+        second.velero.schedule,
+        {
+            "ttl": f"{second.velero.retention_days * 24}h0m0s",
+            "includedNamespaces": namespaces,
+            "storageLocation": second.name,
+            "excludedResources": ["secrets"],
+            "snapshotVolumes": False,
+            "includeClusterResources": True,
+        },
+    )
+
+
 def _schedules(ctx: ClusterContext) -> list[dict[str, Any]]:
     velero = ctx.site.services.backups.velero
     configured = {"platform": velero.platform, "tenants": velero.tenants}
@@ -169,19 +215,8 @@ def _schedules(ctx: ClusterContext) -> list[dict[str, Any]]:
         }
         if name == "tenants":
             template["resourcePolicy"] = {"kind": "configmap", "name": VOLUME_POLICY}
-        out.append(
-            {
-                "apiVersion": VELERO_API,
-                "kind": "Schedule",
-                "metadata": {"name": name, "namespace": NAMESPACE},
-                "spec": {
-                    "schedule": schedule.schedule,
-                    "useOwnerReferencesInBackup": False,
-                    "template": template,
-                },
-            }
-        )
-    return out
+        out.append(_schedule(name, schedule.schedule, template))
+    return [*out, _second_schedule(ctx)]
 
 
 class VeleroValues(Placed):
@@ -216,7 +251,10 @@ class Velero(ChartComponent):
     images = {"velero": "the backup server", "velero-plugin-for-aws": "S3 (AIStor) for Velero"}
 
     def flows(self, ctx: ClusterContext) -> list[Flow]:
-        return [Flow(AIStor, (), "backups to AIStor (S3)")]
+        return [
+            Flow(AIStor, (), "backups to AIStor (S3)"),
+            second_flow(ctx.site, "backups to the second target (S3)"),
+        ]
 
     def values(self, ctx: ClusterContext) -> VeleroValues:
         plugin = ctx.image("velero-plugin-for-aws")
@@ -231,6 +269,6 @@ class Velero(ChartComponent):
                 )
             ],
             resources=requests("100m", "256Mi", "1Gi"),
-            extraObjects=[_location(ctx), _volume_policy(), *_schedules(ctx)],
+            extraObjects=[*_locations(ctx), _volume_policy(), *_schedules(ctx)],
             **placed(ctx.system_placement),
         )

@@ -1,0 +1,145 @@
+"""A scheduled copy of something only the control-plane hosts hold, put into an S3 bucket.
+
+A CronJob on the control-plane pool: a producer (an init container) writes one file into a scratch
+volume from what it reads on the host, then curl puts that file under `<prefix>/<cluster>/` of the
+target's bucket with an S3 signature (no SDK, no listing: a write-only key is enough). The target's
+lifecycle rule (RUNBOOK) expires old copies. The etcd snapshots and the PKI archive are two producers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from constructs import Construct
+from constructs.objects import RESTRICTED_CONTAINER, cron_job
+from sitegen.model import ImagePin, Placement
+
+OUTPUT_DIR = "/backup"
+CA_MOUNT = "/etc/s3-ca"
+KEYS_MOUNT = "/etc/s3-keys"  # files, not environment: they stay out of the process list
+
+UPLOAD_SCRIPT = """\
+set -eu
+key="$PREFIX/$CLUSTER/$(date -u +%Y%m%dT%H%M%SZ)-$NODE_NAME$SUFFIX"
+curl -fsS --retry 3 --cacert "$CA_FILE" --aws-sigv4 "aws:amz:$S3_REGION:s3" \\
+  --user "$(cat "$KEYS/AWS_ACCESS_KEY_ID"):$(cat "$KEYS/AWS_SECRET_ACCESS_KEY")" \\
+  -T "$OUTPUT" "https://$S3_HOST/$BUCKET/$key"
+echo "uploaded s3://$BUCKET/$key ($(wc -c < "$OUTPUT") bytes)"
+"""
+
+# Root for host files readable by root only (etcd's client key, the CAs' keys), every capability
+# dropped, nothing written outside the scratch volume.
+ROOT_CONTAINER = {
+    **RESTRICTED_CONTAINER,
+    "runAsNonRoot": False,
+    "runAsUser": 0,
+    "readOnlyRootFilesystem": True,
+}
+
+
+@dataclass(frozen=True)
+class S3Target:
+    """A bucket and how to reach it: the Secrets of its keys (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY)
+    and of the CA of its certificate (ca.crt), both in the CronJob's namespace."""
+
+    host: str  # host[:port]
+    region: str
+    bucket: str
+    credentials: str
+    ca_secret: str
+
+
+@dataclass(frozen=True)
+class Producer:
+    """The init container that writes `file` into the scratch volume, and the volumes it mounts."""
+
+    container: dict[str, Any]
+    file: str  # below OUTPUT_DIR
+    suffix: str  # of the object's key: what the file is
+    volumes: tuple[dict[str, Any], ...] = ()
+    host_network: bool = False
+
+
+class HostBackup(Construct):
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        name: str,
+        namespace: str,
+        cluster: str,
+        schedule: str,
+        prefix: str,
+        target: S3Target,
+        producer: Producer,
+        curl: ImagePin,
+        placement: Placement,
+    ) -> None:
+        super().__init__(scope, id)
+        output = f"{OUTPUT_DIR}/{producer.file}"
+        env = {
+            "PREFIX": prefix,
+            "CLUSTER": cluster,
+            "SUFFIX": producer.suffix,
+            "BUCKET": target.bucket,
+            "S3_HOST": target.host,
+            "S3_REGION": target.region,
+            "CA_FILE": f"{CA_MOUNT}/ca.crt",
+            "OUTPUT": output,
+            "KEYS": KEYS_MOUNT,
+        }
+        pod: dict[str, Any] = {
+            "restartPolicy": "Never",
+            "automountServiceAccountToken": False,
+            "nodeSelector": placement.node_selector,
+            "tolerations": list(placement.tolerations),
+            "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
+            "initContainers": [producer.container],
+            "containers": [
+                {
+                    "name": "upload",
+                    "image": curl.ref,
+                    "command": ["/bin/sh", "-c", UPLOAD_SCRIPT],
+                    "env": [
+                        *({"name": k, "value": v} for k, v in env.items()),
+                        {"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},
+                    ],
+                    "resources": {
+                        "requests": {"cpu": "100m", "memory": "64Mi"},
+                        "limits": {"memory": "256Mi"},
+                    },
+                    "securityContext": ROOT_CONTAINER,  # reads what the producer wrote as root, 0600
+                    "volumeMounts": [
+                        {"name": "output", "mountPath": OUTPUT_DIR, "readOnly": True},
+                        {"name": "s3-ca", "mountPath": CA_MOUNT, "readOnly": True},
+                        {"name": "s3-keys", "mountPath": KEYS_MOUNT, "readOnly": True},
+                    ],
+                }
+            ],
+            "volumes": [
+                *producer.volumes,
+                {"name": "output", "emptyDir": {"sizeLimit": "10Gi"}},  # etcd's quota is 2 GiB by default
+                {"name": "s3-ca", "secret": {"secretName": target.ca_secret}},
+                {"name": "s3-keys", "secret": {"secretName": target.credentials}},
+            ],
+        }
+        if producer.host_network:
+            pod["hostNetwork"] = True
+            pod["dnsPolicy"] = "ClusterFirstWithHostNet"
+        cron_job(
+            self,
+            "CronJob",
+            {"name": name, "namespace": namespace},
+            schedule=schedule,
+            job={
+                "backoffLimit": 2,
+                "activeDeadlineSeconds": 1800,
+                "template": {"metadata": {"labels": {"app.kubernetes.io/name": name}}, "spec": pod},
+            },
+        )
+
+
+def output_mount() -> dict[str, Any]:
+    return {"name": "output", "mountPath": OUTPUT_DIR}

@@ -1,0 +1,120 @@
+"""Rules over the backups in the tree: a copy of each cluster's state outside AIStor, and an alert on
+every backup that stops succeeding."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from sitegen.check.rules.base import Context, Violation, rule
+from sitegen.check.tree import Document
+from sitegen.components.storage.aistor import s3_endpoint
+
+KUBEADM_PKI = "/etc/kubernetes/pki"
+
+
+def _pod(doc: Document) -> dict[str, Any]:
+    return doc.body["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+
+
+def _produces(doc: Document) -> str | None:
+    """What a CronJob backs up from its host: etcd (an etcdctl snapshot) or the cluster PKI (the
+    kubeadm PKI directory mounted), else None."""
+    pod = _pod(doc)
+    containers = [*pod.get("initContainers", []), *pod.get("containers", [])]
+    if any("snapshot" in c.get("command", []) and "save" in c.get("command", []) for c in containers):
+        return "etcd"
+    if any(v.get("hostPath", {}).get("path") == KUBEADM_PKI for v in pod.get("volumes", [])):
+        return "cluster PKI"
+    return None
+
+
+def _upload_host(doc: Document) -> str | None:
+    for container in _pod(doc).get("containers", []):
+        for env in container.get("env", []):
+            if env.get("name") == "S3_HOST":
+                return env.get("value")
+    return None
+
+
+def _host(url: str) -> str:
+    return url.split("://", 1)[-1].rstrip("/")
+
+
+@rule(
+    "BAK-001",
+    "second-copy",
+    "a backup that lives only in AIStor dies with it: each cluster's etcd, its PKI and its objects "
+    "(Velero) need a copy on a target outside AIStor",
+)
+def _second_copy(ctx: Context) -> Iterator[Violation]:
+    if ctx.site is None:
+        return
+    by_cluster: dict[tuple[str, str], list[Document]] = {}
+    for doc in ctx.docs:
+        if doc.cluster and not doc.is_values and not doc.is_host_file:
+            by_cluster.setdefault((doc.variant, doc.cluster), []).append(doc)
+    for (variant, _), docs in sorted(by_cluster.items()):
+        layout = ctx.layouts.get(variant)
+        if layout is None:
+            continue
+        aistor = {s3_endpoint(ctx.site, c).host for c in layout.clusters}
+        anchor = min(docs, key=lambda d: (d.file.as_posix(), d.index))
+        copies: dict[str, list[tuple[Document, str | None]]] = {"etcd": [], "cluster PKI": []}
+        for doc in docs:
+            if doc.kind == "CronJob" and (what := _produces(doc)) is not None:
+                copies[what].append((doc, _upload_host(doc)))
+        for what, found in copies.items():
+            if not any(host is not None and host not in aistor for _, host in found):
+                where = found[0][0] if found else anchor
+                yield Violation(where, "$.spec", f"{what} of cluster {anchor.cluster} has no copy outside "
+                                "AIStor: add a CronJob that puts it on the second backup target")  # fmt: skip
+        locations = {
+            d.name: _host(d.body["spec"].get("config", {}).get("s3Url", ""))
+            for d in docs
+            if d.kind == "BackupStorageLocation"
+        }
+        schedules = [d for d in docs if d.kind == "Schedule" and d.api_version.startswith("velero.io/")]
+        if schedules and not any(
+            locations.get(s.body["spec"]["template"].get("storageLocation", ""), "") not in aistor | {""}
+            for s in schedules
+        ):
+            yield Violation(schedules[0], "$.spec.template.storageLocation", f"Velero of cluster "
+                            f"{anchor.cluster} backs up only into AIStor: add a Schedule on a location "
+                            "outside it")  # fmt: skip
+
+
+def _alerted(docs: list[Document]) -> str:
+    return "\n".join(
+        r.get("expr", "")
+        for d in docs
+        if d.kind == "PrometheusRule"
+        for g in d.body.get("spec", {}).get("groups", [])
+        for r in g.get("rules", [])
+        if "alert" in r
+    )
+
+
+@rule(
+    "BAK-002",
+    "backup-alerts",
+    "a backup nobody hears fail is found missing on the day of the restore: each backup CronJob and "
+    "Velero Schedule has an alert on its last success",
+)
+def _backup_alerts(ctx: Context) -> Iterator[Violation]:
+    by_variant: dict[str, list[Document]] = {}
+    for doc in ctx.docs:
+        if not doc.is_values and not doc.is_host_file:
+            by_variant.setdefault(doc.variant, []).append(doc)
+    for _, docs in sorted(by_variant.items()):
+        exprs = _alerted(docs)
+        for doc in docs:
+            if doc.kind == "CronJob" and _produces(doc) is not None:
+                watched = f'kube_cronjob_status_last_successful_time{{namespace="{doc.namespace}", cronjob="{doc.name}"}}'
+            elif doc.kind == "Schedule" and doc.api_version.startswith("velero.io/"):
+                watched = f'velero_backup_last_successful_timestamp{{schedule="{doc.name}"}}'
+            else:
+                continue
+            if watched not in exprs:
+                yield Violation(doc, "$.metadata.name", f"no alert watches {watched}: a failed or stale "
+                                "backup would go unnoticed")  # fmt: skip

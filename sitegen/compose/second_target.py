@@ -1,0 +1,146 @@
+"""The RUNBOOK's procedures of the second backup target (services.backups.second): setting it up
+before the root syncs (bucket, one key per consumer with only its grants, lifecycle rules, the CA and
+the PKI archive's recipient in the vault), and the quarterly restore drill that reads from it."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from sitegen.components.base import S3Access, backup_target_folder
+from sitegen.components.storage.second_target import second_endpoint
+from sitegen.compose import paths
+from sitegen.compose.apps import VariantApps
+from sitegen.model import Site
+
+# What a OneFS bucket ACL grants for each of our accesses: WRITE puts objects (and, OneFS being a
+# file system, deletes them: expiry is the lifecycle rule's), READ reads and lists.
+ONEFS_PERMISSIONS = {"write-only": ("WRITE",), "read-write": ("READ", "WRITE")}
+RECIPIENT = "pki-backup"  # the recipient certificate's files
+
+
+def second_consumers(apps: VariantApps) -> list[S3Access]:
+    found = [access for ctx, c in apps.in_registry_order() for access in c.second_copy(ctx)]
+    return list(dict.fromkeys(found))
+
+
+def lifecycle(consumers: list[S3Access]) -> dict[str, Any]:
+    """The target bucket's expiry per prefix (S3's lifecycle configuration); Velero expires its own."""
+    rules = sorted({rule for access in consumers for rule in access.expire})
+    return {
+        "Rules": [
+            {"ID": f"expire-{prefix.rstrip('/')}", "Status": "Enabled", "Filter": {"Prefix": prefix},
+             "Expiration": {"Days": days}}
+            for prefix, days in rules
+        ]
+    }  # fmt: skip
+
+
+def lifecycle_text(consumers: list[S3Access]) -> str:
+    return json.dumps(lifecycle(consumers), indent=2) + "\n"
+
+
+def _keys(site: Site, consumers: list[S3Access]) -> list[str]:
+    second = site.services.backups.second
+    kv = site.secrets.vault.path
+    lines = []
+    for access in consumers:
+        (grant,) = access.grants
+        if second.s3 == "powerscale":
+            zone = site.storage.powerscale.access_zone
+            lines += [
+                f"isi auth users create {access.user} --zone {zone} --enabled yes",
+                f"isi s3 keys create {access.user} --zone {zone}",
+                *(
+                    f"isi s3 buckets modify {second.bucket} --zone {zone} --add-ace "
+                    f"name={access.user},type=user,perm={perm}"
+                    for perm in ONEFS_PERMISSIONS[grant.access]
+                ),
+            ]
+        else:
+            lines.append(f"# a key for {access.user}: {grant.access} on {grant.bucket}/{grant.prefix} only")
+        lines.append(f"vault kv put {kv}/{access.vault_key} access_key=<from above> secret_key=<from above>")
+    return lines
+
+
+def setup_step(apps: VariantApps, step: int) -> str:
+    site = apps.site
+    second = site.services.backups.second
+    consumers = second_consumers(apps)
+    endpoint = second_endpoint(site)
+    kv = site.secrets.vault.path
+    folder = f"{kv}/{backup_target_folder(second.name)}"
+    rules = paths.in_repo(paths.lifecycle_file(apps.layout.name, second.name))
+    if second.s3 == "powerscale":
+        powerscale = site.storage.powerscale
+        where = (
+            f"PowerScale's S3 service of access zone\n`{powerscale.access_zone}` (OneFS 9.14 or later "
+            "for lifecycle rules, S3 over HTTPS only)"
+        )
+        bucket = [
+            f"isi s3 buckets create {second.bucket} {powerscale.base_path}/backups/{second.bucket} "
+            f"--create-path --owner <admin> --zone {powerscale.access_zone}"
+        ]
+    else:
+        where = "the site's external S3\nservice"
+        bucket = [
+            f"aws --endpoint-url {endpoint.url} s3api create-bucket --bucket {second.bucket}   # as its owner"
+        ]
+    return f"""### {step}. The second backup target
+
+Each cluster's etcd snapshots, kubeadm's CAs and Velero's objects are copied, away from AIStor and on
+schedules of their own (`sitegen plan` lists the recovery point of each data class), to
+`s3://{second.bucket}` at `{endpoint.url}`, {where}.
+Before the root syncs, create the bucket, a key per
+consumer with only its grant (the snapshot and PKI keys write and cannot read), expiry per prefix as
+the bucket's owner (Velero expires its own backups), and put the keys, the CA of the service's
+certificate and the PKI archive's recipient certificate in the vault:
+
+```sh
+{chr(10).join(bucket)}
+{chr(10).join(_keys(site, consumers))}
+aws --endpoint-url {endpoint.url} s3api put-bucket-lifecycle-configuration --bucket {second.bucket} \\
+  --lifecycle-configuration file://{rules}
+vault kv put {folder}/ca ca.crt=@<CA of the S3 service certificate>.pem
+openssl req -x509 -newkey rsa:4096 -sha256 -days 3650 -nodes -subj /CN=pki-backup \\
+  -keyout {RECIPIENT}.key -out {RECIPIENT}.crt
+vault kv put {folder}/pki-recipient tls.crt=@{RECIPIENT}.crt
+```
+
+`{RECIPIENT}.key` decrypts every PKI archive: keep it offline (two sealed copies), never in the vault
+the clusters read; the clusters hold only the certificate.
+"""
+
+
+def restore_drill(apps: VariantApps) -> str:
+    site = apps.site
+    second = site.services.backups.second
+    endpoint = second_endpoint(site)
+    cluster = apps.layout.hub.name
+    tenant = next(iter(site.tenants), "<namespace>")
+    s3 = "s3"
+    return f"""### Restore drill from the second target (every quarter)
+
+Proves that the copy outside AIStor restores, as its bucket's owner, one cluster at a time
+(`{cluster}` below):
+
+```sh
+s3() {{ aws --endpoint-url {endpoint.url} s3 "$@"; }}
+{s3} ls s3://{second.bucket}/etcd/{cluster}/ | tail -1   # the newest snapshot: at most {second.etcd.longest_gap_seconds // 3600} h old
+{s3} cp s3://{second.bucket}/etcd/{cluster}/<newest>.db drill.db
+etcdutl snapshot status drill.db -w table   # hash, revision, keys
+{s3} ls s3://{second.bucket}/pki/{cluster}/ | tail -1
+{s3} cp s3://{second.bucket}/pki/{cluster}/<newest>.tar.cms drill-pki.tar.cms
+openssl cms -decrypt -binary -inform DER -in drill-pki.tar.cms -recip {RECIPIENT}.crt -inkey {RECIPIENT}.key \\
+  | tar -tvf - | grep -E 'pki/(ca|etcd/ca|front-proxy-ca|sa)\\.key$'   # all four keys present
+velero backup get --selector velero.io/schedule-name={second.name}
+velero restore create drill-{second.name}-$(date +%Y%m) --from-schedule {second.name} \\
+  --include-namespaces {tenant} --namespace-mappings {tenant}:{tenant}-drill --wait
+kubectl delete namespace {tenant}-drill; shred -u drill.db drill-pki.tar.cms
+```
+
+After losing AIStor: restore etcd (above) from the newest snapshot of this bucket, with the CAs of the
+newest PKI archive put back in `/etc/kubernetes/pki` first, then Velero's objects from the `{second.name}`
+location (`velero restore create --from-schedule {second.name}`). Tenant volumes come back from their
+PowerScale snapshots, not from here.
+"""

@@ -1,0 +1,47 @@
+"""What the site can get back, per class of data: each copy's place, its recovery point (the longest
+gap between two runs of its schedule, from the cron) and how long it is kept; and what has no copy,
+with the reason. `plan` shows it; the schedules are services.backups of config."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sitegen.model import Site
+from sitegen.model.services import BackupSchedule
+
+
+@dataclass(frozen=True)
+class Copy:
+    data: str
+    where: str  # "-" where there is none
+    rpo_hours: float | None  # None: no scheduled copy
+    kept_days: int | None
+    how: str
+
+
+def _scheduled(data: str, where: str, schedule: BackupSchedule, how: str) -> Copy:
+    return Copy(data, where, schedule.longest_gap_seconds / 3600, schedule.retention_days, how)
+
+
+def recovery_points(site: Site) -> list[Copy]:
+    backups = site.services.backups
+    second = backups.second
+    first = f"AIStor s3://{backups.bucket}"
+    other = f"{second.name} s3://{second.bucket}"
+    velero = backups.velero
+    aistor = site.aistor_layout()
+    return [
+        _scheduled("etcd", f"{first}/etcd/", backups.etcd, "snapshot of a member (etcd-backup)"),
+        _scheduled("etcd", f"{other}/etcd/", second.etcd, "snapshot of a member (etcd-backup)"),
+        _scheduled("cluster PKI", f"{other}/pki/", second.pki, "kubeadm's CAs, CMS-encrypted to an offline key"),
+        _scheduled("platform objects", f"{first}/velero/", velero.platform, "Velero, with cluster-scoped objects"),
+        _scheduled("platform objects", f"{other}/velero/", second.velero, "Velero, every namespace"),
+        _scheduled("tenant objects", f"{first}/velero/", velero.tenants, "Velero"),
+        _scheduled("tenant objects", f"{other}/velero/", second.velero, "Velero, every namespace"),
+        _scheduled("tenant volumes", "PowerScale (CSI snapshots)", velero.tenants, "Velero's tenants schedule"),
+        Copy("tenant volumes", "-", None, None, "no second copy: Velero's data mover (node agent) is not "
+             "deployed; PowerScale's own replication is outside this model"),
+        Copy("AIStor objects", "-", None, None, f"erasure coded in place (EC:{aistor.parity}), no copy: models "
+             "and images come back from their sources, logs and metrics expire"),
+        Copy("secrets, site CA", "-", None, None, "in the vault, outside the site: its own snapshots"),
+    ]  # fmt: skip

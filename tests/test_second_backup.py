@@ -1,0 +1,144 @@
+"""The second backup target: each cluster's etcd, its PKI and its objects get a copy outside AIStor
+(BAK-001), every backup has an alert (BAK-002), the PKI archive decrypts with the offline key the way
+the RUNBOOK's drill says, and `plan` shows the recovery point of each data class."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from pathlib import Path
+
+import yaml
+
+from constructs.etcd_backup import KUBEADM_PKI, PKI_SCRIPT, RECIPIENT_MOUNT
+from constructs.host_backup import OUTPUT_DIR
+from sitegen.model import load_site
+from sitegen.report.plan import plan_json, render_plan
+
+from .conftest import CONFIG, DIST, edit_yaml, validate
+
+APP = "one-cluster/apps/ai/etcd-backup"
+PKI_JOB = f"{APP}/etcd-backup.cronjob.pki-backup-powerscale.yaml"
+
+
+def _findings(result, rule: str) -> list[str]:
+    return [line for line in result.stdout.splitlines() if rule in line]
+
+
+def test_etcd_snapshotted_only_into_aistor_is_refused(tree):
+    (tree / f"{APP}/etcd-backup.cronjob.etcd-backup-powerscale.yaml").unlink()
+    result = validate(tree)
+    assert result.exit_code == 1
+    (found,) = _findings(result, "BAK-001")
+    assert found.startswith(f"{APP}/etcd-backup.cronjob.etcd-backup.yaml [doc 0] CronJob etcd-backup")
+    assert "etcd of cluster ai has no copy outside AIStor" in found
+
+
+def test_a_pki_archive_sent_to_aistor_is_refused(tree):
+    path = tree / PKI_JOB
+    (job,) = yaml.safe_load_all(path.read_text())
+    pod = job["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+    (upload,) = pod["containers"]
+    next(e for e in upload["env"] if e["name"] == "S3_HOST")["value"] = "minio.aistor.svc.cluster.local"
+    path.write_text(yaml.safe_dump(job))
+    result = validate(tree)
+    (found,) = _findings(result, "BAK-001")
+    assert "CronJob etcd-backup/pki-backup-powerscale" in found and "cluster PKI of cluster ai" in found
+
+
+def test_velero_only_into_aistor_is_refused(tree):
+    (tree / "one-cluster/apps/ai/velero/velero.schedule.powerscale.yaml").unlink()
+    result = validate(tree)
+    (found, *_) = _findings(result, "BAK-001")
+    assert "Velero of cluster ai backs up only into AIStor" in found
+    # and the alerts of the dropped schedule now watch nothing: that is not a finding
+    assert not _findings(result, "BAK-002")
+
+
+def test_a_backup_without_an_alert_is_refused(tree):
+    path = tree / "one-cluster/apps/ai/observability/monitoring.prometheusrule.site.yaml"
+    docs = [d for d in yaml.safe_load_all(path.read_text()) if d]
+    for group in docs[0]["spec"]["groups"]:
+        group["rules"] = [r for r in group["rules"] if not r.get("alert", "").startswith("PkiBackup")]
+    path.write_text(yaml.safe_dump_all(docs))
+    result = validate(tree)
+    (found,) = _findings(result, "BAK-002")
+    assert found.startswith(f"{PKI_JOB} [doc 0] CronJob etcd-backup/pki-backup-powerscale")
+    assert 'cronjob="pki-backup-powerscale"' in found
+
+
+def test_the_clusters_hold_the_recipient_certificate_never_its_key(docs):
+    readers = [d for d in docs if d.kind == "ExternalSecret" and d.name == "pki-backup-recipient"]
+    assert {d.variant for d in readers} == {"one-cluster", "two-cluster"}
+    for doc in readers:
+        assert [item["remoteRef"]["property"] for item in doc.body["spec"]["data"]] == ["tls.crt"]
+
+
+def test_the_pki_archive_decrypts_with_the_offline_key_as_the_drill_says(tmp_path: Path):
+    """The archive script, run with the host's tar and openssl over a stand-in PKI folder; then the
+    RUNBOOK drill's decrypt command, verbatim but for file names, gives the four CA keys back."""
+    pki = tmp_path / "etc/kubernetes/pki"
+    (pki / "etcd").mkdir(parents=True)
+    for key in ("ca.key", "sa.key", "front-proxy-ca.key", "etcd/ca.key"):
+        (pki / key).write_text(f"secret of {key}\n")
+    recipient, out = tmp_path / "recipient", tmp_path / "backup"
+    recipient.mkdir()
+    out.mkdir()
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=pki-backup",
+         "-days", "1", "-keyout", tmp_path / "pki-backup.key", "-out", recipient / "tls.crt"],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    script = (
+        PKI_SCRIPT.replace(KUBEADM_PKI.rsplit("/", 1)[0], str(tmp_path / "etc/kubernetes"))
+        .replace(RECIPIENT_MOUNT, str(recipient))
+        .replace(OUTPUT_DIR, str(out))
+        .replace("set -eu -o pipefail", "set -eu")  # the host's sh may lack pipefail; busybox has it
+    )
+    subprocess.run(["sh", "-c", script], check=True, capture_output=True)
+    archive = out / "pki.tar.cms"
+    assert b"secret of" not in archive.read_bytes()
+
+    runbook = (DIST / "one-cluster/bootstrap/RUNBOOK.md").read_text()
+    (decrypt,) = re.findall(r"^openssl cms -decrypt .*\\\n.*$", runbook, flags=re.M)
+    command = (
+        decrypt.replace("\\\n", " ")
+        .replace("drill-pki.tar.cms", str(archive))
+        .replace("pki-backup.crt", str(recipient / "tls.crt"))
+        .replace("pki-backup.key", str(tmp_path / "pki-backup.key"))
+        .split("   #")[0]
+    )
+    listed = subprocess.run(["bash", "-c", command], check=True, capture_output=True, text=True).stdout
+    assert sorted(line.split()[-1] for line in listed.splitlines()) == [
+        "pki/ca.key", "pki/etcd/ca.key", "pki/front-proxy-ca.key", "pki/sa.key",
+    ]  # fmt: skip
+
+
+def test_plan_shows_each_data_class_with_its_recovery_point(config_copy: Path):
+    config = config_copy
+    edit_yaml(
+        config, "services.yaml", lambda d: d["backups"]["second"]["etcd"].update(schedule="0 */4 * * *")
+    )
+    site = load_site(config)
+    points = json.loads(plan_json(site))["recovery_points"]
+    second_etcd = next(p for p in points if p["data"] == "etcd" and p["where"].startswith("powerscale"))
+    assert second_etcd["rpo_hours"] == 4 and second_etcd["kept_days"] == 30
+    assert {p["data"] for p in points} >= {"etcd", "cluster PKI", "platform objects", "tenant objects",
+                                           "tenant volumes", "AIStor objects"}  # fmt: skip
+    pki = [p for p in points if p["data"] == "cluster PKI"]
+    assert [p["where"] for p in pki] == ["powerscale s3://site-backups-second/pki/"]
+    uncopied = next(p for p in points if p["data"] == "tenant volumes" and p["where"] == "-")
+    assert "data mover" in uncopied["how"]
+    text = render_plan(load_site(CONFIG))
+    assert "recovery point" in text and "powerscale s3://site-backups-" in text
+
+
+def test_the_second_targets_expiry_follows_the_retention_of_config(site):
+    path = DIST / "two-cluster/bootstrap/second-target/powerscale-lifecycle.json"
+    rules = json.loads(path.read_text())["Rules"]
+    second = site.services.backups.second
+    assert {r["Filter"]["Prefix"]: r["Expiration"]["Days"] for r in rules} == {
+        "etcd/": second.etcd.retention_days,
+        "pki/": second.pki.retention_days,
+    }
