@@ -96,6 +96,16 @@ class ModelServer(Construct):
                 "ports": [{"name": "http", "port": ENGINE_PORT, "targetPort": "http"}],
             },
         )
+        # The maintenance budget keeps one GPU node per engine replica: no drain evicts a replica,
+        # whose weights cache is a volume on its node's NVMe (it could start nowhere else).
+        api_object(
+            self,
+            "Budget",
+            "policy/v1",
+            "PodDisruptionBudget",
+            {"name": model.name, "namespace": namespace, "labels": labels},
+            spec={"maxUnavailable": 0, "selector": {"matchLabels": labels}},
+        )
         api_object(
             self,
             "Resource",

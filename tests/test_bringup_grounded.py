@@ -148,9 +148,9 @@ def test_an_upgrade_without_the_patches(site, inputs):
 def test_an_upgrade_batch_beyond_the_budget(site, inputs):
     texts = dict(inputs[ONE][1])
     path = next(p for p in texts if p.name == "RUNBOOK.md")
-    texts[path] = texts[path].replace("(30 nodes): 3 at a time", "(30 nodes): 6 at a time")
+    texts[path] = texts[path].replace("(30 nodes): 2 at a time", "(30 nodes): 6 at a time")
     blocked(
-        run(site, inputs, ONE, texts=texts), "pool storage", "6 at a time", "budget of storage/pool-0 is 3"
+        run(site, inputs, ONE, texts=texts), "pool storage", "6 at a time", "budget of storage/pool-0 is 2"
     )
 
 

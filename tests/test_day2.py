@@ -19,8 +19,8 @@ def text(config) -> str:
 def test_the_procedures_follow_the_pools(config_copy):
     before = text(config_copy)
     assert "`gpu` (12 of gpu01 ... gpu12): at most **11** down" in before
-    assert "`storage/pool-0` (30 servers of storage): at most **3** down" in before
-    assert "pool `storage` (30 nodes): 3 at a time" in before
+    assert "`storage/pool-0` (30 servers of storage): at most **2** down" in before
+    assert "pool `storage` (30 nodes): 2 at a time" in before
 
     def fewer_gpus_more_storage(pools):
         pools["gpu"]["count"] = 8

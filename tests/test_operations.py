@@ -96,3 +96,24 @@ def test_every_backup_alerts_when_it_fails_or_goes_stale(site):
         assert {f"{prefix}Failed", f"{prefix}Stale", f"{prefix}Missing"} <= set(rules), prefix
         assert rules[f"{prefix}Stale"]["expr"].endswith(f"> {seconds}")
         assert rules[f"{prefix}Missing"]["for"] == f"{seconds // 3600}h"
+
+
+def test_a_model_server_a_drain_may_evict_is_refused(tree):
+    """The GPU budget keeps a node per engine replica (plan, RUNBOOK): without a PodDisruptionBudget
+    that keeps every replica, a drain inside that budget evicts the model server (PDB-001)."""
+    import yaml
+
+    from .conftest import validate
+
+    models = tree / "one-cluster/apps/ai/models"
+    (budget,) = models.glob("*.poddisruptionbudget.*.yaml")
+    doc = yaml.safe_load(budget.read_text())
+    assert doc["spec"]["maxUnavailable"] == 0
+    doc["spec"]["maxUnavailable"] = 1
+    budget.write_text(yaml.safe_dump(doc))
+    result = validate(tree)
+    assert result.exit_code == 1
+    (found,) = [line for line in result.stdout.splitlines() if "PDB-001" in line]
+    assert "StatefulSet ai-research/llama-3-3-70b" in found and "no PodDisruptionBudget keeps its 1" in found
+    budget.unlink()
+    assert "PDB-001" in validate(tree).stdout

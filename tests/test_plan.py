@@ -89,19 +89,21 @@ def test_plan_says_when_aistor_is_off_the_fabric(site):
 
 
 def test_maintenance_budgets_follow_the_model(site, config_copy):
-    """30 AIStor servers at EC:4 over 15-drive sets (one drive of a set per server): 3 servers may be
-    down, one drive of parity kept for a failure meanwhile; etcd of 5 keeps quorum with 2 down; the GPU
+    """30 AIStor servers at EC:4 over 15-drive sets (one drive of a set per server): 2 servers may be
+    down, two drives of parity kept for failures meanwhile (the configured margin); etcd of 5 keeps quorum with 2 down; the GPU
     pool keeps one node per model-server replica."""
     budgets = {b.pool: b.down for b in site.maintenance_budgets()}
-    assert budgets == {"control-plane": 2, "storage/pool-0": 3, "gpu": 11}
+    assert budgets == {"control-plane": 2, "storage/pool-0": 2, "gpu": 11}
     assert "Maintenance: nodes of a pool that may be down at once" in render_plan(site)
     edit_yaml(config_copy, "storage.yaml", lambda d: d["aistor"].update(parity=3))
-    assert {b.pool: b.down for b in load_site(config_copy).maintenance_budgets()}["storage/pool-0"] == 2
+    assert {b.pool: b.down for b in load_site(config_copy).maintenance_budgets()}["storage/pool-0"] == 1
+    edit_yaml(config_copy, "storage.yaml", lambda d: d["aistor"].update(parity=4, maintenance_margin=1))
+    assert {b.pool: b.down for b in load_site(config_copy).maintenance_budgets()}["storage/pool-0"] == 3
 
 
 def test_a_second_aistor_pool_has_its_own_budget_and_capacity(config_copy):
     """Three servers added as pool-1: a 12-drive set holds 4 drives on each, so EC:4 covers one server
-    down in pool-1 (with no parity left meanwhile) while pool-0 allows 3; plan shows each pool's capacity."""
+    down in pool-1 (with no parity left meanwhile) while pool-0 allows 2; plan shows each pool's capacity."""
 
     def grow(pools):
         pools["storage"]["count"] = 33
@@ -111,7 +113,7 @@ def test_a_second_aistor_pool_has_its_own_budget_and_capacity(config_copy):
     edit_yaml(config_copy, "storage.yaml", lambda s: s["aistor"]["server_pools"].append({"servers": 3}))
     site = load_site(config_copy)
     budgets = {b.pool: b.down for b in site.maintenance_budgets()}
-    assert (budgets["storage/pool-0"], budgets["storage/pool-1"]) == (3, 1)
+    assert (budgets["storage/pool-0"], budgets["storage/pool-1"]) == (2, 1)
     assert "no parity left" in next(b.why for b in site.maintenance_budgets() if b.pool == "storage/pool-1")
     plan = render_plan(site)
     assert re.search(r"pool-1 +3 +72 +6 +12 +EC:4 ", plan), plan

@@ -297,6 +297,7 @@ def test_every_rule_has_a_breaker():
         "ADM-001",  # test_admission_policies.py: a role the cluster would refuse
         "BAK-001",  # test_second_backup.py: a backup only in AIStor
         "BAK-002",  # test_second_backup.py: a backup without its alert
+        "PDB-001",  # test_operations.py: a model server a drain may evict
     }  # test_network_policy.py: NET-*
     assert {r.id for r in RULES} == {*BREAKERS, *APP_BREAKERS, "UNQ-001", *synthesized}
 

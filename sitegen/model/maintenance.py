@@ -36,18 +36,20 @@ def drives_per_server_per_set(layout: ErasureLayout, servers: int) -> int:
     return layout.set_size // servers if layout.set_size % servers == 0 else 1
 
 
-DRIVE_MARGIN = 1  # parity kept for a drive that fails while servers are down for maintenance
+DEFAULT_DRIVE_MARGIN = 2  # parity kept for drives that fail while servers are down for maintenance
 
 
-def aistor_budget(pool: str, servers: int, layout: ErasureLayout) -> Budget:
+def aistor_budget(
+    pool: str, servers: int, layout: ErasureLayout, margin: int = DEFAULT_DRIVE_MARGIN
+) -> Budget:
     per_server = drives_per_server_per_set(layout, servers)
     layout_why = (
         f"EC:{layout.parity} over {layout.set_size}-drive sets, {per_server} drive(s) of a set per server"
     )
-    with_margin = max(layout.parity - DRIVE_MARGIN, 0) // per_server
+    with_margin = max(layout.parity - margin, 0) // per_server
     if with_margin:
         return Budget(
-            pool, servers, with_margin, f"{layout_why}, {DRIVE_MARGIN} drive of parity kept for a failure"
+            pool, servers, with_margin, f"{layout_why}, {margin} drive(s) of parity kept for failures"
         )
     # the parity covers one server's drives and no more: maintenance spends all of it
     return Budget(

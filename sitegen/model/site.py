@@ -154,7 +154,9 @@ class Site(Strict):
                 for i, (pool, layout) in enumerate(
                     zip(tier.server_pools, self.aistor_layouts(), strict=True)
                 ):
-                    budgets.append(aistor_budget(f"{tier.pool}/pool-{i}", pool.servers, layout))
+                    budgets.append(
+                        aistor_budget(f"{tier.pool}/pool-{i}", pool.servers, layout, tier.maintenance_margin)
+                    )
             elif self.hardware_of(name).gpu is not None:
                 budgets.append(gpu_budget(name, nodes, serving))
         return budgets

@@ -58,6 +58,8 @@ class AIStorTier(Strict):
     pool: str
     set_drive_count: Literal["auto"] | Annotated[int, Field(ge=2, le=32)] = "auto"
     parity: Literal["default"] | Annotated[int, Field(ge=0, le=16)] = "default"
+    # drives of each set's parity that maintenance leaves for failures meanwhile (parity - 2 may go)
+    maintenance_margin: Annotated[int, Field(ge=0, le=16)] = 2
     rdma: bool = False
     s3_hostname: DnsName
     # In the order they were added; together they take every host of `pool`. AIStor grows by adding a

@@ -9,6 +9,7 @@ from sitegen.check.rules import (  # noqa: F401
     admission,
     applications,
     backups,
+    budgets,
     fabric,
     front_doors,
     kueue,
