@@ -98,6 +98,9 @@ class KubeletCsrApprover(Construct):
             # name is checked against the plan and the IPs against the node network instead.
             "BYPASS_DNS_RESOLUTION": "true",
             "ALLOWED_DNS_NAMES": "1",  # the node name; anything more is not a kubelet of ours
+            # Judge only the kubelets' own requests: AIStor's operator asks this signer for its
+            # store's certificate and approves that itself; judged, it would be denied, for good.
+            "IGNORE_NON_SYSTEM_NODE": "true",
             "LEADER_ELECTION": "true",
             "METRICS_BIND_ADDRESS": f":{METRICS_PORT}",
             "HEALTH_PROBE_BIND_ADDRESS": f":{HEALTH_PORT}",

@@ -92,6 +92,7 @@ class SiteRisks:
     health_max_age_days: int = 8
     policy_audit: bool = False  # Cilium only logs what the network policies would drop
     backups: tuple[BackupWatch, ...] = ()  # what must succeed on schedule, in any cluster of the variant
+    spoke_token_days: int | None = None  # how long a spoke's Argo CD token lives (None: no spokes)
 
 
 def _alert(name: str, expr: str, severity: str, summary: str, for_: str = "5m") -> dict[str, Any]:
@@ -222,6 +223,28 @@ def _backup_rules(risks: SiteRisks) -> list[dict[str, Any]]:
     return rules
 
 
+def _gitops_rules(risks: SiteRisks) -> list[dict[str, Any]]:
+    """A spoke Argo CD cannot reach: most often its token, issued for a fixed time, has expired. The
+    controller's own metric, so the rule needs no copy of the token's date."""
+    return [
+        _alert(
+            "ArgoCdClusterDisconnected",
+            "argocd_cluster_connection_status == 0",
+            "critical",
+            "Argo CD cannot reach {{ $labels.server }}: if its token expired (issued for "
+            f"{risks.spoke_token_days} days), rotate it (RUNBOOK: Argo CD's credential)",
+            for_="10m",
+        ),
+        _alert(
+            "ArgoCdControllerMetricsAbsent",
+            'absent(argocd_cluster_connection_status{server!="https://kubernetes.default.svc"})',
+            "warning",
+            "Argo CD reports no spoke connection: the spokes' reachability is unknown",
+            for_="30m",
+        ),
+    ]
+
+
 def _fabric_rules(risks: SiteRisks) -> list[dict[str, Any]]:
     rules = []
     for pool in risks.fabric_pools:
@@ -341,6 +364,7 @@ class SiteAlerts(Construct):
                 ("site-health", _health_rules(risks) if risks.health_namespace else []),
                 ("site-backups", _backup_rules(risks)),
                 ("site-network", [POLICY_AUDIT_ALERT] if risks.policy_audit else []),
+                ("site-gitops", _gitops_rules(risks) if risks.spoke_token_days else []),
             )
             if rules
         ]

@@ -327,3 +327,19 @@ def test_the_csi_driver_synced_before_its_credentials(site, inputs):
         "ai-csi-isilon",
         "ai-powerscale makes it and has not synced",
     )
+
+
+def test_an_approver_that_judges_the_aistor_operators_certificate(site, inputs):
+    """kubelet-csr-approver denies a kubelet-serving CSR whose requester is not the node it names,
+    unless told to ignore those: AIStor's operator requests its store's certificate on that signer."""
+
+    def judging_all(doc):
+        if doc["kind"] == "Deployment":
+            container = doc["spec"]["template"]["spec"]["containers"][0]
+            container["env"] = [e for e in container["env"] if e["name"] != "IGNORE_NON_SYSTEM_NODE"]
+
+    tree = edited(inputs, ONE, "one-cluster/apps/ai/kubelet-csr-approver/", judging_all)
+    blocked(
+        run(site, inputs, tree=tree), "ai-aistor", "Waiting for MinIO TLS Certificate",
+        "denies the operator's request for the store's TLS certificate",
+    )  # fmt: skip

@@ -117,3 +117,30 @@ def test_a_model_server_a_drain_may_evict_is_refused(tree):
     assert "StatefulSet ai-research/llama-3-3-70b" in found and "no PodDisruptionBudget keeps its 1" in found
     budget.unlink()
     assert "PDB-001" in validate(tree).stdout
+
+
+def test_a_spoke_whose_token_lapsed_alerts(docs, site):
+    """The spoke's token expires after gitops.argocd.spoke_token_days: Argo CD's controller reports
+    the spoke disconnected (argocd_cluster_connection_status), scraped by a PodMonitor whose port and
+    labels are the rendered controller's; one cluster has no spoke and no such alert."""
+    rules = {
+        d.variant: [r for g in d.body["spec"]["groups"] for r in g["rules"]]
+        for d in docs
+        if d.kind == "PrometheusRule" and d.name == "site"
+    }
+    (alert,) = [r for r in rules["two-cluster"] if r.get("alert") == "ArgoCdClusterDisconnected"]
+    assert alert["expr"] == "argocd_cluster_connection_status == 0"
+    assert f"{site.gitops.argocd.spoke_token_days} days" in alert["annotations"]["summary"]
+    assert not [r for r in rules["one-cluster"] if r.get("alert", "").startswith("ArgoCd")]
+    (monitor,) = [
+        d for d in docs if d.variant == "two-cluster" and d.kind == "PodMonitor" and "argocd" in d.name
+    ]
+    (controller,) = [
+        d for d in docs
+        if d.variant == "two-cluster" and d.kind == "StatefulSet" and d.name == "argocd-application-controller"
+    ]  # fmt: skip
+    pod = controller.body["spec"]["template"]
+    assert monitor.body["spec"]["namespaceSelector"]["matchNames"] == [controller.namespace]
+    assert monitor.body["spec"]["selector"]["matchLabels"].items() <= pod["metadata"]["labels"].items()
+    (endpoint,) = monitor.body["spec"]["podMetricsEndpoints"]
+    assert endpoint["port"] in {p["name"] for c in pod["spec"]["containers"] for p in c.get("ports", [])}

@@ -210,11 +210,10 @@ def test_alerts_cover_the_sites_own_risks():
 def test_alert_thresholds_follow_the_model(config_copy):
     rules = _rules()
     # the hub of two clusters alerts on the AIStor cluster's series too (its agent writes them there)
+    # (and on Argo CD's reach of its spokes, which one cluster has not)
     two = _one(DIST / "two-cluster/apps/ai/observability/monitoring.prometheusrule.site.yaml")
-    assert (
-        two["spec"]
-        == _one(DIST / "one-cluster/apps/ai/observability/monitoring.prometheusrule.site.yaml")["spec"]
-    )
+    one = _one(DIST / "one-cluster/apps/ai/observability/monitoring.prometheusrule.site.yaml")
+    assert [g for g in two["spec"]["groups"] if g["name"] != "site-gitops"] == one["spec"]["groups"]
     missing = next(r for r in rules["site-gpu"] if r["alert"] == "GpuMissing")
     assert missing["expr"].endswith("< 8") and "gpu01|gpu02" in missing["expr"]
     parity = next(r for r in rules["site-storage"] if r["alert"] == "AIStorDrivesAtParity")

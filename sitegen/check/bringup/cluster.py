@@ -15,7 +15,6 @@ from typing import Any
 from sitegen.check.bringup.admission import Admission
 from sitegen.check.bringup.kube import claim_refs, config_map_refs, secret_refs
 from sitegen.check.bringup.kueue import Kueue
-from sitegen.check.bringup.nodes import Nodes
 from sitegen.check.bringup.objects import Key, Workload
 from sitegen.check.bringup.operators import Operators
 from sitegen.check.bringup.scheduling import Scheduling
@@ -36,7 +35,7 @@ POD_MAKERS = {
 }
 
 
-class Cluster(Scheduling, Kueue, Admission, Secrets, Storage, Nodes, Operators):
+class Cluster(Scheduling, Kueue, Admission, Secrets, Storage, Operators):
     """One cluster: the parts above over one state; the controllers' loop and the pods' prerequisites."""
 
     # ---- workloads -------------------------------------------------------------------------------

@@ -14,10 +14,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from sitegen.check.bringup.kube import PodTemplate, group_of
-from sitegen.check.bringup.objects import ClusterObjects, Key, Workload, key_of
+from sitegen.check.bringup.nodes import KUBELET_SERVING, Nodes
+from sitegen.check.bringup.objects import Key, Workload, key_of
 
 
-class Operators(ClusterObjects):
+class Operators(Nodes):
     """Mixed into `Cluster` (cluster.py)."""
 
     def apply(self, body: Mapping[str, Any], owner: str) -> None:
@@ -32,6 +33,8 @@ class Operators(ClusterObjects):
         scripts read); {} for kinds whose controller writes nothing the simulation models."""
         group, kind, ns, name = key_of(body)
         if (group, kind) == ("aistor.min.io", "ObjectStore"):
+            if self._certificate_denier(body) is not None:
+                return {"currentState": "Waiting for MinIO TLS Certificate", "healthStatus": "red"}
             return self._object_store_status(ns, name)
         if (group, kind) == ("nvidia.com", "ClusterPolicy"):
             # the operator reports ready once its operands run where NFD found NVIDIA devices
@@ -47,8 +50,33 @@ class Operators(ClusterObjects):
         Argo CD shows only the status)."""
         group, kind, ns, name = key_of(body)
         if (group, kind) == ("aistor.min.io", "ObjectStore"):
+            denier = self._certificate_denier(body)
+            if denier is not None:
+                return (
+                    f"{denier.template.ref} denies the operator's request for the store's TLS certificate "
+                    f"(signer {KUBELET_SERVING}, requested by the operator, not system:node:<name>): set "
+                    "IGNORE_NON_SYSTEM_NODE=true"
+                )
             pools = self._pools(ns, name)
             return next((f"{w.template.ref}: {w.reason}" for _, w in pools if not w.running), None)
+        return None
+
+    def _certificate_denier(self, body: Mapping[str, Any]) -> Workload | None:
+        """With its auto-certificate on, the operator asks for the store's certificate as a CSR of the
+        kubelet-serving signer (subject system:node:*, organization system:nodes, the only form
+        kube-controller-manager signs for it) and approves it itself. kubelet-csr-approver judges every
+        kubelet-serving CSR and denies one whose requester is not the node it names, unless told to
+        leave those alone (IGNORE_NON_SYSTEM_NODE, default false); a denied CSR is final."""
+        if ((body.get("spec") or {}).get("certificates") or {}).get("disableAutoCert", False):
+            return None
+        for approver in self._approvers():
+            env = {
+                e["name"]: str(e.get("value", ""))
+                for c in approver.template.containers()
+                for e in c.get("env") or []
+            }
+            if "PROVIDER_REGEX" in env and env.get("IGNORE_NON_SYSTEM_NODE", "false").lower() != "true":
+                return approver
         return None
 
     def _pools(self, namespace: str, name: str) -> list[tuple[str, Workload]]:

@@ -18,6 +18,7 @@ from constructs.monitoring import (
     Dashboards,
     FabricPool,
     PodMonitors,
+    PodTarget,
     SiteAlerts,
     SiteRisks,
 )
@@ -120,6 +121,14 @@ class Observability(RenderedComponent):
             account_namespace=grafana.namespace,
         )
         SiteAlerts(scope, "Alerts", namespace=self.namespace, risks=site_risks(ctx.site, ctx.variant))
+        if ctx.variant.spokes:
+            # argocd_cluster_connection_status: a spoke whose credential lapsed shows up disconnected
+            argocd = ctx.site.gitops.argocd.namespace
+            controller = PodTarget(
+                "argocd-application-controller", argocd,
+                {"app.kubernetes.io/name": "argocd-application-controller"}, "metrics",
+            )  # fmt: skip
+            PodMonitors(scope, "ArgoCd", namespace=self.namespace, targets=[controller])
         VaultSecret(
             scope,
             "AlertmanagerConfig",
@@ -220,6 +229,7 @@ def site_risks(site: Site, variant: VariantLayout) -> SiteRisks:
         health_max_age_days=site.services.health.max_age_days,
         policy_audit=site.network.kubernetes.network_policy == "audit",
         backups=_backups(site),
+        spoke_token_days=site.gitops.argocd.spoke_token_days if variant.spokes else None,
     )
 
 
