@@ -23,6 +23,7 @@ from sitegen.compose.chart_supply import Archive, ChartStore
 from sitegen.compose.charts import ObjectChart
 from sitegen.compose.delivery import ACCESS_APP, bootstrap
 from sitegen.compose.fabric_hosts import fabric_files
+from sitegen.compose.host_baseline import baseline_files
 from sitegen.compose.hosts import etcd_patches, host_files, mirror_files
 from sitegen.compose.hydrate import Progress, Rendered, RenderJob, hydrating
 from sitegen.compose.runbook import runbook, s3_consumers
@@ -127,6 +128,7 @@ def _compose_independent(app: App, apps: VariantApps) -> _Composed:
                 composed.charts[(cluster, component.name)] = chart
         composed.files += host_files(app, site, variant, ctx.cluster).output_files()
         composed.files += fabric_files(site, variant, ctx.cluster)
+        composed.files += baseline_files(site, variant, ctx.cluster)
         composed.files += etcd_patches(variant, ctx.cluster)
     return composed
 

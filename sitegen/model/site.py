@@ -20,6 +20,7 @@ from sitegen.model.fabric import Fabric, check_fabric
 from sitegen.model.fields import DnsLabel, Strict
 from sitegen.model.gitops import GitOps
 from sitegen.model.hardware import Hardware
+from sitegen.model.hosts import Hosts, check_hosts_baseline
 from sitegen.model.maintenance import Budget, aistor_budget, etcd_budget, gpu_budget
 from sitegen.model.network import Network
 from sitegen.model.pools import CONTROL_PLANE_ROLE, INFRA_ROLE, Pool, check_hosts, check_pool_hardware
@@ -44,6 +45,7 @@ class Site(Strict):
     tenants: dict[DnsLabel, Tenant] = {}
     secrets: Secrets
     services: Services
+    hosts: Hosts
     dashboards: dict[DnsLabel, Dashboard] = {}
     extensions: Extensions = Extensions()
 
@@ -65,6 +67,7 @@ class Site(Strict):
             tenants=self.tenants,
         )
         check_dashboards(self.dashboards)
+        check_hosts_baseline(self.hosts, set(self.hardware))
         check_extensions(self.extensions, set(self.clusters), set(self.tenants))
         gpu_pools = [
             (p.count, self.hardware[p.hardware]) for p in self.pools.values() if self.hardware[p.hardware].gpu

@@ -1,0 +1,214 @@
+"""The host baseline per pool (config/hosts.yaml), as two scripts beside the kubeadm configs:
+
+- `host-prep-<pool>.sh` applies what a script can: swap off, kernel modules and settings, chrony
+  against the site's servers, the packages at their versions (Kubernetes' at versions.yaml's release)
+  held against upgrades, the pinned kernel and the kernel arguments of the pool's hardware. A reboot
+  follows it (kernel, arguments).
+- `host-preflight-<pool>.sh` checks every point of the baseline on the host, the firmware and PCIe
+  settings no script applies included (BIOS and ConnectX firmware levels, ACS redirect on the PCIe
+  switches), one line per point; its exit status says whether the host may join.
+
+The preflight reads the kernel's files (sysfs, procfs, os-release, overridable for the tests) and the
+tools the baseline installs (dpkg-query, chronyc, lspci), never a GPU or OFED tool: the GPU driver and
+the NIC stack arrive later, with their operators (fabric-topology-<pool>.sh checks the GPUs then).
+"""
+
+from __future__ import annotations
+
+import shlex
+
+from sitegen.compose import paths
+from sitegen.compose.writer import OutputFile
+from sitegen.model import ClusterLayout, PoolLayout, Site
+
+HELD = ("containerd.io", "kubelet", "kubeadm", "kubectl")
+
+PREP = """\
+set -eu
+. /etc/os-release
+if [ "$ID $VERSION_ID" != {os} ]; then
+  echo "this host runs $ID $VERSION_ID; the baseline is {os_text}: reinstall it from the site's image"; exit 1
+fi
+# swap off now and at boot: the kubelet does not start with swap on (failSwapOn)
+swapoff -a
+sed -i.sitegen '/^[^#].*[[:space:]]swap[[:space:]]/s/^/#/' /etc/fstab
+systemctl mask swap.target
+# kernel modules and settings
+printf '%s\\n' {modules} > /etc/modules-load.d/90-sitegen-baseline.conf
+for module in {modules}; do modprobe "$module"; done
+cat > /etc/sysctl.d/90-sitegen-baseline.conf <<'EOF'
+{sysctls}EOF
+sysctl --system >/dev/null
+# packages at the baseline's versions, from the site's mirror (the OS image's apt sources), held
+apt-get update
+apt-get install -y --allow-downgrades --allow-change-held-packages {packages}
+apt-mark hold {held}
+# time: chrony against the site's servers only
+mkdir -p /etc/chrony/sources.d
+cat > /etc/chrony/sources.d/sitegen.sources <<'EOF'
+{time}EOF
+sed -i 's/^\\(pool\\|server\\) /# sitegen: \\1 /' /etc/chrony/chrony.conf
+systemctl enable --now chrony
+chronyc reload sources
+{kernel_args}echo "baseline applied; reboot (kernel {kernel}), then run host-preflight-{pool}.sh"
+"""
+
+KERNEL_ARGS = """\
+# kernel arguments of the pool's hardware
+cat > /etc/default/grub.d/90-sitegen.cfg <<'EOF'
+GRUB_CMDLINE_LINUX="$GRUB_CMDLINE_LINUX {args}"
+EOF
+update-grub
+"""
+
+PREFLIGHT = """\
+set -u
+# Host baseline of pool {pool} (config/hosts.yaml; {model})
+sys=${{SYSFS:-/sys}}
+proc=${{PROCFS:-/proc}}
+release=${{OS_RELEASE:-/etc/os-release}}
+fail=0
+bad() {{ echo "FAIL $*"; fail=1; }}
+ok() {{ echo "ok   $*"; }}
+os=$(. "$release"; echo "$ID $VERSION_ID")
+[ "$os" = {os} ] && ok "os $os" || bad "os is $os, the baseline {os_text}"
+kernel=$(uname -r)
+[ "$kernel" = {kernel} ] && ok "kernel $kernel" || bad "kernel is $kernel, the baseline {kernel}: boot it"
+swaps=$(awk 'NR > 1' "$proc/swaps" | wc -l)
+[ "$swaps" = 0 ] && ok "no swap" || bad "$swaps swap device(s) on: the kubelet will not start"
+while read -r package version; do
+  found=$(dpkg-query -W -f '${{Version}}' "$package" 2>/dev/null) || found="(not installed)"
+  [ "$found" = "$version" ] && ok "$package $found" || bad "$package is $found, the baseline $version"
+done <<EOF
+{versions}
+EOF
+for package in {others}; do
+  dpkg-query -W -f '${{Status}}' "$package" 2>/dev/null | grep -q 'install ok installed' \\
+    && ok "$package installed" || bad "$package is not installed"
+done
+while read -r key value; do
+  found=$(cat "$proc/sys/$(echo "$key" | tr . /)" 2>/dev/null)
+  [ "$found" = "$value" ] && ok "$key = $found" || bad "$key is ${{found:-unset}}, the baseline $value"
+done <<EOF
+{sysctls}
+EOF
+for module in {modules}; do
+  [ -d "$sys/module/$module" ] && ok "module $module" || bad "module $module is not loaded"
+done
+# time: chrony synchronised, within {max_offset_ms} ms (CSV field 5: the system clock's offset, s)
+chronyc -c tracking 2>/dev/null | awk -F, -v max={max_offset_ms} '
+  $14 != "Normal" {{ print "FAIL time: chrony is " ($14 == "" ? "not running" : $14); bad = 1; exit }}
+  {{ ms = ($5 < 0 ? -$5 : $5) * 1000 }}
+  ms > max {{ printf "FAIL time is %.1f ms off %s, more than %d\\n", ms, $2, max; bad = 1; exit }}
+  {{ printf "ok   time within %.1f ms of %s\\n", ms, $2 }}
+  END {{ if (NR == 0) {{ print "FAIL time: chrony does not answer"; bad = 1 }}; exit bad }}' || fail=1
+{firmware}[ "$fail" = 0 ] && echo "host baseline passed" || echo "host baseline FAILED: fix the lines above before the join"
+exit "$fail"
+"""
+
+BIOS = """\
+bios=$(cat "$sys/class/dmi/id/bios_version" 2>/dev/null)
+[ "$bios" = {bios} ] && ok "BIOS $bios" || bad "BIOS is ${{bios:-unknown}}, the baseline {bios}"
+"""
+
+NIC = """\
+nics=0
+for ib in "$sys"/class/infiniband/*; do
+  [ -e "$ib/fw_ver" ] || continue
+  nics=$((nics + 1))
+  fw=$(cat "$ib/fw_ver")
+  [ "$fw" = {nic} ] && ok "${{ib##*/}} firmware $fw" || bad "${{ib##*/}} firmware is $fw, the baseline {nic}"
+done
+[ "$nics" -gt 0 ] || bad "no RDMA device reports its firmware"
+"""
+
+CMDLINE = """\
+for arg in {args}; do
+  tr ' ' '\\n' < "$proc/cmdline" | grep -qx -- "$arg" && ok "kernel argument $arg" \\
+    || bad "kernel argument $arg is missing: run host-prep-{pool}.sh and reboot"
+done
+"""
+
+# lspci -vvv prints each device's header line unindented, then its capabilities; an ACSCtl line with
+# ReqRedir+ or CmpltRedir+ sends peer traffic of that switch port up to the root complex
+ACS = """\
+lspci -vvv 2>/dev/null | awk '
+  /^[0-9a-f]/ {{ device = $1 }}
+  /ACSCtl:/ && /(ReqRedir|CmpltRedir)\\+/ {{ print "FAIL PCIe " device ": ACS redirect on (GPUDirect RDMA crosses the root complex): off in the BIOS"; bad = 1 }}
+  END {{ if (NR == 0) {{ print "FAIL lspci printed nothing"; exit 1 }}; if (!bad) print "ok   PCIe ACS redirect off"; exit bad }}' || fail=1
+"""
+
+
+def hardware_model(site: Site, pool: PoolLayout) -> str:
+    """The hardware.yaml key of a pool's hardware (a carved-out control plane keeps its pool's)."""
+    return next(name for name, hardware in site.hardware.items() if hardware is pool.hardware)
+
+
+def kubernetes_package_version(site: Site) -> str:
+    return f"{site.versions.kubernetes.lstrip('v')}-{site.hosts.packages.kubernetes_revision}"
+
+
+def _versions(site: Site) -> list[tuple[str, str]]:
+    kube = kubernetes_package_version(site)
+    return [("containerd.io", site.hosts.packages.containerd), *((n, kube) for n in HELD[1:])]
+
+
+def prep_script(site: Site, pool: PoolLayout) -> str:
+    hosts = site.hosts
+    firmware = hosts.firmware.get(hardware_model(site, pool))
+    args = firmware.kernel_args if firmware else []
+    os_pair = f"{hosts.os.id} {hosts.os.version_id}"
+    packages = [
+        *hosts.packages.others,
+        *(f"{name}={version}" for name, version in _versions(site)),
+        f"linux-image-{hosts.os.kernel}",
+    ]
+    return PREP.format(
+        os=shlex.quote(os_pair), os_text=os_pair, pool=pool.name, kernel=hosts.os.kernel,
+        modules=" ".join(hosts.modules),
+        sysctls="".join(f"{k} = {v}\n" for k, v in sorted(hosts.sysctls.items())),
+        packages=" ".join(shlex.quote(p) for p in packages), held=" ".join(HELD),
+        time="".join(f"server {s} iburst\n" for s in hosts.time.servers),
+        kernel_args=KERNEL_ARGS.format(args=" ".join(args)) if args else "",
+    )  # fmt: skip
+
+
+def preflight_script(site: Site, pool: PoolLayout) -> str:
+    hosts = site.hosts
+    firmware = hosts.firmware.get(hardware_model(site, pool))
+    checks = ""
+    if firmware is not None:
+        checks += BIOS.format(bios=shlex.quote(firmware.bios))
+        if firmware.nic is not None and pool.hardware.ndr400_ports:
+            checks += NIC.format(nic=shlex.quote(firmware.nic))
+        if firmware.kernel_args:
+            checks += CMDLINE.format(args=" ".join(firmware.kernel_args), pool=pool.name)
+        if firmware.acs_redirect_off:
+            checks += ACS.format()
+    os_pair = f"{hosts.os.id} {hosts.os.version_id}"
+    return PREFLIGHT.format(
+        pool=pool.name, model=f"hardware {hardware_model(site, pool)}" if firmware else "no firmware baseline",
+        os=shlex.quote(os_pair), os_text=os_pair, kernel=shlex.quote(hosts.os.kernel),
+        versions="\n".join(f"{n} {v}" for n, v in _versions(site)),
+        others=" ".join(hosts.packages.others),
+        sysctls="\n".join(f"{k} {v}" for k, v in sorted(hosts.sysctls.items())),
+        modules=" ".join(hosts.modules), max_offset_ms=hosts.time.max_offset_ms, firmware=checks,
+    )  # fmt: skip
+
+
+def baseline_files(site: Site, variant: str, cluster: ClusterLayout) -> list[OutputFile]:
+    folder = paths.kubeadm_dir(variant, cluster.name)
+    files = []
+    for pool in cluster.pools:
+        where = (
+            f"On every host of pool {pool.name}, before `kubeadm init` or `join`; as root: bash <this file>"
+        )
+        files += [
+            OutputFile(folder / f"host-prep-{pool.name}.sh", [],
+                       f"Applies the host baseline (config/hosts.yaml) to a host of pool {pool.name}.\n{where}",
+                       text=prep_script(site, pool)),
+            OutputFile(folder / f"host-preflight-{pool.name}.sh", [],
+                       f"Checks a host of pool {pool.name} against the host baseline (config/hosts.yaml).\n{where}",
+                       text=preflight_script(site, pool)),
+        ]  # fmt: skip
+    return files

@@ -1,0 +1,63 @@
+"""config/hosts.yaml: the baseline every host is built to before it joins: the OS and its kernel, the
+packages (the Kubernetes ones at versions.yaml's release), swap off (the kubelet's failSwapOn), time, kernel settings, and per
+hardware model the firmware and the kernel arguments its devices need. `host-prep-<pool>.sh` applies
+what a script can; `host-preflight-<pool>.sh` checks all of it on the host and says what is off."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import Field
+
+from sitegen.model.fields import ConfigError, DnsName, Strict
+
+Version = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9.+~:_-]*$")]
+Sysctl = Annotated[str, Field(pattern=r"^[a-z0-9_]+(\.[a-z0-9_-]+)+$")]
+Module = Annotated[str, Field(pattern=r"^[a-z0-9_]+$")]
+KernelArg = Annotated[str, Field(pattern=r"^[A-Za-z0-9_.,:=-]+$")]
+
+
+class Os(Strict):
+    id: Annotated[str, Field(pattern=r"^[a-z]+$")]  # /etc/os-release ID
+    version_id: Version  # /etc/os-release VERSION_ID
+    kernel: Version  # `uname -r`: one kernel everywhere, the GPU driver container builds against it
+
+
+class Packages(Strict):
+    """Exact versions from the site's package mirror, installed and held (apt)."""
+
+    containerd: Version  # the package `containerd.io` (containerd 2: its CRI config is version 3)
+    kubernetes_revision: Version = "1.1"  # the Debian revision of kubelet, kubeadm and kubectl
+    others: list[Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9.+-]*$")]] = []  # any version
+
+
+class Time(Strict):
+    servers: list[DnsName] = Field(min_length=1)
+    max_offset_ms: Annotated[int, Field(ge=1, le=1000)] = 100  # etcd leases and TLS expect agreement
+
+
+class Firmware(Strict):
+    """What a hardware model's hosts must run: the vendors' qualified versions, and the kernel
+    arguments and PCIe settings its devices need."""
+
+    bios: Version  # /sys/class/dmi/id/bios_version
+    nic: Version | None = None  # fw_ver of every RDMA device (ConnectX), on models with NDR ports
+    kernel_args: list[KernelArg] = []  # each must be on /proc/cmdline
+    # GPUDirect RDMA: ACS request/completion redirect off on the PCIe switches, so GPU-NIC traffic stays
+    # under the switch instead of going up to the root complex (the BIOS setting, or setpci at boot)
+    acs_redirect_off: bool = False
+
+
+class Hosts(Strict):
+    os: Os
+    packages: Packages
+    time: Time
+    sysctls: dict[Sysctl, str] = {}
+    modules: list[Module] = []
+    firmware: dict[str, Firmware] = {}  # by hardware model of hardware.yaml
+
+
+def check_hosts_baseline(hosts: Hosts, hardware: set[str]) -> None:
+    for model in hosts.firmware:
+        if model not in hardware:
+            raise ConfigError(("hosts", "firmware", model), f"no hardware model {model!r} in hardware.yaml")
