@@ -60,3 +60,32 @@ def test_the_client_secret_comes_from_the_vault():
     )
     (data,) = secret["spec"]["data"]
     assert data["secretKey"] == ref["key"] and data["remoteRef"]["key"] == "grafana/oidc"
+
+
+def test_harbor_signs_in_through_the_site_provider(site):
+    """Harbor's auth mode is OIDC from its first start (CONFIG_OVERWRITE_JSON, which core applies at
+    every start): the site's issuer, Argo CD's admin group as Harbor's admins, the client secret filled
+    from the vault by the ExternalSecret (a template field, never a value in git); the local admin
+    stays for break-glass."""
+    import json
+
+    harbor = DIST / "one-cluster/apps/ai"
+    (secret,) = yaml.safe_load_all(
+        (harbor / "harbor-config/harbor.externalsecret.harbor-oidc.yaml").read_text()
+    )
+    assert [d["remoteRef"] for d in secret["spec"]["data"]] == [
+        {"key": "harbor/oidc", "property": "client_secret"}
+    ]
+    settings = json.loads(secret["spec"]["target"]["template"]["data"]["CONFIG_OVERWRITE_JSON"])
+    sso = site.gitops.argocd.sso
+    assert settings["auth_mode"] == "oidc_auth" and settings["oidc_endpoint"] == sso.issuer
+    assert settings["oidc_client_secret"] == "{{ .client_secret }}"
+    assert site.gitops.argocd.rbac[settings["oidc_admin_group"]] == "admin"
+    assert settings["oidc_groups_claim"] == sso.groups_claim and settings["oidc_verify_cert"] is True
+    (core,) = [
+        d for d in yaml.safe_load_all((harbor / "harbor/harbor.deployment.harbor-core.yaml").read_text()) if d
+    ]
+    env = {e["name"]: e for c in core["spec"]["template"]["spec"]["containers"] for e in c.get("env", [])}
+    assert env["CONFIG_OVERWRITE_JSON"]["valueFrom"]["secretKeyRef"] == {
+        "name": secret["spec"]["target"]["name"], "key": "CONFIG_OVERWRITE_JSON",
+    }  # fmt: skip

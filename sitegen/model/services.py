@@ -96,6 +96,9 @@ class ProxyCache(Strict):
 
 class Registry(Strict):
     hostname: DnsName
+    # Harbor's login through the site's OIDC provider (gitops.argocd.sso's issuer); its client secret
+    # is the vault's (harbor/oidc). The local admin stays for break-glass only.
+    sso_client_id: Annotated[str, Field(min_length=1)]
     storage: Literal["aistor", "powerscale"]
     bucket: BucketName  # with storage aistor
     powerscale_class: str = "archive"  # with storage powerscale: the class of the image volume

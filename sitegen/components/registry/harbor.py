@@ -30,6 +30,7 @@ from sitegen.components.storage.aistor import CA_SECRET as AISTOR_CA_SECRET
 from sitegen.components.storage.aistor import AIStor, s3_endpoint
 from sitegen.components.storage.local_nvme import LocalNvme
 from sitegen.components.values import ON, Placed, Resources, Toggle, Values, placed, requests
+from sitegen.model import Site
 
 SERVICE = "harbor"
 
@@ -69,6 +70,33 @@ S3 = VaultCopy(
     {"REGISTRY_STORAGE_S3_ACCESSKEY": "access_key", "REGISTRY_STORAGE_S3_SECRETKEY": "secret_key"},
 )
 CREDENTIALS = (ADMIN, SECRET_KEY, CORE, XSRF, TOKEN, JOBSERVICE, REGISTRY_HTTP, REGISTRY_CREDENTIALS)
+OIDC_SECRET = "harbor-oidc"
+OIDC_VAULT_KEY = "harbor/oidc"
+OVERWRITE_ENV = "CONFIG_OVERWRITE_JSON"
+
+
+def oidc_settings(site: Site) -> dict[str, object]:
+    """Harbor's OIDC settings (its configuration API's names): the site's provider and groups, members
+    made on first login, Harbor's admins the group Argo CD makes admin; the client secret is a template
+    field the ExternalSecret fills from the vault."""
+    sso = site.gitops.argocd.sso
+    admins = sorted(group for group, role in site.gitops.argocd.rbac.items() if role == "admin")
+    return {
+        "auth_mode": "oidc_auth",
+        "primary_auth_mode": True,
+        "oidc_name": "site",
+        "oidc_endpoint": sso.issuer,
+        "oidc_client_id": site.services.registry.sso_client_id,
+        "oidc_client_secret": "{{ .client_secret }}",
+        "oidc_scope": f"openid,profile,email,{sso.groups_claim}",
+        "oidc_groups_claim": sso.groups_claim,
+        "oidc_admin_group": admins[0],
+        "oidc_user_claim": "preferred_username",
+        "oidc_auto_onboard": True,
+        "oidc_verify_cert": True,
+    }
+
+
 DATABASE_CREDENTIALS = (DATABASE_PASSWORD, DATABASE)
 
 
@@ -135,10 +163,32 @@ class Replicated(Placed):
     resources: Resources | None = None
 
 
+class SecretKeyRef(Values):
+    name: str
+    key: str
+
+
+class EnvSource(Values):
+    secretKeyRef: SecretKeyRef
+
+
+class EnvVar(Values):
+    name: str
+    valueFrom: EnvSource
+
+
 class Core(Replicated):
     existingSecret: str = CORE.name
     existingXsrfSecret: str = XSRF.name
     secretName: str = TOKEN.name
+    # Harbor core applies CONFIG_OVERWRITE_JSON to its settings at every start: the OIDC login, whose
+    # client secret the chart's own configureUserSettings would put in git
+    extraEnvVars: list[EnvVar] = [
+        EnvVar(
+            name=OVERWRITE_ENV,
+            valueFrom=EnvSource(secretKeyRef=SecretKeyRef(name=OIDC_SECRET, key=OVERWRITE_ENV)),
+        )
+    ]
 
 
 class JobService(Replicated):
@@ -202,7 +252,7 @@ class Harbor(ChartComponent):
     def flows(self, ctx: ClusterContext) -> list[Flow]:
         return [
             Flow(AIStor, (), "image layers in AIStor (S3)"),
-            Flow(WORLD, (443,), "the upstream registries its proxy caches pull from"),
+            Flow(WORLD, (443,), "the upstream registries its proxy caches pull from, the OIDC provider"),
         ]
 
     @classmethod

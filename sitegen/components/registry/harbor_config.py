@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from constructs import Construct
 from constructs.registry import ProxyCacheProjects
 from constructs.secrets import VaultSecret
@@ -9,7 +11,16 @@ from sitegen.components.base import Layer, RenderedComponent
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.platform.secret_store import SecretStore
 from sitegen.components.registry import PROJECT
-from sitegen.components.registry.harbor import ADMIN, SERVICE, Harbor, vault_copies
+from sitegen.components.registry.harbor import (
+    ADMIN,
+    OIDC_SECRET,
+    OIDC_VAULT_KEY,
+    OVERWRITE_ENV,
+    SERVICE,
+    Harbor,
+    oidc_settings,
+    vault_copies,
+)
 from sitegen.components.storage.aistor import ca_secret as aistor_ca
 
 
@@ -40,6 +51,11 @@ class HarborConfig(RenderedComponent):
                 properties=sorted(set(copy.keys.values())),
                 template={key: f"{{{{ .{prop} }}}}" for key, prop in copy.keys.items()},
             )
+        VaultSecret(
+            scope, "Oidc", name=OIDC_SECRET, namespace=self.namespace, store=ctx.store, key=OIDC_VAULT_KEY,
+            properties=["client_secret"],
+            template={OVERWRITE_ENV: json.dumps(oidc_settings(ctx.site), sort_keys=True)},
+        )  # fmt: skip
         if storage == "aistor":
             aistor_ca(scope, "AIStorCA", namespace=self.namespace, store=ctx.store)
         ProxyCacheProjects(
