@@ -15,6 +15,7 @@ from typing import Any
 from constructs import Construct
 from constructs.fabric import RDMA_PREFIX, rail_resource
 from constructs.objects import RESTRICTED_CONTAINER, SKIP_DRY_RUN, api_object
+from constructs.s3_front_doors import STORE_LABEL
 from constructs.secrets import VaultSecret
 from sitegen.model import AIStorTier, Fabric, ImagePin, PoolLayout
 
@@ -71,6 +72,7 @@ class ObjectStore(Construct):
             },
             "nodeSelector": pool.placement.node_selector,
             "tolerations": list(pool.placement.tolerations),
+            "labels": {STORE_LABEL: name},  # the S3 front doors' selector
             "resources": resources,
             "securityContext": {
                 "runAsUser": 1000,

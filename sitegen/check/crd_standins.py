@@ -24,8 +24,15 @@ class _Meta(_Doc):
     annotations: dict[str, str] = {}
 
 
+class LabelRequirement(_Doc):
+    key: str
+    operator: Literal["In", "NotIn", "Exists", "DoesNotExist"]
+    values: list[str] = []
+
+
 class LabelSelector(_Doc):
     matchLabels: dict[str, str] = {}
+    matchExpressions: list[LabelRequirement] = []
 
 
 class L2AnnouncementSpec(_Doc):

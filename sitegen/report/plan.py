@@ -5,8 +5,11 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, fields
 
+from sitegen.components.context import ClusterScope
 from sitegen.components.gpu.gpu_health import expected_busbw_gbps
+from sitegen.components.storage.aistor import front_door_hosts
 from sitegen.model import Site
+from sitegen.model.layout import resolve
 from sitegen.report.recovery import recovery_points
 from sitegen.report.table import table, wrapped_prose
 
@@ -202,6 +205,7 @@ def plan_json(site: Site) -> str:
             for pool, x in zip(site.storage.aistor.server_pools, layouts, strict=True)
         ],
         "recovery_points": [asdict(c) for c in recovery_points(site)],
+        "s3_paths": [asdict(p) for p in s3_paths(site)],
     }
     return json.dumps(data, indent=2, sort_keys=True) + "\n"
 
@@ -296,4 +300,38 @@ def render_plan(site: Site) -> str:
             "nodes runs over the 100GbE Kubernetes network, and the seed's GPUDirect RDMA path to "
             "AIStor is deferred until aistor.rdma is true.",
         ]
+    out += ["", "S3 bandwidth per variant (the 100GbE Kubernetes network; AIStor's servers' ports)"]
+    out += table(
+        ["variant", "consumers reach S3", "entry points", "Gbps"],
+        [[s.variant, s.path, str(s.entries), _num(s.gbps)] for s in s3_paths(site)],
+    )
     return "\n".join(wrapped_prose(out)) + "\n"
+
+
+@dataclass(frozen=True)
+class S3Path:
+    variant: str
+    path: str
+    entries: int  # hosts S3 traffic enters AIStor on
+    gbps: int  # what those hosts' Ethernet ports carry together
+
+
+def s3_paths(site: Site) -> list[S3Path]:
+    """How each variant's consumers reach S3: inside AIStor's cluster its Service spreads connections
+    over every server; from another cluster each server has an address of its own (the front doors)."""
+    tier = site.storage.aistor
+    servers = site.pools[tier.pool].count
+    per_server = site.hardware_of(tier.pool).ethernet_100g_ports * 100
+    found = []
+    for name in site.variants:
+        layout = resolve(site, name)
+        home = next(c for c in layout.clusters if any(p.name == tier.pool for p in c.pools))
+        if len(layout.clusters) == 1:
+            found.append(S3Path(name, "in-cluster Service, every server", servers, servers * per_server))
+            continue
+        doors = len(front_door_hosts(ClusterScope(site, layout, home)))
+        if doors:
+            found.append(S3Path(name, "an address per server (DNS round robin)", doors, doors * per_server))
+        else:
+            found.append(S3Path(name, "one load-balancer address: one node's ports", 1, per_server))
+    return found

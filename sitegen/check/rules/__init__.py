@@ -20,6 +20,7 @@ from sitegen.check.rules import (  # noqa: F401
     placement,
     pod_security,
     rollouts,
+    s3_paths,
     secrets,
     values,
 )

@@ -8,6 +8,7 @@ from sitegen.components.base import Layer, RenderedComponent
 from sitegen.components.context import ClusterContext
 from sitegen.components.networking import PROJECT
 from sitegen.components.networking.cilium import Cilium
+from sitegen.components.storage.aistor import front_door_hosts
 
 
 class CiliumLb(RenderedComponent):
@@ -19,4 +20,7 @@ class CiliumLb(RenderedComponent):
     after = (Cilium,)
 
     def render(self, scope: Construct, ctx: ClusterContext) -> None:
-        LoadBalancerPool(scope, "Pool", cluster=ctx.cluster, interface=ctx.site.network.kubernetes.interface)
+        LoadBalancerPool(
+            scope, "Pool", cluster=ctx.cluster, interface=ctx.site.network.kubernetes.interface,
+            front_doors=len(front_door_hosts(ctx)),
+        )  # fmt: skip

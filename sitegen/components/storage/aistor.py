@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from constructs import Construct
 from constructs.aistor import OBJECT_STORE, ObjectStore, license_secret
+from constructs.s3_front_doors import S3FrontDoors, front_door_addresses
 from constructs.secrets import VaultSecret
 from sitegen.components.base import Flow, Layer, NamespaceSecurity, RenderedComponent
 from sitegen.components.context import ClusterContext, ClusterScope
@@ -40,6 +41,15 @@ def s3_endpoint(site: Site, consumer: ClusterLayout) -> S3Endpoint:
     if any(p.name == site.storage.aistor.pool for p in consumer.pools):
         return S3Endpoint(f"{S3_SERVICE}.{OBJECT_STORE}.svc.{consumer.spec.dns_domain}")
     return S3Endpoint(site.storage.aistor.s3_hostname)
+
+
+def front_door_hosts(scope: ClusterScope) -> list[str]:
+    """The storage hosts that serve S3 on addresses of their own: in the cluster that runs AIStor,
+    when another cluster of the variant consumes it (constructs/s3_front_doors.py)."""
+    tier = scope.site.storage.aistor
+    if tier.pool not in scope.pool_names or len(scope.variant.clusters) == 1:
+        return []
+    return [h.name for h in scope.cluster.pool(tier.pool).hosts]
 
 
 def ca_secret(scope: Construct, id: str, *, namespace: str, store: str) -> None:
@@ -121,6 +131,13 @@ class AIStor(RenderedComponent):
             fabric=site.fabric,
             store=ctx.store,
         )
+        hosts = front_door_hosts(ctx)
+        if hosts:
+            S3FrontDoors(
+                scope, "FrontDoors", store=OBJECT_STORE, namespace=self.namespace,
+                addresses=front_door_addresses(ctx.cluster.spec.load_balancer_cidr, hosts),
+                interface=site.network.kubernetes.interface,
+            )  # fmt: skip
         # AIStor (server and volume manager) runs read-only without its licence
         for licensed in (ctx.get(AIStorOperator), ctx.get(AIStorVolumeManager)):
             license_secret(scope, f"License-{licensed.name}", namespace=licensed.namespace, store=ctx.store)
