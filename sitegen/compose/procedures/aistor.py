@@ -1,0 +1,147 @@
+"""AIStor on the cluster of its pool: the pool's drives handed to the volume manager, then a bucket
+and a key of its own for each S3 consumer."""
+
+from __future__ import annotations
+
+import re
+
+from constructs.aistor import OBJECT_STORE
+from constructs.aistor import root_key as aistor_root_key
+from sitegen.components.base import S3Access
+from sitegen.components.storage.aistor import AIStor
+from sitegen.components.storage.aistor_volumemanager import AIStorVolumeManager
+from sitegen.compose import paths
+from sitegen.compose.apps import VariantApps
+from sitegen.compose.procedures.book import Runbook
+from sitegen.model import ClusterLayout, Site
+
+
+def s3_consumers(apps: VariantApps) -> list[S3Access]:
+    found = [access for ctx, c in apps.in_registry_order() for access in c.s3_access(ctx)]
+    return list(dict.fromkeys(found))  # one user per consumer, whichever clusters it runs on
+
+
+def aistor(book: Runbook, apps: VariantApps) -> None:
+    pool = apps.site.storage.aistor.pool
+    cluster = next((c for c in apps.layout.clusters if any(p.name == pool for p in c.pools)), None)
+    if cluster is None:
+        return
+    book.part(f"AIStor on `{cluster.name}`")
+    _drives(book, apps, cluster)
+    consumers = s3_consumers(apps)
+    if consumers:
+        _buckets_and_keys(book, apps, cluster, consumers)
+
+
+def directpv_nodes(names: list[str]) -> str:
+    """Host names in DirectPV's ellipsis notation (`st{01...30}`) where they are one numbered run,
+    else listed (the plugin's --nodes takes either)."""
+    parts = [re.fullmatch(r"(.*?)(\d+)", n) for n in names]
+    if names and all(parts):
+        prefixes = {m.group(1) for m in parts}
+        widths = {len(m.group(2)) for m in parts}
+        numbers = [int(m.group(2)) for m in parts]
+        if (
+            len(prefixes) == 1
+            and len(widths) == 1
+            and numbers == list(range(numbers[0], numbers[0] + len(names)))
+        ):
+            (prefix,), (width,) = prefixes, widths
+            if len(names) > 1:
+                return f"{prefix}{{{numbers[0]:0{width}d}...{numbers[-1]:0{width}d}}}"
+    return ",".join(names)
+
+
+def _drives(book: Runbook, apps: VariantApps, cluster: ClusterLayout) -> None:
+    aistor = apps.site.storage.aistor
+    volume_chart = apps.site.versions.charts[AIStorVolumeManager.chart]
+    book.step(
+        "AIStor drives",
+        f"""
+Once `{cluster.name}-{AIStorVolumeManager.name}` is Healthy, hand the {aistor.pool} pool's NVMe drives to it (an
+imperative step of the volume manager); the ObjectStore's volume claims bind to them, and until then
+`{cluster.name}-{AIStor.name}` stays Progressing and the root waits. The `kubectl directpv` plugin is the binary MinIO
+publishes for the DirectPV release that chart {volume_chart.chart} {volume_chart.version} deploys (AIStor's
+DirectPV docs, CLI Reference: Install), on the admin host's PATH as `kubectl-directpv`; its version
+must be the node servers' image tag:
+
+```sh
+kubectl directpv --version
+kubectl -n directpv get daemonset node-server -o jsonpath='{{.spec.template.spec.containers[*].image}}'
+kubectl directpv discover --nodes '{directpv_nodes([h.name for h in cluster.pool(aistor.pool).hosts])}'
+# review drives.yaml: every drive listed is erased
+kubectl directpv init drives.yaml --dangerous
+```
+""",
+    )
+
+
+def _buckets_and_keys(
+    book: Runbook, apps: VariantApps, cluster: ClusterLayout, consumers: list[S3Access]
+) -> None:
+    site = apps.site
+    hostname = site.storage.aistor.s3_hostname
+    root_key = f"{site.secrets.vault.path}/{aistor_root_key(OBJECT_STORE)}"
+    book.step(
+        "AIStor buckets and keys",
+        f"""
+Once `{cluster.name}-{AIStor.name}` is Healthy, give each S3 consumer its bucket and a key of its own (`mc` against the
+ObjectStore, with the root credentials), and put each key in the vault; the consumers' ExternalSecrets
+read them there. `{hostname}` resolves to the address the site gives the
+`minio` Service (`kubectl -n {OBJECT_STORE} get service minio`), and its certificate is the operator's,
+signed by the cluster CA:
+
+```sh
+mc alias set site https://{hostname} "$(vault kv get -field=user {root_key})" "$(vault kv get -field=password {root_key})"
+{_buckets(consumers, site)}
+{_keys(consumers, site, apps.layout.name)}
+```
+""",
+    )
+
+
+def _grants(access: S3Access) -> str:
+    return ", ".join(f"{g.bucket}/{g.prefix} ({g.access})" for g in access.grants)
+
+
+def _buckets(consumers: list[S3Access], site: Site) -> str:
+    """Each bucket once, with its versioning, lock and lifecycle rules."""
+    protection = site.storage.aistor.bucket_protection
+    lines = []
+    for bucket in sorted({b for access in consumers for b in access.buckets}):
+        guard = protection.get(bucket)
+        if guard is not None and guard.lock_days is not None:
+            lines.append(
+                f"mc mb --ignore-existing --with-lock site/{bucket}   # a lock is set at creation only"
+            )
+            lines.append(f"mc retention set --default GOVERNANCE {guard.lock_days}d site/{bucket}")
+        else:
+            lines.append(f"mc mb --ignore-existing site/{bucket}")
+        if guard is not None and guard.versioning:
+            lines.append(f"mc version enable site/{bucket}")
+            keep = guard.lock_days or 1
+            lines.append(
+                f"mc ilm rule add --noncurrent-expire-days {keep} site/{bucket}   # old versions, once unlocked"
+            )
+        for access in consumers:
+            if access.buckets[0] == bucket:
+                lines += [
+                    f"mc ilm rule add --prefix {prefix} --expire-days {days} site/{bucket}"
+                    for prefix, days in access.expire
+                ]
+    return "\n".join(lines)
+
+
+def _keys(consumers: list[S3Access], site: Site, variant: str) -> str:
+    """Each consumer's key, limited by its policy (a file of the bootstrap folder), put in the vault."""
+    lines = []
+    for access in consumers:
+        policy = paths.in_repo(paths.s3_policy_file(variant, access.user))
+        lines.append(
+            f"mc admin user svcacct add site <root-user> --name {access.user} --policy {policy}"
+            f"   # only: {_grants(access)}"
+        )
+        lines.append(
+            f"vault kv put {site.secrets.vault.path}/{access.vault_key} access_key=<from above> secret_key=<from above>"
+        )
+    return "\n".join(lines)

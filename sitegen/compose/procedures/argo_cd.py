@@ -1,0 +1,70 @@
+"""Argo CD on the hub, applied from its rendered chart, then the root Application that hands it
+everything."""
+
+from __future__ import annotations
+
+from sitegen.components.platform.argo_cd import ArgoCd
+from sitegen.compose import paths
+from sitegen.compose.apps import VariantApps
+from sitegen.compose.procedures.book import Runbook
+
+# Argo CD's own field manager: what is applied with it before Argo CD runs, its Applications adopt
+FIELD_MANAGER = "argocd-controller"
+
+
+def argo_cd(book: Runbook, apps: VariantApps) -> None:
+    hub = apps.layout.hub
+    book.part(f"Argo CD on `{hub.name}`")
+    _install(book, apps)
+    _root(book, apps)
+
+
+def _install(book: Runbook, apps: VariantApps) -> None:
+    site = apps.site
+    hub = apps.layout.hub
+    argo = apps.context(hub).get(ArgoCd)
+    ns = argo.namespace
+    groups = ", ".join(f"`{g}` ({r})" for g, r in sorted(site.gitops.argocd.rbac.items()))
+    book.step(
+        "Argo CD, rendered from its chart",
+        f"""
+```sh
+kubectl apply --server-side --field-manager={FIELD_MANAGER} -n {ns} \\
+  -f {paths.in_repo(paths.app_dir(apps.layout.name, hub.name, argo.name))}/
+kubectl -n {ns} wait --for=condition=Available --timeout=10m deployment -l app.kubernetes.io/part-of=argocd
+```
+
+If `{site.gitops.repo_url}` needs credentials, create its repository Secret from the site vault now
+(an ExternalSecret once External Secrets runs); none is stored here. Argo CD has no local admin: sign-in
+is SSO only (`{site.gitops.argocd.sso.issuer}`, groups {groups}),
+and works once the root has written the OIDC client secret from the vault; until then use kubectl.
+Grafana signs in through the same provider (client `{site.services.monitoring.grafana_sso.client_id}`,
+Admin and Viewer by the same groups, anyone else refused); its login form and basic auth are off, and
+its local admin (`grafana/admin` in the vault) is break-glass only: `kubectl -n grafana exec deploy/grafana
+-- grafana cli admin reset-admin-password ...` with `GF_AUTH_BASIC_ENABLED=true` set for the duration.
+""",
+    )
+
+
+def _root(book: Runbook, apps: VariantApps) -> None:
+    hub = apps.layout.hub
+    ns = apps.context(hub).get(ArgoCd).namespace
+    bootstrap = paths.in_repo(paths.bootstrap_dir(apps.layout.name))
+    book.step(
+        "The root Application",
+        f"""
+```sh
+kubectl apply --server-side -f {bootstrap}/{ns}.appproject.bootstrap.yaml
+kubectl apply --server-side -f {bootstrap}/{ns}.application.root.yaml
+```
+
+The root Application syncs `{bootstrap}/`: the locked `default` project, one project per team, the
+foundation's Applications and the `site` ApplicationSet, wave by wave, waiting until each is Healthy.
+The ApplicationSet generates one Application per component and cluster (the `app.json` in each app's
+folder) and syncs them in RollingSync steps, one per sync wave, each once every app of the earlier steps
+is Healthy; Argo CD's credentials and the spoke registrations are its app `{hub.name}-argocd-access`.
+From here on Argo CD owns everything, the CNI and itself included: its Applications `{hub.name}-cilium`
+and `{hub.name}-argo-cd` adopt the objects applied above (same objects, same field manager). The next
+steps run while it syncs, each once the Application it names is Healthy.
+""",
+    )

@@ -1,0 +1,58 @@
+"""A cluster's nodes once joined: their pools' labels and the namespaces, then the local NVMe cache's
+volume group on the hosts of its pools."""
+
+from __future__ import annotations
+
+from sitegen.components.platform.namespaces import Namespaces
+from sitegen.components.platform_nodes.node_labels import NodeLabels
+from sitegen.compose import paths
+from sitegen.compose.apps import VariantApps
+from sitegen.compose.procedures.book import Runbook
+from sitegen.model import ClusterLayout
+
+
+def node_labels(book: Runbook, apps: VariantApps, cluster: ClusterLayout) -> None:
+    app_dir = paths.in_repo(paths.cluster_apps_dir(apps.layout.name, cluster.name))
+    namespaces = (
+        f"kubectl apply --server-side -f {app_dir}/{Namespaces.name}/\n"
+        if apps.context(cluster).has(Namespaces)
+        else ""
+    )
+    label_lines = "\n".join(
+        f"kubectl label node --overwrite {' '.join(h.name for h in pool.hosts)} \\\n  "
+        + " ".join(f"{k}={v}" for k, v in sorted(pool.labels.items()))
+        for pool in cluster.pools
+    )
+    book.step(
+        "Node labels and namespaces",
+        f"""
+Nodes stay NotReady until the CNI runs; their pools' labels go on now, by hand this once, since the
+system pool's services select them (a kubelet may not set `node-role.kubernetes.io/*` itself). Later the
+`{NodeLabels.name}` CronJob labels every listed host that joins, and fails when a node lacks its pool's taints;
+no Node object is ever applied from Git (that would make a joining kubelet skip its taints).
+
+```sh
+{label_lines}
+{namespaces}kubectl get nodes -o custom-columns=NAME:.metadata.name,TAINTS:.spec.taints[*].value
+```
+""",
+    )
+
+
+def local_cache(book: Runbook, apps: VariantApps, cluster: ClusterLayout) -> None:
+    local_cache = apps.site.storage.local_cache
+    cache_pools = [p for p in cluster.pools if p.name in local_cache.pools]
+    if not cache_pools:
+        return
+    names = ", ".join(p.name for p in cache_pools)
+    book.step(
+        f"Local NVMe cache: volume group on the {names} hosts",
+        f"""
+TopoLVM carves cache volumes out of one LVM volume group per node. On every {names} host, over its
+local NVMe drives (never the OS disk):
+
+```sh
+pvcreate /dev/nvme1n1 && vgcreate {local_cache.volume_group} /dev/nvme1n1   # list every cache drive of the host
+```
+""",
+    )
