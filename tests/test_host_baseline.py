@@ -5,6 +5,7 @@ off; the prep script's versions follow config (Kubernetes' from versions.yaml)."
 
 from __future__ import annotations
 
+import re
 import stat
 import subprocess
 from pathlib import Path
@@ -172,3 +173,16 @@ def test_firmware_of_a_hardware_model_nobody_has_is_a_config_error(config_copy):
     assert result.stderr.strip().endswith(
         "hosts.yaml: firmware.dell-r760: no hardware model 'dell-r760' in hardware.yaml"
     )
+
+
+def test_the_runbook_runs_the_baseline_of_every_pool_before_anything_else():
+    for variant in ("one-cluster", "two-cluster"):
+        runbook = (DIST / variant / "bootstrap/RUNBOOK.md").read_text()
+        first = runbook.split("### 1. ", 1)[1].split("\n### 2. ", 1)[0]
+        assert first.startswith("The host baseline")
+        named = re.findall(r"^bash dist/(\S+/host-(prep|preflight)-\S+\.sh)", first, flags=re.M)
+        scripts = {str(p.relative_to(DIST)) for p in DIST.glob(f"{variant}/kubeadm/*/host-*.sh")}
+        assert {f for f, _ in named} == scripts
+        stages = [stage for _, stage in named]
+        assert stages == sorted(stages, key=lambda s: s != "prep")  # every prep, the reboot, every preflight
+        assert first.index("reboot") < first.index("host-preflight-")

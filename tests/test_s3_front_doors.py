@@ -5,6 +5,7 @@ shows the bandwidth each variant allows."""
 
 from __future__ import annotations
 
+import itertools
 import json
 from ipaddress import ip_address, ip_network
 
@@ -12,7 +13,7 @@ import yaml
 
 from sitegen.report.plan import plan_json
 
-from .conftest import validate
+from .conftest import DIST, validate
 
 APP = "two-cluster/apps/aistor/aistor"
 
@@ -77,3 +78,16 @@ def test_plan_shows_the_s3_bandwidth_of_each_variant(site):
     per_server = site.hardware_of(site.storage.aistor.pool).ethernet_100g_ports * 100
     assert paths["two-cluster"]["entries"] == servers and paths["two-cluster"]["gbps"] == servers * per_server
     assert paths["one-cluster"]["path"].startswith("in-cluster")
+
+
+def test_the_runbook_names_each_front_door_address_for_the_s3_name(docs, site):
+    runbook = (DIST / "two-cluster/bootstrap/RUNBOOK.md").read_text()
+    (line,) = [
+        ln for ln in runbook.splitlines() if ln.startswith(f"- `{site.storage.aistor.s3_hostname}` -> ")
+    ]
+    addresses = sorted(
+        ip_address(d.body["metadata"]["annotations"]["lbipam.cilium.io/ips"])
+        for d in _docs(docs, "Service") if d.name.startswith("s3-st")
+    )  # fmt: skip
+    assert f"{addresses[0]} ... {addresses[-1]}" in line and "one A record per storage server" in line
+    assert all(int(b) - int(a) == 1 for a, b in itertools.pairwise(addresses))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from constructs.s3_front_doors import front_door_addresses
+from sitegen.components.storage.aistor import front_door_hosts
 from sitegen.components.storage.csi_isilon import CsiIsilon
 from sitegen.compose.apps import VariantApps
 from sitegen.compose.procedures.book import Runbook
@@ -34,12 +36,18 @@ def _names(apps: VariantApps) -> list[tuple[str, str]]:
             }
         )
     ]
-    names.append(
-        (
-            site.storage.aistor.s3_hostname,
-            "the `minio` Service's load-balancer address (set once AIStor runs)",
+    home = next(c for c in apps.layout.clusters if site.storage.aistor.pool in {p.name for p in c.pools})
+    doors = front_door_hosts(apps.context(home))
+    if doors:
+        addresses = front_door_addresses(home.spec.load_balancer_cidr, doors)
+        first, last = min(addresses.values()), max(addresses.values())
+        s3 = (
+            f"{first} ... {last}, one A record per storage server ({doors[0]} ... {doors[-1]}, in that order; "
+            "round robin): each server serves S3 on its own address"
         )
-    )
+    else:
+        s3 = "the `minio` Service's load-balancer address (set once AIStor runs)"
+    names.append((site.storage.aistor.s3_hostname, s3))
     return names
 
 
@@ -47,8 +55,13 @@ def _outside(apps: VariantApps) -> list[str]:
     extras = []
     if any(c.name == CsiIsilon.name for ctx in apps.contexts for c in ctx.components):
         extras.append(
-            "- PowerScale: the SmartQuotas licence (csi-isilon enforces each volume's size as a quota); "
-            "SnapshotIQ too once a VolumeSnapshotClass for csi-isilon is added (none is generated)."
+            "- PowerScale: the SmartQuotas licence (csi-isilon enforces each volume's size as a quota) and "
+            "SnapshotIQ (the tenants' nightly backups take CSI snapshots of their volumes)."
+        )
+    if apps.site.services.backups.second.s3 == "powerscale":
+        extras.append(
+            "- PowerScale's S3 service on in the access zone, HTTPS only, OneFS 9.14 or later (lifecycle "
+            "rules): the second backup target."
         )
     if apps.site.fabric.nics:
         extras.append(

@@ -1,4 +1,4 @@
-"""Every host: containerd pulls through Harbor's proxy caches."""
+"""Every host: the host baseline (config/hosts.yaml), then containerd pulls through Harbor's proxy caches."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ def every_host(book: Runbook, apps: VariantApps) -> None:
         else ""
     )
     book.part("Every host")
+    book.step("The host baseline", _baseline(apps))
     book.step(
         "containerd pulls through Harbor",
         f"""
@@ -26,3 +27,31 @@ through Harbor's proxy caches at `{registry.hostname}`; each upstream stays the 
 before Harbor runs.{trust}
 """,
     )
+
+
+def _baseline(apps: VariantApps) -> str:
+    hosts = apps.site.hosts
+    variant = apps.layout.name
+    lines = [
+        f"bash {paths.in_repo(paths.kubeadm_dir(variant, cluster.name))}/host-{stage}-{pool.name}.sh"
+        f"   # every host of {cluster.name}/{pool.name}"
+        for stage in ("prep", "preflight")
+        for cluster in apps.layout.clusters
+        for pool in cluster.pools
+    ]
+    half = len(lines) // 2
+    return f"""
+Every host is built from the site's {hosts.os.id} {hosts.os.version_id} image and its package mirror.
+As root on each host, apply the baseline of its pool (swap off, modules, sysctls, chrony against
+{", ".join(f"`{s}`" for s in hosts.time.servers)}, the packages at their versions and held, kernel
+`{hosts.os.kernel}` and the kernel arguments of its hardware), reboot, then check it. The preflight also
+checks what no script sets: the BIOS and ConnectX firmware levels of the hardware model and, on GPU
+hosts, PCIe ACS redirect off (a BIOS setting). The preflight ends with "host baseline passed"; a host
+that prints a `FAIL` line does not join until the line is fixed.
+
+```sh
+{chr(10).join(lines[:half])}
+reboot
+{chr(10).join(lines[half:])}
+```
+"""
