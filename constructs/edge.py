@@ -15,9 +15,14 @@ from sitegen.model import Certificates, Placement
 
 GATEWAY_API = "gateway.networking.k8s.io/v1"
 ISSUER = "site"
-SITE_CA_VAULT_KEY = "pki/site-ca"  # the CA key pair (tls.crt, tls.key): cert-manager on the hub only
-# The CA's certificate alone, for the clusters that trust it: a Vault policy grants whole keys, so a
-# cluster that may read the certificate from the pair's key could read the private key too.
+# The issuing CA's key pair (tls.crt: it and the site CA above it; tls.key), cert-manager's on the hub
+# only: an intermediate the site CA signs with name constraints (the RUNBOOK), so the root's key never
+# enters a cluster and what the clusters can sign is limited to the site's names.
+ISSUING_CA_VAULT_KEY = "pki/issuing-ca"
+SITE_CA_KEY_PAIR = "pki/site-ca"  # where the root's pair was kept before: no cluster reads it
+ISSUING_CA_SECRET = "issuing-ca"
+# The site CA's certificate alone, for the clusters that trust it: a Vault policy grants whole keys, so
+# a cluster that may read a certificate from a key pair's key could read the private key too.
 SITE_CA_CERT_VAULT_KEY = "pki/site-ca-cert"
 
 
@@ -47,13 +52,13 @@ class SiteIssuer(Construct):
             VaultSecret(
                 self,
                 "CA",
-                name="site-ca",
+                name=ISSUING_CA_SECRET,
                 namespace=namespace,
                 store=store,
-                key=SITE_CA_VAULT_KEY,
+                key=ISSUING_CA_VAULT_KEY,
                 properties=["tls.crt", "tls.key"],
             )
-            spec: dict[str, Any] = {"ca": {"secretName": "site-ca"}}
+            spec: dict[str, Any] = {"ca": {"secretName": ISSUING_CA_SECRET}}
         else:
             acme = certificates.acme
             assert acme is not None
@@ -326,7 +331,9 @@ class BackendTls(Construct):
             {"name": backend.tls_secret, "namespace": namespace},
             {
                 "secretName": backend.tls_secret,
-                "dnsNames": [backend.service, host, f"{host}.{cluster_domain}"],
+                # the Service's qualified names only: a bare name is outside the issuing CA's name
+                # constraints, and a client that checks them refuses the whole certificate
+                "dnsNames": [host, f"{host}.{cluster_domain}"],
                 "issuerRef": {"group": "cert-manager.io", "kind": "ClusterIssuer", "name": ISSUER},
                 "privateKey": {"algorithm": "ECDSA", "size": 256, "rotationPolicy": "Always"},
             },

@@ -235,8 +235,9 @@ def test_each_namespace_reads_only_the_vault_keys_its_external_secrets_name(docs
     assert {
         p: set(re.findall(r'path "secret/data/([^"]+)"', body)) for p, body in policies.items()
     } == expected
-    readers = [p for p, keys in expected.items() if "pki/site-ca" in keys]
+    readers = [p for p, keys in expected.items() if "pki/issuing-ca" in keys]
     assert readers == ["external-secrets-ai-cert-manager"]  # the CA's private key: cert-manager only
+    assert not [p for p, keys in expected.items() if "pki/site-ca" in keys]  # the root's: nobody
     for cluster in ("ai", "aistor"):
         assert f"vault auth enable -path=kubernetes-{cluster} kubernetes" in text
     assert (

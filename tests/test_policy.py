@@ -170,10 +170,21 @@ BREAKERS = {
             "spec": {
                 "secretStoreRef": {"kind": "SecretStore", "name": "site-vault"},
                 "data": [
+                    {"secretKey": "tls.key", "remoteRef": {"key": "pki/issuing-ca", "property": "tls.key"}}
+                ],
+            },
+        },
+        {
+            "apiVersion": "external-secrets.io/v1",
+            "kind": "ExternalSecret",
+            "metadata": {"name": "root", "namespace": "cert-manager"},  # even cert-manager: the root's key
+            "spec": {
+                "secretStoreRef": {"kind": "SecretStore", "name": "site-vault"},
+                "data": [
                     {"secretKey": "tls.key", "remoteRef": {"key": "pki/site-ca", "property": "tls.key"}}
                 ],
             },
-        }
+        },
     ],
     "PIN-002": [APP],
     "SEC-002": [

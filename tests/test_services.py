@@ -25,14 +25,14 @@ GATEWAY = DIST / "one-cluster/apps/ai/gateway"
 
 def test_cluster_issuer_kind_is_config(config_copy):
     issuer = _one(GATEWAY / "clusterissuer.site.yaml")
-    assert issuer["spec"] == {"ca": {"secretName": "site-ca"}}
-    assert (GATEWAY / "cert-manager.externalsecret.site-ca.yaml").is_file()
+    assert issuer["spec"] == {"ca": {"secretName": "issuing-ca"}}
+    assert (GATEWAY / "cert-manager.externalsecret.issuing-ca.yaml").is_file()
     edit_yaml(config_copy, "services.yaml", lambda d: d["certificates"].update(issuer="acme"))
     files = synthesize(load_site(config_copy), ["one-cluster"])
     (acme,) = [f for f in files if f.path.name == "clusterissuer.site.yaml"]
     solver = acme.documents[0]["spec"]["acme"]["solvers"][0]["http01"]["gatewayHTTPRoute"]
     assert solver["parentRefs"] == [{"name": "site", "namespace": "envoy-gateway-system", "kind": "Gateway"}]
-    assert not [f for f in files if f.path.name == "cert-manager.externalsecret.site-ca.yaml"]
+    assert not [f for f in files if f.path.name == "cert-manager.externalsecret.issuing-ca.yaml"]
 
 
 def test_gateway_terminates_tls_with_a_cert_manager_certificate(site):

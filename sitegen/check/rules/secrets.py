@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from constructs.edge import SITE_CA_VAULT_KEY
+from constructs.edge import ISSUING_CA_VAULT_KEY, SITE_CA_KEY_PAIR
 from constructs.secrets import vault_role
 from sitegen.check.rules.base import Context, Violation, rule
 from sitegen.check.tree import Document
@@ -82,16 +82,21 @@ def _scoped_stores(ctx: Context) -> Iterator[Violation]:
 @rule(
     "SEC-004",
     "ca-key-reader",
-    "only cert-manager's namespace reads the site CA's private key (everyone else its certificate)",
+    "only cert-manager's namespace reads the issuing CA's private key, and no cluster the site CA's "
+    "(everyone else their certificates)",
 )
 def _ca_key_reader(ctx: Context) -> Iterator[Violation]:
     for doc in ctx.docs:
-        if doc.kind != "ExternalSecret" or doc.namespace == CertManager.namespace:
+        if doc.kind != "ExternalSecret":
             continue
         for i, item in enumerate(doc.body["spec"].get("data") or []):
-            if item["remoteRef"]["key"] == SITE_CA_VAULT_KEY:
+            key = item["remoteRef"]["key"]
+            if key == SITE_CA_KEY_PAIR:
+                yield Violation(doc, f"$.spec.data[{i}].remoteRef.key", f"reads {key}, the site CA's key pair: "
+                                f"the clusters sign with the issuing CA ({ISSUING_CA_VAULT_KEY}) only")  # fmt: skip
+            elif key == ISSUING_CA_VAULT_KEY and doc.namespace != CertManager.namespace:
                 yield Violation(
                     doc,
                     f"$.spec.data[{i}].remoteRef.key",
-                    f"reads the CA key pair {SITE_CA_VAULT_KEY} outside {CertManager.namespace}",
+                    f"reads the CA key pair {ISSUING_CA_VAULT_KEY} outside {CertManager.namespace}",
                 )

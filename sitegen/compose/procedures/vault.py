@@ -19,6 +19,7 @@ from sitegen.compose import paths
 from sitegen.compose.apps import VariantApps
 from sitegen.compose.procedures.aistor import s3_consumers
 from sitegen.compose.procedures.book import Runbook
+from sitegen.compose.procedures.issuing_ca import issuing_ca, written_here
 from sitegen.compose.second_target import second_consumers
 from sitegen.model import Site, VariantLayout
 
@@ -27,6 +28,7 @@ def vault_setup(book: Runbook, apps: VariantApps, by_cluster: Mapping[str, list[
     site = apps.site
     documents = [doc for docs in by_cluster.values() for doc in docs]
     book.part("The vault")
+    issuing_ca(book, apps)
     book.step(
         "Keys, auth mounts and policies",
         f"""
@@ -53,10 +55,10 @@ with the stores). With `VAULT_ADDR` and an admin token, and each cluster's API C
 
 
 def _written_later(apps: VariantApps) -> set[str]:
-    """The keys a later step writes: the S3 consumers' and the second backup target's."""
+    """The keys another step writes: the issuing CA's, the S3 consumers' and the second backup target's."""
     second_folder = backup_target_folder(apps.site.services.backups.second.name)
     later = {access.vault_key for access in [*s3_consumers(apps), *second_consumers(apps)]}
-    return later | {f"{second_folder}/ca", f"{second_folder}/pki-recipient"}
+    return later | {f"{second_folder}/ca", f"{second_folder}/pki-recipient"} | written_here(apps.site)
 
 
 def _registration(apps: VariantApps) -> str:

@@ -1,0 +1,68 @@
+"""The issuing CA: an intermediate the site CA signs, held by name constraints to the names the site's
+certificates carry, so the root's key never enters a cluster (internal-ca only)."""
+
+from __future__ import annotations
+
+from constructs.edge import ISSUING_CA_VAULT_KEY, SITE_CA_CERT_VAULT_KEY
+from sitegen.compose.apps import VariantApps
+from sitegen.compose.procedures.book import Runbook
+from sitegen.model import Site
+
+VALID_DAYS = 730
+
+
+def permitted_names(site: Site) -> list[str]:
+    """The DNS subtrees the issuing CA may sign: the parents of the site's public names (the fewest
+    that cover them), the Services' `svc` and each cluster's DNS domain."""
+    services = site.services
+    public = {
+        site.gitops.argocd.hostname, services.monitoring.grafana_hostname,
+        services.monitoring.telemetry_hostname, services.registry.hostname, services.serving.hostname,
+    }  # fmt: skip
+    parents = {name.split(".", 1)[1] for name in public}
+    covered = {p for p in parents if not any(p != q and p.endswith("." + q) for q in parents)}
+    return sorted(covered | {"svc"} | {c.dns_domain for c in site.clusters.values()})
+
+
+def issuing_ca(book: Runbook, apps: VariantApps) -> None:
+    site = apps.site
+    if not site.services.certificates.internal_ca:
+        return
+    kv = site.secrets.vault.path
+    names = permitted_names(site)
+    constraints = ", ".join(f"permitted;DNS:{n}" for n in names)
+    book.step(
+        "The issuing CA",
+        f"""
+cert-manager signs every certificate of the site with an intermediate of the site CA, held by name
+constraints to {", ".join(f"`{n}`" for n in names)} (and their subdomains): the site CA's key stays
+where it is kept, never in a cluster; a certificate for any other name, minted by whoever got hold of
+the intermediate, fails every client that checks the chain. Where the site CA's key is kept, with
+`site-ca.crt` and `site-ca.key`:
+
+```sh
+openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=issuing CA" \\
+  -keyout issuing-ca.key -out issuing-ca.csr
+cat > issuing-ca.ext <<'EOF'
+basicConstraints = critical, CA:TRUE, pathlen:0
+keyUsage = critical, keyCertSign, cRLSign
+nameConstraints = critical, {constraints}
+subjectKeyIdentifier = hash
+authorityKeyIdentifier = keyid
+EOF
+openssl x509 -req -in issuing-ca.csr -CA site-ca.crt -CAkey site-ca.key -CAcreateserial -sha256 \\
+  -days {VALID_DAYS} -extfile issuing-ca.ext -out issuing-ca.crt
+cat issuing-ca.crt site-ca.crt > issuing-ca-chain.crt
+vault kv put {kv}/{ISSUING_CA_VAULT_KEY} tls.crt=@issuing-ca-chain.crt tls.key=@issuing-ca.key
+vault kv put {kv}/{SITE_CA_CERT_VAULT_KEY} tls.crt=@site-ca.crt
+shred -u issuing-ca.key
+```
+
+Renew it the same way before its {VALID_DAYS} days run out; cert-manager re-issues what it signed as
+their own renewals come.
+""",
+    )
+
+
+def written_here(site: Site) -> set[str]:
+    return {ISSUING_CA_VAULT_KEY, SITE_CA_CERT_VAULT_KEY} if site.services.certificates.internal_ca else set()
