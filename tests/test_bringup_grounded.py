@@ -384,3 +384,28 @@ def test_a_webhook_namespace_closed_to_the_api_server(site, inputs):
         run(site, inputs, ONE, tree=tree), "cert-manager-webhook",
         "the network policy of namespace cert-manager lets the API server in on no port",
     )  # fmt: skip
+
+
+def test_a_gang_job_with_a_node_down_gives_its_nodes_back(site, inputs):
+    """Day 2: the acceptance job submitted while a GPU node is down is evicted and requeued by
+    waitForPodsReady (its nodes and quota given back), and runs once the node returns."""
+    result = run(site, inputs, ONE)
+    said = timeline(result)
+    assert "submitted while gpu01 is down: Job ai-research/nccl-allreduce: evicted by Kueue" in said
+    assert "gpu01 back: Job ai-research/nccl-allreduce admitted again and ran to completion" in said
+
+
+def test_a_gang_job_without_wait_for_pods_ready_holds_the_gpus(site, inputs):
+    def without_wait(doc):
+        config = yaml.safe_load(doc["data"]["controller_manager_config.yaml"])
+        config.pop("waitForPodsReady")
+        doc["data"]["controller_manager_config.yaml"] = yaml.safe_dump(config)
+
+    tree = edited(
+        inputs, ONE, "one-cluster/apps/ai/kueue/kueue-system.configmap.kueue-manager-config", without_wait
+    )
+    blocked(
+        run(site, inputs, ONE, tree=tree),
+        "submitted while gpu01 is down",
+        "ai-research/nccl-allreduce holds 88 GPUs on 11 nodes",
+    )

@@ -14,6 +14,9 @@ batch by batch, and a node going down while a change to git lands.
   does (argo.py resync), and must apply it whatever the foundation's apps on that node report.
 - An ordered chart bump: a chart's app gains a CRD and, in the same commit, another app its first
   object of that kind; the RollingSync must sync them in its steps' order.
+- A whole-node job (the acceptance run) submitted while a node of its pool is down: Kueue admits it
+  by quota and, with waitForPodsReady, evicts and requeues it when its pods do not all fit, instead of
+  letting it hold the other nodes; it runs once the node is back.
 - Removals: an object removed from a generated app stays (the rollout's syncs do not prune), keeps
   the app OutOfSync and its step waiting, until the RUNBOOK's prune by hand; an app removed (its
   element gone) takes its objects with it through the resources finalizer, or the scenario names
@@ -33,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 from sitegen.check.bringup.argo import HEALTHY, AppSync
 from sitegen.check.bringup.cluster import Cluster
 from sitegen.check.bringup.events import Blocker, Event, Stop
-from sitegen.check.bringup.kube import Taint
+from sitegen.check.bringup.kube import NOT_READY, Taint
 from sitegen.check.bringup.objects import key_of, show
 from sitegen.check.bringup.runbook import commands
 from sitegen.compose import paths
@@ -44,6 +47,7 @@ if TYPE_CHECKING:
     from sitegen.check.bringup.simulate import Simulation
 
 UNSCHEDULABLE = Taint("node.kubernetes.io/unschedulable", "", "NoSchedule")  # what a cordon adds
+GPU = "nvidia.com/gpu"
 NODE_LOCAL = {"directpv-min-io", "topolvm-provisioner"}  # claims that tie a pod to its node
 _UPGRADE = re.compile(r"^### Upgrading Kubernetes.*?(?=^### )", re.S | re.M)
 _POOL_BATCH = re.compile(r"^  - pool `([\w-]+)` \((\d+) nodes\): (\d+) at a time", re.M)
@@ -56,6 +60,7 @@ def replay(sim: Simulation, budgets: dict[str, dict[str, Budget]]) -> None:
     ordered_chart_bump(sim)
     an_object_removed(sim)
     an_app_removed(sim)
+    gang_job_with_a_node_down(sim)
     _node_down_while_a_change_lands(sim)  # last: the node does not come back
 
 
@@ -150,6 +155,51 @@ def _uncordon(cluster: Cluster, batch: list[str], rails: dict[str, set[str]]) ->
         node.taints = [t for t in node.taints if t != UNSCHEDULABLE]
     cluster.changes += 1
     cluster.reconcile(rails)
+
+
+# --- a whole-node job while a node of its pool is down ---------------------------------------------
+
+
+def gang_job_with_a_node_down(sim: Simulation) -> None:
+    """The widest queued GPU job (the acceptance run: whole nodes of a GPU pool) submitted while one
+    GPU node is down: Kueue admits it by quota, its pods do not all fit, and it must give its nodes
+    back (waitForPodsReady) rather than hold them; once the node returns it runs."""
+    for cluster in sim.clusters.values():
+        jobs = [
+            w for w in cluster.workloads.values()
+            if w.template.kind == "Job" and w.done and cluster.queue_of(w)
+            and w.template.requests.get(GPU, 0) > 0
+        ]  # fmt: skip
+        gpu_nodes = sorted(n for n, node in cluster.nodes.items() if node.capacity.get(GPU))
+        if not jobs or not gpu_nodes:
+            continue
+        job = max(jobs, key=lambda w: (w.template.replicas, w.template.ref))
+        template = job.unadmitted or job.template
+        node = gpu_nodes[0]
+        sim.step = f"day 2: {template.ref} submitted while {node} is down"
+        cluster.lose_node(node)
+        job.done, job.admitted, job.reason = False, None, "submitted again"
+        job.template, job.unadmitted = template, None
+        cluster.changes += 1
+        cluster.reconcile(sim.rails[cluster.name])
+        if job.admitted and job.placed:
+            gpus = sum(job.template.requests.get(GPU, 0) * n for n in job.placed.values())
+            raise Stop(Blocker(cluster.name, sim.step, job.owner, f"{job.template.ref} holds {gpus} GPUs on "
+                               f"{len(job.placed)} nodes while it waits for {node}: {job.reason}"))  # fmt: skip
+        sim.result.timeline.append(_event(cluster.name, sim.step, f"{job.template.ref}: {job.reason}"))
+        returned = cluster.nodes[node]
+        returned.ready = returned.reporting = True
+        returned.taints = [t for t in returned.taints if t not in NOT_READY]
+        cluster.changes += 1
+        cluster.reconcile(sim.rails[cluster.name])
+        sim.step = f"day 2: {node} back"
+        if not job.done:
+            raise Stop(
+                Blocker(cluster.name, sim.step, job.owner, f"{job.template.ref} never runs: {job.reason}")
+            )
+        sim.result.timeline.append(
+            _event(cluster.name, sim.step, f"{job.template.ref} admitted again and ran to completion")
+        )
 
 
 # --- a node down while a change lands --------------------------------------------------------------

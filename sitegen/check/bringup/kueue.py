@@ -6,8 +6,15 @@ allows. A workload Kueue has not admitted does not start (scheduling.py).
 At admission the first flavor that covers the workload's resources is assigned, and its node labels
 and tolerations are injected into the pods, as Kueue does.
 
+waitForPodsReady (all or nothing): an admitted workload whose pods do not all fit on the nodes there
+are (a 12-node job while a GPU node is down) is evicted, giving its nodes and quota back, and requeued
+with backoff; it is admitted again once the nodes change. Without it the workload stays admitted and
+holds what its placed pods took.
+
 Not modelled: cohorts and borrowing, flavor quotas (summed per resource), fair sharing,
-admission checks, partial admission, queueing strategies (here: by priority, then by key).
+admission checks, partial admission, queueing strategies (here: by priority, then by key), the
+timeout's length and the backoff's (a requeued workload waits for a change of the nodes), the
+recoveryTimeout of a running workload that loses a pod.
 """
 
 from __future__ import annotations
@@ -68,9 +75,15 @@ class Kueue(ClusterObjects):
             if w.admitted is None:
                 w.admitted = False
                 w.priority = self._priority(w)
+        self._requeue_unready(managed)
+        nodes = self._node_state()
         for _, w in sorted(managed, key=lambda kw: (-kw[1].priority, kw[0])):
             if w.admitted:
                 continue
+            if w.backoff is not None:
+                if w.backoff == nodes:
+                    continue
+                w.backoff = None
             why = self._admission(w, managed) or self._assign_flavor(w)
             if why is None:
                 w.admitted = True
@@ -79,6 +92,29 @@ class Kueue(ClusterObjects):
                 self.changes += 1
             elif w.reason != why:
                 w.reason = why
+
+    def _requeue_unready(self, managed: list[tuple[Key, Workload]]) -> None:
+        wait = self._pods_ready_wait()
+        for _, w in managed:
+            if not (w.admitted and w.unplaced and not w.running) or wait is None:
+                continue
+            why = w.reason
+            w.unplaced = False
+            self._evict(w, f"evicted by Kueue: its pods were not all Ready within waitForPodsReady's {wait} "
+                        f"({why}); requeued with backoff, its nodes and quota given back")  # fmt: skip
+            w.backoff = self._node_state()
+
+    def _node_state(self) -> frozenset[str]:
+        return frozenset(n for n, node in self.nodes.items() if node.ready and node.reporting)
+
+    def _pods_ready_wait(self) -> str | None:
+        """waitForPodsReady's timeout in Kueue's configuration (present means on), or None."""
+        for _, applied in self.of_kind("ConfigMap"):
+            text = (applied.body.get("data") or {}).get("controller_manager_config.yaml")
+            if text:
+                wait = _kueue_config(text).get("waitForPodsReady")
+                return None if wait is None else str((wait or {}).get("timeout", "5m"))
+        return None
 
     def _priority(self, w: Workload) -> int:
         body = self.objects_body(w)

@@ -39,6 +39,7 @@ class Scheduling(ClusterObjects):
         why = f"its pod on {lost[0]} is not ready: the node is NotReady" if lost else self.pod_blocker(w)
         if why is None:
             why = self._place(w)
+            w.unplaced = why is not None and bool(w.admitted)
         if why is None:
             w.running = True
             w.reason = ""
