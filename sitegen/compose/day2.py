@@ -13,7 +13,7 @@ from constructs.kubeadm import PATCHES_DIR
 from sitegen.components.storage.aistor import OBJECT_STORE
 from sitegen.compose import paths
 from sitegen.compose.apps import VariantApps
-from sitegen.compose.second_target import restore_drill
+from sitegen.compose.procedures.second_target import restore_drill
 from sitegen.model import ClusterLayout, PoolLayout
 from sitegen.model.maintenance import Budget
 

@@ -19,9 +19,9 @@ from sitegen.compose.procedures.book import Runbook
 from sitegen.compose.procedures.cluster import cluster_bring_up
 from sitegen.compose.procedures.every_host import every_host
 from sitegen.compose.procedures.gpu_topology import gpu_topology
+from sitegen.compose.procedures.second_target import setup_step as second_target_setup
 from sitegen.compose.procedures.spoke_credentials import spoke_credentials
 from sitegen.compose.procedures.vault import vault_setup
-from sitegen.compose.second_target import setup_step as second_target_setup
 
 # imported from here by the variant's composition and the tests
 __all__ = ["directpv_nodes", "runbook", "s3_consumers"]

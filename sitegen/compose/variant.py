@@ -26,8 +26,8 @@ from sitegen.compose.fabric_hosts import fabric_files
 from sitegen.compose.host_baseline import baseline_files
 from sitegen.compose.hosts import etcd_patches, host_files, mirror_files
 from sitegen.compose.hydrate import Progress, Rendered, RenderJob, hydrating
+from sitegen.compose.procedures.second_target import lifecycle_text, second_consumers
 from sitegen.compose.runbook import runbook, s3_consumers
-from sitegen.compose.second_target import lifecycle_text, second_consumers
 from sitegen.compose.writer import OutputFile
 from sitegen.model import ConfigError, Site, resolve
 from sitegen.model.extensions import merged

@@ -15,6 +15,9 @@ def every_host(book: Runbook, apps: VariantApps) -> None:
         if site.services.certificates.issuer == "internal-ca"
         else ""
     )
+    aistor_blobs = registry.storage == "aistor"
+    blobs = "in AIStor" if aistor_blobs else "on PowerScale"
+    aistor = ", AIStor itself" if aistor_blobs else ""
     book.part("Every host")
     book.step("The host baseline", _baseline(apps))
     book.step(
@@ -24,7 +27,10 @@ Copy `{paths.in_repo(paths.mirrors_dir(apps.layout.name))}/` to `/etc/containerd
 registry `config_path` to that directory (containerd 2: `[plugins.'io.containerd.cri.v1.images'.registry]`).
 Images of {", ".join(f"`{c.registry}`" for _, c in sorted(registry.proxy_cache.items()))} are then pulled
 through Harbor's proxy caches at `{registry.hostname}`; each upstream stays the fallback, so pulls work
-before Harbor runs.{trust}
+before Harbor runs.{trust} Harbor's blobs live {blobs}: until Harbor serves, every image of the bring-up
+(Cilium, Argo CD, the operators{aistor}) comes from its upstream registry. A site without a route to them
+adds its own registry mirror to each `hosts.toml` for the bring-up, or loads those images on the hosts
+first (`ctr -n k8s.io images import`); Harbor takes over once it is Healthy.
 """,
     )
 

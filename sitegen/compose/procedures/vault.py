@@ -20,7 +20,7 @@ from sitegen.compose.apps import VariantApps
 from sitegen.compose.procedures.aistor import s3_consumers
 from sitegen.compose.procedures.book import Runbook
 from sitegen.compose.procedures.issuing_ca import issuing_ca, written_here
-from sitegen.compose.second_target import second_consumers
+from sitegen.compose.procedures.second_target import second_consumers
 from sitegen.model import Site, VariantLayout
 
 
