@@ -120,3 +120,26 @@ def certificate_requests_expression(makers: Sequence[str]) -> str:
     """A CertificateRequest carries its names inside a CSR that CEL cannot read: only cert-manager,
     making one for a Certificate the policy above admitted, may create it."""
     return f"request.userInfo.username in {_cel_list(makers)}"
+
+
+def host_access_expression(accounts: Sequence[str], namespaces: Sequence[str]) -> str:
+    """A pod that reaches into its node (privileged, a hostPath volume, the host's network or PID
+    namespace) runs as one of the reviewed accounts (`<namespace>/<service account>`, the node agents
+    Git ships), or in a namespace whose operator makes its agents itself; the kubelet's mirror pods
+    (static pods) are never judged."""
+    privileged = "has(c.securityContext) && has(c.securityContext.privileged) && c.securityContext.privileged"
+    host = (
+        "(has(object.spec.hostNetwork) && object.spec.hostNetwork) || "
+        "(has(object.spec.hostPID) && object.spec.hostPID) || "
+        "(has(object.spec.volumes) && object.spec.volumes.exists(v, has(v.hostPath))) || "
+        f"object.spec.containers.exists(c, {privileged}) || "
+        f"(has(object.spec.initContainers) && object.spec.initContainers.exists(c, {privileged}))"
+    )
+    account = (
+        "object.metadata.namespace + '/' + "
+        "(has(object.spec.serviceAccountName) ? object.spec.serviceAccountName : 'default')"
+    )
+    return (
+        "request.userInfo.username.startsWith('system:node:') || "
+        f"!({host}) || {account} in {_cel_list(accounts)} || object.metadata.namespace in {_cel_list(namespaces)}"
+    )

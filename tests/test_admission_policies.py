@@ -203,3 +203,61 @@ def test_only_cert_manager_makes_certificate_requests(policies):
     }
     assert requests.refusal(request, TENANT)
     assert requests.refusal(request, Request("system:serviceaccount:cert-manager:cert-manager")) is None
+
+
+def pod(namespace: str, account: str | None = None, **spec) -> dict:
+    from sitegen.check.admission_policy import admitted_pod
+
+    body = {"containers": [{"name": "c", "image": "busybox"}], **spec}
+    if account:
+        body["serviceAccountName"] = account
+    return admitted_pod(namespace, "p", {}, body)
+
+
+HOST_PATH = {"volumes": [{"name": "root", "hostPath": {"path": "/"}}]}
+PRIVILEGED = {"containers": [{"name": "c", "image": "busybox", "securityContext": {"privileged": True}}]}
+DAEMONS = Request("system:serviceaccount:kube-system:daemon-set-controller")
+
+
+@pytest.mark.parametrize(
+    ("body", "admitted"),
+    [
+        (pod("ai-research", **PRIVILEGED), False),  # a tenant's privileged pod
+        (pod("ai-research", **HOST_PATH), False),  # a tenant's pod on the host's root
+        (
+            pod("kube-system", "debug", hostNetwork=True),
+            False,
+        ),  # an unknown account in a privileged namespace
+        (pod("kube-system", "cilium", hostNetwork=True, **PRIVILEGED), True),  # the CNI's agent
+        (pod("topolvm-system", "topolvm-node", **HOST_PATH), True),  # a node agent Git ships
+        (pod("gpu-operator", "nvidia-driver", **PRIVILEGED), True),  # what the GPU Operator makes
+        (pod("ai-research"), True),  # no host access: not judged
+    ],
+)
+def test_host_access_only_for_the_node_agents_git_ships(policies, body, admitted):
+    host = policies["sitegen-host-access"]
+    assert host.matches(body, {}, "CREATE")
+    refused = host.refusal(body, DAEMONS)
+    assert (refused is None) == admitted, refused
+
+
+def test_the_kubelets_mirror_pods_are_not_judged(policies):
+    static = pod("kube-system", None, hostNetwork=True, **PRIVILEGED)
+    assert policies["sitegen-host-access"].refusal(static, Request("system:node:cp01")) is None
+
+
+def test_a_new_privileged_workload_in_git_is_refused_by_validate(tree):
+    daemon = {
+        "apiVersion": "apps/v1", "kind": "DaemonSet",
+        "metadata": {"name": "debug", "namespace": "kube-system"},
+        "spec": {"selector": {"matchLabels": {"a": "b"}}, "template": {
+            "metadata": {"labels": {"a": "b"}},
+            "spec": {"serviceAccountName": "debug", **HOST_PATH, "containers": PRIVILEGED["containers"]},
+        }},
+    }  # fmt: skip
+    rel = add(tree, "one-cluster/apps/ai/broken/debug.yaml", daemon)
+    result = validate(tree)
+    found = [ln for ln in result.stdout.splitlines() if ln.startswith(rel) and "ADM-001" in ln]
+    assert (
+        found and "the API server refuses its pods: ValidatingAdmissionPolicy sitegen-host-access" in found[0]
+    )

@@ -27,6 +27,26 @@ import celpy
 from sitegen.compose.tools import cache_dir
 
 _ENV = celpy.Environment()
+# Who creates the pods of each workload kind: kube-controller-manager's controllers, as themselves.
+POD_MAKERS = {
+    "Deployment": "system:serviceaccount:kube-system:replicaset-controller",
+    "StatefulSet": "system:serviceaccount:kube-system:statefulset-controller",
+    "DaemonSet": "system:serviceaccount:kube-system:daemon-set-controller",
+    "Job": "system:serviceaccount:kube-system:job-controller",
+    "CronJob": "system:serviceaccount:kube-system:job-controller",
+}
+
+
+def admitted_pod(
+    namespace: str, name: str, labels: Mapping[str, str], spec: Mapping[str, Any]
+) -> dict[str, Any]:
+    """A workload's pod as validating admission sees it: the ServiceAccount plugin (mutating, earlier)
+    has named its account."""
+    return {
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"namespace": namespace, "name": name, "labels": dict(labels)},
+        "spec": {**spec, "serviceAccountName": spec.get("serviceAccountName") or "default"},
+    }  # fmt: skip
 
 
 def resource_of(api_version: str, kind: str) -> tuple[str, str]:

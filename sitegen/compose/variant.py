@@ -33,6 +33,8 @@ from sitegen.model import ConfigError, Site, resolve
 from sitegen.model.extensions import merged
 
 BINDING_KINDS = ("ClusterRoleBinding", "RoleBinding")
+# whole bodies of the charts' pod templates too: the admission policies read who reaches the nodes
+WORKLOAD_KINDS = ("Deployment", "StatefulSet", "DaemonSet", "Job", "CronJob", "Pod")
 
 
 def _served_api_versions(ctx: ClusterContext) -> tuple[str, ...]:
@@ -167,7 +169,7 @@ def _variant_files(
                 # bind only the roles they name)
                 documents[(cluster, component.name)] = [
                     o.document()
-                    if o.kind in WEBHOOK_KINDS or o.kind in BINDING_KINDS
+                    if o.kind in WEBHOOK_KINDS or o.kind in BINDING_KINDS or o.kind in WORKLOAD_KINDS
                     else o.metadata_document()
                     for o in rendered.objects
                 ]

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from sitegen.check.admission_policy import POD_MAKERS, admitted_pod
 from sitegen.check.bringup.admission import Admission
 from sitegen.check.bringup.kube import claim_refs, config_map_refs, secret_refs
 from sitegen.check.bringup.kueue import Kueue
@@ -26,13 +27,6 @@ PSA_ENFORCE = "pod-security.kubernetes.io/enforce"
 
 
 # Who creates a workload's pods: the kube-system controller of its kind (a bare Pod is Argo CD's).
-POD_MAKERS = {
-    "Deployment": "system:serviceaccount:kube-system:replicaset-controller",
-    "StatefulSet": "system:serviceaccount:kube-system:statefulset-controller",
-    "DaemonSet": "system:serviceaccount:kube-system:daemon-set-controller",
-    "Job": "system:serviceaccount:kube-system:job-controller",
-    "CronJob": "system:serviceaccount:kube-system:job-controller",
-}
 
 
 class Cluster(Scheduling, Kueue, Admission, Secrets, Storage, Operators):
@@ -60,9 +54,9 @@ class Cluster(Scheduling, Kueue, Admission, Secrets, Storage, Operators):
         refused = self.pod_security_refusal(t.namespace, t.spec)
         if refused:
             return refused
-        down = self.admission_blocker({"apiVersion": "v1", "kind": "Pod", "metadata": {
-            "namespace": t.namespace, "name": t.name, "labels": t.labels}},
-            user=POD_MAKERS.get(t.kind, self.applier))  # fmt: skip
+        down = self.admission_blocker(
+            admitted_pod(t.namespace, t.name, t.labels, t.spec), user=POD_MAKERS.get(t.kind, self.applier)
+        )
         if down:
             return down
         account = t.spec.get("serviceAccountName", "default")

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from sitegen.check.admission_policy import Request, denying_policies
+from sitegen.check.admission_policy import POD_MAKERS, Policy, Request, admitted_pod, denying_policies
+from sitegen.check.bringup.kube import pod_template
 from sitegen.check.rules.base import Context, Violation, rule
 from sitegen.check.tree import Document
 from sitegen.components.platform.admission_policies import applier as applier_account
@@ -54,3 +55,19 @@ def _admitted(ctx: Context) -> Iterator[Violation]:
                 refused = policy.refusal(doc.body, applier(ctx, doc))
                 if refused:
                     yield Violation(doc, "$", f"the API server refuses it: {refused}")
+            yield from _pods_refused(doc, labels, policies)
+
+
+def _pods_refused(
+    doc: Document, labels: dict[str, str] | None, policies: list[Policy]
+) -> Iterator[Violation]:
+    """A workload's pods, as its controller creates them."""
+    template = pod_template(doc.body) if doc.kind in POD_MAKERS else None
+    if template is None:
+        return
+    pod = admitted_pod(template.namespace, template.name, template.labels, template.spec)
+    for policy in policies:
+        if policy.matches(pod, labels, "CREATE"):
+            refused = policy.refusal(pod, Request(POD_MAKERS[doc.kind]))
+            if refused:
+                yield Violation(doc, "$.spec", f"the API server refuses its pods: {refused}")

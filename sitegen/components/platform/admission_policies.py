@@ -1,12 +1,14 @@
 """`admission-policies`: what the cluster itself refuses, whoever applies it (kubectl included), as
 ValidatingAdmissionPolicies: reserved Kueue priorities only from Git, cluster-admin bound only where
-reviewed, and roles that may grant what their holder lacks (bind, escalate, impersonate) only where
-reviewed. `validate` evaluates each policy's CEL against every object of dist/ (ADM-001), so a chart
+reviewed, roles that may grant what their holder lacks (bind, escalate, impersonate) only where
+reviewed, and pods that reach into their node (privileged, hostPath, host network or PID) only as the
+node agents the cluster's apps ship (read from what they render) or in an operator's agent namespace. `validate` evaluates each policy's CEL against every object of dist/ (ADM-001), so a chart
 that starts to need one of these shows up as a finding, not as a sync the API server refuses."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from constructs import Construct
 from constructs.admission import (
@@ -15,6 +17,7 @@ from constructs.admission import (
     certificate_names_expression,
     certificate_requests_expression,
     cluster_admin_binding_expression,
+    host_access_expression,
     rbac_escalation_expression,
     reserved_priorities_expression,
 )
@@ -59,11 +62,50 @@ def _rule(group: str, *resources: str) -> dict:
     }
 
 
+# Custom resources from which an operator makes node agents at run time (not in Git): the namespace of
+# the app that renders one is trusted for host access as a whole.
+OPERATOR_AGENT_KINDS = ("ClusterPolicy", "NicClusterPolicy")
+WORKLOAD_KINDS = ("Deployment", "StatefulSet", "DaemonSet", "Job", "CronJob", "Pod")
+
+
+def _pod_spec(doc: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    spec = doc.get("spec") or {}
+    if doc.get("kind") == "Pod":
+        return spec
+    if doc.get("kind") == "CronJob":
+        spec = (spec.get("jobTemplate") or {}).get("spec") or {}
+    return (spec.get("template") or {}).get("spec")
+
+
+def _reaches_host(pod: Mapping[str, Any]) -> bool:
+    containers = [*(pod.get("initContainers") or []), *(pod.get("containers") or [])]
+    return bool(
+        pod.get("hostNetwork") or pod.get("hostPID")
+        or any("hostPath" in v for v in pod.get("volumes") or [])
+        or any((c.get("securityContext") or {}).get("privileged") for c in containers)
+    )  # fmt: skip
+
+
+def host_access_accounts(rendered: Mapping[str, list[dict[str, Any]]]) -> list[str]:
+    """`<namespace>/<service account>` of every workload the cluster's apps ship that reaches its node."""
+    found = set()
+    for docs in rendered.values():
+        for doc in docs:
+            if doc.get("kind") not in WORKLOAD_KINDS:
+                continue
+            pod = _pod_spec(doc)
+            if pod is not None and _reaches_host(pod):
+                namespace = (doc.get("metadata") or {}).get("namespace", "")
+                found.add(f"{namespace}/{pod.get('serviceAccountName') or 'default'}")
+    return sorted(found)
+
+
 class AdmissionPolicies(RenderedComponent):
     name = "admission-policies"
     project = PROJECT
     layer = Layer.FOUNDATION
     talks_to_api = False
+    reads_rendered = True  # the node agents every other app ships
 
     def render(self, scope: Construct, ctx: ClusterContext) -> None:
         if ctx.has_gpus:
@@ -97,6 +139,7 @@ class AdmissionPolicies(RenderedComponent):
             message="cluster-admin is bound only by the reviewed bindings "
             "(sitegen/components/platform/admission_policies.py)",
         )
+        self._host_access(scope, ctx)
         AdmissionPolicy(
             scope,
             "GrantingRoles",
@@ -105,6 +148,22 @@ class AdmissionPolicies(RenderedComponent):
             expression=rbac_escalation_expression(sorted(GRANTING_ROLES)),
             message="a role that may bind, escalate or impersonate is one of the reviewed ones "
             "(sitegen/components/platform/admission_policies.py)",
+        )
+
+    @staticmethod
+    def _host_access(scope: Construct, ctx: ClusterContext) -> None:
+        operators = sorted(
+            c.namespace for c in ctx.components
+            if c.namespace and any(d.get("kind") in OPERATOR_AGENT_KINDS for d in ctx.rendered.get(c.name, []))
+        )  # fmt: skip
+        AdmissionPolicy(
+            scope,
+            "HostAccess",
+            name="sitegen-host-access",
+            rules=[{**_rule("", "pods"), "operations": ["CREATE"]}],
+            expression=host_access_expression(host_access_accounts(ctx.rendered), operators),
+            message="a privileged, hostPath, host-network or host-PID pod runs only as a node agent Git "
+            "ships (its namespace and service account), or in an operator's agent namespace",
         )
 
     @staticmethod
