@@ -8,6 +8,8 @@ idle GPUs and any other work preempts them.
 
 from __future__ import annotations
 
+from cdk8s import JsonPatch
+
 from constructs import Construct
 from constructs.gpu_workload import BATCH_LABEL, GpuPodTemplate, all_reduce_run
 from constructs.kueue import PRIORITY_LABEL, QUEUE_LABEL
@@ -100,3 +102,54 @@ class DcgmHealthCheck(Construct):
             self, "CronJob", {"name": DCGM, "namespace": namespace}, schedule=schedule,
             job={**RUN, "template": template}, job_labels=_queued(queue),
         )  # fmt: skip
+
+
+BURN_IN = "burn-in"
+# A cordoned node takes only pods that tolerate its cordon: the burn-in's, nobody's work.
+CORDON_TOLERATION = {"key": "node.kubernetes.io/unschedulable", "operator": "Exists", "effect": "NoSchedule"}
+
+
+def burn_in_name(host: str) -> str:
+    return f"{BURN_IN}-{host}"
+
+
+class BurnIn(Construct):
+    """A new GPU node's burn-in before it takes any work: `dcgmi diag` at `level` (3: the long
+    stress and memory tests) on all its GPUs, pinned to that node while it is cordoned. One suspended
+    CronJob per host, never scheduled: the RUNBOOK makes a Job of it (`kubectl create job --from`) when
+    the node joins or comes back repaired, outside Kueue (a cordoned node holds no tenant work to
+    preempt)."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        pool: PoolLayout,
+        fabric: Fabric,
+        namespace: str,
+        image: ImagePin,
+        level: int,
+    ) -> None:
+        super().__init__(scope, id)
+        gpu = pool.hardware.gpu
+        assert gpu is not None
+        for host in pool.hosts:
+            template = GpuPodTemplate(
+                pool=pool, fabric=fabric, namespace=namespace, image=image, gpus=gpu.count, rails=(),
+                labels={"app.kubernetes.io/name": BURN_IN, BATCH_LABEL: "true"},
+                env={"LEVEL": str(level)}, command=["/bin/sh", "-c", DCGM_SCRIPT],
+            ).to_dict()  # fmt: skip
+            spec = template["spec"]
+            spec["restartPolicy"] = "Never"
+            spec["affinity"] = {**spec.get("affinity", {}), "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": [
+                    {"key": "kubernetes.io/hostname", "operator": "In", "values": [host.name]}
+                ]}]}
+            }}  # fmt: skip
+            spec["tolerations"] = [*spec["tolerations"], CORDON_TOLERATION]
+            cron_job(
+                self, f"CronJob-{host.name}", {"name": burn_in_name(host.name), "namespace": namespace},
+                schedule="0 0 1 1 *",  # never: it is suspended, a template for the RUNBOOK's Jobs
+                job={"backoffLimit": 0, "activeDeadlineSeconds": 4 * 3600, "template": template},
+            ).add_json_patch(JsonPatch.add("/spec/suspend", True))  # fmt: skip

@@ -144,7 +144,8 @@ def test_reservations_leave_too_little_for_the_acceptance_job(site, inputs):
         doc["kubeReserved"]["memory"] = "300000Mi"
 
     tree = edited(inputs, ONE, "one-cluster/kubeadm/ai/kubelet-gpu.yaml", reserve)
-    blocked(run(site, inputs, tree=tree), "nccl-allreduce", "memory does not fit: 1800.0 GB per pod")
+    # the burn-in is the first whole-node pod: it stops there
+    blocked(run(site, inputs, tree=tree), "burn-in-gpu01", "memory does not fit: 1800.0 GB per pod")
 
 
 def test_kueue_webhooks_on_every_namespace_block_the_platform(site, inputs):

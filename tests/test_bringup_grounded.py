@@ -260,9 +260,9 @@ def test_a_chart_secret_waits_for_the_job_that_writes_it(site, inputs):
     tree = edited(
         inputs, ONE, "one-cluster/apps/ai/argo-cd/argocd.job.argocd-redis-secret-init.yaml", lambda d: False
     )
-    blocked(
+    blocked(  # the RUNBOOK's `kubectl -n argocd wait` for Argo CD's Deployments stops there
         run(site, inputs, ONE, tree=tree),
-        "ai-argo-cd",
+        "Argo CD, rendered from its chart",
         "argocd-redis",
         "argocd-redis-secret-init: argo-cd writes",
     )
@@ -408,4 +408,25 @@ def test_a_gang_job_without_wait_for_pods_ready_holds_the_gpus(site, inputs):
         run(site, inputs, ONE, tree=tree),
         "submitted while gpu01 is down",
         "ai-research/nccl-allreduce holds 88 GPUs on 11 nodes",
+    )
+
+
+def test_gpu_nodes_take_work_only_after_their_burn_in(site, inputs):
+    said = timeline(run(site, inputs, ONE))
+    assert "cordoned gpu01, gpu02, gpu03, ... gpu12" in said
+    assert said.index("12 Jobs completed in gpu-health") < said.index("uncordoned gpu01")
+
+
+def test_gpu_nodes_never_uncordoned_hold_back_the_tenants(site, inputs):
+    texts = runbook_without(inputs, ONE, r"^kubectl uncordon .*\n")
+    blocked(run(site, inputs, ONE, texts=texts), "ai-tenant-ai-research", "node.kubernetes.io/unschedulable")
+
+
+def test_a_burn_in_that_never_ran_is_not_waited_past(site, inputs):
+    texts = runbook_without(inputs, ONE, r"^kubectl -n gpu-health create job burn-in-gpu07 .*\n")
+    blocked(
+        run(site, inputs, ONE, texts=texts),
+        "GPU burn-in: pool gpu",
+        "Job gpu-health/burn-in-gpu07",
+        "never completes",
     )

@@ -144,3 +144,37 @@ def test_a_spoke_whose_token_lapsed_alerts(docs, site):
     assert monitor.body["spec"]["selector"]["matchLabels"].items() <= pod["metadata"]["labels"].items()
     (endpoint,) = monitor.body["spec"]["podMetricsEndpoints"]
     assert endpoint["port"] in {p["name"] for c in pod["spec"]["containers"] for p in c.get("ports", [])}
+
+
+def test_the_burn_in_runs_on_its_cordoned_node_only(docs, site):
+    """Suspended (a template the RUNBOOK makes Jobs of), pinned to its host, all its GPUs, the level of
+    config; only its namespace may tolerate a cordon, no tenant's."""
+    jobs = {
+        d.name: d
+        for d in docs
+        if d.variant == "one-cluster" and d.kind == "CronJob" and d.name.startswith("burn-in-")
+    }
+    hosts = [f"gpu{i:02d}" for i in range(1, 13)]
+    assert sorted(jobs) == [f"burn-in-{h}" for h in hosts]
+    for host in hosts:
+        spec = jobs[f"burn-in-{host}"].body["spec"]
+        assert spec["suspend"] is True
+        pod = spec["jobTemplate"]["spec"]["template"]["spec"]
+        (term,) = pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
+            "nodeSelectorTerms"
+        ]
+        assert term["matchExpressions"] == [
+            {"key": "kubernetes.io/hostname", "operator": "In", "values": [host]}
+        ]
+        assert {
+            "key": "node.kubernetes.io/unschedulable",
+            "operator": "Exists",
+            "effect": "NoSchedule",
+        } in pod["tolerations"]
+        (container,) = pod["containers"]
+        assert str(container["resources"]["limits"]["nvidia.com/gpu"]) == "8"
+        assert {"name": "LEVEL", "value": str(site.services.health.burn_in_level)} in container["env"]
+    namespaces = {d.name: d.body for d in docs if d.variant == "one-cluster" and d.kind == "Namespace"}
+    whitelist = "scheduler.alpha.kubernetes.io/tolerationsWhitelist"
+    assert "unschedulable" in namespaces["gpu-health"]["metadata"]["annotations"][whitelist]
+    assert "unschedulable" not in namespaces["ai-research"]["metadata"]["annotations"][whitelist]

@@ -105,9 +105,16 @@ def workloads(
                 yield Workload(doc, path, block, "CustomResource", agents)
 
 
-def _term_matches(term: dict[str, Any], labels: dict[str, str]) -> bool:
+HOSTNAME = "kubernetes.io/hostname"
+
+
+def _term_matches(term: dict[str, Any], labels: dict[str, str], hosts: tuple[str, ...] = ()) -> bool:
     for expr in term.get("matchExpressions") or []:
         key, op, values = expr.get("key"), expr.get("operator"), expr.get("values") or []
+        if key == HOSTNAME and op == "In" and hosts:  # a pool holds each of its hosts' names
+            if not set(values) & set(hosts):
+                return False
+            continue
         present = key in labels
         ok = {
             "In": present and labels.get(key) in values,
@@ -130,7 +137,7 @@ def targeted_pools(spec: dict[str, Any], pools: tuple[PoolLayout, ...]) -> list[
     for pool in pools:
         labels = {**IMPLICIT_NODE_LABELS, **(GPU_NODE_LABELS if pool.hardware.gpu else {}), **pool.labels}
         if all(labels.get(k) == v for k, v in selector.items()) and (
-            not terms or any(_term_matches(t, labels) for t in terms)
+            not terms or any(_term_matches(t, labels, tuple(h.name for h in pool.hosts)) for t in terms)
         ):
             matched.append(pool)
     return matched

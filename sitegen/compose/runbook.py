@@ -16,6 +16,7 @@ from sitegen.compose.procedures.aistor import aistor, directpv_nodes, s3_consume
 from sitegen.compose.procedures.argo_cd import argo_cd
 from sitegen.compose.procedures.before_you_start import before_you_start
 from sitegen.compose.procedures.book import Runbook
+from sitegen.compose.procedures.burn_in import burn_in
 from sitegen.compose.procedures.cluster import cluster_bring_up
 from sitegen.compose.procedures.every_host import every_host
 from sitegen.compose.procedures.gpu_topology import gpu_topology
@@ -42,6 +43,7 @@ def runbook(apps: VariantApps, by_cluster: Mapping[str, list[dict[str, Any]]]) -
     spoke_credentials(book, apps, by_cluster)
     argo_cd(book, apps)
     gpu_topology(book, apps)
+    burn_in(book, apps)
     aistor(book, apps)
     book.write(day2(apps))
     return book.text()

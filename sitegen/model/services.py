@@ -201,6 +201,8 @@ class Health(Strict):
     nccl: NcclCheck
     dcgm: DcgmCheck
     max_age_days: Annotated[int, Field(ge=1)]  # alert when no check has passed for this long
+    # dcgmi diag level of a new or repaired GPU node's burn-in, before it takes work (RUNBOOK)
+    burn_in_level: Literal[2, 3, 4] = 3
 
 
 class Services(Strict):

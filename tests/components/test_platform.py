@@ -181,9 +181,13 @@ def test_tenants_may_tolerate_the_gpu_taint_and_nothing_else(one):
             allowed = json.loads(raw)
             gpu = [dict(t) for p in ctx.gpu_pools for t in p.placement.tolerations]
             assert allowed[: len(gpu)] == gpu
+            cordon = (
+                {"node.kubernetes.io/unschedulable"} if doc["metadata"]["name"] == "gpu-health" else set()
+            )
             assert {a["key"] for a in allowed[len(gpu) :]} == {
                 "node.kubernetes.io/not-ready",
                 "node.kubernetes.io/unreachable",
+                *cordon,  # the burn-in runs on its cordoned node; no tenant's pod may
             }
 
 

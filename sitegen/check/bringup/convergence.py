@@ -304,7 +304,9 @@ class Convergence(SimulationState):
         self._rerun_queued_jobs()
         for cluster in self.clusters.values():
             for w in sorted(cluster.workloads.values(), key=lambda w: w.template.ref):
-                if w.template.kind == "CronJob":
+                # a suspended CronJob never runs by itself: a template the RUNBOOK makes Jobs of
+                suspended = (cluster.objects_body(w).get("spec") or {}).get("suspend")
+                if w.template.kind == "CronJob" and not suspended:
                     nodes = [
                         n
                         for n in cluster.nodes.values()

@@ -8,12 +8,13 @@ and tolerations are injected into the pods, as Kueue does.
 
 waitForPodsReady (all or nothing): an admitted workload whose pods do not all fit on the nodes there
 are (a 12-node job while a GPU node is down) is evicted, giving its nodes and quota back, and requeued
-with backoff; it is admitted again once the nodes change. Without it the workload stays admitted and
+with backoff; it is admitted again once the nodes change (one comes back, or a cordon lifts). Without it the workload stays admitted and
 holds what its placed pods took.
 
 Not modelled: cohorts and borrowing, flavor quotas (summed per resource), fair sharing,
 admission checks, partial admission, queueing strategies (here: by priority, then by key), the
-timeout's length and the backoff's (a requeued workload waits for a change of the nodes), the
+timeout's length and the backoff's (a requeued workload waits for a change of the nodes or their
+taints), the
 recoveryTimeout of a running workload that loses a pod.
 """
 
@@ -104,8 +105,11 @@ class Kueue(ClusterObjects):
                         f"({why}); requeued with backoff, its nodes and quota given back")  # fmt: skip
             w.backoff = self._node_state()
 
-    def _node_state(self) -> frozenset[str]:
-        return frozenset(n for n, node in self.nodes.items() if node.ready and node.reporting)
+    def _node_state(self) -> frozenset[tuple[str, tuple[object, ...]]]:
+        """What a requeued workload waits to change: which nodes are up, and their taints (a cordon)."""
+        return frozenset(
+            (n, tuple(node.taints)) for n, node in self.nodes.items() if node.ready and node.reporting
+        )
 
     def _pods_ready_wait(self) -> str | None:
         """waitForPodsReady's timeout in Kueue's configuration (present means on), or None."""

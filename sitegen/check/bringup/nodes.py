@@ -17,7 +17,15 @@ from functools import cache
 from ipaddress import ip_address, ip_network
 from typing import Any
 
-from sitegen.check.bringup.kube import NOT_READY, Node, node_affinity_matches, untolerated
+from sitegen.check.bringup.kube import (
+    DAEMONSET_TOLERATIONS,
+    NOT_READY,
+    Node,
+    Taint,
+    node_affinity_matches,
+    tolerates,
+    untolerated,
+)
 from sitegen.check.bringup.objects import ClusterObjects, Workload
 
 KUBELET_SERVING = "kubernetes.io/kubelet-serving"
@@ -61,9 +69,7 @@ class Nodes(ClusterObjects):
         for node in self.nodes.values():
             if policy is not None and node.capacity.get("hardware/gpu"):
                 spec = policy["spec"].get("daemonsets") or {}
-                tolerated = not untolerated(
-                    spec.get("tolerations") or [], [t for t in node.taints if t not in NOT_READY]
-                )
+                tolerated = not untolerated(spec.get("tolerations") or [], _operator_daemon_taints(node))
                 labelled = nfd is not None and self._node_runs(node, nfd)
                 self._set(
                     node, "nvidia.com/gpu", node.capacity["hardware/gpu"] if tolerated and labelled else 0
@@ -75,7 +81,7 @@ class Nodes(ClusterObjects):
         if not cluster_policies or not self.controller_running("mellanox.com", "NicClusterPolicy"):
             return
         cp = cluster_policies[0][1].body["spec"]
-        taints = [t for t in node.taints if t not in NOT_READY]
+        taints = _operator_daemon_taints(node)
         admitted = node_affinity_matches(
             {"affinity": {"nodeAffinity": cp.get("nodeAffinity") or {}}}, node.labels
         )
@@ -202,3 +208,9 @@ class Nodes(ClusterObjects):
 @cache
 def _device_plugin_config(text: str) -> dict[str, Any]:
     return json.loads(text)  # type: ignore[no-any-return]
+
+
+def _operator_daemon_taints(node: Node) -> list[Taint]:
+    """The taints an operator's DaemonSet pods must tolerate themselves: not the node's not-ready
+    ones, nor what the DaemonSet controller tolerates for every DaemonSet (a cordon among them)."""
+    return [t for t in node.taints if t not in NOT_READY and not tolerates(DAEMONSET_TOLERATIONS, t)]

@@ -2,7 +2,8 @@
 runbook.py reads them. kubeadm init and joins make nodes (NotReady, with the registration, labels,
 taints and kubelet reservations of the host files they name); `kubectl` labels nodes, applies files and
 folders of dist/ (the root Application starts Argo CD: convergence.py), waits on nodes and Deployments,
-issues a service-account token and initializes DirectPV's drives; `vault` writes policies, auth mounts,
+issues a service-account token, initializes DirectPV's drives, cordons and uncordons nodes, makes a Job
+of a CronJob and waits for Jobs to complete; `vault` writes policies, auth mounts,
 roles and keys (and the keys a step lists are put in the vault); `mc` needs an S3 endpoint that answers;
 a host script (`bash <file>`) may call only tools its hosts have by then (HOST_TOOLS: the GPU driver's
 nvidia-smi once the GPU Operator installed it; no OFED or infiniband-diags tool, which the plan never
@@ -14,6 +15,7 @@ scripts' own logic runs in tests), the hosts beyond the kubeadm and kubelet file
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 from collections.abc import Mapping
@@ -29,6 +31,7 @@ from sitegen.check.bringup.runbook import RunbookStep, commands
 from sitegen.check.bringup.state import SimulationState
 from sitegen.compose import paths
 
+CORDONED = Taint("node.kubernetes.io/unschedulable", "", "NoSchedule")  # what `kubectl cordon` adds
 CONTROL_PLANE_TAINT = Taint("node-role.kubernetes.io/control-plane", "", "NoSchedule")
 MAX_PODS = 110  # the kubelet's default
 EVICTION_HARD_MEMORY = 100 * 2**20  # the kubelet's default memory.available threshold
@@ -224,8 +227,19 @@ class RunbookReplay(SimulationState):
         self._event(cluster.name, f"{len(names)} node(s) joined NotReady: {_names(names)}")
 
     def _kubectl(self, cluster: Cluster, args: list[str], target: PurePosixPath | None) -> None:
-        verb = next((a for a in args if not a.startswith("-")), "")
-        if verb == "label" and "node" in args:
+        verb = next(
+            (
+                a
+                for i, a in enumerate(args)
+                if not a.startswith("-") and args[i - 1 : i] not in (["-n"], ["--namespace"])
+            ),
+            "",
+        )
+        if verb in ("cordon", "uncordon"):
+            self._cordon(cluster, args[args.index(verb) + 1 :], cordoned=verb == "cordon")
+        elif "create" in args and args[args.index("create") + 1 : args.index("create") + 2] == ["job"]:
+            self._job_from_cron_job(cluster, args)
+        elif verb == "label" and "node" in args:
             rest = args[args.index("node") + 1 :]
             names = [a for a in rest if "=" not in a and not a.startswith("-")]
             pairs = dict(a.split("=", 1) for a in rest if "=" in a and not a.startswith("-"))
@@ -281,7 +295,45 @@ class RunbookReplay(SimulationState):
         cluster.reconcile(self.rails[cluster.name])
         self._event(cluster.name, f"applied {target.name}: {len(bodies)} objects")
 
+    def _cordon(self, cluster: Cluster, names: list[str], *, cordoned: bool) -> None:
+        """kubectl cordon: the node takes no new pod but those that tolerate its cordon (DaemonSets'
+        do); uncordon gives it back."""
+        for name in (n for n in names if not n.startswith("-")):
+            node = cluster.nodes.get(name)
+            if node is None:
+                raise Stop(Blocker(cluster.name, self.step, name, "cordons a node that has not joined"))
+            node.taints = [t for t in node.taints if t != CORDONED] + ([CORDONED] if cordoned else [])
+        cluster.changes += 1
+        self._event(cluster.name, f"{'cordoned' if cordoned else 'uncordoned'} {_names(names)}")
+
+    def _job_from_cron_job(self, cluster: Cluster, args: list[str]) -> None:
+        """kubectl create job <name> --from=cronjob/<cronjob>: a Job of the CronJob's template."""
+        namespace = args[args.index("-n") + 1] if "-n" in args else "default"
+        name = args[args.index("job") + 1]
+        source = next((a.split("/", 1)[1] for a in args if a.startswith("--from=cronjob/")), "")
+        cron = cluster.find("CronJob", namespace, source)
+        if cron is None:
+            raise Stop(Blocker(cluster.name, self.step, f"CronJob {namespace}/{source}", "does not exist"))
+        template = copy.deepcopy(cron.body["spec"]["jobTemplate"])
+        body = {"apiVersion": "batch/v1", "kind": "Job",
+                "metadata": {**(template.get("metadata") or {}), "name": name, "namespace": namespace},
+                "spec": template["spec"]}  # fmt: skip
+        cluster.apply(body, "runbook")
+        cluster.changes += 1
+
     def _wait(self, cluster: Cluster, args: list[str]) -> None:
+        jobs = [a.split("/", 1)[1] for a in args if a.startswith("job/")]
+        if jobs and "--for=condition=complete" in args:
+            namespace = args[args.index("-n") + 1] if "-n" in args else "default"
+            for name in jobs:
+                w = cluster.workloads.get(("batch", "Job", namespace, name))
+                if w is None or not w.done:
+                    why = w.reason if w is not None else "it does not exist"
+                    raise Stop(
+                        Blocker(cluster.name, self.step, f"Job {namespace}/{name}", f"never completes: {why}")
+                    )
+            self._event(cluster.name, f"{len(jobs)} Jobs completed in {namespace}")
+            return
         if "nodes" in args:
             down = [n for n in cluster.nodes.values() if not n.ready]
             if down:

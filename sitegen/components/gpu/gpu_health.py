@@ -4,7 +4,7 @@ constructs/gpu_health.py), in a namespace of their own queued in Kueue at the lo
 from __future__ import annotations
 
 from constructs import Construct
-from constructs.gpu_health import DcgmHealthCheck, NcclHealthCheck
+from constructs.gpu_health import CORDON_TOLERATION, BurnIn, DcgmHealthCheck, NcclHealthCheck
 from constructs.kueue import TenantQueue
 from sitegen.components.base import Layer, NamespaceSecurity, RenderedComponent
 from sitegen.components.context import ClusterContext, ClusterScope
@@ -38,7 +38,8 @@ class GpuHealth(RenderedComponent):
         return scope.has_gpus
 
     def allowed_tolerations(self, ctx: ClusterContext) -> list[dict[str, str]]:
-        return gpu_job_tolerations(ctx)
+        # the burn-in runs on its node while the node is cordoned
+        return [*gpu_job_tolerations(ctx), CORDON_TOLERATION]
 
     def render(self, scope: Construct, ctx: ClusterContext) -> None:
         health = ctx.site.services.health
@@ -67,3 +68,8 @@ class GpuHealth(RenderedComponent):
             schedule=health.dcgm.schedule,
             level=health.dcgm.level,
         )
+        for gpu_pool in ctx.gpu_pools:
+            BurnIn(
+                scope, f"BurnIn-{gpu_pool.name}", pool=gpu_pool, fabric=ctx.site.fabric,
+                namespace=self.namespace, image=ctx.image("dcgm"), level=health.burn_in_level,
+            )  # fmt: skip

@@ -8,6 +8,7 @@ from pathlib import PurePosixPath
 from sitegen.compose import paths
 from sitegen.compose.apps import VariantApps
 from sitegen.compose.procedures.book import Runbook
+from sitegen.compose.procedures.burn_in import cordoned_at_join
 from sitegen.compose.procedures.control_plane import kubelet_patch
 from sitegen.compose.procedures.gpu_topology import checked_later
 from sitegen.model import ClusterLayout, PoolLayout
@@ -68,5 +69,5 @@ kubeadm join --config /tmp/kubeadm.yaml
 
 The pool's taints ({taints}) are set
 as the node registers.
-""",
+{cordoned_at_join(pool)}""",
     )
