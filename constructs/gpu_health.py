@@ -148,6 +148,11 @@ class BurnIn(Construct):
                 ]}]}
             }}  # fmt: skip
             spec["tolerations"] = [*spec["tolerations"], CORDON_TOLERATION]
+            # a read-only root: nv-hostengine's pid file, log and home go to a scratch /tmp
+            (container,) = spec["containers"]
+            container["securityContext"] = {**container["securityContext"], "readOnlyRootFilesystem": True}
+            container["volumeMounts"] = [*container["volumeMounts"], {"name": "tmp", "mountPath": "/tmp"}]
+            spec["volumes"] = [*spec["volumes"], {"name": "tmp", "emptyDir": {"sizeLimit": "1Gi"}}]
             cron_job(
                 self, f"CronJob-{host.name}", {"name": burn_in_name(host.name), "namespace": namespace},
                 schedule="0 0 1 1 *",  # never: it is suspended, a template for the RUNBOOK's Jobs
