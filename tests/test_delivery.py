@@ -322,3 +322,7 @@ def test_the_runbook_starts_with_what_must_exist_outside(site):
     assert f"`{site.services.registry.hostname}` -> {gateway}" in before
     assert f"`{site.storage.aistor.s3_hostname}`" in before
     assert "SmartQuotas" in before and "subnet manager" in before
+    # the tenants' backups take CSI snapshots through the VolumeSnapshotClass dist/ holds: SnapshotIQ too
+    assert list(DIST.glob("two-cluster/apps/ai/powerscale/volumesnapshotclass.*.yaml"))
+    assert "SnapshotIQ (the tenants' nightly backups take CSI snapshots" in before
+    assert "none is generated" not in before

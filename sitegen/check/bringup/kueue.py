@@ -55,18 +55,24 @@ class Kueue(ClusterObjects):
             return None
         return labels[KUEUE_QUEUE]
 
-    def _kueue_namespaces(self) -> Mapping[str, Any] | None:
-        """Kueue's managedJobsNamespaceSelector (its default when unset); None without Kueue."""
+    def _kueue_configuration(self) -> tuple[Mapping[str, Any], str] | None:
+        """Kueue's controller configuration and the namespace it runs in; None without Kueue."""
         for _, applied in self.of_kind("ConfigMap"):
             text = (applied.body.get("data") or {}).get("controller_manager_config.yaml")
             if text:
-                config = _kueue_config(text)
-                default = {"matchExpressions": [{
-                    "key": "kubernetes.io/metadata.name", "operator": "NotIn",
-                    "values": ["kube-system", applied.body["metadata"]["namespace"]],
-                }]}  # fmt: skip
-                return config.get("managedJobsNamespaceSelector") or default
+                return _kueue_config(text), applied.body["metadata"]["namespace"]
         return None
+
+    def _kueue_namespaces(self) -> Mapping[str, Any] | None:
+        """Kueue's managedJobsNamespaceSelector (its default when unset); None without Kueue."""
+        found = self._kueue_configuration()
+        if found is None:
+            return None
+        config, namespace = found
+        default = {"matchExpressions": [{
+            "key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": ["kube-system", namespace],
+        }]}  # fmt: skip
+        return config.get("managedJobsNamespaceSelector") or default
 
     def _admit(self) -> None:
         managed = [(k, w) for k, w in sorted(self.workloads.items()) if self.queue_of(w) and not w.done]
@@ -113,12 +119,9 @@ class Kueue(ClusterObjects):
 
     def _pods_ready_wait(self) -> str | None:
         """waitForPodsReady's timeout in Kueue's configuration (present means on), or None."""
-        for _, applied in self.of_kind("ConfigMap"):
-            text = (applied.body.get("data") or {}).get("controller_manager_config.yaml")
-            if text:
-                wait = _kueue_config(text).get("waitForPodsReady")
-                return None if wait is None else str((wait or {}).get("timeout", "5m"))
-        return None
+        found = self._kueue_configuration()
+        wait = found[0].get("waitForPodsReady") if found is not None else None
+        return None if wait is None else str((wait or {}).get("timeout", "5m"))
 
     def _priority(self, w: Workload) -> int:
         body = self.objects_body(w)

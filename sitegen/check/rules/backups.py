@@ -3,9 +3,10 @@ every backup that stops succeeding."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
+from sitegen.check.bringup.kube import pod_template
 from sitegen.check.rules.base import Context, Violation, rule
 from sitegen.check.tree import Document
 from sitegen.components.storage.aistor import s3_endpoint
@@ -13,8 +14,9 @@ from sitegen.components.storage.aistor import s3_endpoint
 KUBEADM_PKI = "/etc/kubernetes/pki"
 
 
-def _pod(doc: Document) -> dict[str, Any]:
-    return doc.body["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+def _pod(doc: Document) -> Mapping[str, Any]:
+    template = pod_template(doc.body)
+    return template.spec if template is not None else {}
 
 
 def _produces(doc: Document) -> str | None:

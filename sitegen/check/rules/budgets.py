@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from sitegen.check.bringup.kube import label_selector_matches
 from sitegen.check.rules.base import Context, Violation, rule
 from sitegen.check.tree import Document
 
 
 def _selects(budget: Document, labels: dict[str, str]) -> bool:
-    wanted = budget.body["spec"].get("selector", {}).get("matchLabels", {})
-    return bool(wanted) and all(labels.get(k) == v for k, v in wanted.items())
+    selector = budget.body["spec"].get("selector")
+    return bool(selector) and label_selector_matches(selector, labels)  # an empty one selects nothing
 
 
 def _keeps_every_replica(budget: Document, replicas: int) -> bool:

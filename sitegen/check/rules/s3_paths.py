@@ -6,20 +6,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from constructs.s3_front_doors import HOSTNAME
+from sitegen.check.bringup.kube import label_selector_matches
 from sitegen.check.rules.base import Context, Violation, rule
 from sitegen.check.tree import Document
-
-
-def _matches(selector: dict, labels: dict[str, str]) -> bool:
-    if not all(labels.get(k) == v for k, v in (selector.get("matchLabels") or {}).items()):
-        return False
-    for req in selector.get("matchExpressions") or []:
-        present = req["key"] in labels
-        if (req["operator"] == "Exists" and not present) or (req["operator"] == "DoesNotExist" and present):
-            return False
-        if req["operator"] == "In" and labels.get(req["key"]) not in req.get("values", []):
-            return False
-    return True
 
 
 def _announcing_hosts(policy: Document) -> set[str] | None:
@@ -64,7 +53,7 @@ def _s3_spread(ctx: Context) -> Iterator[Violation]:
             if service.kind != "Service" or spec.get("type") != "LoadBalancer" or not spec.get("selector"):
                 continue
             if (
-                not _matches({"matchLabels": spec["selector"]}, pod_labels)
+                not label_selector_matches({"matchLabels": spec["selector"]}, pod_labels)
                 or spec.get("externalTrafficPolicy") != "Local"
             ):
                 continue
@@ -72,7 +61,7 @@ def _s3_spread(ctx: Context) -> Iterator[Violation]:
             pinned = [
                 hosts for policy in policies
                 if (hosts := _announcing_hosts(policy))
-                and _matches(policy.body["spec"].get("serviceSelector") or {}, labels)
+                and label_selector_matches(policy.body["spec"].get("serviceSelector") or {}, labels)
             ]  # fmt: skip
             if pinned:
                 doors += 1

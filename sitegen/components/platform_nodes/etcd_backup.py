@@ -63,33 +63,28 @@ class EtcdBackup(RenderedComponent):
     skip_dry_run = True  # its ExternalSecrets arrive with External Secrets' CRDs
     talks_to_api = False
 
-    def _jobs(self, scope: ClusterScope | ClusterContext) -> dict[str, str]:
+    def _jobs(self, scope: ClusterScope) -> dict[str, tuple[str, str]]:
+        """Each CronJob: what it does on its node, and why it runs as root there."""
         etcd_second, pki_second = second_names(scope.site.services.backups.second.name)
-        return {
-            NAME: "snapshots the etcd member of its node",
-            etcd_second: "snapshots the etcd member of its node",
-            pki_second: "archives kubeadm's CAs from its node",
-        }
+        etcd = (
+            "snapshots the etcd member of its node",
+            "root (no capabilities) to read etcd's client key from the host, host network to reach etcd "
+            "on loopback",
+        )
+        pki = ("archives kubeadm's CAs from its node", "root (no capabilities) to read kubeadm's CA keys "
+               "from the host, read-only")  # fmt: skip
+        return {NAME: etcd, etcd_second: etcd, pki_second: pki}
 
     def node_agents(self, scope: ClusterScope) -> Mapping[str, NodeAgent]:
         # beside etcd and the CAs, on purpose: the control plane only
         pool = frozenset({scope.cluster.control_plane.name})
         return {
-            self.object_key("CronJob", job): NodeAgent(pool, why) for job, why in self._jobs(scope).items()
+            self.object_key("CronJob", job): NodeAgent(pool, does)
+            for job, (does, _) in self._jobs(scope).items()
         }
 
     def privileged_workloads(self, scope: ClusterScope) -> Mapping[str, str]:
-        etcd_second, pki_second = second_names(scope.site.services.backups.second.name)
-        etcd = (
-            "root (no capabilities) to read etcd's client key from the host, host network to reach etcd "
-            "on loopback"
-        )
-        return {
-            self.object_key("CronJob", NAME): etcd,
-            self.object_key("CronJob", etcd_second): etcd,
-            self.object_key("CronJob", pki_second): "root (no capabilities) to read kubeadm's CA keys "
-            "from the host, read-only",
-        }
+        return {self.object_key("CronJob", job): why for job, (_, why) in self._jobs(scope).items()}
 
     def flows(self, ctx: ClusterContext) -> list[Flow]:
         return [

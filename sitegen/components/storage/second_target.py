@@ -14,22 +14,20 @@ from sitegen.model.services import POWERSCALE_S3_PORT
 CA_SECRET = "backup-target-ca"  # the second target's CA, in each consumer's namespace
 
 
-def second_endpoint(site: Site) -> S3Endpoint:
+def _host_port(site: Site) -> tuple[str, int]:
     second = site.services.backups.second
     if second.s3 == "powerscale":
-        host, port = site.storage.powerscale.smartconnect, POWERSCALE_S3_PORT
-    else:
-        host, port = second.s3.host, second.s3.port
-    return S3Endpoint(host if port == 443 else f"{host}:{port}", second.region)
+        return site.storage.powerscale.smartconnect, POWERSCALE_S3_PORT
+    return second.s3.host, second.s3.port
 
 
-def second_port(site: Site) -> int:
-    second = site.services.backups.second
-    return POWERSCALE_S3_PORT if second.s3 == "powerscale" else second.s3.port
+def second_endpoint(site: Site) -> S3Endpoint:
+    host, port = _host_port(site)
+    return S3Endpoint(host if port == 443 else f"{host}:{port}", site.services.backups.second.region)
 
 
 def second_flow(site: Site, why: str) -> Flow:
-    return Flow(WORLD, (second_port(site),), why)
+    return Flow(WORLD, (_host_port(site)[1],), why)
 
 
 def second_ca_secret(scope: Construct, id: str, *, site: Site, namespace: str, store: str) -> None:
