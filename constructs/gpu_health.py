@@ -8,10 +8,18 @@ idle GPUs and any other work preempts them.
 
 from __future__ import annotations
 
+from typing import Any
+
 from cdk8s import JsonPatch
 
 from constructs import Construct
-from constructs.gpu_workload import BATCH_LABEL, GpuPodTemplate, all_reduce_run
+from constructs.gpu_workload import (
+    BATCH_LABEL,
+    GpuPodTemplate,
+    all_reduce_rendezvous,
+    all_reduce_run,
+    all_reduce_spec,
+)
 from constructs.kueue import PRIORITY_LABEL, QUEUE_LABEL
 from constructs.objects import cron_job
 from sitegen.model import Fabric, ImagePin, PoolLayout
@@ -105,20 +113,69 @@ class DcgmHealthCheck(Construct):
 
 
 BURN_IN = "burn-in"
+PAIR = "nccl-pair"
 # A cordoned node takes only pods that tolerate its cordon: the burn-in's, nobody's work.
 CORDON_TOLERATION = {"key": "node.kubernetes.io/unschedulable", "operator": "Exists", "effect": "NoSchedule"}
+NEVER = "0 0 1 1 *"  # the schedule of a suspended CronJob kept as a template for the RUNBOOK's Jobs
 
 
 def burn_in_name(host: str) -> str:
     return f"{BURN_IN}-{host}"
 
 
+def pair_name(host: str, peer: str) -> str:
+    return f"{PAIR}-{host}-{peer}"
+
+
+def pair_rounds(hosts: list[str]) -> list[list[tuple[str, str]]]:
+    """The hosts as a ring, each paired with the host before and the one after it, in rounds of pairs
+    that share no host: two pairs waiting for the same node at once could each hold the other's
+    second node (12 pairs started together may all wait forever). Every host is in two pairs, so a
+    node whose both pairs fall short is the slow one, and one with a good pair is not."""
+    n = len(hosts)
+    if n < 3:
+        return [[(hosts[0], hosts[1])]] if n == 2 else []
+    ring = [(hosts[i], hosts[(i + 1) % n]) for i in range(n)]
+    even = n - n % 2  # an odd ring's closing pair shares a host with both rounds
+    rounds = [ring[0:even:2], ring[1:even:2]]
+    return [*rounds, ring[even:]] if n % 2 else rounds
+
+
+def _burn_in_job(template: dict[str, Any], hosts: list[str], hours: int) -> dict[str, Any]:
+    """A burn-in Job's spec: its pods pinned to `hosts`, tolerating their cordon, with a read-only root
+    and a scratch /tmp (where nv-hostengine and PyTorch write), never retried, cut after `hours`."""
+    spec = template["spec"]
+    spec["restartPolicy"] = "Never"
+    spec["affinity"] = {**spec.get("affinity", {}), "nodeAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": [
+            {"key": "kubernetes.io/hostname", "operator": "In", "values": hosts}
+        ]}]}
+    }}  # fmt: skip
+    spec["tolerations"] = [*spec["tolerations"], CORDON_TOLERATION]
+    (container,) = spec["containers"]
+    container["securityContext"] = {**container["securityContext"], "readOnlyRootFilesystem": True}
+    container["volumeMounts"] = [*container["volumeMounts"], {"name": "tmp", "mountPath": "/tmp"}]
+    spec["volumes"] = [*spec["volumes"], {"name": "tmp", "emptyDir": {"sizeLimit": "1Gi"}}]
+    return {"backoffLimit": 0, "activeDeadlineSeconds": hours * 3600, "template": template}
+
+
+def _template_cron_job(scope: Construct, id: str, name: str, namespace: str, job: dict[str, Any]) -> None:
+    cron_job(
+        scope, id, {"name": name, "namespace": namespace}, schedule=NEVER, job=job,
+    ).add_json_patch(JsonPatch.add("/spec/suspend", True))  # fmt: skip
+
+
 class BurnIn(Construct):
-    """A new GPU node's burn-in before it takes any work: `dcgmi diag` at `level` (3: the long
-    stress and memory tests) on all its GPUs, pinned to that node while it is cordoned. One suspended
-    CronJob per host, never scheduled: the RUNBOOK makes a Job of it (`kubectl create job --from`) when
-    the node joins or comes back repaired, outside Kueue (a cordoned node holds no tenant work to
-    preempt)."""
+    """A new GPU node's burn-in before it takes any work, pinned to it while it is cordoned, outside
+    Kueue (a cordoned node holds no tenant work to preempt). Per host, two suspended CronJobs, never
+    scheduled, that the RUNBOOK makes Jobs of (`kubectl create job --from`) when a node joins or comes
+    back repaired:
+
+    - `burn-in-<host>`: `dcgmi diag` at `level` (3: the long stress and memory tests) on all its GPUs;
+    - `nccl-pair-<host>-<next>`: an all-reduce with the next host of the pool's ring (`pair_rounds`),
+      failing below `min_busbw_gbps`: each node's own fabric bandwidth, measured twice (with the host
+      before it and the one after), where the pool-wide check gives one figure for all.
+    """
 
     def __init__(
         self,
@@ -128,33 +185,29 @@ class BurnIn(Construct):
         pool: PoolLayout,
         fabric: Fabric,
         namespace: str,
-        image: ImagePin,
+        dcgm_image: ImagePin,
+        nccl_image: ImagePin,
         level: int,
+        min_busbw_gbps: float,
     ) -> None:
         super().__init__(scope, id)
         gpu = pool.hardware.gpu
         assert gpu is not None
         for host in pool.hosts:
             template = GpuPodTemplate(
-                pool=pool, fabric=fabric, namespace=namespace, image=image, gpus=gpu.count, rails=(),
+                pool=pool, fabric=fabric, namespace=namespace, image=dcgm_image, gpus=gpu.count, rails=(),
                 labels={"app.kubernetes.io/name": BURN_IN, BATCH_LABEL: "true"},
                 env={"LEVEL": str(level)}, command=["/bin/sh", "-c", DCGM_SCRIPT],
             ).to_dict()  # fmt: skip
-            spec = template["spec"]
-            spec["restartPolicy"] = "Never"
-            spec["affinity"] = {**spec.get("affinity", {}), "nodeAffinity": {
-                "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": [
-                    {"key": "kubernetes.io/hostname", "operator": "In", "values": [host.name]}
-                ]}]}
-            }}  # fmt: skip
-            spec["tolerations"] = [*spec["tolerations"], CORDON_TOLERATION]
-            # a read-only root: nv-hostengine's pid file, log and home go to a scratch /tmp
-            (container,) = spec["containers"]
-            container["securityContext"] = {**container["securityContext"], "readOnlyRootFilesystem": True}
-            container["volumeMounts"] = [*container["volumeMounts"], {"name": "tmp", "mountPath": "/tmp"}]
-            spec["volumes"] = [*spec["volumes"], {"name": "tmp", "emptyDir": {"sizeLimit": "1Gi"}}]
-            cron_job(
-                self, f"CronJob-{host.name}", {"name": burn_in_name(host.name), "namespace": namespace},
-                schedule="0 0 1 1 *",  # never: it is suspended, a template for the RUNBOOK's Jobs
-                job={"backoffLimit": 0, "activeDeadlineSeconds": 4 * 3600, "template": template},
-            ).add_json_patch(JsonPatch.add("/spec/suspend", True))  # fmt: skip
+            job = _burn_in_job(template, [host.name], hours=4)
+            _template_cron_job(self, f"CronJob-{host.name}", burn_in_name(host.name), namespace, job)
+        pairs = [pair for round_ in pair_rounds([h.name for h in pool.hosts]) for pair in round_]
+        if pairs:
+            all_reduce_rendezvous(self, name=PAIR, namespace=namespace)
+        for host, peer in pairs:
+            spec = all_reduce_spec(
+                name=PAIR, pool=pool, fabric=fabric, namespace=namespace, image=nccl_image, nodes=2,
+                env={"MIN_BUSBW_GBPS": f"{min_busbw_gbps:.1f}"},
+            )  # fmt: skip
+            job = {**spec, **_burn_in_job(spec["template"], [host, peer], hours=1)}
+            _template_cron_job(self, f"Pair-{host}-{peer}", pair_name(host, peer), namespace, job)

@@ -184,9 +184,27 @@ def all_reduce_run(
     nodes: int,
     env: dict[str, str],
 ) -> dict[str, Any]:
-    """An all-reduce over `nodes` whole nodes of `pool`: the script's ConfigMap and the headless Service
-    `name` (pod 0 of a run is the rendezvous), and the spec of the Indexed Job to run it (one torchrun a
-    node). The rendezvous is found by the Job's own name, so a CronJob's runs work as a Job does."""
+    """An all-reduce over `nodes` whole nodes of `pool`: its rendezvous (`all_reduce_rendezvous`) and the
+    spec of the Indexed Job to run it."""
+    all_reduce_rendezvous(scope, name=name, namespace=namespace)
+    return all_reduce_spec(
+        name=name, pool=pool, fabric=fabric, namespace=namespace, image=image, nodes=nodes, env=env
+    )
+
+
+def all_reduce_spec(
+    *,
+    name: str,
+    pool: PoolLayout,
+    fabric: Fabric,
+    namespace: str,
+    image: ImagePin,
+    nodes: int,
+    env: dict[str, str],
+) -> dict[str, Any]:
+    """The spec of an Indexed Job running the all-reduce over `nodes` whole nodes (one torchrun a node).
+    Pod 0 of a run is the rendezvous, found by the Job's own name under the headless Service `name`, so
+    a CronJob's runs work as a Job does, and several Jobs may share one Service."""
     gpu = pool.hardware.gpu
     assert gpu is not None
     labels = {"app.kubernetes.io/name": name}
@@ -225,6 +243,12 @@ def all_reduce_run(
     container["volumeMounts"].append({"name": "bench", "mountPath": "/opt/bench", "readOnly": True})
     template["spec"]["volumes"].append({"name": "bench", "configMap": {"name": f"{name}-script"}})
     template["spec"].update({"subdomain": name, "restartPolicy": "Never"})
+    return {"completionMode": "Indexed", "completions": nodes, "parallelism": nodes, "template": template}
+
+
+def all_reduce_rendezvous(scope: Construct, *, name: str, namespace: str) -> None:
+    """The benchmark's script (a ConfigMap) and the headless Service `name` its runs rendezvous under."""
+    labels = {"app.kubernetes.io/name": name}
     api_object(
         scope, f"{name}-script", "v1", "ConfigMap", {"name": f"{name}-script", "namespace": namespace},
         data={"allreduce.py": ALLREDUCE_SCRIPT},
@@ -242,7 +266,6 @@ def all_reduce_run(
             "ports": [{"name": "rendezvous", "port": RENDEZVOUS_PORT, "targetPort": RENDEZVOUS_PORT}],
         },
     )
-    return {"completionMode": "Indexed", "completions": nodes, "parallelism": nodes, "template": template}
 
 
 class NcclAllReduceJob(Construct):

@@ -83,6 +83,16 @@ class BackupWatch:
 
 
 @dataclass(frozen=True)
+class GuardWatch:
+    """The GPU node guard of a cluster: its Deployment, how many nodes it cordons at most, and what for."""
+
+    namespace: str
+    name: str
+    max_nodes: int
+    conditions: tuple[tuple[str, str], ...]  # reason, PromQL (cordon_conditions)
+
+
+@dataclass(frozen=True)
 class SiteRisks:
     gpus_per_node: dict[str, tuple[int, tuple[str, ...]]]  # GPU pool -> (GPUs per node, its hosts)
     fabric_pools: tuple[FabricPool, ...]
@@ -93,6 +103,7 @@ class SiteRisks:
     policy_audit: bool = False  # Cilium only logs what the network policies would drop
     backups: tuple[BackupWatch, ...] = ()  # what must succeed on schedule, in any cluster of the variant
     spoke_token_days: int | None = None  # how long a spoke's Argo CD token lives (None: no spokes)
+    guards: tuple[GuardWatch, ...] = ()  # the GPU node guards of the variant's clusters
 
 
 def _alert(name: str, expr: str, severity: str, summary: str, for_: str = "5m") -> dict[str, Any]:
@@ -113,6 +124,41 @@ def _regex(names: tuple[str, ...] | list[str]) -> str:
     return "|".join(names)
 
 
+# What takes a GPU node out of service at once (the alerts below, and the GPU node guard that cordons,
+# constructs/gpu_node_guard.py): one expression each, series per GPU (DCGM's, `Hostname`) or port.
+FATAL_XID = _any_of("DCGM_FI_DEV_XID_ERRORS", FATAL_XIDS)
+ROW_REMAP_FAILURE = "DCGM_FI_DEV_ROW_REMAP_FAILURE > 0"
+
+
+def ndr_port_state(pool: FabricPool) -> str:
+    return (
+        f'node_infiniband_physical_state_id{{{POOL_LABEL}="{pool.name}", device=~"{_regex(pool.devices)}"}}'
+    )
+
+
+def ndr_link_down(pool: FabricPool) -> str:
+    return f"{ndr_port_state(pool)} != {IB_PHYS_LINK_UP}"
+
+
+def cordon_conditions(fabric_pools: tuple[FabricPool, ...]) -> dict[str, str]:
+    """By reason (a label value), the PromQL of the nodes to cordon: one series per node, labelled
+    `node`. A link counts once it has not been up at all for two minutes, the alert's `for` (a flap
+    does not); an Xid or a row-remap failure counts at once, as its alert does."""
+    gpu = 'count by (node) (label_replace({}, "node", "$1", "Hostname", "(.+)"))'
+    # the guard takes them in name order: a GPU fault (certainly the node's) before a link (maybe a switch's)
+    conditions = {
+        "gpu-fatal-xid": gpu.format(FATAL_XID),
+        "gpu-row-remap-failure": gpu.format(ROW_REMAP_FAILURE),
+    }
+    if fabric_pools:
+        down = " or ".join(
+            f"(({ndr_link_down(p)}) unless (max_over_time(({ndr_port_state(p)} == bool {IB_PHYS_LINK_UP})[2m:30s]) > 0))"
+            for p in fabric_pools
+        )
+        conditions["ndr-link-down"] = f"count by (node) ({down})"
+    return conditions
+
+
 def _gpu_rules(risks: SiteRisks) -> list[dict[str, Any]]:
     rules = [
         # DCGM exports the last Xid code as the value; 0 means none since the exporter started.
@@ -125,7 +171,7 @@ def _gpu_rules(risks: SiteRisks) -> list[dict[str, Any]]:
         ),
         _alert(
             "GpuFatalXid",
-            _any_of("DCGM_FI_DEV_XID_ERRORS", FATAL_XIDS),
+            FATAL_XID,
             "critical",
             "GPU {{ $labels.gpu }} on {{ $labels.Hostname }}: Xid {{ $value }}; drain the node and reset the GPU",
             for_="0m",
@@ -140,7 +186,7 @@ def _gpu_rules(risks: SiteRisks) -> list[dict[str, Any]]:
         ),
         _alert(
             "GpuRowRemapFailure",
-            "DCGM_FI_DEV_ROW_REMAP_FAILURE > 0",
+            ROW_REMAP_FAILURE,
             "critical",
             "GPU {{ $labels.gpu }} on {{ $labels.Hostname }} ran out of spare rows: replace it",
             for_="0m",
@@ -183,12 +229,41 @@ def _health_rules(risks: SiteRisks) -> list[dict[str, Any]]:
         _alert(
             "GpuHealthCheckStale",
             f"(time() - max by (cronjob) (kube_cronjob_status_last_successful_time{{{ns}}})) > {age} "
-            f"and on (cronjob) (time() - max by (cronjob) (kube_cronjob_created{{{ns}}})) > {age}",
+            f"and on (cronjob) (time() - max by (cronjob) (kube_cronjob_created{{{ns}}})) > {age} "
+            f"and on (cronjob) max by (cronjob) (kube_cronjob_spec_suspend{{{ns}}}) == 0",
             "warning",
             f"GPU health check {{{{ $labels.cronjob }}}} has not passed for {risks.health_max_age_days} days",
             for_="1h",
         ),
     ]
+
+
+def _guard_rules(risks: SiteRisks) -> list[dict[str, Any]]:
+    """A guard that stopped passing (its probe goes stale after a failed pass), and more broken GPU
+    nodes than it may cordon: the rest stay schedulable until a person looks."""
+    rules = []
+    for guard in risks.guards:
+        failing = " or ".join(q for _, q in guard.conditions)
+        rules += [
+            _alert(
+                "GpuNodeGuardDown",
+                f'kube_deployment_status_replicas_available{{namespace="{guard.namespace}", '
+                f'deployment="{guard.name}"}} < 1',
+                "critical",
+                "the GPU node guard is not passing: a GPU node with a fatal Xid or a link down stays "
+                f"schedulable (kubectl -n {guard.namespace} logs deploy/{guard.name})",
+                for_="10m",
+            ),
+            _alert(
+                "GpuNodesBrokenPastGuardLimit",
+                f"count({failing}) > {guard.max_nodes}",
+                "critical",
+                f"{{{{ $value }}}} GPU nodes broken, the guard cordons at most {guard.max_nodes}: a fabric "
+                "or switch fault? cordon the nodes by hand once the cause is known",
+                for_="5m",
+            ),
+        ]
+    return rules
 
 
 def _backup_rules(risks: SiteRisks) -> list[dict[str, Any]]:
@@ -252,7 +327,7 @@ def _fabric_rules(risks: SiteRisks) -> list[dict[str, Any]]:
         rules += [
             _alert(
                 "NdrLinkDown",
-                f"node_infiniband_physical_state_id{ports} != {IB_PHYS_LINK_UP}",
+                ndr_link_down(pool),
                 "critical",
                 f"NDR link {{{{ $labels.device }}}} on {{{{ $labels.node }}}} (pool {pool.name}) is down",
                 for_="2m",
@@ -362,6 +437,7 @@ class SiteAlerts(Construct):
                 ("site-storage", _storage_rules(risks)),
                 ("site-etcd", ETCD_RULES),
                 ("site-health", _health_rules(risks) if risks.health_namespace else []),
+                ("site-gpu-guard", _guard_rules(risks)),
                 ("site-backups", _backup_rules(risks)),
                 ("site-network", [POLICY_AUDIT_ALERT] if risks.policy_audit else []),
                 ("site-gitops", _gitops_rules(risks) if risks.spoke_token_days else []),

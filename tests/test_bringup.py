@@ -114,7 +114,7 @@ def test_gpu_hosts_joined_without_fabric_preparation(site, inputs):
     texts = runbook_without(inputs, ONE, r"^bash dist/one-cluster/kubeadm/ai/fabric-prep-gpu\.sh\n")
     blocked(
         run(site, inputs, texts=texts),
-        "ai-tenant-ai-research", "nccl-allreduce", "rdma/rdma_rail_a does not fit",
+        "GPU burn-in", "nccl-pair-gpu01-gpu02", "rdma/rdma_rail_a does not fit",
     )  # fmt: skip
 
 

@@ -430,3 +430,53 @@ def test_a_burn_in_that_never_ran_is_not_waited_past(site, inputs):
         "Job gpu-health/burn-in-gpu07",
         "never completes",
     )
+
+
+def test_burn_in_pairs_run_in_rounds_that_share_no_node(site, inputs):
+    said = timeline(run(site, inputs, ONE))
+    assert said.count("6 Jobs completed in gpu-health") == 2  # two rounds of the 12 ring pairs
+
+
+def test_burn_in_pairs_started_all_at_once_may_wait_forever(site, inputs):
+    """The first round's wait taken out: the second round starts while the first holds its nodes."""
+    texts = runbook_without(inputs, ONE, r"^kubectl -n gpu-health wait .*job/nccl-pair-gpu01-gpu02 .*\n")
+    blocked(
+        run(site, inputs, ONE, texts=texts),
+        "GPU burn-in: pool gpu",
+        "Job gpu-health/nccl-pair-gpu02-gpu03",
+        "waits for the same node gpu02",
+    )
+
+
+def test_a_broken_gpu_node_is_cordoned_by_the_guard(site, inputs):
+    said = timeline(run(site, inputs, ONE))
+    assert "day 2: a GPU of gpu12 reports Xid 79: gpu-node-guard cordoned gpu12" in said
+
+
+def test_a_guard_that_may_not_patch_nodes_leaves_the_node_schedulable(site, inputs):
+    def read_only(doc):
+        doc["rules"][0]["verbs"] = ["get", "list"]
+
+    tree = edited(inputs, ONE, "one-cluster/apps/ai/gpu-node-guard/clusterrole.gpu-node-guard", read_only)
+    blocked(
+        run(site, inputs, ONE, tree=tree),
+        "reports Xid 79",
+        "gpu12",
+        "the guard's account gpu-node-guard/gpu-node-guard may not patch nodes",
+    )
+
+
+def test_a_guard_kept_from_prometheus_leaves_the_node_schedulable(site, inputs):
+    def without_guard(doc):
+        doc["spec"]["ingress"] = [
+            r for r in doc["spec"]["ingress"]
+            if "gpu-node-guard" not in str(r.get("fromEndpoints"))
+        ]  # fmt: skip
+
+    tree = edited(
+        inputs,
+        ONE,
+        "one-cluster/apps/ai/network-policies/monitoring.ciliumnetworkpolicy.site-flows",
+        without_guard,
+    )
+    blocked(run(site, inputs, ONE, tree=tree), "reports Xid 79", "keep the guard from Prometheus")

@@ -178,3 +178,52 @@ def test_the_burn_in_runs_on_its_cordoned_node_only(docs, site):
     whitelist = "scheduler.alpha.kubernetes.io/tolerationsWhitelist"
     assert "unschedulable" in namespaces["gpu-health"]["metadata"]["annotations"][whitelist]
     assert "unschedulable" not in namespaces["ai-research"]["metadata"]["annotations"][whitelist]
+
+
+def test_burn_in_pairs_form_a_ring_in_rounds_of_disjoint_pairs():
+    from constructs.gpu_health import pair_rounds
+
+    assert pair_rounds(["a"]) == []
+    assert pair_rounds(["a", "b"]) == [[("a", "b")]]
+    for n in range(3, 18):
+        hosts = [f"h{i}" for i in range(n)]
+        rounds = pair_rounds(hosts)
+        pairs = [p for r in rounds for p in r]
+        assert sorted(pairs) == sorted((hosts[i], hosts[(i + 1) % n]) for i in range(n))
+        assert len(rounds) == (2 if n % 2 == 0 else 3)
+        for round_ in rounds:
+            nodes = [h for pair in round_ for h in pair]
+            assert len(nodes) == len(set(nodes)), (n, round_)
+
+
+def test_each_gpu_node_is_measured_with_both_ring_neighbours(docs, site):
+    """Each pair is pinned to exactly its two hosts, tolerates their cordon, and fails below the
+    fraction of the nodes' NDR bandwidth the config promises."""
+    from sitegen.components.gpu.gpu_health import expected_busbw_gbps
+
+    pairs = {
+        d.name: d.body["spec"]
+        for d in docs
+        if d.variant == "one-cluster" and d.kind == "CronJob" and d.name.startswith("nccl-pair-")
+    }
+    hosts = [f"gpu{i:02d}" for i in range(1, 13)]
+    minimum = expected_busbw_gbps(site, "gpu") * site.services.health.nccl.min_fraction
+    for i, host in enumerate(hosts):
+        peer = hosts[(i + 1) % len(hosts)]
+        spec = pairs.pop(f"nccl-pair-{host}-{peer}")
+        assert spec["suspend"] is True
+        job = spec["jobTemplate"]["spec"]
+        assert (job["completions"], job["parallelism"], job["completionMode"]) == (2, 2, "Indexed")
+        pod = job["template"]["spec"]
+        (term,) = pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
+            "nodeSelectorTerms"
+        ]
+        assert term["matchExpressions"] == [
+            {"key": "kubernetes.io/hostname", "operator": "In", "values": [host, peer]}
+        ]
+        assert "node.kubernetes.io/unschedulable" in {t.get("key") for t in pod["tolerations"]}
+        (container,) = pod["containers"]
+        assert str(container["resources"]["limits"]["nvidia.com/gpu"]) == "8"
+        assert {"name": "MIN_BUSBW_GBPS", "value": f"{minimum:.1f}"} in container["env"]
+        assert "--nnodes=2" in container["command"]
+    assert pairs == {}

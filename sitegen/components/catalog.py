@@ -12,6 +12,7 @@ from sitegen.components.edge.envoy_gateway import EnvoyGateway
 from sitegen.components.edge.gateway import Gateway
 from sitegen.components.extensions.extra_app import ExtraApp
 from sitegen.components.gpu.gpu_health import GpuHealth
+from sitegen.components.gpu.gpu_node_guard import GpuNodeGuard
 from sitegen.components.gpu.gpu_operator import GpuOperator
 from sitegen.components.gpu.gpu_queues import GpuQueues
 from sitegen.components.gpu.kueue import Kueue
@@ -81,6 +82,7 @@ COMPONENTS: tuple[type[Component], ...] = (
     Kueue,
     GpuQueues,
     GpuHealth,
+    GpuNodeGuard,
     # storage
     AIStorVolumeManager,
     AIStorOperator,

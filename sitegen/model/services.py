@@ -203,6 +203,9 @@ class Health(Strict):
     max_age_days: Annotated[int, Field(ge=1)]  # alert when no check has passed for this long
     # dcgmi diag level of a new or repaired GPU node's burn-in, before it takes work (RUNBOOK)
     burn_in_level: Literal[2, 3, 4] = 3
+    # the most GPU nodes the guard cordons by itself (a fatal Xid, a row-remap failure, an NDR link
+    # down); past it the fault is likelier the fabric's than the nodes', and a person decides
+    auto_cordon_max_nodes: Annotated[int, Field(ge=1)] = 2
 
 
 class Services(Strict):

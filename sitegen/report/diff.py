@@ -365,7 +365,12 @@ def _common(group: Group) -> dict[tuple[str, str, str], int]:
 
 
 def _common_lines(common: dict[tuple[str, str, str], int]) -> list[str]:
-    return [f"in {n} objects: {p}: {_pair(json.loads(a), json.loads(b))}" for (p, a, b), n in common.items()]
+    return [f"in {n} objects: {p}: {_pair(_parsed(a), _parsed(b))}" for (p, a, b), n in common.items()]
+
+
+def _parsed(text: str) -> Any:
+    """A value back from `_text` (an absent one included: a field added or dropped alike)."""
+    return _MISSING if text == "-" else json.loads(text)
 
 
 def _field_lines(change: Change, skip: Set[tuple[str, str, str]] = frozenset()) -> list[str]:

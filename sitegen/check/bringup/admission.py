@@ -116,11 +116,24 @@ class Admission(ClusterObjects):
                 return f"its CA comes from Certificate {inject}, which is not issued"
         return None
 
+    def policy_view(self) -> PolicyView:
+        """The network policies applied so far."""
+        return PolicyView(
+            Document(PurePosixPath("live"), i, dict(a.body))
+            for i, (_, a) in enumerate(self.of_kind("NetworkPolicy", "CiliumNetworkPolicy"))
+        )
+
+    def enforces_policies(self) -> bool:
+        config = self.find("ConfigMap", "kube-system", "cilium-config")
+        return (
+            config is not None
+            and str((config.body.get("data") or {}).get("policy-audit-mode", "false")) != "true"
+        )
+
     def api_server_denied(self, service: Mapping[str, Any]) -> str | None:
         """With Cilium enforcing, the webhook's namespace must let the API server in on the Service's
         target port (a named port: on any port its policies open to the API server)."""
-        config = self.find("ConfigMap", "kube-system", "cilium-config")
-        if config is None or str((config.body.get("data") or {}).get("policy-audit-mode", "false")) == "true":
+        if not self.enforces_policies():
             return None
         found = self.find("Service", service["namespace"], service["name"])
         wanted = int(service.get("port", 443))
@@ -128,10 +141,7 @@ class Admission(ClusterObjects):
         for port in ((found.body.get("spec") or {}).get("ports") or []) if found else []:
             if int(port.get("port", 0)) == wanted:
                 target = port.get("targetPort", wanted)
-        view = PolicyView(
-            Document(PurePosixPath("live"), i, dict(a.body))
-            for i, (_, a) in enumerate(self.of_kind("NetworkPolicy", "CiliumNetworkPolicy"))
-        )
+        view = self.policy_view()
         source, dest = End(entity="kube-apiserver"), End(namespace=service["namespace"])
         ports = (
             [int(target)]

@@ -32,13 +32,16 @@ import copy
 import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlparse
 
+from constructs import gpu_node_guard as guard
 from sitegen.check.bringup.argo import HEALTHY, AppSync
 from sitegen.check.bringup.cluster import Cluster
 from sitegen.check.bringup.events import Blocker, Event, Stop
 from sitegen.check.bringup.kube import NOT_READY, Taint
 from sitegen.check.bringup.objects import key_of, show
 from sitegen.check.bringup.runbook import commands
+from sitegen.check.netpol import End
 from sitegen.compose import paths
 from sitegen.model.maintenance import Budget
 
@@ -61,6 +64,7 @@ def replay(sim: Simulation, budgets: dict[str, dict[str, Budget]]) -> None:
     an_object_removed(sim)
     an_app_removed(sim)
     gang_job_with_a_node_down(sim)
+    a_gpu_breaks(sim)
     _node_down_while_a_change_lands(sim)  # last: the node does not come back
 
 
@@ -200,6 +204,60 @@ def gang_job_with_a_node_down(sim: Simulation) -> None:
         sim.result.timeline.append(
             _event(cluster.name, sim.step, f"{job.template.ref} admitted again and ran to completion")
         )
+
+
+def a_gpu_breaks(sim: Simulation) -> None:
+    """A GPU reports Xid 79 (fallen off the bus): the GPU node guard must cordon its node. It can when
+    its Deployment runs, its account may get, list and patch Nodes, the network policies let it reach
+    Prometheus and the API server, and the node is one of its hosts. Not modelled: Prometheus' query
+    (tests/test_gpu_node_guard.py runs the guard's script against a stand-in)."""
+    for cluster in sim.clusters.values():
+        gpu_nodes = sorted(n for n, node in cluster.nodes.items() if node.capacity.get(GPU))
+        if not gpu_nodes:
+            continue
+        node = gpu_nodes[-1]
+        sim.step = f"day 2: a GPU of {node} reports Xid 79"
+        why = _guard_cannot_cordon(cluster, node)
+        if why:
+            raise Stop(Blocker(cluster.name, sim.step, node, f"stays schedulable: {why}"))
+        taints = cluster.nodes[node].taints
+        taints.append(UNSCHEDULABLE)
+        cluster.nodes[node].labels[guard.CORDON_LABEL] = "gpu-fatal-xid"
+        sim.result.timeline.append(_event(cluster.name, sim.step, f"{guard.NAME} cordoned {node}"))
+        # repaired, burnt in, uncordoned and unlabelled (RUNBOOK)
+        taints.remove(UNSCHEDULABLE)
+        del cluster.nodes[node].labels[guard.CORDON_LABEL]
+
+
+def _guard_cannot_cordon(cluster: Cluster, node: str) -> str | None:
+    found = [
+        w
+        for w in cluster.workloads.values()
+        if w.template.kind == "Deployment" and w.template.name == guard.NAME
+    ]
+    if not found:
+        return f"no GPU node guard (Deployment {guard.NAME}) in the cluster"
+    (w,) = found
+    if not w.running:
+        return f"the guard does not run: {w.reason}"
+    namespace, spec = w.template.namespace, w.template.spec
+    account = (namespace, spec.get("serviceAccountName", "default"))
+    refused = [v for v in ("get", "list", "patch") if not cluster.may(account, v, "", "nodes")]
+    if refused:
+        return f"the guard's account {'/'.join(account)} may not {', '.join(refused)} nodes"
+    env = {e["name"]: e.get("value", "") for c in spec["containers"] for e in c.get("env") or []}
+    if node not in env.get("HOSTS", "").split():
+        return "it is not among the guard's hosts"
+    if cluster.enforces_policies():
+        view, source = cluster.policy_view(), End(namespace=namespace)
+        url = urlparse(env.get("PROMETHEUS", ""))
+        service = (url.hostname or "").split(".")
+        prometheus = End(namespace=service[1] if len(service) > 1 else "")
+        if not view.allows(source, prometheus, url.port):
+            return f"the network policies keep the guard from Prometheus ({url.netloc})"
+        if not view.allows(source, End(entity="kube-apiserver"), None):
+            return "the network policies keep the guard from the API server"
+    return None
 
 
 # --- a node down while a change lands --------------------------------------------------------------

@@ -25,7 +25,15 @@ from typing import Any
 from constructs.kubeadm import KUBELET_PATCH
 from sitegen.check.bringup.cluster import Cluster
 from sitegen.check.bringup.events import Blocker, Stop
-from sitegen.check.bringup.kube import NOT_READY, Node, Taint, label_selector_matches, quantity
+from sitegen.check.bringup.kube import (
+    NOT_READY,
+    Node,
+    Taint,
+    label_selector_matches,
+    node_affinity_matches,
+    pod_template,
+    quantity,
+)
 from sitegen.check.bringup.objects import key_of, show
 from sitegen.check.bringup.runbook import RunbookStep, commands
 from sitegen.check.bringup.state import SimulationState
@@ -318,8 +326,28 @@ class RunbookReplay(SimulationState):
         body = {"apiVersion": "batch/v1", "kind": "Job",
                 "metadata": {**(template.get("metadata") or {}), "name": name, "namespace": namespace},
                 "spec": template["spec"]}  # fmt: skip
+        self._no_crossed_pins(cluster, body)
         cluster.apply(body, "runbook")
         cluster.changes += 1
+
+    def _no_crossed_pins(self, cluster: Cluster, job: Mapping[str, Any]) -> None:
+        """The scheduler places a Job's pods one at a time (all at once is Kueue's admission, and the
+        RUNBOOK's Jobs are outside Kueue). Two unfinished Jobs of several pods, each pinned to as many
+        nodes as it has pods, that share a node can each hold one of their nodes and wait forever for
+        the other's. Not modelled: such a wait among Jobs that may choose from more nodes."""
+        pinned = _pinned_nodes(cluster, job)
+        namespace, name = job["metadata"]["namespace"], job["metadata"]["name"]
+        for (_, kind, ns, other), found in sorted(cluster.objects.items()):
+            if kind != "Job" or ns != namespace or other == name:
+                continue
+            w = cluster.workloads.get(("batch", "Job", ns, other))
+            shared = pinned & _pinned_nodes(cluster, found.body)
+            if shared and (w is None or not w.done):
+                raise Stop(Blocker(
+                    cluster.name, self.step, f"Job {namespace}/{name}",
+                    f"started while Job {ns}/{other} waits for the same node {min(shared)}: each may hold "
+                    "one of its nodes and wait forever for the other's",
+                ))  # fmt: skip
 
     def _wait(self, cluster: Cluster, args: list[str]) -> None:
         jobs = [a.split("/", 1)[1] for a in args if a.startswith("job/")]
@@ -468,3 +496,12 @@ def _meta_labels(cluster: Cluster, w: Any) -> dict[str, str]:
 
 def _names(names: list[str]) -> str:
     return ", ".join(names) if len(names) <= 6 else f"{', '.join(names[:3])}, ... {names[-1]}"
+
+
+def _pinned_nodes(cluster: Cluster, job: Mapping[str, Any]) -> set[str]:
+    """The nodes a Job of several pods may run on, when it has no more nodes than pods."""
+    template = pod_template(job)
+    if template is None or template.replicas < 2:
+        return set()
+    nodes = {n.name for n in cluster.nodes.values() if node_affinity_matches(template.spec, n.labels)}
+    return nodes if len(nodes) <= template.replicas else set()

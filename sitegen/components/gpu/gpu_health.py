@@ -29,7 +29,10 @@ class GpuHealth(RenderedComponent):
     security = NamespaceSecurity("baseline", "GPU pods, none exempt (as the tenants')")
     queued = True
     skip_dry_run = True  # Kueue's LocalQueue
-    images = {"nvidia-pytorch": "the NCCL all-reduce health check", "dcgm": "the DCGM diagnostics"}
+    images = {
+        "nvidia-pytorch": "the NCCL all-reduce health check and burn-in pairs",
+        "dcgm": "the DCGM diagnostics and burn-in",
+    }
     after = (GpuQueues,)
     talks_to_api = False
 
@@ -71,5 +74,7 @@ class GpuHealth(RenderedComponent):
         for gpu_pool in ctx.gpu_pools:
             BurnIn(
                 scope, f"BurnIn-{gpu_pool.name}", pool=gpu_pool, fabric=ctx.site.fabric,
-                namespace=self.namespace, image=ctx.image("dcgm"), level=health.burn_in_level,
+                namespace=self.namespace, dcgm_image=ctx.image("dcgm"), nccl_image=ctx.image("nvidia-pytorch"),
+                level=health.burn_in_level,
+                min_busbw_gbps=expected_busbw_gbps(ctx.site, gpu_pool.name) * health.nccl.min_fraction,
             )  # fmt: skip

@@ -342,10 +342,14 @@ class KubePrometheusStack(ChartComponent):
             tls = None
             if ctx.site.services.certificates.internal_ca:
                 tls = TlsConfig(ca=CaSecret(secret=SecretKeyRef(name=SITE_CA_SECRET, key=SITE_CA_KEY)))
+            # A cluster with GPUs keeps a few hours of its own series, queryable: its GPU node guard
+            # asks them (gpu-node-guard); any other spoke only forwards (agent mode).
+            local = ctx.has_gpus
             prometheus = Prometheus(
-                agentMode=True,
+                agentMode=not local,
                 prometheusSpec=PrometheusSpec(
                     replicas=1,
+                    retention=LOCAL_RETENTION if local else None,
                     externalLabels=external_labels,
                     remoteWrite=[
                         RemoteWrite(
@@ -387,6 +391,8 @@ class KubePrometheusStack(ChartComponent):
             ),
         )
 
+
+LOCAL_RETENTION = "6h"  # a spoke's own queryable series (its GPU node guard's); the hub keeps them all
 
 PROMETHEUS_SERVICE = (
     f"{KubePrometheusStack.name}-prometheus"  # the chart's name for it: `<release>-prometheus`

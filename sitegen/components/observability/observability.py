@@ -10,6 +10,7 @@ deliver with, and the site CA's certificate.
 from __future__ import annotations
 
 from constructs import Construct
+from constructs import gpu_node_guard as guard
 from constructs.edge import SITE_CA_CERT_VAULT_KEY
 from constructs.monitoring import (
     CILIUM_TARGETS,
@@ -17,6 +18,7 @@ from constructs.monitoring import (
     DashboardReader,
     Dashboards,
     FabricPool,
+    GuardWatch,
     PodMonitors,
     PodTarget,
     SiteAlerts,
@@ -26,6 +28,7 @@ from constructs.secrets import VaultSecret
 from sitegen.components.base import Layer, RenderedComponent
 from sitegen.components.context import ClusterContext
 from sitegen.components.gpu.gpu_health import NAMESPACE as GPU_HEALTH
+from sitegen.components.gpu.gpu_node_guard import GpuNodeGuard, guard_conditions
 from sitegen.components.observability import PROJECT
 from sitegen.components.observability.grafana import (
     ADMIN_SECRET,
@@ -230,6 +233,16 @@ def site_risks(site: Site, variant: VariantLayout) -> SiteRisks:
         policy_audit=site.network.kubernetes.network_policy == "audit",
         backups=_backups(site),
         spoke_token_days=site.gitops.argocd.spoke_token_days if variant.spokes else None,
+        guards=tuple(
+            GuardWatch(
+                GpuNodeGuard.namespace,
+                guard.NAME,
+                site.services.health.auto_cordon_max_nodes,
+                tuple(sorted(guard_conditions(site, c).items())),
+            )
+            for c in variant.clusters
+            if any(p.hardware.gpu for p in c.pools)
+        ),
     )
 
 

@@ -1,9 +1,13 @@
 """GPU burn-in: a GPU node joins cordoned and takes work only once its burn-in passed (DCGM's long
-diagnostics on all its GPUs, constructs/gpu_health.py); the same path for a node added or repaired."""
+diagnostics on all its GPUs, then an all-reduce with each of its two ring neighbours,
+constructs/gpu_health.py); the same path for a node added or repaired."""
 
 from __future__ import annotations
 
-from constructs.gpu_health import burn_in_name
+from collections.abc import Iterable
+
+from constructs.gpu_health import PAIR, burn_in_name, pair_name, pair_rounds
+from constructs.gpu_node_guard import CORDON_LABEL
 from sitegen.components.gpu.gpu_health import NAMESPACE, GpuHealth
 from sitegen.compose.apps import VariantApps
 from sitegen.compose.procedures.book import Runbook
@@ -41,24 +45,57 @@ def burn_in(book: Runbook, apps: VariantApps) -> None:
 def _step(book: Runbook, apps: VariantApps, cluster: ClusterLayout, pool: PoolLayout) -> None:
     hosts = [h.name for h in pool.hosts]
     level = apps.site.services.health.burn_in_level
-    create = "\n".join(
-        f"kubectl -n {NAMESPACE} create job {burn_in_name(h)} --from=cronjob/{burn_in_name(h)}" for h in hosts
-    )
-    jobs = " ".join(f"job/{burn_in_name(h)}" for h in hosts)
+    rounds = pair_rounds(hosts)
+    pairs = [pair_name(*pair) for round_ in rounds for pair in round_]
     book.step(
         title(pool),
         f"""
-Once `{cluster.name}-{GpuHealth.name}` is Healthy, burn in the pool's cordoned nodes: `dcgmi diag -r {level}`
-(`services.health.burn_in_level`) on all GPUs of each node, pinned to it, about an hour. Uncordon the
-nodes whose Job completed; a node whose Job failed stays cordoned: read `kubectl -n {NAMESPACE} logs
-job/{burn_in_name("<host>")}`, repair or replace it, delete the Job and run it again. A GPU node that
-joins later, or comes back from a repair, takes the same path: cordoned at its join, its burn-in, then
-uncordon.
+Once `{cluster.name}-{GpuHealth.name}` is Healthy, burn in the pool's cordoned nodes, each pinned to its
+node and tolerating only its cordon:
+
+1. `dcgmi diag -r {level}` (`services.health.burn_in_level`) on all GPUs of each node, about an hour;
+2. an NCCL all-reduce of each node with the next one of the pool's ring, in rounds of pairs that
+   share no node (pairs started together could each hold the other's second node and wait forever).
+   Each node is measured twice, with the node before it and the one after; a pair's Job fails below
+   the fabric's promised bus bandwidth ({apps.site.services.health.nccl.min_fraction:.0%} of the
+   nodes' NDR bandwidth, `services.health.nccl.min_fraction`).
 
 ```sh
-{create}
-kubectl -n {NAMESPACE} wait --for=condition=complete --timeout=4h {jobs}
+{_create(burn_in_name(h) for h in hosts)}
+kubectl -n {NAMESPACE} wait --for=condition=complete --timeout=4h {_jobs(burn_in_name(h) for h in hosts)}
+{_pair_rounds(rounds)}
+for job in {" ".join(pairs)}; do echo "$job: $(kubectl -n {NAMESPACE} logs job/$job | grep 'bus bandwidth')"; done
 kubectl uncordon {" ".join(hosts)}
 ```
+
+The loop prints each node's two bandwidth figures: a node whose both pairs fall short is the slow one
+(its neighbours each have a good pair). Uncordon only the nodes whose DCGM Job and at least one pair
+completed; a node that failed stays cordoned: read `kubectl -n {NAMESPACE} logs job/<job>`, repair or
+replace it, delete its Jobs and run them again. A GPU node that joins later, or comes back from a
+repair, takes the same path: cordoned at its join, its DCGM Job, its two pairs (`{PAIR}-<before>-<host>` and
+`{PAIR}-<host>-<after>`, one after the other, with neighbours in service: each waits until its
+neighbour is free of work), then uncordon.
+
+The GPU node guard (`gpu-node-guard`) cordons a GPU node by itself on a fatal Xid, a row-remap
+failure or an NDR link down for two minutes, at most {apps.site.services.health.auto_cordon_max_nodes}
+nodes (`services.health.auto_cordon_max_nodes`), and labels it `{CORDON_LABEL}=<reason>`; the alert of
+the same name says why. It never uncordons: after the repair the node takes the path above, then
+`kubectl label node <host> {CORDON_LABEL}-` gives the guard its place back.
 """,
+    )
+
+
+def _create(names: Iterable[str]) -> str:
+    return "\n".join(f"kubectl -n {NAMESPACE} create job {n} --from=cronjob/{n}" for n in names)
+
+
+def _jobs(names: Iterable[str]) -> str:
+    return " ".join(f"job/{n}" for n in names)
+
+
+def _pair_rounds(rounds: list[list[tuple[str, str]]]) -> str:
+    return "\n".join(
+        f"{_create(pair_name(*p) for p in round_)}\n"
+        f"kubectl -n {NAMESPACE} wait --for=condition=complete --timeout=1h {_jobs(pair_name(*p) for p in round_)}"
+        for round_ in rounds
     )

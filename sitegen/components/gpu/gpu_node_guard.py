@@ -1,0 +1,60 @@
+"""`gpu-node-guard`: cordons a GPU node that Prometheus shows broken, on the system pool (see
+constructs/gpu_node_guard.py); the same conditions alert (constructs/monitoring.py)."""
+
+from __future__ import annotations
+
+from constructs import Construct
+from constructs.gpu_node_guard import GpuNodeGuard as Guard
+from constructs.monitoring import FabricPool, cordon_conditions
+from sitegen.components.base import Flow, Layer, NamespaceSecurity, RenderedComponent
+from sitegen.components.context import ClusterContext, ClusterScope
+from sitegen.components.gpu import PROJECT
+from sitegen.components.observability.kube_prometheus_stack import (
+    PROMETHEUS_PORT,
+    PROMETHEUS_SERVICE,
+    KubePrometheusStack,
+)
+from sitegen.model import ClusterLayout, Site
+
+IMAGE = "curl"
+
+
+def guard_conditions(site: Site, cluster: ClusterLayout) -> dict[str, str]:
+    """What the guard of `cluster` cordons its GPU nodes for (and the hub alerts on when it cannot)."""
+    gpu_pools = [p for p in cluster.pools if p.hardware.gpu is not None]
+    return cordon_conditions(tuple(
+        FabricPool(p.name, tuple(nic.name for nic in site.fabric.nics[p.name]))
+        for p in gpu_pools
+        if p.name in site.fabric.nics
+    ))  # fmt: skip
+
+
+class GpuNodeGuard(RenderedComponent):
+    name = "gpu-node-guard"
+    project = PROJECT
+    layer = Layer.SERVICES
+    namespace = "gpu-node-guard"
+    security = NamespaceSecurity("restricted", "one controller, restricted")
+    images = {IMAGE: "the GPU node guard's queries and cordons"}
+    after = (KubePrometheusStack,)
+
+    @classmethod
+    def applies(cls, scope: ClusterScope) -> bool:
+        return scope.has_gpus  # it asks its own cluster's Prometheus (a GPU spoke's keeps a few hours)
+
+    def flows(self, ctx: ClusterContext) -> list[Flow]:
+        return [Flow(KubePrometheusStack, (PROMETHEUS_PORT,), "the conditions it cordons GPU nodes for")]
+
+    def render(self, scope: Construct, ctx: ClusterContext) -> None:
+        prometheus = ctx.get(KubePrometheusStack).namespace
+        Guard(
+            scope,
+            "Guard",
+            namespace=self.namespace,
+            hosts=[h.name for pool in ctx.gpu_pools for h in pool.hosts],
+            conditions=guard_conditions(ctx.site, ctx.cluster),
+            prometheus_url=ctx.service_url(PROMETHEUS_SERVICE, prometheus, PROMETHEUS_PORT),
+            max_nodes=ctx.site.services.health.auto_cordon_max_nodes,
+            image=ctx.image(IMAGE),
+            placement=ctx.system_placement,
+        )
