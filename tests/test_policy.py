@@ -308,6 +308,7 @@ def test_every_rule_has_a_breaker():
         "ADM-001",  # test_admission_policies.py: a role the cluster would refuse
         "BAK-001",  # test_second_backup.py: a backup only in AIStor
         "BAK-002",  # test_second_backup.py: a backup without its alert
+        "BAK-003",  # test_second_backup.py: a claim the tenants' backup cannot snapshot
         "PDB-001",  # test_operations.py: a model server a drain may evict
         "S3-001",  # test_s3_front_doors.py: S3 from another cluster through one address
     }  # test_network_policy.py: NET-*

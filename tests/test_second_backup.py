@@ -142,3 +142,19 @@ def test_the_second_targets_expiry_follows_the_retention_of_config(site):
         "etcd/": second.etcd.retention_days,
         "pki/": second.pki.retention_days,
     }
+
+
+def test_a_claim_the_tenants_backup_cannot_snapshot_is_refused(tree):
+    """TopoLVM's local cache has no VolumeSnapshotClass: without the volume policy's skip, the nightly
+    tenant backup would fail on the model servers' cache claims."""
+    path = tree / "one-cluster/apps/ai/velero/velero.configmap.volume-policy.yaml"
+    (config_map,) = yaml.safe_load_all(path.read_text())
+    policy = yaml.safe_load(config_map["data"]["policy.yaml"])
+    policy["volumePolicies"][0]["conditions"]["storageClass"].remove("local-nvme")
+    config_map["data"]["policy.yaml"] = yaml.safe_dump(policy)
+    path.write_text(yaml.safe_dump(config_map))
+    result = validate(tree)
+    assert result.exit_code == 1
+    (found, *_) = _findings(result, "BAK-003")
+    assert "StatefulSet ai-research/llama-3-3-70b" in found
+    assert "class local-nvme, driver topolvm.io" in found and "the volume policy of Schedule tenants" in found

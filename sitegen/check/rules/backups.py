@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+import yaml
+
 from sitegen.check.bringup.kube import pod_template
 from sitegen.check.rules.base import Context, Violation, rule
 from sitegen.check.tree import Document
@@ -120,3 +122,68 @@ def _backup_alerts(ctx: Context) -> Iterator[Violation]:
             if watched not in exprs:
                 yield Violation(doc, "$.metadata.name", f"no alert watches {watched}: a failed or stale "
                                 "backup would go unnoticed")  # fmt: skip
+
+
+def _skipped_classes(docs: list[Document], schedule: Document) -> set[str]:
+    """The StorageClasses the Schedule's volume policy (a ConfigMap's `policy.yaml`) skips."""
+    ref = schedule.body["spec"]["template"].get("resourcePolicy") or {}
+    found = [
+        d
+        for d in docs
+        if d.kind == "ConfigMap" and d.name == ref.get("name") and d.namespace == schedule.namespace
+    ]
+    skipped: set[str] = set()
+    for config_map in found:
+        policy = yaml.safe_load((config_map.body.get("data") or {}).get("policy.yaml", "")) or {}
+        for p in policy.get("volumePolicies") or []:
+            if (p.get("action") or {}).get("type") == "skip":
+                skipped.update((p.get("conditions") or {}).get("storageClass") or [])
+    return skipped
+
+
+def _claims(docs: list[Document], namespaces: list[str]) -> Iterator[tuple[Document, str, str | None]]:
+    """(document, claim name, its class) of the claims rendered in the namespaces: PersistentVolumeClaims
+    and StatefulSets' claim templates ("*": every namespace)."""
+    for doc in docs:
+        if "*" not in namespaces and doc.namespace not in namespaces:
+            continue
+        if doc.kind == "PersistentVolumeClaim":
+            yield doc, doc.name, doc.body.get("spec", {}).get("storageClassName")
+        elif doc.kind == "StatefulSet":
+            for t in doc.body.get("spec", {}).get("volumeClaimTemplates") or []:
+                yield doc, t["metadata"]["name"], t.get("spec", {}).get("storageClassName")
+
+
+@rule(
+    "BAK-003",
+    "snapshot-able-claims",
+    "a Velero Schedule that snapshots volumes fails on a claim whose CSI driver has no "
+    "VolumeSnapshotClass: each claim it covers has one, or the Schedule's volume policy skips its class",
+)
+def _snapshot_able_claims(ctx: Context) -> Iterator[Violation]:
+    by_cluster: dict[tuple[str, str], list[Document]] = {}
+    for doc in ctx.docs:
+        if doc.cluster and not doc.is_values and not doc.is_host_file:
+            by_cluster.setdefault((doc.variant, doc.cluster), []).append(doc)
+    for _, docs in sorted(by_cluster.items()):
+        drivers = {d.body.get("driver") for d in docs if d.kind == "VolumeSnapshotClass"}
+        classes = {d.name: d.body.get("provisioner") for d in docs if d.kind == "StorageClass"}
+        default = next(
+            (d.name for d in docs if d.kind == "StorageClass"
+             and (d.body["metadata"].get("annotations") or {}).get("storageclass.kubernetes.io/is-default-class") == "true"),
+            None,
+        )  # fmt: skip
+        for schedule in docs:
+            if schedule.kind != "Schedule" or not schedule.api_version.startswith("velero.io/"):
+                continue
+            template = schedule.body["spec"]["template"]
+            if template.get("snapshotVolumes") is False:
+                continue
+            skipped = _skipped_classes(docs, schedule)
+            for doc, claim, name in _claims(docs, template.get("includedNamespaces") or ["*"]):
+                name = name or default
+                if name in skipped or classes.get(name or "") in drivers:
+                    continue
+                yield Violation(doc, "$.spec", f"claim {claim} (class {name}, driver {classes.get(name or '')}) "
+                                f"has no VolumeSnapshotClass and the volume policy of Schedule {schedule.name} "
+                                "does not skip it: the backup fails on it")  # fmt: skip

@@ -33,10 +33,12 @@ LOCATION = "aistor"
 CREDENTIALS = "velero-aistor"  # `cloud`: the AWS plugin's credentials file, from the vault
 PLUGINS = "plugins"
 VOLUME_POLICY = "volume-policy"
-# Volumes no CSI snapshot can take, skipped by the tenants' backups instead of failing them: TopoLVM's
-# node-local caches (thick volumes: no snapshots; a model cache comes back from its source) and
-# DirectPV's drives (AIStor's, protected by its erasure coding).
-UNSNAPSHOTTED_CLASSES = (LOCAL_CACHE_CLASS, DRIVE_CLASS)
+# Volumes no CSI snapshot can take, skipped by the tenants' backups instead of failing them (BAK-003),
+# and why they need none (`plan` says it).
+UNSNAPSHOTTED_CLASSES = {
+    LOCAL_CACHE_CLASS: "TopoLVM's thick node-local volumes take no snapshot; a model cache comes back from its source",
+    DRIVE_CLASS: "AIStor's DirectPV drives, protected by its erasure coding",
+}
 
 
 class Capabilities(Values):
