@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from constructs import Construct
+from constructs.argocd import TRACKING_ANNOTATION
 from constructs.objects import api_object
 
 API = "admissionregistration.k8s.io/v1"
@@ -120,6 +121,18 @@ def certificate_requests_expression(makers: Sequence[str]) -> str:
     """A CertificateRequest carries its names inside a CSR that CEL cannot read: only cert-manager,
     making one for a Certificate the policy above admitted, may create it."""
     return f"request.userInfo.username in {_cel_list(makers)}"
+
+
+def kube_system_workloads_expression(appliers: Sequence[str], apps: Sequence[str]) -> str:
+    """kube-system is exempt from Pod Security: Argo CD puts workloads there only for the apps that ship
+    them (its tracking annotation, which it writes over whatever the manifest says, names the app), so
+    no other project's app can place a pod beyond Pod Security by naming that namespace."""
+    annotations = "object.metadata.annotations"
+    return (
+        f"!(request.userInfo.username in {_cel_list(appliers)}) || "
+        f"(has({annotations}) && '{TRACKING_ANNOTATION}' in {annotations} && "
+        f"{_cel_list(apps)}.exists(a, {annotations}['{TRACKING_ANNOTATION}'].startsWith(a + ':')))"
+    )
 
 
 def host_access_expression(accounts: Sequence[str], namespaces: Sequence[str]) -> str:

@@ -18,6 +18,25 @@ from constructs.secrets import VaultSecret
 
 ARGO = "argoproj.io/v1alpha1"
 SYNC_WAVE = "argocd.argoproj.io/sync-wave"
+# Argo CD (annotation tracking, the default since 3.0) writes this on every object it applies, over any
+# value the manifest carries: `<app>:<group>/<kind>:<namespace>/<name>`.
+TRACKING_ANNOTATION = "argocd.argoproj.io/tracking-id"
+
+
+def application_name(cluster: str, app: str) -> str:
+    """An app's Application (its ApplicationSet template spells the same: `<cluster>-<app>`)."""
+    return f"{cluster}-{app}"
+
+
+def tracked(body: dict[str, Any], app: str) -> dict[str, Any]:
+    """The object as Argo CD applies it for `app`: with its tracking annotation."""
+    meta = body.get("metadata") or {}
+    group = body.get("apiVersion", "").rpartition("/")[0]
+    value = f"{app}:{group}/{body.get('kind', '')}:{meta.get('namespace', '')}/{meta.get('name', '')}"
+    annotations = {**(meta.get("annotations") or {}), TRACKING_ANNOTATION: value}
+    return {**body, "metadata": {**meta, "annotations": annotations}}
+
+
 RETRY = {"limit": 10, "backoff": {"duration": "10s", "factor": 2, "maxDuration": "5m"}}
 
 
@@ -33,17 +52,40 @@ class Destination:
     namespace: str
 
 
+# Cluster-scoped kinds a project may create only by name (Argo CD 3.4 matches a whitelist entry's
+# `name`): each grants rights or sees every request, so a project that could add one of any name could
+# bind itself cluster-admin or rewrite other projects' objects on their way in.
+NAMED_CLUSTER_KINDS = frozenset({
+    ("rbac.authorization.k8s.io", "ClusterRole"),
+    ("rbac.authorization.k8s.io", "ClusterRoleBinding"),
+    ("admissionregistration.k8s.io", "MutatingWebhookConfiguration"),
+    ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration"),
+    ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy"),
+    ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding"),
+    ("apiregistration.k8s.io", "APIService"),
+})  # fmt: skip
+
+
 @dataclass(frozen=True)
 class GroupKind:
     group: str
     kind: str
+    name: str = ""  # cluster-scoped entries only: this object alone
+
+    @classmethod
+    def of(cls, body: dict[str, Any]) -> GroupKind:
+        """The entry that admits a rendered object: by name for NAMED_CLUSTER_KINDS, else its kind."""
+        group, kind = body["apiVersion"].rpartition("/")[0], body["kind"]
+        named = "namespace" not in body["metadata"] and (group, kind) in NAMED_CLUSTER_KINDS
+        return cls(group, kind, body["metadata"]["name"] if named else "")
 
     def entry(self) -> dict[str, str]:
-        return {"group": self.group, "kind": self.kind}
+        return {"group": self.group, "kind": self.kind, **({"name": self.name} if self.name else {})}
 
 
 class AppProject(Construct):
-    """Least privilege: exact repositories, exact destinations, only the cluster-scoped kinds rendered.
+    """Least privilege: exact repositories, exact destinations, only the cluster-scoped kinds rendered
+    (NAMED_CLUSTER_KINDS: only the objects rendered, by name).
 
     An empty `namespace_kinds` forbids every namespaced kind.
     """
@@ -72,7 +114,7 @@ class AppProject(Construct):
                 for d in sorted(set(destinations), key=lambda d: (d.server, d.namespace))
             ],
             "clusterResourceWhitelist": [
-                k.entry() for k in sorted(set(cluster_kinds), key=lambda k: (k.group, k.kind))
+                k.entry() for k in sorted(set(cluster_kinds), key=lambda k: (k.group, k.kind, k.name))
             ],
         }
         if signature_keys:  # only commits signed by one of these keys sync
@@ -150,7 +192,7 @@ class ClusterApplication(Construct):
     ) -> None:
         super().__init__(scope, id)
         metadata = {
-            "name": f"{cluster}-{app}",
+            "name": application_name(cluster, app),
             "namespace": namespace,
             "labels": {"sitegen.io/cluster": cluster, "sitegen.io/app": app, "sitegen.io/layer": layer},
             "annotations": {

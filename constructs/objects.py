@@ -17,6 +17,9 @@ PARTIAL_OBJECT = {SYNC_OPTIONS: "ServerSideApply=true,Prune=false,Delete=false"}
 # The pod context of a shell Job (curl): restricted, as nobody.
 NOBODY_POD = {"runAsNonRoot": True, "runAsUser": 65534, "seccompProfile": {"type": "RuntimeDefault"}}
 # The container context the `restricted` Pod Security level asks for.
+# The kinds whose objects make pods (a Pod itself included).
+WORKLOAD_KINDS = ("Deployment", "StatefulSet", "DaemonSet", "Job", "CronJob", "Pod")
+
 RESTRICTED_CONTAINER = {
     "allowPrivilegeEscalation": False,
     "capabilities": {"drop": ["ALL"]},

@@ -149,7 +149,16 @@ def test_an_expression_the_offline_cel_cannot_read_is_a_refusal_not_a_pass():
 
 def test_bringup_applies_the_policies_as_the_api_server_does(tree):
     """Once ai-admission-policies is in (wave 0), Argo CD's apply of a role the policy refuses fails,
-    and the app that ships it stays out of sync, named with the policy's message."""
+    and the app that ships it stays out of sync, named with the policy's message (its project names the
+    role: the project is not what refuses it)."""
+    import yaml
+
+    project = tree / "one-cluster/bootstrap/argocd.appproject.gpu.yaml"
+    body = yaml.safe_load(project.read_text())
+    body["spec"]["clusterResourceWhitelist"].append(
+        {"group": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "sneaky"}
+    )
+    project.write_text(yaml.safe_dump(body))
     add(
         tree,
         "one-cluster/apps/ai/kueue/clusterrole.sneaky.yaml",
@@ -258,6 +267,55 @@ def test_a_new_privileged_workload_in_git_is_refused_by_validate(tree):
     rel = add(tree, "one-cluster/apps/ai/broken/debug.yaml", daemon)
     result = validate(tree)
     found = [ln for ln in result.stdout.splitlines() if ln.startswith(rel) and "ADM-001" in ln]
-    assert (
-        found and "the API server refuses its pods: ValidatingAdmissionPolicy sitegen-host-access" in found[0]
+    assert any(
+        "the API server refuses its pods: ValidatingAdmissionPolicy sitegen-host-access" in ln for ln in found
+    )
+
+
+def deployment(namespace: str, app: str | None) -> dict:
+    """A Deployment as Argo CD applies it for `app` (its tracking annotation), or untracked (None)."""
+    from constructs.argocd import tracked
+
+    body = {
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d", "namespace": namespace},
+        "spec": {"template": {"spec": {"containers": [{"name": "c", "image": "i"}]}}},
+    }  # fmt: skip
+    return tracked(body, app) if app else body
+
+
+@pytest.mark.parametrize(
+    ("body", "request_", "admitted"),
+    [
+        (deployment("kube-system", "ai-cilium"), ARGO, True),
+        (deployment("kube-system", "ai-coredns"), ARGO, True),
+        (deployment("kube-system", "ai-gpu-health"), ARGO, False),  # another project's app
+        (deployment("kube-system", None), ARGO, False),
+        (deployment("kube-system", "ai-cilium-x"), ARGO, False),  # a prefix is not the app
+        (
+            deployment("kube-system", None),
+            Request("system:serviceaccount:kube-system:replicaset-controller"),
+            True,
+        ),
+    ],
+)
+def test_kube_system_takes_workloads_only_from_the_apps_that_ship_them(policies, body, request_, admitted):
+    policy = policies["sitegen-kube-system-workloads"]
+    assert policy.matches(body, {}, "CREATE")
+    assert not policy.matches(deployment("gpu-health", "ai-gpu-health"), {}, "CREATE")  # only kube-system
+    assert (policy.refusal(body, request_) is None) is admitted
+
+
+def test_an_app_that_moves_its_workload_into_kube_system_is_refused_by_the_cluster(site, inputs):
+    """The gpu project may deploy into kube-system (an app of it renders objects there), but its GPU
+    node guard moved there would escape Pod Security: the API server refuses Argo CD's apply."""
+    from .bringup_cases import ONE, blocked, edited, run
+
+    def moved(doc):
+        doc["metadata"]["namespace"] = "kube-system"
+
+    tree = edited(inputs, ONE, "one-cluster/apps/ai/gpu-node-guard/gpu-node-guard.deployment", moved)
+    blocked(
+        run(site, inputs, ONE, tree=tree),
+        "ai-gpu-node-guard",
+        "ValidatingAdmissionPolicy sitegen-kube-system-workloads: Argo CD puts workloads into kube-system",
     )

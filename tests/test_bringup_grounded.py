@@ -315,7 +315,7 @@ def test_a_kind_the_project_does_not_admit(site, inputs):
     tree = edited(inputs, ONE, "one-cluster/bootstrap/argocd.appproject.gpu", narrower)
     blocked(
         run(site, inputs, ONE, tree=tree), "ai-gpu-queues", "ClusterQueue",
-        "cluster-scoped kueue.x-k8s.io/ClusterQueue is not permitted in project gpu",
+        "cluster-scoped kueue.x-k8s.io/ClusterQueue gpu is not permitted in project gpu",
     )  # fmt: skip
 
 

@@ -24,6 +24,7 @@ from typing import Any
 
 import celpy
 
+from constructs.edge import NAMESPACE_NAME_LABEL
 from sitegen.compose.tools import cache_dir
 
 _ENV = celpy.Environment()
@@ -112,7 +113,10 @@ class Policy:
             return False
         selector = (constraints.get("namespaceSelector") or {}).get("matchLabels") or {}
         if selector and namespace_labels is not None:  # a namespaced object: its namespace's labels
-            return all(namespace_labels.get(k) == v for k, v in selector.items())
+            # and the one the API server sets on every namespace (NamespaceDefaultLabelName)
+            namespace = (obj.get("metadata") or {}).get("namespace", "")
+            labels = {**namespace_labels, NAMESPACE_NAME_LABEL: namespace}
+            return all(labels.get(k) == v for k, v in selector.items())
         return True
 
     def refusal(

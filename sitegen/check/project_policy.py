@@ -1,6 +1,7 @@
 """An AppProject's policy as Argo CD applies it at sync (v3.4: pkg/apis/application/v1alpha1
 AppProject.IsGroupKindPermitted and IsDestinationPermitted, the controller's check of each resource):
-a cluster-scoped kind must be in clusterResourceWhitelist (empty: none) and not in its blacklist; a
+a cluster-scoped kind must be in clusterResourceWhitelist (empty: none; an entry's `name`, when it
+has one, must match the object's) and not in its blacklist; a
 namespaced kind in namespaceResourceWhitelist when one is given (absent: every kind; empty: none) and
 not in namespaceResourceBlacklist; every resource's namespace, with the app's server, must match a
 destination; the app's repository a sourceRepos entry. Patterns are globs as Argo CD matches them."""
@@ -12,25 +13,36 @@ from fnmatch import fnmatchcase
 from typing import Any
 
 
-def _listed(entries: list[Mapping[str, Any]], group: str, kind: str) -> bool:
+def _listed(entries: list[Mapping[str, Any]], group: str, kind: str, name: str | None = None) -> bool:
+    """An entry of group and kind, and (cluster-scoped entries only) of the object's name when it
+    gives one: no name matches every object."""
     return any(
-        fnmatchcase(group, e.get("group", "")) and fnmatchcase(kind, e.get("kind", "")) for e in entries
+        fnmatchcase(group, e.get("group", ""))
+        and fnmatchcase(kind, e.get("kind", ""))
+        and (name is None or not e.get("name") or fnmatchcase(name, e["name"]))
+        for e in entries
     )
 
 
-def kind_refusal(project: Mapping[str, Any], group: str, kind: str, *, namespaced: bool) -> str | None:
-    spec = project.get("spec") or {}
-    what = f"{'namespaced' if namespaced else 'cluster-scoped'} {group + '/' if group else ''}{kind}"
+def kind_permitted(
+    spec: Mapping[str, Any], group: str, kind: str, *, namespaced: bool, name: str = ""
+) -> bool:
     if namespaced:
         allow = spec.get("namespaceResourceWhitelist")
         allowed = allow is None or (bool(allow) and _listed(allow, group, kind))
-        denied = _listed(spec.get("namespaceResourceBlacklist") or [], group, kind)
-    else:
-        allowed = _listed(spec.get("clusterResourceWhitelist") or [], group, kind)
-        denied = _listed(spec.get("clusterResourceBlacklist") or [], group, kind)
-    if allowed and not denied:
+        return allowed and not _listed(spec.get("namespaceResourceBlacklist") or [], group, kind)
+    allowed = _listed(spec.get("clusterResourceWhitelist") or [], group, kind, name)
+    return allowed and not _listed(spec.get("clusterResourceBlacklist") or [], group, kind, name)
+
+
+def kind_refusal(
+    project: Mapping[str, Any], group: str, kind: str, *, namespaced: bool, name: str = ""
+) -> str | None:
+    if kind_permitted(project.get("spec") or {}, group, kind, namespaced=namespaced, name=name):
         return None
-    return f"{what} is not permitted in project {project['metadata']['name']}"
+    what = f"{'namespaced' if namespaced else 'cluster-scoped'} {group + '/' if group else ''}{kind}"
+    named = "" if namespaced or not name else f" {name}"
+    return f"{what}{named} is not permitted in project {project['metadata']['name']}"
 
 
 def destination_refusal(project: Mapping[str, Any], server: str, namespace: str) -> str | None:

@@ -103,11 +103,7 @@ def _read_keys(docs: list[dict[str, Any]]) -> set[str]:
 
 
 def _kinds(docs: list[dict[str, Any]], *, namespaced: bool) -> list[GroupKind]:
-    return [
-        GroupKind(d["apiVersion"].rpartition("/")[0], d["kind"])
-        for d in docs
-        if ("namespace" in d["metadata"]) == namespaced
-    ]
+    return [GroupKind.of(d) for d in docs if ("namespace" in d["metadata"]) == namespaced]
 
 
 def _namespaces(docs: list[dict[str, Any]]) -> set[str]:

@@ -13,6 +13,7 @@ from typing import Any
 
 from cdk8s import App
 
+from constructs.objects import WORKLOAD_KINDS
 from sitegen.components.base import ChartComponent, Component, RenderedComponent
 from sitegen.components.catalog import COMPONENTS
 from sitegen.components.context import ClusterContext
@@ -34,7 +35,6 @@ from sitegen.model.extensions import merged
 
 BINDING_KINDS = ("ClusterRoleBinding", "RoleBinding")
 # whole bodies of the charts' pod templates too: the admission policies read who reaches the nodes
-WORKLOAD_KINDS = ("Deployment", "StatefulSet", "DaemonSet", "Job", "CronJob", "Pod")
 
 
 def _served_api_versions(ctx: ClusterContext) -> tuple[str, ...]:

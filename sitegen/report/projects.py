@@ -28,18 +28,22 @@ def cluster_rbac(docs: list[Document], files: RepoFiles) -> list[list[str]]:
             if doc.group == RBAC and doc.kind in CLUSTER_RBAC and doc.file.as_posix().startswith(prefix):
                 apps_of = shipped.setdefault((app.source.variant, app.project, doc.kind), {})
                 apps_of[app.name] = apps_of.get(app.name, 0) + 1
-    rows = []
+    admitted: dict[tuple[str, str, str], list[str]] = {}  # names admitted ("" any), per project and kind
     for doc in docs:
         if doc.kind != "AppProject" or doc.group != "argoproj.io":
             continue
         for entry in (doc.body.get("spec") or {}).get("clusterResourceWhitelist") or []:
             if entry.get("group") == RBAC and entry.get("kind") in CLUSTER_RBAC:
-                found = shipped.get((doc.variant, doc.name, entry["kind"]), {})
-                rows.append([
-                    doc.variant, doc.name, entry["kind"], str(sum(found.values())),
-                    ", ".join(f"{a} ({n})" for a, n in sorted(found.items())) or "NONE: not needed",
-                ])  # fmt: skip
-    return sorted(rows)
+                admitted.setdefault((doc.variant, doc.name, entry["kind"]), []).append(entry.get("name", ""))
+    rows = []
+    for (variant, project, kind), names in sorted(admitted.items()):
+        found = shipped.get((variant, project, kind), {})
+        scope = "ANY name" if "" in names else f"{len(names)} by name"
+        rows.append([
+            variant, project, f"{kind} ({scope})", str(sum(found.values())),
+            ", ".join(f"{a} ({n})" for a, n in sorted(found.items())) or "NONE: not needed",
+        ])  # fmt: skip
+    return rows
 
 
 HEADERS = ["variant", "project", "may create", "objects", "shipped by"]

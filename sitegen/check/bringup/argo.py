@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from constructs.argocd import tracked
 from sitegen.check.bringup.cluster import Cluster
 from sitegen.check.bringup.health import HealthChecks, LuaHealthError, customization_key, run_health_script
 from sitegen.check.bringup.kube import pod_template, sync_order
@@ -176,10 +177,10 @@ class AppSync:
         project, server, repo = self.policy
         if project is None:
             return "its project does not exist: Argo CD syncs nothing of it"
-        group, kind, ns, _ = key_of(body)
+        group, kind, ns, name = key_of(body)
         return (
             source_refusal(project, repo)
-            or kind_refusal(project, group, kind, namespaced=bool(ns))
+            or kind_refusal(project, group, kind, namespaced=bool(ns), name=name)
             or (destination_refusal(project, server, ns) if ns else None)
         )
 
@@ -233,7 +234,7 @@ class AppSync:
         if ns and not self.cluster.has_namespace(ns) and not (dry_run and ns in self._own_namespaces()):
             provider = self.providers.namespaces.get((where, ns))
             return Failure(self.name, show(key_of(body)), f"namespace {ns} does not exist", provider)
-        blocked = self.cluster.admission_blocker(body)
+        blocked = self.cluster.admission_blocker(tracked(dict(body), self.name))
         if blocked:
             config = blocked.split(" ", 2)[1]
             provider = self.providers.webhooks.get((where, config))

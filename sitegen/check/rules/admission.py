@@ -5,11 +5,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from constructs.argocd import application_name, tracked
 from sitegen.check.admission_policy import POD_MAKERS, Policy, Request, admitted_pod, denying_policies
 from sitegen.check.bringup.kube import pod_template
 from sitegen.check.rules.base import Context, Violation, rule
 from sitegen.check.tree import Document
 from sitegen.components.platform.admission_policies import applier as applier_account
+from sitegen.compose import paths
 
 # kubeadm's admin.conf: what the RUNBOOK's kubectl applies bootstrap/ as
 RUNBOOK_ADMIN = Request("kubernetes-admin", ("kubeadm:cluster-admins", "system:authenticated"))
@@ -22,6 +24,13 @@ def applier(ctx: Context, doc: Document) -> Request:
     layout = ctx.layouts.get(doc.variant)
     hub = layout is not None and doc.cluster == layout.hub.name
     return Request(applier_account(ctx.site.gitops.argocd.namespace, hub=hub))
+
+
+def as_applied(doc: Document) -> dict:
+    """The object as it reaches the API server: an app's with Argo CD's tracking annotation."""
+    if doc.area == paths.APPS and doc.cluster is not None:
+        return tracked(doc.body, application_name(doc.cluster, doc.file.parts[3]))
+    return doc.body
 
 
 @rule(
@@ -52,7 +61,7 @@ def _admitted(ctx: Context) -> Iterator[Violation]:
             for policy in policies:
                 if not policy.matches(doc.body, labels, "CREATE"):
                     continue
-                refused = policy.refusal(doc.body, applier(ctx, doc))
+                refused = policy.refusal(as_applied(doc), applier(ctx, doc))
                 if refused:
                     yield Violation(doc, "$", f"the API server refuses it: {refused}")
             yield from _pods_refused(doc, labels, policies)

@@ -8,7 +8,9 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
+from constructs.argocd import NAMED_CLUSTER_KINDS
 from sitegen.check.appsets import ExpandedApp
+from sitegen.check.project_policy import kind_permitted
 from sitegen.check.rules.base import Context, Violation, rule
 from sitegen.check.tree import Document
 from sitegen.compose import paths
@@ -88,12 +90,6 @@ def _projects(ctx: Context) -> dict[tuple[str, str], dict[str, Any]]:
     }
 
 
-def _matches(entries: list[dict[str, Any]], group: str, kind: str) -> bool:
-    return any(
-        fnmatchcase(group, e.get("group", "")) and fnmatchcase(kind, e.get("kind", "")) for e in entries
-    )
-
-
 def _rendered_under(ctx: Context, app: ExpandedApp) -> Iterator[Document]:
     for source in app.sources:
         folder = _tree_path(ctx, str(source.get("path", ""))) if "path" in source else None
@@ -147,15 +143,9 @@ def _project_admits(ctx: Context) -> Iterator[Violation]:
                     "$.metadata.namespace",
                     f"namespace {doc.namespace} not in {app.project}'s destinations",
                 )
-            if not doc.namespace:
-                ok = _matches(project.get("clusterResourceWhitelist") or [], doc.group, doc.kind)
-            else:
-                allowed = project.get("namespaceResourceWhitelist")
-                denied = project.get("namespaceResourceBlacklist") or []
-                ok = (allowed is None or _matches(allowed, doc.group, doc.kind)) and not _matches(
-                    denied, doc.group, doc.kind
-                )
-            if not ok:
+            if not kind_permitted(
+                project, doc.group, doc.kind, namespaced=bool(doc.namespace), name=doc.name
+            ):
                 refused.setdefault((doc.group, doc.kind), []).append(doc)
         for (group, kind), docs in sorted(refused.items()):
             scope = "namespaced" if docs[0].namespace else "cluster-scoped"
@@ -173,24 +163,28 @@ def _project_admits(ctx: Context) -> Iterator[Violation]:
     "a project admits only the kinds its apps render: a ClusterRoleBinding it does not ship is cluster-admin for the taking",
 )
 def _project_least_privilege(ctx: Context) -> Iterator[Violation]:
-    rendered: dict[tuple[str, str], set[tuple[str, str, bool]]] = {}
+    rendered: dict[tuple[str, str], set[tuple[str, str, bool, str]]] = {}
     for app in ctx.apps:
         found = rendered.setdefault((app.source.variant, app.project), set())
-        found.update((d.group, d.kind, bool(d.namespace)) for d in _rendered_under(ctx, app))
+        found.update((d.group, d.kind, bool(d.namespace), d.name) for d in _rendered_under(ctx, app))
     for doc in ctx.docs:
         if doc.group != "argoproj.io" or doc.kind != "AppProject" or doc.name in ("default", "bootstrap"):
             continue
         shipped = rendered.get((doc.variant, doc.name), set())
         spec = doc.body.get("spec") or {}
         for field, namespaced in (("clusterResourceWhitelist", False), ("namespaceResourceWhitelist", True)):
+            scope = "namespaced" if namespaced else "cluster-scoped"
             for i, entry in enumerate(spec.get(field) or []):
-                group, kind = entry.get("group", ""), entry.get("kind", "")
+                group, kind, name = entry.get("group", ""), entry.get("kind", ""), entry.get("name", "")
+                if not namespaced and not name and (group, kind) in NAMED_CLUSTER_KINDS:
+                    yield Violation(doc, f"$.spec.{field}[{i}]", f"admits every {group}/{kind}: a project may "
+                                    "create these (they grant rights or intercept requests) only by name")  # fmt: skip
                 if not any(
-                    fnmatchcase(g, group) and fnmatchcase(k, kind) and n == namespaced for g, k, n in shipped
-                ):
-                    scope = "namespaced" if namespaced else "cluster-scoped"
+                    fnmatchcase(g, group) and fnmatchcase(k, kind) and n == namespaced
+                    and (not name or fnmatchcase(o, name))
+                    for g, k, n, o in shipped
+                ):  # fmt: skip
+                    what = f"{group}/{kind}" + (f" {name}" if name else "")
                     yield Violation(
-                        doc,
-                        f"$.spec.{field}[{i}]",
-                        f"admits {scope} {group}/{kind}, which none of its apps render",
+                        doc, f"$.spec.{field}[{i}]", f"admits {scope} {what}, which none of its apps render"
                     )

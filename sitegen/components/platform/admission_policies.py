@@ -18,11 +18,15 @@ from constructs.admission import (
     certificate_requests_expression,
     cluster_admin_binding_expression,
     host_access_expression,
+    kube_system_workloads_expression,
     rbac_escalation_expression,
     reserved_priorities_expression,
 )
+from constructs.argocd import application_name
 from constructs.cluster_manager import NAME as SPOKE_MANAGER
+from constructs.edge import NAMESPACE_NAME_LABEL
 from constructs.kueue import MANAGED_NAMESPACE_LABEL, PRIORITIES, PRIORITY_LABEL
+from constructs.objects import WORKLOAD_KINDS
 from sitegen.components.base import Layer, RenderedComponent
 from sitegen.components.context import ClusterContext
 from sitegen.components.edge.cert_manager import CertManager
@@ -43,6 +47,7 @@ GRANTING_ROLES: Mapping[str, str] = {
     "velero-server": "Velero's Role in its own namespace (the chart grants '*' there)",
 }
 RESERVED_PRIORITIES = ("acceptance", "serving")  # the ones that preempt others' jobs
+KUBE_SYSTEM = "kube-system"
 
 
 def applier(argocd_namespace: str, *, hub: bool) -> str:
@@ -65,7 +70,6 @@ def _rule(group: str, *resources: str) -> dict:
 # Custom resources from which an operator makes node agents at run time (not in Git): the namespace of
 # the app that renders one is trusted for host access as a whole.
 OPERATOR_AGENT_KINDS = ("ClusterPolicy", "NicClusterPolicy")
-WORKLOAD_KINDS = ("Deployment", "StatefulSet", "DaemonSet", "Job", "CronJob", "Pod")
 
 
 def _pod_spec(doc: Mapping[str, Any]) -> Mapping[str, Any] | None:
@@ -140,6 +144,7 @@ class AdmissionPolicies(RenderedComponent):
             "(sitegen/components/platform/admission_policies.py)",
         )
         self._host_access(scope, ctx)
+        self._kube_system_workloads(scope, ctx)
         AdmissionPolicy(
             scope,
             "GrantingRoles",
@@ -164,6 +169,30 @@ class AdmissionPolicies(RenderedComponent):
             expression=host_access_expression(host_access_accounts(ctx.rendered), operators),
             message="a privileged, hostPath, host-network or host-PID pod runs only as a node agent Git "
             "ships (its namespace and service account), or in an operator's agent namespace",
+        )
+
+    @staticmethod
+    def _kube_system_workloads(scope: Construct, ctx: ClusterContext) -> None:
+        apps = sorted(
+            application_name(ctx.cluster.name, name)
+            for name, docs in ctx.rendered.items()
+            if any(d.get("kind") in WORKLOAD_KINDS and d["metadata"].get("namespace") == KUBE_SYSTEM for d in docs)
+        )  # fmt: skip
+        AdmissionPolicy(
+            scope,
+            "KubeSystemWorkloads",
+            name="sitegen-kube-system-workloads",
+            rules=[
+                _rule("", "pods", "replicationcontrollers"),
+                _rule("apps", "deployments", "statefulsets", "daemonsets", "replicasets"),
+                _rule("batch", "jobs", "cronjobs"),
+            ],
+            namespace_labels={NAMESPACE_NAME_LABEL: KUBE_SYSTEM},
+            expression=kube_system_workloads_expression(
+                [applier(ctx.site.gitops.argocd.namespace, hub=ctx.is_hub)], apps
+            ),
+            message=f"Argo CD puts workloads into {KUBE_SYSTEM} (exempt from Pod Security) only for "
+            f"{', '.join(apps) or 'no app'}",
         )
 
     @staticmethod
