@@ -97,6 +97,22 @@ def rbac_escalation_expression(reviewed: Sequence[str]) -> str:
     )
 
 
+def secret_readers_expression(reviewed_roles: Sequence[str], builtin_readers: Sequence[str]) -> str:
+    """Reading every Secret of the cluster is a reviewed grant: a ClusterRole that may get, list or
+    watch Secrets (or every resource) without naming them is one of the reviewed ones, and no
+    ClusterRoleBinding hands out the built-in roles that read them (admin, edit) cluster-wide."""
+    reads = (
+        "(!has(r.resourceNames) || size(r.resourceNames) == 0) && "
+        "has(r.apiGroups) && r.apiGroups.exists(g, g == '' || g == '*') && "
+        "has(r.resources) && r.resources.exists(x, x == 'secrets' || x == '*') && "
+        "r.verbs.exists(v, v == 'get' || v == 'list' || v == 'watch' || v == '*')"
+    )
+    return (
+        f"object.kind == 'ClusterRoleBinding' ? !(object.roleRef.name in {_cel_list(builtin_readers)}) : "
+        f"(object.metadata.name in {_cel_list(reviewed_roles)} || !has(object.rules) || !object.rules.exists(r, {reads}))"
+    )
+
+
 def certificate_names_expression(cluster_domain: str, public: dict[str, list[str]]) -> str:
     """A Certificate names only its own namespace's Services, or the public names that namespace serves
     (the Gateway's): anyone who may create one cannot mint another's name with the site's issuer."""

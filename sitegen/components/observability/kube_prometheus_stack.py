@@ -171,6 +171,9 @@ class PrometheusOperator(Placed):
 
 class KubeStateMetrics(Placed):
     resources: Resources
+    # Its Secrets collector would make it read every Secret of the cluster (values included) for
+    # metadata no alert or dashboard of the site uses: the chart then drops the rule.
+    collectorsExclude: list[str] = ["secrets"]
 
 
 class Relabeling(Values):

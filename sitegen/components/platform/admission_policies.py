@@ -21,6 +21,7 @@ from constructs.admission import (
     kube_system_workloads_expression,
     rbac_escalation_expression,
     reserved_priorities_expression,
+    secret_readers_expression,
 )
 from constructs.argocd import application_name
 from constructs.cluster_manager import NAME as SPOKE_MANAGER
@@ -46,6 +47,35 @@ GRANTING_ROLES: Mapping[str, str] = {
     "aistor-object-store": "the AIStor operator binds its pods' and its TokenReview roles only (resourceNames)",
     "velero-server": "Velero's Role in its own namespace (the chart grants '*' there)",
 }
+# ClusterRoles that read every Secret of the cluster, by name, and why (each binding of one is its
+# component's service account; `sitegen-secret-readers` refuses any other).
+SECRET_READERS: Mapping[str, str] = {
+    "argocd-application-controller": "the hub's Argo CD applies and compares every kind, Secrets included",
+    SPOKE_MANAGER: "a spoke's Argo CD: applies and compares its apps' Secrets",
+    "argocd-server": "Argo CD's UI and API show live objects (a Secret's values masked)",
+    "argocd-notifications-controller": "the chart's cluster role of the notifications controller "
+    "(Applications in any namespace); it reads its own namespace's notification secret",
+    "aistor-adminjob": "the AIStor operator's admin jobs read each store's credentials",
+    "aistor-object-store": "the AIStor operator writes and reads its stores' credentials and certificates",
+    "aistor-object-store-pods": "bound in each store's namespace by the operator (RoleBinding): its "
+    "pods read their configuration Secret",
+    "cert-manager-cainjector": "injects CA bundles from Certificates' Secrets of any namespace",
+    "cert-manager-controller-certificates": "writes each Certificate's Secret in its namespace",
+    "cert-manager-controller-challenges": "ACME challenge solvers' credentials",
+    "cert-manager-controller-clusterissuers": "the ClusterIssuers' CA and credentials",
+    "cert-manager-controller-issuers": "each Issuer's CA and credentials, in its namespace",
+    "cert-manager-controller-orders": "ACME account keys",
+    "cilium-operator": "Cilium's TLS Secrets (Hubble, ingress and Gateway listeners) in any namespace",
+    "directpv-min-io": "DirectPV's CSI controller: the chart's role reads Secrets a volume request names",
+    "envoy-gateway-gateway-helm-envoy-gateway-role": "the certificates and credentials Gateways and "
+    "policies of any namespace reference",
+    "external-secrets-controller": "writes each ExternalSecret's Secret in its namespace",
+    "external-secrets-cert-controller": "rotates the webhook's certificate Secret",
+    "kube-prometheus-stack-operator": "credentials monitors reference, and Prometheus' generated config",
+    "network-operator": "the NicClusterPolicy's image pull and IPAM Secrets",
+}
+# Built-in roles that read Secrets: bound cluster-wide, never (in a namespace, they are its admins').
+BUILTIN_SECRET_READERS = ("admin", "edit")
 RESERVED_PRIORITIES = ("acceptance", "serving")  # the ones that preempt others' jobs
 KUBE_SYSTEM = "kube-system"
 
@@ -153,6 +183,15 @@ class AdmissionPolicies(RenderedComponent):
             expression=rbac_escalation_expression(sorted(GRANTING_ROLES)),
             message="a role that may bind, escalate or impersonate is one of the reviewed ones "
             "(sitegen/components/platform/admission_policies.py)",
+        )
+        AdmissionPolicy(
+            scope,
+            "SecretReaders",
+            name="sitegen-secret-readers",
+            rules=[_rule(RBAC_GROUP, "clusterroles", "clusterrolebindings")],
+            expression=secret_readers_expression(sorted(SECRET_READERS), BUILTIN_SECRET_READERS),
+            message="a ClusterRole that reads every Secret is one of the reviewed ones, and admin or "
+            "edit is never bound cluster-wide (sitegen/components/platform/admission_policies.py)",
         )
 
     @staticmethod
