@@ -328,7 +328,7 @@ def test_a_host_port_two_daemonsets_want(site, inputs):
         container.setdefault("ports", []).append({"containerPort": 9633, "hostPort": 9100, "protocol": "TCP"})
 
     tree = edited(
-        inputs, ONE, "one-cluster/apps/ai/prometheus-smartctl-exporter/monitoring.daemonset", same_port
+        inputs, ONE, "one-cluster/apps/ai/prometheus-smartctl-exporter/monitoring-agents.daemonset", same_port
     )
     blocked(
         run(site, inputs, ONE, tree=tree), "ai-prometheus-smartctl-exporter", "host port TCP/9100 is taken by",

@@ -192,6 +192,8 @@ BREAKERS = {
     ],
     # no Namespace object: the cluster's admission default (baseline) applies, which refuses hostPID
     "PSA-003": [workload(selector=INFRA, hostPID=True)],
+    # a controller (no host access) put back beside the node agents of monitoring-agents
+    "PSA-004": [{**workload(selector=INFRA), "metadata": {"name": "svc", "namespace": "monitoring-agents"}}],
     # a certificate Job that selects the control plane but does not tolerate its taint: Pending for ever
     "PLC-006": [workload(selector={"node-role.kubernetes.io/control-plane": ""})],
 }

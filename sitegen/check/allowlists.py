@@ -29,6 +29,8 @@ class AllowLists:
     bootstrap_critical: Mapping[tuple[str, str], Mapping[str, str]] = field(default_factory=dict)
     # `<namespace>/<account>: <capability>` -> why, for accounts on nodes that run tenant code
     node_rbac: Mapping[str, str] = field(default_factory=dict)
+    # privileged namespaces that hold controllers (pods without host access) beside the agents -> why
+    privileged_controllers: Mapping[str, str] = field(default_factory=dict)
 
     def agents_of(self, variant: str, cluster: str | None) -> Mapping[str, NodeAgent]:
         return self.agents.get((variant, cluster or ""), {})
@@ -37,6 +39,8 @@ class AllowLists:
         """The allow-lists as text, one entry a line, sorted: what `sitegen rules` prints."""
         out = ["privileged namespaces:"]
         out += [f"  {ns}: {why}" for ns, why in sorted(self.privileged_namespaces.items())]
+        out.append("controllers in privileged namespaces:")
+        out += [f"  {ns}: {why}" for ns, why in sorted(self.privileged_controllers.items())]
         out.append("privileged workloads:")
         out += [f"  {key}: {why}" for key, why in sorted(self.privileged_workloads.items())]
         out.append("Secret keys without a secret:")
@@ -70,6 +74,10 @@ def allow_lists(site: Site) -> AllowLists:
     privileged = {
         SYSTEM_NAMESPACE: "static control-plane pods (etcd, API server, kube-vip) and the CNI need host access"
     }
+    controllers = {
+        SYSTEM_NAMESPACE: "exempt from Pod Security whatever its labels; only the apps that ship workloads "
+        "there may put any (sitegen-kube-system-workloads)"
+    }
     for variant in site.variants:
         apps = variant_apps(site, resolve(site, variant))
         for ctx, component in apps.members():
@@ -80,9 +88,12 @@ def allow_lists(site: Site) -> AllowLists:
             workloads.update(component.privileged_workloads(ctx))
             if component.security is not None and component.security.level == "privileged":
                 privileged.setdefault(component.namespace, component.security.why)
+                if component.security.controllers:
+                    controllers.setdefault(component.namespace, component.security.controllers)
     return AllowLists(
         agents=agents,
         privileged_namespaces=privileged,
+        privileged_controllers=controllers,
         privileged_workloads=workloads,
         plain_secret_data=plain,
         bootstrap_critical=critical,

@@ -49,6 +49,9 @@ class NamespaceSecurity:
 
     level: PsaLevel
     why: str
+    # privileged only: why pods that need no host access (controllers) run there too, when they must;
+    # empty: the namespace holds node agents alone (PSA-004)
+    controllers: str = ""
 
 
 EVERY_POOL = "*"

@@ -7,9 +7,12 @@ from collections.abc import Iterator
 from typing import Any
 
 from constructs.namespaces import PSA
+from constructs.objects import WORKLOAD_KINDS
+from sitegen.check.bringup.kube import pod_template
 from sitegen.check.pod_security import violations
 from sitegen.check.rules.base import Context, Violation, rule
 from sitegen.check.tree import Document
+from sitegen.components.platform.admission_policies import reaches_host
 
 _LEVELS = ("privileged", "baseline", "restricted")
 PARTIAL = "sitegen.io/partial"
@@ -42,6 +45,33 @@ def _privileged_namespaces(ctx: Context) -> Iterator[Violation]:
             yield Violation(
                 doc, f"$.metadata.labels['{PSA}enforce']", "privileged, but not on the privileged list"
             )
+
+
+@rule(
+    "PSA-004",
+    "agents-apart",
+    "a privileged namespace holds node agents: a controller beside them runs where any pod may take "
+    "the host, so it needs a reviewed reason (or the agents a namespace of their own)",
+)
+def _controllers_apart(ctx: Context) -> Iterator[Violation]:
+    privileged = {
+        (doc.variant, doc.cluster, doc.name)
+        for doc, labels in _namespaces(ctx)
+        if labels.get(PSA + "enforce") == "privileged"
+    }
+    for doc in ctx.docs:
+        if doc.kind not in WORKLOAD_KINDS or doc.is_host_file or is_partial(doc):
+            continue
+        if (
+            doc.variant,
+            doc.cluster,
+            doc.namespace,
+        ) not in privileged or doc.namespace in ctx.allow.privileged_controllers:
+            continue
+        template = pod_template(doc.body)
+        if template is not None and not reaches_host(template.spec):
+            yield Violation(doc, "$.spec.template.spec", f"needs no host access, yet runs in privileged "
+                            f"namespace {doc.namespace}: move it, or its node agents, to a namespace of their own")  # fmt: skip
 
 
 def is_partial(doc: Document) -> bool:

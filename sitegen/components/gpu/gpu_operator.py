@@ -145,7 +145,10 @@ class GpuOperator(ChartComponent):
     )  # GPU nodes by NFD's PCI labels; the DCGM ServiceMonitor
     namespace = "gpu-operator"
     security = NamespaceSecurity(
-        "privileged", "driver container, toolkit and device plugin load kernel modules and run privileged"
+        "privileged",
+        "driver container, toolkit and device plugin load kernel modules and run privileged",
+        controllers="the operator deploys the ClusterPolicy's agents into its own namespace, so it and its "
+        "CRD hook Jobs run beside them",
     )
     images = {"nvidia-driver": "the GPU Operator's driver"}
     health_checks = {("nvidia.com", "ClusterPolicy"): CLUSTER_POLICY_HEALTH}

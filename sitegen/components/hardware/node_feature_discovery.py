@@ -64,7 +64,11 @@ class NodeFeatureDiscovery(ChartComponent):
     layer = Layer.FOUNDATION
     after = (Cilium, Namespaces)
     namespace = "node-feature-discovery"
-    security = NamespaceSecurity("privileged", "the worker reads host paths (/sys, /proc, /etc/os-release)")
+    security = NamespaceSecurity(
+        "privileged",
+        "the worker reads host paths (/sys, /proc, /etc/os-release)",
+        controllers="one chart release renders its controller beside its node agents; the host-access policy still admits host access there only to the agents' accounts (master, gc, the prune hook)",
+    )
 
     @classmethod
     def applies(cls, scope: ClusterScope) -> bool:

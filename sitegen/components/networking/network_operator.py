@@ -45,7 +45,10 @@ class NetworkOperator(ChartComponent):
     after = (NodeFeatureDiscovery,)  # its operands select on NFD's PCI labels
     namespace = "nvidia-network-operator"
     security = NamespaceSecurity(
-        "privileged", "RDMA device plugin, Multus and CNI installers write to the host"
+        "privileged",
+        "RDMA device plugin, Multus and CNI installers write to the host",
+        controllers="the operator deploys the NicClusterPolicy's agents into its own namespace, so it and "
+        "its CRD hook Jobs run beside them",
     )
 
     def flows(self, ctx: ClusterContext) -> list[Flow]:

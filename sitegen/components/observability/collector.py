@@ -3,7 +3,7 @@ per node) and `otel-gateway` (the hub's gateway collector)."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -98,3 +98,5 @@ class OtelCollectorValues(Placed):
     config: CollectorConfig
     podDisruptionBudget: Pdb | None = None
     serviceMonitor: Toggle = Toggle(enabled=True)
+    podSecurityContext: dict[str, Any] | None = None
+    securityContext: dict[str, Any] | None = None

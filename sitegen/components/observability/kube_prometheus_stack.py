@@ -45,6 +45,9 @@ from sitegen.components.values import (
 from sitegen.model import ROLE_PREFIX, PoolLayout
 
 NAMESPACE = "monitoring"
+# The node agents (node-exporter, the log collector, smartctl) need the host: they run in a privileged
+# namespace of their own, so that Prometheus, Alertmanager and their operator stay under restricted.
+AGENTS_NAMESPACE = "monitoring-agents"
 ALERTMANAGER_CONFIG = "alertmanager-config"  # its `alertmanager.yaml`, from the vault
 ALERTMANAGER_VAULT_KEY = "alertmanager/config"
 PROMETHEUS_PORT = 9090
@@ -198,6 +201,7 @@ class NodeExporterPrometheus(Values):
 
 
 class NodeExporter(Values):
+    namespaceOverride: str = AGENTS_NAMESPACE
     tolerations: list[Toleration]
     resources: Resources
     prometheus: NodeExporterPrometheus
@@ -281,9 +285,7 @@ class KubePrometheusStack(ChartComponent):
     )  # its CRDs (ServiceMonitor, PrometheusRule) come before every chart's monitors
     namespace = NAMESPACE
     security = NamespaceSecurity(
-        "privileged",
-        "node-exporter shares the host's network and PID namespaces, smartctl reads the NVMe devices, "
-        "the log collector reads /var/log/pods",
+        "restricted", "Prometheus, Alertmanager and their operator (the node agents: monitoring-agents)"
     )
 
     def flows(self, ctx: ClusterContext) -> list[Flow]:
@@ -295,9 +297,9 @@ class KubePrometheusStack(ChartComponent):
 
     def node_agents(self, scope: ClusterScope) -> Mapping[str, NodeAgent]:
         return {
-            self.object_key("DaemonSet", f"{self.name}-prometheus-node-exporter"): NodeAgent(
-                frozenset({EVERY_POOL}), "node metrics (InfiniBand ports included) of every node"
-            )
+            self.object_key(
+                "DaemonSet", f"{self.name}-prometheus-node-exporter", namespace=AGENTS_NAMESPACE
+            ): NodeAgent(frozenset({EVERY_POOL}), "node metrics (InfiniBand ports included) of every node")
         }
 
     def values(self, ctx: ClusterContext) -> KubePrometheusStackValues:

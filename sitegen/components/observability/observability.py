@@ -55,6 +55,7 @@ from sitegen.components.observability.loki import (
     Loki,
 )
 from sitegen.components.observability.otel_gateway import OtelGateway
+from sitegen.components.observability.otel_node import OtelNode
 from sitegen.components.observability.telemetry import (
     CLIENT_VAULT_KEY,
     HTPASSWD_VAULT_KEY,
@@ -87,32 +88,35 @@ class Observability(RenderedComponent):
             self._agent_credentials(scope, ctx)
 
     def _agent_credentials(self, scope: Construct, ctx: ClusterContext) -> None:
-        """A cluster without the stack: the credentials its agents deliver to the hub with."""
-        VaultSecret(
-            scope,
-            "RemoteWrite",
-            name=REMOTE_WRITE_SECRET,
-            namespace=self.namespace,
-            store=ctx.store,
-            key=CLIENT_VAULT_KEY,
-            properties=["username", "password"],
-            template={
-                "username": "{{ .username }}",
-                "password": "{{ .password }}",
-                "basic": '{{ printf "%s:%s" .username .password | b64enc }}',
-            },
-        )
-        if ctx.site.services.certificates.internal_ca:
-            # the certificate only, never the key
+        """A cluster without the stack: the credentials its agents deliver to the hub with, in each
+        namespace that has one (Prometheus here, the log collector among the node agents)."""
+        namespaces = [self.namespace, *([ctx.get(OtelNode).namespace] if ctx.has(OtelNode) else [])]
+        for namespace in namespaces:
             VaultSecret(
                 scope,
-                "SiteCA",
-                name=SITE_CA_SECRET,
-                namespace=self.namespace,
+                f"RemoteWrite-{namespace}",
+                name=REMOTE_WRITE_SECRET,
+                namespace=namespace,
                 store=ctx.store,
-                key=SITE_CA_CERT_VAULT_KEY,
-                properties=[SITE_CA_KEY],
+                key=CLIENT_VAULT_KEY,
+                properties=["username", "password"],
+                template={
+                    "username": "{{ .username }}",
+                    "password": "{{ .password }}",
+                    "basic": '{{ printf "%s:%s" .username .password | b64enc }}',
+                },
             )
+            if ctx.site.services.certificates.internal_ca:
+                # the certificate only, never the key
+                VaultSecret(
+                    scope,
+                    f"SiteCA-{namespace}",
+                    name=SITE_CA_SECRET,
+                    namespace=namespace,
+                    store=ctx.store,
+                    key=SITE_CA_CERT_VAULT_KEY,
+                    properties=[SITE_CA_KEY],
+                )
 
     def _hub(self, scope: Construct, ctx: ClusterContext) -> None:
         grafana = ctx.get(Grafana)

@@ -81,6 +81,13 @@ class OtelGateway(ChartComponent):
             image=image(ctx.image(COLLECTOR_IMAGE)),
             replicaCount=2,
             resources=requests("500m", "1Gi", "4Gi"),
+            # restricted, as its namespace enforces (the image's user is 10001)
+            podSecurityContext={
+                "runAsNonRoot": True,
+                "runAsUser": 10001,
+                "seccompProfile": {"type": "RuntimeDefault"},
+            },
+            securityContext={"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
             presets=Presets(),
             podDisruptionBudget=Pdb(),
             extraEnvs=[

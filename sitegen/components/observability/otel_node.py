@@ -7,7 +7,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from constructs.kubeadm import AUDIT_LOG_DIR
-from sitegen.components.base import EVERY_POOL, WORLD, ChartComponent, Flow, Layer, NodeAgent
+from sitegen.components.base import (
+    EVERY_POOL,
+    WORLD,
+    ChartComponent,
+    Flow,
+    Layer,
+    NamespaceSecurity,
+    NodeAgent,
+)
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.observability import PROJECT
 from sitegen.components.observability.collector import (
@@ -26,8 +34,12 @@ from sitegen.components.observability.collector import (
     Presets,
     Service,
 )
-from sitegen.components.observability.kube_prometheus_stack import NAMESPACE, KubePrometheusStack
+from sitegen.components.observability.kube_prometheus_stack import (
+    AGENTS_NAMESPACE,
+    KubePrometheusStack,
+)
 from sitegen.components.observability.otel_gateway import SERVICE as GATEWAY_SERVICE
+from sitegen.components.observability.otel_gateway import OtelGateway
 from sitegen.components.observability.telemetry import REMOTE_WRITE_SECRET, SITE_CA_KEY, SITE_CA_SECRET
 from sitegen.components.values import (
     EVERY_TAINT,
@@ -53,12 +65,20 @@ class OtelNode(ChartComponent):
     project = PROJECT
     layer = Layer.SERVICES
     after = (KubePrometheusStack,)  # its ServiceMonitor
-    namespace = NAMESPACE
+    namespace = AGENTS_NAMESPACE
+    # it creates the node agents' namespace (node-exporter and smartctl run there too)
+    security = NamespaceSecurity(
+        "privileged",
+        "node agents: node-exporter shares the host's network and PID namespaces, smartctl reads the "
+        "NVMe devices, the log collector reads /var/log/pods",
+    )
     images = {COLLECTOR_IMAGE: "the log collectors"}
 
     def flows(self, ctx: ClusterContext) -> list[Flow]:
-        # on the hub the gateway collector is in the same namespace; a spoke ships through the hub's Gateway
-        return [] if ctx.is_hub else [Flow(WORLD, (443,), "logs to the hub's telemetry route")]
+        # to the hub's gateway collector; a spoke ships through the hub's Gateway
+        if ctx.is_hub:
+            return [Flow(OtelGateway, (OTLP_HTTP_PORT,), "logs to the gateway collector")]
+        return [Flow(WORLD, (443,), "logs to the hub's telemetry route")]
 
     def node_agents(self, scope: ClusterScope) -> Mapping[str, NodeAgent]:
         return {
@@ -80,7 +100,7 @@ class OtelNode(ChartComponent):
         mounts = [VolumeMount(name="audit-log", mountPath=AUDIT_LOG_DIR, readOnly=True)]
         if ctx.is_hub:
             exporter = OtlpHttpExporter(
-                endpoint=ctx.service_url(GATEWAY_SERVICE, self.namespace, OTLP_HTTP_PORT)
+                endpoint=ctx.service_url(GATEWAY_SERVICE, ctx.get(OtelGateway).namespace, OTLP_HTTP_PORT)
             )
         else:
             # through the site Gateway, which asks for the same basic-auth pair as remote write

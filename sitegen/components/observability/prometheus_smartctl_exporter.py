@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from sitegen.components.base import EVERY_POOL, ChartComponent, Layer, NodeAgent
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.observability import PROJECT
-from sitegen.components.observability.kube_prometheus_stack import NAMESPACE, KubePrometheusStack
+from sitegen.components.observability.kube_prometheus_stack import AGENTS_NAMESPACE, KubePrometheusStack
 from sitegen.components.values import EVERY_TAINT, ON, Resources, Toggle, Toleration, Values, requests
 
 
@@ -24,7 +24,7 @@ class PrometheusSmartctlExporter(ChartComponent):
     project = PROJECT
     layer = Layer.SERVICES
     after = (KubePrometheusStack,)  # its ServiceMonitor
-    namespace = NAMESPACE
+    namespace = AGENTS_NAMESPACE
 
     def node_agents(self, scope: ClusterScope) -> Mapping[str, NodeAgent]:
         return {

@@ -111,7 +111,7 @@ def _pod_spec(doc: Mapping[str, Any]) -> Mapping[str, Any] | None:
     return (spec.get("template") or {}).get("spec")
 
 
-def _reaches_host(pod: Mapping[str, Any]) -> bool:
+def reaches_host(pod: Mapping[str, Any]) -> bool:
     containers = [*(pod.get("initContainers") or []), *(pod.get("containers") or [])]
     return bool(
         pod.get("hostNetwork") or pod.get("hostPID")
@@ -128,7 +128,7 @@ def host_access_accounts(rendered: Mapping[str, list[dict[str, Any]]]) -> list[s
             if doc.get("kind") not in WORKLOAD_KINDS:
                 continue
             pod = _pod_spec(doc)
-            if pod is not None and _reaches_host(pod):
+            if pod is not None and reaches_host(pod):
                 namespace = (doc.get("metadata") or {}).get("namespace", "")
                 found.add(f"{namespace}/{pod.get('serviceAccountName') or 'default'}")
     return sorted(found)

@@ -49,7 +49,11 @@ class CsiIsilon(ChartComponent):
     layer = Layer.SERVICES
     after = (Cilium, Namespaces)
     namespace = "isilon"  # Dell's documented namespace
-    security = NamespaceSecurity("privileged", "the PowerScale CSI node plugin mounts NFS for the kubelet")
+    security = NamespaceSecurity(
+        "privileged",
+        "the PowerScale CSI node plugin mounts NFS for the kubelet",
+        controllers="one chart release renders its controller beside its node agents; the host-access policy still admits host access there only to the agents' accounts (the CSI controller)",
+    )
 
     def node_rbac(self, scope: ClusterScope) -> Mapping[str, str]:
         return {

@@ -80,7 +80,11 @@ class TopoLvm(ChartComponent):
     layer = Layer.FOUNDATION
     after = (Cilium, Namespaces)
     namespace = "topolvm-system"
-    security = NamespaceSecurity("privileged", "lvmd manages the LVM volume group of the local NVMe cache")
+    security = NamespaceSecurity(
+        "privileged",
+        "lvmd manages the LVM volume group of the local NVMe cache",
+        controllers="one chart release renders its controller beside its node agents; the host-access policy still admits host access there only to the agents' accounts (topolvm-controller)",
+    )
 
     @classmethod
     def applies(cls, scope: ClusterScope) -> bool:
