@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from cdk8s import ApiObject, JsonPatch
@@ -16,7 +17,16 @@ SKIP_DRY_RUN = {SYNC_OPTIONS: "SkipDryRunOnMissingResource=true"}
 PARTIAL_OBJECT = {SYNC_OPTIONS: "ServerSideApply=true,Prune=false,Delete=false"}
 # The pod context of a shell Job (curl): restricted, as nobody.
 NOBODY_POD = {"runAsNonRoot": True, "runAsUser": 65534, "seccompProfile": {"type": "RuntimeDefault"}}
+
+
 # The container context the `restricted` Pod Security level asks for.
+def pod_account(spec: Mapping[str, Any]) -> str:
+    """The ServiceAccount a pod runs as, as the API server reads its spec: `serviceAccountName`, else
+    the deprecated `serviceAccount` (some charts still write only that; the v1 conversion copies it
+    over), else `default`."""
+    return spec.get("serviceAccountName") or spec.get("serviceAccount") or "default"
+
+
 # The kinds whose objects make pods (a Pod itself included).
 WORKLOAD_KINDS = ("Deployment", "StatefulSet", "DaemonSet", "Job", "CronJob", "Pod")
 

@@ -369,3 +369,20 @@ def test_a_new_reader_of_every_secret_in_git_is_refused_by_validate(tree):
     result = validate(tree)
     found = [ln for ln in result.stdout.splitlines() if ln.startswith(rel) and "ADM-001" in ln]
     assert found and "ClusterRole peek" in found[0] and "sitegen-secret-readers" in found[0]
+
+
+def test_an_agent_named_by_the_deprecated_service_account_field_keeps_its_host_access(policies):
+    """csi-isilon's chart names its node plugin's account in `serviceAccount` only; the API server's v1
+    conversion copies it to `serviceAccountName`, so the pod is admitted as csi-isilon-node, and the
+    host-access policy must list that account (listing isilon/default refused the plugin on a real
+    cluster while every offline check agreed with itself)."""
+    docs = {d.name: d.body for d in load_tree(DIST) if d.variant == "one-cluster" and d.kind == "DaemonSet"}
+    spec = docs["csi-isilon-node"]["spec"]["template"]["spec"]
+    assert "serviceAccountName" not in spec and spec["serviceAccount"] == "csi-isilon-node"
+    pod = {
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"namespace": "isilon", "name": "csi-isilon-node-x"},
+        "spec": {**spec, "serviceAccountName": spec["serviceAccount"]},  # the conversion's copy
+    }  # fmt: skip
+    policy = policies["sitegen-host-access"]
+    assert policy.matches(pod, {}, "CREATE")
+    assert policy.refusal(pod, Request("system:serviceaccount:kube-system:daemon-set-controller")) is None

@@ -25,6 +25,7 @@ from typing import Any
 import celpy
 
 from constructs.edge import NAMESPACE_NAME_LABEL
+from constructs.objects import pod_account
 from sitegen.compose.tools import cache_dir
 
 _ENV = celpy.Environment()
@@ -46,7 +47,7 @@ def admitted_pod(
     return {
         "apiVersion": "v1", "kind": "Pod",
         "metadata": {"namespace": namespace, "name": name, "labels": dict(labels)},
-        "spec": {**spec, "serviceAccountName": spec.get("serviceAccountName") or "default"},
+        "spec": {**spec, "serviceAccountName": pod_account(spec)},
     }  # fmt: skip
 
 

@@ -20,6 +20,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from constructs.objects import pod_account
 from sitegen.check.placement import Workload, taints_of, targeted_pools, tolerated_taints
 from sitegen.check.tree import Document
 from sitegen.components.base import CHANGES_NODES, CREATES_PODS, GRANTS_RBAC, READS_SECRETS
@@ -108,7 +109,7 @@ def service_account(workload: Workload, operator_namespace: str | None = None) -
     spec = workload.spec
     return (
         workload.doc.namespace or "",
-        spec.get("serviceAccountName") or spec.get("serviceAccount") or "default",
+        pod_account(spec),
     )
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from constructs.objects import pod_account
 from sitegen.check.admission_policy import POD_MAKERS, admitted_pod
 from sitegen.check.bringup.admission import Admission
 from sitegen.check.bringup.kube import claim_refs, config_map_refs, secret_refs
@@ -59,7 +60,7 @@ class Cluster(Scheduling, Kueue, Admission, Secrets, Storage, Operators):
         )
         if down:
             return down
-        account = t.spec.get("serviceAccountName", "default")
+        account = pod_account(t.spec)
         if account != "default" and self.find("ServiceAccount", t.namespace, account) is None:
             return f"ServiceAccount {account} does not exist"
         priority = t.spec.get("priorityClassName")

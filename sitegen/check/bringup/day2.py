@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
 from constructs import gpu_node_guard as guard
+from constructs.objects import pod_account
 from sitegen.check.bringup.argo import HEALTHY, AppSync
 from sitegen.check.bringup.cluster import Cluster
 from sitegen.check.bringup.events import Blocker, Event, Stop
@@ -241,7 +242,7 @@ def _guard_cannot_cordon(cluster: Cluster, node: str) -> str | None:
     if not w.running:
         return f"the guard does not run: {w.reason}"
     namespace, spec = w.template.namespace, w.template.spec
-    account = (namespace, spec.get("serviceAccountName", "default"))
+    account = (namespace, pod_account(spec))
     refused = [v for v in ("get", "list", "patch") if not cluster.may(account, v, "", "nodes")]
     if refused:
         return f"the guard's account {'/'.join(account)} may not {', '.join(refused)} nodes"

@@ -17,6 +17,7 @@ from functools import cache
 from ipaddress import ip_address, ip_network
 from typing import Any
 
+from constructs.objects import pod_account
 from sitegen.check.bringup.kube import (
     DAEMONSET_TOLERATIONS,
     NOT_READY,
@@ -152,7 +153,7 @@ class Nodes(ClusterObjects):
         accounts = {account for role, account in self._cluster_role_bindings() if role in roles}
         return [
             w for w in self.workloads.values()
-            if w.running and (w.template.namespace, w.template.spec.get("serviceAccountName", "default")) in accounts
+            if w.running and (w.template.namespace, pod_account(w.template.spec)) in accounts
         ]  # fmt: skip
 
     def refresh_serving_certificates(self) -> None:

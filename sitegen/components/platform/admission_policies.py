@@ -27,7 +27,7 @@ from constructs.argocd import application_name
 from constructs.cluster_manager import NAME as SPOKE_MANAGER
 from constructs.edge import NAMESPACE_NAME_LABEL
 from constructs.kueue import MANAGED_NAMESPACE_LABEL, PRIORITIES, PRIORITY_LABEL
-from constructs.objects import WORKLOAD_KINDS
+from constructs.objects import WORKLOAD_KINDS, pod_account
 from sitegen.components.base import Layer, RenderedComponent
 from sitegen.components.context import ClusterContext
 from sitegen.components.edge.cert_manager import CertManager
@@ -130,7 +130,7 @@ def host_access_accounts(rendered: Mapping[str, list[dict[str, Any]]]) -> list[s
             pod = _pod_spec(doc)
             if pod is not None and reaches_host(pod):
                 namespace = (doc.get("metadata") or {}).get("namespace", "")
-                found.add(f"{namespace}/{pod.get('serviceAccountName') or 'default'}")
+                found.add(f"{namespace}/{pod_account(pod)}")
     return sorted(found)
 
 
