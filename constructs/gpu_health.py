@@ -17,7 +17,6 @@ from constructs.gpu_workload import (
     BATCH_LABEL,
     GpuPodTemplate,
     all_reduce_rendezvous,
-    all_reduce_run,
     all_reduce_spec,
 )
 from constructs.kueue import PRIORITY_LABEL, QUEUE_LABEL
@@ -65,8 +64,9 @@ class NcclHealthCheck(Construct):
         min_busbw_gbps: float,
     ) -> None:
         super().__init__(scope, id)
-        job = all_reduce_run(
-            self, name=NCCL, pool=pool, fabric=fabric, namespace=namespace, image=image, nodes=nodes,
+        all_reduce_rendezvous(self, name=NCCL, namespace=namespace)
+        job = all_reduce_spec(
+            name=NCCL, pool=pool, fabric=fabric, namespace=namespace, image=image, nodes=nodes,
             env={"MIN_BUSBW_GBPS": f"{min_busbw_gbps:.1f}"},
         )  # fmt: skip
         cron_job(

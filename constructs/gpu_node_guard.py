@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from constructs import Construct
-from constructs.objects import RESTRICTED_CONTAINER, account_with_cluster_role, api_object
+from constructs.objects import NOBODY_POD, RESTRICTED_CONTAINER, account_with_cluster_role, api_object
 from sitegen.model import ImagePin, Placement
 
 NAME = "gpu-node-guard"
@@ -134,11 +134,7 @@ class GpuNodeGuard(Construct):
             "serviceAccountName": NAME,
             "nodeSelector": placement.node_selector,
             "tolerations": list(placement.tolerations),
-            "securityContext": {
-                "runAsNonRoot": True,
-                "runAsUser": 65532,
-                "seccompProfile": {"type": "RuntimeDefault"},
-            },
+            "securityContext": NOBODY_POD,
             "containers": [
                 {
                     "name": "guard",

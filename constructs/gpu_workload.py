@@ -173,25 +173,6 @@ JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
 RENDEZVOUS_PORT = 29500
 
 
-def all_reduce_run(
-    scope: Construct,
-    *,
-    name: str,
-    pool: PoolLayout,
-    fabric: Fabric,
-    namespace: str,
-    image: ImagePin,
-    nodes: int,
-    env: dict[str, str],
-) -> dict[str, Any]:
-    """An all-reduce over `nodes` whole nodes of `pool`: its rendezvous (`all_reduce_rendezvous`) and the
-    spec of the Indexed Job to run it."""
-    all_reduce_rendezvous(scope, name=name, namespace=namespace)
-    return all_reduce_spec(
-        name=name, pool=pool, fabric=fabric, namespace=namespace, image=image, nodes=nodes, env=env
-    )
-
-
 def all_reduce_spec(
     *,
     name: str,
@@ -287,8 +268,9 @@ class NcclAllReduceJob(Construct):
     ) -> None:
         super().__init__(scope, id)
         name = self.NAME
-        job = all_reduce_run(
-            self, name=name, pool=pool, fabric=fabric, namespace=namespace, image=image,
+        all_reduce_rendezvous(self, name=name, namespace=namespace)
+        job = all_reduce_spec(
+            name=name, pool=pool, fabric=fabric, namespace=namespace, image=image,
             nodes=len(pool.hosts), env={"NCCL_DEBUG": "INFO"},
         )  # fmt: skip
         api_object(

@@ -19,23 +19,23 @@ PARTIAL_OBJECT = {SYNC_OPTIONS: "ServerSideApply=true,Prune=false,Delete=false"}
 NOBODY_POD = {"runAsNonRoot": True, "runAsUser": 65534, "seccompProfile": {"type": "RuntimeDefault"}}
 
 
-# The container context the `restricted` Pod Security level asks for.
-def pod_account(spec: Mapping[str, Any]) -> str:
-    """The ServiceAccount a pod runs as, as the API server reads its spec: `serviceAccountName`, else
-    the deprecated `serviceAccount` (some charts still write only that; the v1 conversion copies it
-    over), else `default`."""
-    return spec.get("serviceAccountName") or spec.get("serviceAccount") or "default"
-
-
 # The kinds whose objects make pods (a Pod itself included).
 WORKLOAD_KINDS = ("Deployment", "StatefulSet", "DaemonSet", "Job", "CronJob", "Pod")
 
+# The container context the `restricted` Pod Security level asks for.
 RESTRICTED_CONTAINER = {
     "allowPrivilegeEscalation": False,
     "capabilities": {"drop": ["ALL"]},
     "runAsNonRoot": True,
     "seccompProfile": {"type": "RuntimeDefault"},
 }
+
+
+def pod_account(spec: Mapping[str, Any]) -> str:
+    """The ServiceAccount a pod runs as, as the API server reads its spec: `serviceAccountName`, else
+    the deprecated `serviceAccount` (some charts still write only that; the v1 conversion copies it
+    over), else `default`."""
+    return spec.get("serviceAccountName") or spec.get("serviceAccount") or "default"
 
 
 def api_object(
