@@ -415,6 +415,8 @@ def test_gpu_nodes_take_work_only_after_their_burn_in(site, inputs):
     said = timeline(run(site, inputs, ONE))
     assert "cordoned gpu01, gpu02, gpu03, ... gpu12" in said
     assert said.index("12 Jobs completed in gpu-health") < said.index("uncordoned gpu01")
+    # the timeline tells what happened in order: a Job's completion before the wait that saw it
+    assert said.index("burn-in-gpu12 ran to completion") < said.index("12 Jobs completed in gpu-health")
 
 
 def test_gpu_nodes_never_uncordoned_hold_back_the_tenants(site, inputs):

@@ -125,6 +125,10 @@ class RunbookReplay(SimulationState):
                 self._mc(cluster, args)
         for cluster in self.clusters.values():
             cluster.reconcile(self.rails[cluster.name])
+        self._note_controllers()
+
+    def _note_controllers(self) -> None:
+        """What the controllers did so far, into the timeline (before Argo CD runs, as it happened)."""
         if self.root is None:
             self._drain()
         else:
@@ -360,6 +364,7 @@ class RunbookReplay(SimulationState):
                     raise Stop(
                         Blocker(cluster.name, self.step, f"Job {namespace}/{name}", f"never completes: {why}")
                     )
+            self._note_controllers()  # the Jobs' completions come before the wait that saw them
             self._event(cluster.name, f"{len(jobs)} Jobs completed in {namespace}")
             return
         if "nodes" in args:
