@@ -369,6 +369,8 @@ def test_every_node_pulls_the_upstream_registries_through_harbor(site):
             f"https://{registry.hostname}/v2/{project}": {
                 "capabilities": ["pull", "resolve"],
                 "override_path": True,
+                # private projects: the pull robot's credential, filled in on the host (RUNBOOK)
+                "header": {"authorization": "Basic @HARBOR_PULL_AUTH@"},
             }
         }
         assert hosts["server"].startswith("https://")  # the upstream stays the fallback

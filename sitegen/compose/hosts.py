@@ -60,6 +60,10 @@ def etcd_patches(variant: str, cluster: ClusterLayout) -> list[OutputFile]:
     ]
 
 
+# Where a host's hosts.toml takes base64("robot$node-pull:<secret>"): the proxy projects are private.
+PULL_AUTH_PLACEHOLDER = "@HARBOR_PULL_AUTH@"
+
+
 def mirror_files(site: Site, variant: str) -> list[OutputFile]:
     registry = site.services.registry
     files = []
@@ -68,12 +72,16 @@ def mirror_files(site: Site, variant: str) -> list[OutputFile]:
             f"registry.proxy_cache.{project} of config/services.yaml.\n"
             f"On every host: /etc/containerd/{paths.CERTS_D}/{cache.registry}/hosts.toml"
         )
+        mirror = f"https://{registry.hostname}/v2/{project}"
         text = (
             f'server = "{cache.api}"\n'
             "\n"
-            f'[host."https://{registry.hostname}/v2/{project}"]\n'
+            f'[host."{mirror}"]\n'
             '  capabilities = ["pull", "resolve"]\n'
             "  override_path = true\n"
+            f'  [host."{mirror}".header]\n'
+            "    # the pull robot's, filled in on the host from the vault (RUNBOOK); a secret never in git\n"
+            f'    authorization = "Basic {PULL_AUTH_PLACEHOLDER}"\n'
         )
         files.append(OutputFile(paths.mirror_file(variant, cache.registry), [], header, text=text))
     return files

@@ -20,6 +20,7 @@ from sitegen.compose.procedures.burn_in import burn_in
 from sitegen.compose.procedures.cluster import cluster_bring_up
 from sitegen.compose.procedures.every_host import every_host
 from sitegen.compose.procedures.gpu_topology import gpu_topology
+from sitegen.compose.procedures.pull_credential import pull_credential
 from sitegen.compose.procedures.second_target import setup_step as second_target_setup
 from sitegen.compose.procedures.spoke_credentials import spoke_credentials
 from sitegen.compose.procedures.vault import vault_setup
@@ -40,6 +41,7 @@ def runbook(apps: VariantApps, by_cluster: Mapping[str, list[dict[str, Any]]]) -
     book.part("Outside the clusters")
     book.numbered(partial(second_target_setup, apps))
     vault_setup(book, apps, by_cluster)
+    pull_credential(book, apps)
     spoke_credentials(book, apps, by_cluster)
     argo_cd(book, apps)
     gpu_topology(book, apps)

@@ -70,6 +70,10 @@ S3 = VaultCopy(
     {"REGISTRY_STORAGE_S3_ACCESSKEY": "access_key", "REGISTRY_STORAGE_S3_SECRETKEY": "secret_key"},
 )
 CREDENTIALS = (ADMIN, SECRET_KEY, CORE, XSRF, TOKEN, JOBSERVICE, REGISTRY_HTTP, REGISTRY_CREDENTIALS)
+# The nodes' pull robot (constructs/registry.py): its secret is the vault's, set by the setup Job and
+# written into every host's hosts.toml by the RUNBOOK.
+PULL_SECRET = "harbor-node-pull"
+PULL_VAULT_KEY = "harbor/node-pull"
 OIDC_SECRET = "harbor-oidc"
 OIDC_VAULT_KEY = "harbor/oidc"
 OVERWRITE_ENV = "CONFIG_OVERWRITE_JSON"

@@ -5,10 +5,13 @@ from __future__ import annotations
 import json
 
 from constructs import Construct
-from constructs.registry import ProxyCacheProjects
+from constructs.edge import SITE_CA_CERT_VAULT_KEY
+from constructs.registry import PULL_SECRET_KEY, ProxyCacheProjects
 from constructs.secrets import VaultSecret
-from sitegen.components.base import Layer, RenderedComponent
+from sitegen.components.base import Flow, Layer, RenderedComponent
 from sitegen.components.context import ClusterContext, ClusterScope
+from sitegen.components.edge.gateway import Gateway
+from sitegen.components.observability.telemetry import SITE_CA_KEY, SITE_CA_SECRET
 from sitegen.components.platform.secret_store import SecretStore
 from sitegen.components.registry import PROJECT
 from sitegen.components.registry.harbor import (
@@ -16,7 +19,8 @@ from sitegen.components.registry.harbor import (
     OIDC_SECRET,
     OIDC_VAULT_KEY,
     OVERWRITE_ENV,
-    SERVICE,
+    PULL_SECRET,
+    PULL_VAULT_KEY,
     Harbor,
     oidc_settings,
     vault_copies,
@@ -38,6 +42,9 @@ class HarborConfig(RenderedComponent):
     def applies(cls, scope: ClusterScope) -> bool:
         return Harbor.applies(scope)
 
+    def flows(self, ctx: ClusterContext) -> list[Flow]:
+        return [Flow(Gateway, (), "the setup Job calls Harbor's API at its public name, over HTTPS")]
+
     def render(self, scope: Construct, ctx: ClusterContext) -> None:
         storage = ctx.site.services.registry.storage
         for copy in vault_copies(storage):
@@ -58,13 +65,27 @@ class HarborConfig(RenderedComponent):
         )  # fmt: skip
         if storage == "aistor":
             aistor_ca(scope, "AIStorCA", namespace=self.namespace, store=ctx.store)
+        VaultSecret(
+            scope, "PullRobot", name=PULL_SECRET, namespace=self.namespace, store=ctx.store,
+            key=PULL_VAULT_KEY, properties=[PULL_SECRET_KEY],
+        )  # fmt: skip
+        ca = None
+        if ctx.site.services.certificates.internal_ca:  # the certificate only, never the key
+            VaultSecret(
+                scope, "SiteCA", name=SITE_CA_SECRET, namespace=self.namespace, store=ctx.store,
+                key=SITE_CA_CERT_VAULT_KEY, properties=[SITE_CA_KEY],
+            )  # fmt: skip
+            ca = (SITE_CA_SECRET, SITE_CA_KEY)
         ProxyCacheProjects(
             scope,
             "ProxyCaches",
             registry=ctx.site.services.registry,
             namespace=self.namespace,
-            api=ctx.service_url(SERVICE, self.namespace) + "/api/v2.0",
+            # over HTTPS to the Gateway, as every client of Harbor (Gateway to Harbor: in-cluster HTTP)
+            api=f"https://{ctx.site.services.registry.hostname}/api/v2.0",
             image=ctx.image("curl"),
             placement=ctx.system_placement,
             admin_secret=ADMIN.name,
+            pull_secret=PULL_SECRET,
+            ca=ca,
         )

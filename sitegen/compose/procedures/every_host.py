@@ -27,7 +27,9 @@ Copy `{paths.in_repo(paths.mirrors_dir(apps.layout.name))}/` to `/etc/containerd
 registry `config_path` to that directory (containerd 2: `[plugins.'io.containerd.cri.v1.images'.registry]`).
 Images of {", ".join(f"`{c.registry}`" for _, c in sorted(registry.proxy_cache.items()))} are then pulled
 through Harbor's proxy caches at `{registry.hostname}`; each upstream stays the fallback, so pulls work
-before Harbor runs.{trust} Harbor's blobs live {blobs}: until Harbor serves, every image of the bring-up
+before Harbor runs. Their `authorization` header is a placeholder: the projects are private, and step
+"Harbor's pull credential on every host" puts the pull robot's credential in, from the vault; until
+then Harbor refuses the placeholder and containerd pulls from the upstream.{trust} Harbor's blobs live {blobs}: until Harbor serves, every image of the bring-up
 (Cilium, Argo CD, the operators{aistor}) comes from its upstream registry. A site without a route to them
 adds its own registry mirror to each `hosts.toml` for the bring-up, or loads those images on the hosts
 first (`ctr -n k8s.io images import`); Harbor takes over once it is Healthy.
