@@ -113,6 +113,30 @@ def secret_readers_expression(reviewed_roles: Sequence[str], builtin_readers: Se
     )
 
 
+def node_cordon_only_expression(account: str, label: str) -> str:
+    """What an account that may patch Nodes (the GPU node guard) may change on one: cordon it and set
+    `label`, nothing else: no taint, no other label or annotation, no uncordon."""
+
+    def same(field: str) -> str:
+        return (
+            f"(has(object.{field}) ? object.{field} : {{}}).filter(k, k != '{label}')"
+            f".all(k, k in (has(oldObject.{field}) ? oldObject.{field} : {{}}) && "
+            f"oldObject.{field}[k] == object.{field}[k]) && "
+            f"(has(oldObject.{field}) ? oldObject.{field} : {{}}).filter(k, k != '{label}')"
+            f".all(k, k in (has(object.{field}) ? object.{field} : {{}}))"
+        )
+
+    taints = "(has({0}.spec.taints) ? {0}.spec.taints : [])"
+    return (
+        f"request.userInfo.username != '{account}' || ("
+        "has(object.spec.unschedulable) && object.spec.unschedulable && "
+        f"{taints.format('object')} == {taints.format('oldObject')} && "
+        f"{same('metadata.labels')} && "
+        "(has(object.metadata.annotations) ? object.metadata.annotations : {}) == "
+        "(has(oldObject.metadata.annotations) ? oldObject.metadata.annotations : {}))"
+    )
+
+
 def certificate_names_expression(cluster_domain: str, public: dict[str, list[str]]) -> str:
     """A Certificate names only its own namespace's Services, or the public names that namespace serves
     (the Gateway's): anyone who may create one cannot mint another's name with the site's issuer."""

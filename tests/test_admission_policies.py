@@ -386,3 +386,42 @@ def test_an_agent_named_by_the_deprecated_service_account_field_keeps_its_host_a
     policy = policies["sitegen-host-access"]
     assert policy.matches(pod, {}, "CREATE")
     assert policy.refusal(pod, Request("system:serviceaccount:kube-system:daemon-set-controller")) is None
+
+
+GUARD = Request("system:serviceaccount:gpu-node-guard:gpu-node-guard", operation="UPDATE")
+NODE = {
+    "apiVersion": "v1", "kind": "Node",
+    "metadata": {"name": "gpu03", "labels": {"node-role.kubernetes.io/gpu": "true"}, "annotations": {"a": "b"}},
+    "spec": {"taints": [{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}]},
+}  # fmt: skip
+
+
+def _changed(change) -> dict:
+    import copy
+
+    node = copy.deepcopy(NODE)
+    node["spec"]["unschedulable"] = True
+    node["metadata"]["labels"]["sitegen.io/auto-cordoned"] = "gpu-fatal-xid"
+    change(node)
+    return node
+
+
+@pytest.mark.parametrize(
+    ("node", "request_", "admitted"),
+    [
+        (_changed(lambda n: None), GUARD, True),  # cordon and label: what the guard does
+        (_changed(lambda n: n["spec"].pop("taints")), GUARD, False),  # lifts the GPU taint
+        (
+            _changed(lambda n: n["metadata"]["labels"].update({"node-role.kubernetes.io/gpu": "x"})),
+            GUARD,
+            False,
+        ),
+        (_changed(lambda n: n["metadata"]["annotations"].update({"c": "d"})), GUARD, False),
+        (_changed(lambda n: n["spec"].update({"unschedulable": False})), GUARD, False),  # never uncordons
+        (_changed(lambda n: n["spec"].pop("taints")), Request("system:node:gpu03", operation="UPDATE"), True),
+    ],
+)
+def test_the_gpu_node_guard_may_only_cordon_and_label(policies, node, request_, admitted):
+    policy = policies["sitegen-guard-cordons-only"]
+    assert policy.matches(node, None, "UPDATE") and not policy.matches(node, None, "CREATE")
+    assert (policy.refusal(node, request_, NODE) is None) is admitted

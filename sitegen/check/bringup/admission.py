@@ -83,8 +83,11 @@ class Admission(ClusterObjects):
                     return f"{wkind} {wname} ({hook['name']}) cannot answer: {why}"
         return None
 
-    def policy_refusal(self, body: Mapping[str, Any], user: str) -> str | None:
-        """The first refusal of the ValidatingAdmissionPolicies applied so far (with a Deny binding)."""
+    def policy_refusal(
+        self, body: Mapping[str, Any], user: str, old: Mapping[str, Any] | None = None
+    ) -> str | None:
+        """The first refusal of the ValidatingAdmissionPolicies applied so far (with a Deny binding), of
+        creating the object, or of updating `old` to it."""
         bodies = [
             a.body for _, a in self.of_kind("ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding")
         ]
@@ -92,9 +95,10 @@ class Admission(ClusterObjects):
             return None
         ns = (body.get("metadata") or {}).get("namespace")
         labels = self.namespace_labels(ns) if ns else None
+        operation = "CREATE" if old is None else "UPDATE"
         for policy in denying_policies(bodies):
-            if policy.matches(body, labels, "CREATE"):
-                refused = policy.refusal(body, Request(user))
+            if policy.matches(body, labels, operation):
+                refused = policy.refusal(body, Request(user, operation=operation), old)
                 if refused:
                     return refused
         return None

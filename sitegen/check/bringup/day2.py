@@ -218,7 +218,7 @@ def a_gpu_breaks(sim: Simulation) -> None:
             continue
         node = gpu_nodes[-1]
         sim.step = f"day 2: a GPU of {node} reports Xid 79"
-        why = _guard_cannot_cordon(cluster, node)
+        why = _guard_cannot_cordon(cluster, node) or _cordon_refused(cluster, node)
         if why:
             raise Stop(Blocker(cluster.name, sim.step, node, f"stays schedulable: {why}"))
         taints = cluster.nodes[node].taints
@@ -228,6 +228,24 @@ def a_gpu_breaks(sim: Simulation) -> None:
         # repaired, burnt in, uncordoned and unlabelled (RUNBOOK)
         taints.remove(UNSCHEDULABLE)
         del cluster.nodes[node].labels[guard.CORDON_LABEL]
+
+
+def _cordon_refused(cluster: Cluster, node: str) -> str | None:
+    """The guard's merge patch as the API server admits it: the Node's update, judged by the policies."""
+    (w,) = [
+        w
+        for w in cluster.workloads.values()
+        if w.template.kind == "Deployment" and w.template.name == guard.NAME
+    ]
+    user = f"system:serviceaccount:{w.template.namespace}:{pod_account(w.template.spec)}"
+    state = cluster.nodes[node]
+    old = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": node, "labels": dict(state.labels)},
+           "spec": {"taints": [{"key": t.key, "value": t.value, "effect": t.effect} for t in state.taints]}}  # fmt: skip
+    new = copy.deepcopy(old)
+    new["metadata"]["labels"][guard.CORDON_LABEL] = "gpu-fatal-xid"
+    new["spec"]["unschedulable"] = True
+    refused = cluster.policy_refusal(new, user, old)
+    return f"the API server refuses the guard's cordon: {refused}" if refused else None
 
 
 def _guard_cannot_cordon(cluster: Cluster, node: str) -> str | None:

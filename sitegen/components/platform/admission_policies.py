@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from constructs import Construct
+from constructs import gpu_node_guard as node_guard
 from constructs.admission import (
     RBAC_GROUP,
     AdmissionPolicy,
@@ -19,6 +20,7 @@ from constructs.admission import (
     cluster_admin_binding_expression,
     host_access_expression,
     kube_system_workloads_expression,
+    node_cordon_only_expression,
     rbac_escalation_expression,
     reserved_priorities_expression,
     secret_readers_expression,
@@ -175,6 +177,7 @@ class AdmissionPolicies(RenderedComponent):
         )
         self._host_access(scope, ctx)
         self._kube_system_workloads(scope, ctx)
+        self._guard_cordons_only(scope, ctx)
         AdmissionPolicy(
             scope,
             "GrantingRoles",
@@ -233,6 +236,27 @@ class AdmissionPolicies(RenderedComponent):
             message=f"Argo CD puts workloads into {KUBE_SYSTEM} (exempt from Pod Security) only for "
             f"{', '.join(apps) or 'no app'}",
         )
+
+    @staticmethod
+    def _guard_cordons_only(scope: Construct, ctx: ClusterContext) -> None:
+        """The GPU node guard may patch Nodes (its ClusterRole cannot say which fields): the cluster
+        lets it cordon and label, nothing more."""
+        guards = sorted(
+            f"system:serviceaccount:{d['metadata']['namespace']}:{pod_account(d['spec']['template']['spec'])}"
+            for docs in ctx.rendered.values()
+            for d in docs
+            if d.get("kind") == "Deployment" and d["metadata"]["name"] == node_guard.NAME
+        )  # fmt: skip
+        for account in guards[:1]:  # one guard a cluster
+            AdmissionPolicy(
+                scope,
+                "GuardCordonsOnly",
+                name="sitegen-guard-cordons-only",
+                rules=[{**_rule("", "nodes"), "operations": ["UPDATE"]}],
+                expression=node_cordon_only_expression(account, node_guard.CORDON_LABEL),
+                message="the GPU node guard cordons a Node and sets its label; it changes nothing else "
+                "(no taint, no other label or annotation, no uncordon)",
+            )
 
     @staticmethod
     def _certificates(scope: Construct, ctx: ClusterContext) -> None:
