@@ -142,9 +142,9 @@ def ndr_link_down(pool: FabricPool) -> str:
 
 def cordon_conditions(fabric_pools: tuple[FabricPool, ...]) -> dict[str, str]:
     """By reason (a label value), the PromQL of the nodes to cordon: one series per node, labelled
-    `node`. A link counts once it has not been up at all for two minutes, the alert's `for` (a flap
+    `node` (and `cluster` where the hub sees a spoke's). A link counts once it has not been up at all for two minutes, the alert's `for` (a flap
     does not); an Xid or a row-remap failure counts at once, as its alert does."""
-    gpu = 'count by (node) (label_replace({}, "node", "$1", "Hostname", "(.+)"))'
+    gpu = 'count by (cluster, node) (label_replace({}, "node", "$1", "Hostname", "(.+)"))'
     # the guard takes them in name order: a GPU fault (certainly the node's) before a link (maybe a switch's)
     conditions = {
         "gpu-fatal-xid": gpu.format(FATAL_XID),
@@ -155,7 +155,7 @@ def cordon_conditions(fabric_pools: tuple[FabricPool, ...]) -> dict[str, str]:
             f"(({ndr_link_down(p)}) unless (max_over_time(({ndr_port_state(p)} == bool {IB_PHYS_LINK_UP})[2m:30s]) > 0))"
             for p in fabric_pools
         )
-        conditions["ndr-link-down"] = f"count by (node) ({down})"
+        conditions["ndr-link-down"] = f"count by (cluster, node) ({down})"
     return conditions
 
 
@@ -240,30 +240,35 @@ def _health_rules(risks: SiteRisks) -> list[dict[str, Any]]:
 
 def _guard_rules(risks: SiteRisks) -> list[dict[str, Any]]:
     """A guard that stopped passing (its probe goes stale after a failed pass), and more broken GPU
-    nodes than it may cordon: the rest stay schedulable until a person looks."""
-    rules = []
-    for guard in risks.guards:
-        failing = " or ".join(q for _, q in guard.conditions)
-        rules += [
-            _alert(
-                "GpuNodeGuardDown",
-                f'kube_deployment_status_replicas_available{{namespace="{guard.namespace}", '
-                f'deployment="{guard.name}"}} < 1',
-                "critical",
-                "the GPU node guard is not passing: a GPU node with a fatal Xid or a link down stays "
-                f"schedulable (kubectl -n {guard.namespace} logs deploy/{guard.name})",
-                for_="10m",
-            ),
-            _alert(
-                "GpuNodesBrokenPastGuardLimit",
-                f"count({failing}) > {guard.max_nodes}",
-                "critical",
-                f"{{{{ $value }}}} GPU nodes broken, the guard cordons at most {guard.max_nodes}: a fabric "
-                "or switch fault? cordon the nodes by hand once the cause is known",
-                for_="5m",
-            ),
-        ]
-    return rules
+    nodes in one cluster than its guard may cordon: the rest stay schedulable until a person looks.
+    One rule each for every cluster's guard: the series carry their cluster (a spoke's external label)."""
+    if not risks.guards:
+        return []
+    first = risks.guards[0]
+    assert all(
+        (g.namespace, g.name, g.max_nodes) == (first.namespace, first.name, first.max_nodes)
+        for g in risks.guards
+    )
+    failing = " or ".join(sorted({q for g in risks.guards for _, q in g.conditions}))
+    return [
+        _alert(
+            "GpuNodeGuardDown",
+            f'kube_deployment_status_replicas_available{{namespace="{first.namespace}", '
+            f'deployment="{first.name}"}} < 1',
+            "critical",
+            "the GPU node guard is not passing: a GPU node with a fatal Xid or a link down stays "
+            f"schedulable (kubectl -n {first.namespace} logs deploy/{first.name})",
+            for_="10m",
+        ),
+        _alert(
+            "GpuNodesBrokenPastGuardLimit",
+            f"count by (cluster) ({failing}) > {first.max_nodes}",
+            "critical",
+            f"{{{{ $value }}}} GPU nodes broken, the guard cordons at most {first.max_nodes}: a fabric "
+            "or switch fault? cordon the nodes by hand once the cause is known",
+            for_="5m",
+        ),
+    ]
 
 
 def _backup_rules(risks: SiteRisks) -> list[dict[str, Any]]:

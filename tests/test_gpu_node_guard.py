@@ -212,3 +212,23 @@ def test_the_hub_alerts_when_the_guard_stops_or_is_outnumbered(docs, site):
     assert FATAL_XID in limit and ROW_REMAP_FAILURE in limit
     # the burn-in CronJobs are suspended templates: never stale
     assert "kube_cronjob_spec_suspend" in rules["GpuHealthCheckStale"]["expr"]
+
+
+def test_guards_of_several_clusters_alert_once_each_counted_by_cluster():
+    """The hub evaluates every cluster's series: one rule per alert, counting broken nodes per cluster
+    (a spoke's series carry its external label), not one rule per guard that would fire twice."""
+    from constructs.monitoring import GuardWatch, SiteRisks, _guard_rules
+
+    def watch(pool: str) -> GuardWatch:
+        conditions = cordon_conditions((FabricPool(pool, ("mlx5_0",)),))
+        return GuardWatch("gpu-node-guard", "gpu-node-guard", 2, tuple(sorted(conditions.items())))
+
+    risks = SiteRisks(
+        gpus_per_node={}, fabric_pools=(), aistor_parity=None, guards=(watch("gpu"), watch("gpu-b"))
+    )
+    rules = {r["alert"]: r for r in _guard_rules(risks)}
+    assert len(_guard_rules(risks)) == len(rules) == 2
+    limit = rules["GpuNodesBrokenPastGuardLimit"]["expr"]
+    assert limit.startswith("count by (cluster) (") and limit.endswith("> 2")
+    assert 'pool="gpu"' in limit and 'pool="gpu-b"' in limit
+    assert all(q.startswith("count by (cluster, node) (") for q in cordon_conditions(()).values())
