@@ -46,6 +46,19 @@ def _queued(queue: str) -> dict[str, str]:
     return {QUEUE_LABEL: queue, PRIORITY_LABEL: PRIORITY}
 
 
+def dcgm_pod(
+    pool: PoolLayout, fabric: Fabric, namespace: str, image: ImagePin, level: int, *, name: str
+) -> dict[str, Any]:
+    """`dcgmi diag -r <level>` on every GPU of one node (no fabric: no rail)."""
+    gpu = pool.hardware.gpu
+    assert gpu is not None
+    return GpuPodTemplate(
+        pool=pool, fabric=fabric, namespace=namespace, image=image, gpus=gpu.count, rails=(),
+        labels={"app.kubernetes.io/name": name, BATCH_LABEL: "true"},
+        env={"LEVEL": str(level)}, command=["/bin/sh", "-c", DCGM_SCRIPT],
+    ).to_dict()  # fmt: skip
+
+
 class NcclHealthCheck(Construct):
     """An all-reduce over `nodes` whole nodes per run, failing below `min_busbw_gbps`."""
 
@@ -92,19 +105,7 @@ class DcgmHealthCheck(Construct):
         level: int,
     ) -> None:
         super().__init__(scope, id)
-        gpu = pool.hardware.gpu
-        assert gpu is not None
-        template = GpuPodTemplate(
-            pool=pool,
-            fabric=fabric,
-            namespace=namespace,
-            image=image,
-            gpus=gpu.count,
-            rails=(),  # one node: no fabric
-            labels={"app.kubernetes.io/name": DCGM, BATCH_LABEL: "true"},
-            env={"LEVEL": str(level)},
-            command=["/bin/sh", "-c", DCGM_SCRIPT],
-        ).to_dict()
+        template = dcgm_pod(pool, fabric, namespace, image, level, name=DCGM)
         template["spec"]["restartPolicy"] = "Never"
         cron_job(
             self, "CronJob", {"name": DCGM, "namespace": namespace}, schedule=schedule,
@@ -191,14 +192,8 @@ class BurnIn(Construct):
         min_busbw_gbps: float,
     ) -> None:
         super().__init__(scope, id)
-        gpu = pool.hardware.gpu
-        assert gpu is not None
         for host in pool.hosts:
-            template = GpuPodTemplate(
-                pool=pool, fabric=fabric, namespace=namespace, image=dcgm_image, gpus=gpu.count, rails=(),
-                labels={"app.kubernetes.io/name": BURN_IN, BATCH_LABEL: "true"},
-                env={"LEVEL": str(level)}, command=["/bin/sh", "-c", DCGM_SCRIPT],
-            ).to_dict()  # fmt: skip
+            template = dcgm_pod(pool, fabric, namespace, dcgm_image, level, name=BURN_IN)
             job = _burn_in_job(template, [host.name], hours=4)
             _template_cron_job(self, f"CronJob-{host.name}", burn_in_name(host.name), namespace, job)
         pairs = [pair for round_ in pair_rounds([h.name for h in pool.hosts]) for pair in round_]

@@ -482,3 +482,24 @@ def test_a_guard_kept_from_prometheus_leaves_the_node_schedulable(site, inputs):
         without_guard,
     )
     blocked(run(site, inputs, ONE, tree=tree), "reports Xid 79", "keep the guard from Prometheus")
+
+
+def test_a_policy_that_refuses_the_guards_label_leaves_the_node_schedulable(site, inputs):
+    """The policy and the guard must agree on the label: one built for another label refuses the
+    guard's cordon, and bringup's day 2 says so."""
+
+    def other_label(doc):
+        (validation,) = doc["spec"]["validations"]
+        validation["expression"] = validation["expression"].replace(
+            "sitegen.io/auto-cordoned", "sitegen.io/other"
+        )
+
+    tree = edited(
+        inputs, ONE, "one-cluster/apps/ai/admission-policies/validatingadmissionpolicy.sitegen-guard-cordons-only",
+        other_label,
+    )  # fmt: skip
+    blocked(
+        run(site, inputs, ONE, tree=tree),
+        "reports Xid 79",
+        "the API server refuses the guard's cordon: ValidatingAdmissionPolicy sitegen-guard-cordons-only",
+    )

@@ -52,6 +52,7 @@ if TYPE_CHECKING:
 
 UNSCHEDULABLE = Taint("node.kubernetes.io/unschedulable", "", "NoSchedule")  # what a cordon adds
 GPU = "nvidia.com/gpu"
+XID_REASON = "gpu-fatal-xid"  # the guard's label value for a fatal Xid (constructs/monitoring.py)
 NODE_LOCAL = {"directpv-min-io", "topolvm-provisioner"}  # claims that tie a pod to its node
 _UPGRADE = re.compile(r"^### Upgrading Kubernetes.*?(?=^### )", re.S | re.M)
 _POOL_BATCH = re.compile(r"^  - pool `([\w-]+)` \((\d+) nodes\): (\d+) at a time", re.M)
@@ -218,34 +219,16 @@ def a_gpu_breaks(sim: Simulation) -> None:
             continue
         node = gpu_nodes[-1]
         sim.step = f"day 2: a GPU of {node} reports Xid 79"
-        why = _guard_cannot_cordon(cluster, node) or _cordon_refused(cluster, node)
+        why = _guard_cannot_cordon(cluster, node)
         if why:
             raise Stop(Blocker(cluster.name, sim.step, node, f"stays schedulable: {why}"))
         taints = cluster.nodes[node].taints
         taints.append(UNSCHEDULABLE)
-        cluster.nodes[node].labels[guard.CORDON_LABEL] = "gpu-fatal-xid"
+        cluster.nodes[node].labels[guard.CORDON_LABEL] = XID_REASON
         sim.result.timeline.append(_event(cluster.name, sim.step, f"{guard.NAME} cordoned {node}"))
         # repaired, burnt in, uncordoned and unlabelled (RUNBOOK)
         taints.remove(UNSCHEDULABLE)
         del cluster.nodes[node].labels[guard.CORDON_LABEL]
-
-
-def _cordon_refused(cluster: Cluster, node: str) -> str | None:
-    """The guard's merge patch as the API server admits it: the Node's update, judged by the policies."""
-    (w,) = [
-        w
-        for w in cluster.workloads.values()
-        if w.template.kind == "Deployment" and w.template.name == guard.NAME
-    ]
-    user = f"system:serviceaccount:{w.template.namespace}:{pod_account(w.template.spec)}"
-    state = cluster.nodes[node]
-    old = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": node, "labels": dict(state.labels)},
-           "spec": {"taints": [{"key": t.key, "value": t.value, "effect": t.effect} for t in state.taints]}}  # fmt: skip
-    new = copy.deepcopy(old)
-    new["metadata"]["labels"][guard.CORDON_LABEL] = "gpu-fatal-xid"
-    new["spec"]["unschedulable"] = True
-    refused = cluster.policy_refusal(new, user, old)
-    return f"the API server refuses the guard's cordon: {refused}" if refused else None
 
 
 def _guard_cannot_cordon(cluster: Cluster, node: str) -> str | None:
@@ -276,7 +259,20 @@ def _guard_cannot_cordon(cluster: Cluster, node: str) -> str | None:
             return f"the network policies keep the guard from Prometheus ({url.netloc})"
         if not view.allows(source, End(entity="kube-apiserver"), None):
             return "the network policies keep the guard from the API server"
-    return None
+    patched, before = _cordon_patch(cluster, node)
+    refused = cluster.policy_refusal(patched, f"system:serviceaccount:{namespace}:{account[1]}", before)
+    return f"the API server refuses the guard's cordon: {refused}" if refused else None
+
+
+def _cordon_patch(cluster: Cluster, node: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The Node after the guard's merge patch, and before it: an update the policies judge."""
+    state = cluster.nodes[node]
+    old = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": node, "labels": dict(state.labels)},
+           "spec": {"taints": [{"key": t.key, "value": t.value, "effect": t.effect} for t in state.taints]}}  # fmt: skip
+    new = copy.deepcopy(old)
+    new["metadata"]["labels"][guard.CORDON_LABEL] = XID_REASON
+    new["spec"]["unschedulable"] = True
+    return new, old
 
 
 # --- a node down while a change lands --------------------------------------------------------------
