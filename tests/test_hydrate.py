@@ -89,3 +89,29 @@ def test_a_patch_that_matches_nothing_stops_hydration():
     )
     with pytest.raises(HydrationError, match="patch for Deployment gone matches no object"):
         _patch(_job(patches=(patch,)), [{"kind": "Deployment", "metadata": {"name": "here"}}])
+
+
+@pytest.mark.parametrize(
+    "op",
+    [
+        JsonPatch("test", "/spec/template/spec/containers/0/name", "redis"),  # the chart renamed it
+        JsonPatch("remove", "/data/_REDIS_URL_CORE"),  # the chart no longer renders the key
+    ],
+)
+def test_a_patch_that_no_longer_fits_the_chart_stops_hydration(op):
+    """Harbor's Redis patches assume the chart's shapes: a bump that changes them stops the render,
+    named, rather than patching something else or leaving a passwordless URL behind."""
+    objects = [
+        {
+            "kind": "StatefulSet",
+            "metadata": {"name": "x"},
+            "spec": {"template": {"spec": {"containers": [{"name": "valkey"}]}}},
+        },
+        {"kind": "ConfigMap", "metadata": {"name": "x"}, "data": {}},
+    ]
+    kind = "StatefulSet" if op.op == "test" else "ConfigMap"
+    job = _job(patches=(ObjectPatch(kind, "x", "why", (op,)),))
+    with pytest.raises(
+        HydrationError, match=rf"patch for {kind} x \({op.op} {op.path}\) no longer fits the chart"
+    ):
+        _patch(job, objects)

@@ -253,6 +253,24 @@ BREAKERS["SEC-006"] = [
     },
 ]
 
+REDIS = "docker.io/goharbor/redis-photon:v2.15.1"
+BREAKERS["SEC-007"] = [
+    # the chart's internal Redis as Harbor renders it: no password at all
+    workload("StatefulSet", name="harbor-redis", containers=[container(REDIS)]),
+    # a password, but written into git
+    workload(
+        "StatefulSet",
+        name="harbor-redis",
+        containers=[
+            container(
+                REDIS,
+                command=["redis-server", "--requirepass", "hunter2"],
+                env=[{"name": "P", "valueFrom": {"secretKeyRef": {"name": "redis", "key": "password"}}}],
+            )
+        ],
+    ),
+]
+
 APP_BREAKERS = {
     "APP-005": {
         "apiVersion": "argoproj.io/v1alpha1",

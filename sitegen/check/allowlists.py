@@ -24,7 +24,6 @@ class AllowLists:
     agents: Mapping[tuple[str, str], Mapping[str, NodeAgent]]
     privileged_namespaces: Mapping[str, str]  # namespace -> why
     privileged_workloads: Mapping[str, str]  # `Kind/namespace/name` -> why
-    plain_secret_data: Mapping[str, str]  # `Secret/namespace/name:key` -> why it holds no secret
     # (variant, cluster) -> `Kind/namespace/name` -> why nodes need it before they turn Ready
     bootstrap_critical: Mapping[tuple[str, str], Mapping[str, str]] = field(default_factory=dict)
     # `<namespace>/<account>: <capability>` -> why, for accounts on nodes that run tenant code
@@ -43,8 +42,6 @@ class AllowLists:
         out += [f"  {ns}: {why}" for ns, why in sorted(self.privileged_controllers.items())]
         out.append("privileged workloads:")
         out += [f"  {key}: {why}" for key, why in sorted(self.privileged_workloads.items())]
-        out.append("Secret keys without a secret:")
-        out += [f"  {key}: {why}" for key, why in sorted(self.plain_secret_data.items())]
         out.append("node agents:")
         every: dict[str, NodeAgent] = {}
         for agents in self.agents.values():
@@ -65,7 +62,6 @@ class AllowLists:
 def allow_lists(site: Site) -> AllowLists:
     agents: dict[tuple[str, str], dict[str, NodeAgent]] = {}
     critical: dict[tuple[str, str], dict[str, str]] = {}
-    plain: dict[str, str] = {}
     node_rbac: dict[str, str] = {}
     workloads = {
         f"Pod/{KUBE_VIP_NAMESPACE}/{KUBE_VIP_POD}": "ARP and IPVS for the API VIP need host networking "
@@ -83,7 +79,6 @@ def allow_lists(site: Site) -> AllowLists:
         for ctx, component in apps.members():
             agents.setdefault((variant, ctx.cluster.name), {}).update(component.node_agents(ctx))
             critical.setdefault((variant, ctx.cluster.name), {}).update(component.bootstrap_critical(ctx))
-            plain.update(component.plain_secret_data(ctx))
             node_rbac.update(component.node_rbac(ctx))
             workloads.update(component.privileged_workloads(ctx))
             if component.security is not None and component.security.level == "privileged":
@@ -95,7 +90,6 @@ def allow_lists(site: Site) -> AllowLists:
         privileged_namespaces=privileged,
         privileged_controllers=controllers,
         privileged_workloads=workloads,
-        plain_secret_data=plain,
         bootstrap_critical=critical,
         node_rbac=node_rbac,
     )

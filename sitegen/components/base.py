@@ -183,7 +183,7 @@ def backup_target_folder(target: str) -> str:
 
 @dataclass(frozen=True)
 class JsonPatch:
-    """One RFC 6902 operation (add, replace, remove) at a JSON pointer of an object."""
+    """One RFC 6902 operation (add, replace, remove, test) at a JSON pointer of an object."""
 
     op: str
     path: str
@@ -310,8 +310,8 @@ class Component:
         nodes on (`<namespace>/<account>: <capability>`, see check/node_rbac.py), and why each is needed."""
         return {}
 
-    def plain_secret_data(self, scope: ClusterScope) -> Mapping[str, str]:
-        """Keys of Secrets this component renders that hold no secret (`Secret/namespace/name:key`), why."""
+    def vault_formats(self, scope: ClusterScope) -> Mapping[str, str]:
+        """Vault keys this component's software constrains -> what their values must be (the RUNBOOK says)."""
         return {}
 
     def s3_access(self, ctx: ClusterContext) -> list[S3Access]:

@@ -108,6 +108,11 @@ def _apply(obj: dict[str, Any], op: JsonPatch) -> None:
     node: Any = obj
     for part in parents:
         node = node[int(part)] if isinstance(node, list) else node.setdefault(part, {})
+    if op.op == "test":  # RFC 6902: the patch stops unless the value is what it expects
+        found = node[int(last)] if isinstance(node, list) else node.get(last)
+        if found != op.value:
+            raise ValueError(f"{op.path} is {found!r}, not {op.value!r}")
+        return
     if isinstance(node, list):
         index = len(node) if last == "-" else int(last)
         if op.op == "add":
@@ -136,7 +141,13 @@ def _patch(job: RenderJob, objects: list[dict[str, Any]]) -> list[dict[str, Any]
             continue
         for obj in targets:
             for op in patch.ops:
-                _apply(obj, op)
+                try:
+                    _apply(obj, op)
+                except (KeyError, IndexError, ValueError) as err:  # the chart changed under the patch
+                    raise HydrationError(
+                        f"{job.app}: patch for {patch.kind} {patch.name} ({op.op} {op.path}) no longer fits "
+                        f"the chart: {err}"
+                    ) from None
     return objects
 
 

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from itertools import pairwise
 
 from constructs.edge import ISSUING_CA_VAULT_KEY, SITE_CA_KEY_PAIR
 from constructs.secrets import vault_role
+from sitegen.check.placement import pod_spec
 from sitegen.check.rules.base import Context, Violation, rule
+from sitegen.check.rules.pod_security import containers
 from sitegen.check.tree import Document
 from sitegen.components.edge.cert_manager import CertManager
 
@@ -20,12 +23,7 @@ def _no_secret_data(ctx: Context) -> Iterator[Violation]:
     for doc in ctx.docs:
         if doc.kind == "Secret" and doc.group == "":
             for key in ("data", "stringData"):
-                ref = f"Secret/{doc.namespace}/{doc.name}"
-                filled = sorted(
-                    k
-                    for k, v in (doc.body.get(key) or {}).items()
-                    if v and f"{ref}:{k}" not in ctx.allow.plain_secret_data
-                )
+                filled = sorted(k for k, v in (doc.body.get(key) or {}).items() if v)
                 if filled:
                     yield Violation(doc, f"$.{key}", f"a Secret with values in git: {', '.join(filled)}")
 
@@ -100,3 +98,40 @@ def _ca_key_reader(ctx: Context) -> Iterator[Violation]:
                     f"$.spec.data[{i}].remoteRef.key",
                     f"reads the CA key pair {ISSUING_CA_VAULT_KEY} outside {CertManager.namespace}",
                 )
+
+
+def _is_redis(image: str) -> bool:
+    repository = image.rsplit("/", 1)[-1].split("@")[0].split(":")[0]
+    return repository.startswith(("redis", "valkey"))
+
+
+@rule(
+    "SEC-007",
+    "redis-password",
+    "every Redis the site runs takes its password from a Secret: each container of a Redis image mounts a "
+    "Secret or gets a variable from one, and a `--requirepass` on its command line is such a variable, "
+    "never text",
+)
+def _redis_password(ctx: Context) -> Iterator[Violation]:
+    for doc in ctx.docs:
+        found = pod_spec(doc)
+        if found is None:
+            continue
+        path, spec = found
+        secret_volumes = {v["name"] for v in spec.get("volumes") or [] if "secret" in v}
+        for where, container in containers(path, spec):
+            if not _is_redis(container.get("image") or ""):
+                continue
+            secret_vars = {
+                env["name"]
+                for env in container.get("env") or []
+                if "secretKeyRef" in (env.get("valueFrom") or {})
+            }
+            name = container.get("name")
+            mounts = {m["name"] for m in container.get("volumeMounts") or []}
+            if not secret_vars and not mounts & secret_volumes:
+                yield Violation(doc, where, f"Redis container {name} takes no password from a Secret")
+            line = [*(container.get("command") or []), *(container.get("args") or [])]
+            for flag, value in pairwise(line):
+                if flag == "--requirepass" and value.removeprefix("$(").removesuffix(")") not in secret_vars:
+                    yield Violation(doc, where, f"Redis container {name} requires a password written in git")

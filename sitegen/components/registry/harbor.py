@@ -7,7 +7,7 @@ vault; TLS ends at the site Gateway.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from constructs.edge import Backend, Route
@@ -17,6 +17,7 @@ from sitegen.components.base import (
     WORLD,
     ChartComponent,
     Flow,
+    JsonPatch,
     Layer,
     NamespaceSecurity,
     ObjectPatch,
@@ -33,6 +34,7 @@ from sitegen.components.values import ON, Placed, Resources, Toggle, Values, pla
 from sitegen.model import Site
 
 SERVICE = "harbor"
+POD = "/spec/template/spec"
 
 
 @dataclass(frozen=True)
@@ -42,23 +44,31 @@ class VaultCopy:
     name: str
     vault_key: str
     keys: Mapping[str, str]
+    # Secret key -> the text its property (`{}`) is written into, for a credential inside a URL; a key
+    # without a property is written as it stands (a setting the chart's Secret holds beside a credential).
+    formats: Mapping[str, str] = field(default_factory=dict)
+
+    def template(self) -> dict[str, str]:
+        """The ExternalSecret's template: each key's text with the vault property in place."""
+        out = {
+            key: self.formats.get(key, "{}").format(f"{{{{ .{prop} }}}}") for key, prop in self.keys.items()
+        }
+        return out | {key: text for key, text in self.formats.items() if key not in self.keys}
 
 
 # Every credential Harbor uses, from the vault: the chart renders none of them (nor a random one,
 # which would change on every render).
 ADMIN = VaultCopy("harbor-admin", "harbor/admin", {ADMIN_PASSWORD_KEY: "password"})
-SECRET_KEY = VaultCopy("harbor-secret-key", "harbor/secret-key", {"secretKey": "secretKey"})  # 16 characters
-CORE = VaultCopy("harbor-core-secret", "harbor/core", {"secret": "secret"})  # 16 characters
-XSRF = VaultCopy("harbor-core-xsrf", "harbor/core", {"CSRF_KEY": "csrf-key"})  # 32 characters
-TOKEN = VaultCopy(
-    "harbor-token", "harbor/token", {"tls.crt": "tls.crt", "tls.key": "tls.key"}
-)  # token signing
+SECRET_KEY = VaultCopy("harbor-secret-key", "harbor/secret-key", {"secretKey": "secretKey"})
+CORE = VaultCopy("harbor-core-secret", "harbor/core", {"secret": "secret"})
+XSRF = VaultCopy("harbor-core-xsrf", "harbor/core", {"CSRF_KEY": "csrf-key"})
+TOKEN = VaultCopy("harbor-token", "harbor/token", {"tls.crt": "tls.crt", "tls.key": "tls.key"})
 JOBSERVICE = VaultCopy("harbor-jobservice-secret", "harbor/jobservice", {"JOBSERVICE_SECRET": "secret"})
 REGISTRY_HTTP = VaultCopy("harbor-registry-http", "harbor/registry", {"REGISTRY_HTTP_SECRET": "http-secret"})
 REGISTRY_CREDENTIALS = VaultCopy(
     "harbor-registry-credentials",
     "harbor/registry",
-    {"REGISTRY_PASSWD": "password", "REGISTRY_HTPASSWD": "htpasswd"},  # htpasswd: bcrypt line of the user
+    {"REGISTRY_PASSWD": "password", "REGISTRY_HTPASSWD": "htpasswd"},
 )
 DATABASE_PASSWORD = VaultCopy("harbor-database-password", "harbor/database", {"password": "password"})
 # The internal database's own Secret: the chart's copy is left out (it would carry the password).
@@ -69,7 +79,67 @@ S3 = VaultCopy(
     s3_vault_key(S3_USER),
     {"REGISTRY_STORAGE_S3_ACCESSKEY": "access_key", "REGISTRY_STORAGE_S3_SECRETKEY": "secret_key"},
 )
-CREDENTIALS = (ADMIN, SECRET_KEY, CORE, XSRF, TOKEN, JOBSERVICE, REGISTRY_HTTP, REGISTRY_CREDENTIALS)
+
+# The internal Redis (the chart's has no password): one vault password, which the server requires and
+# each client's URL carries. Clients read their URLs from these Secrets, so the password must be safe
+# in a URL's userinfo as it stands (hex, VAULT_FORMATS).
+REDIS_SERVICE = "harbor-redis"
+REDIS_VAULT_KEY = "harbor/redis"
+# The server reads the password as a file (redis.conf's own `requirepass`), never from its environment
+REDIS_AUTH_FILE = "auth.conf"
+REDIS_AUTH_DIR = "/etc/redis-auth"
+
+
+@dataclass(frozen=True)
+class RedisClient:
+    """One Redis URL of Harbor's: the environment variable its component reads it from, its database."""
+
+    env: str
+    database: int
+    idle_timeout: bool = True  # the chart's URLs for core, registry and trivy close idle connections
+
+    def url_format(self) -> str:
+        query = "?idle_timeout_seconds=30" if self.idle_timeout else ""
+        return f"redis://:{{}}@{REDIS_SERVICE}:6379/{self.database}{query}"
+
+
+# The chart's database indexes (its internal Redis's values, set below), one place
+JOBSERVICE_DB, REGISTRY_DB, TRIVY_DB = 1, 2, 5
+CORE_URLS = (RedisClient("_REDIS_URL_CORE", 0), RedisClient("_REDIS_URL_REG", REGISTRY_DB))
+# Harbor's jobservice takes this over its config file's redis_url (src/jobservice/config/config.go)
+JOBSERVICE_URL = RedisClient("JOB_SERVICE_POOL_REDIS_URL", JOBSERVICE_DB, idle_timeout=False)
+# the exporter reads HARBOR_-prefixed settings from the environment (viper)
+EXPORTER_URL = RedisClient("HARBOR_REDIS_URL", JOBSERVICE_DB, idle_timeout=False)
+REDIS_URLS = (*CORE_URLS, JOBSERVICE_URL, EXPORTER_URL)
+REDIS = VaultCopy(
+    "harbor-redis",
+    REDIS_VAULT_KEY,
+    {REDIS_AUTH_FILE: "password"} | {client.env: "password" for client in REDIS_URLS},
+    {REDIS_AUTH_FILE: "requirepass {}\n"} | {client.env: client.url_format() for client in REDIS_URLS},
+)
+# The chart's own Secrets for the registry and the scanner carry the password empty or inside a URL
+# without one: these replace them, under their names.
+REGISTRY_REDIS = VaultCopy("harbor-registry", REDIS_VAULT_KEY, {"REGISTRY_REDIS_PASSWORD": "password"})
+TRIVY_REDIS = VaultCopy(
+    "harbor-trivy",
+    REDIS_VAULT_KEY,
+    {"redisURL": "password"},
+    {"redisURL": RedisClient("redisURL", TRIVY_DB).url_format(), "gitHubToken": ""},
+)
+# What Harbor's software asks of its keys' values (the chart's notes; the registry user is its default)
+VAULT_FORMATS = {
+    SECRET_KEY.vault_key: "secretKey: 16 characters, Harbor's encryption key",
+    CORE.vault_key: "secret: 16 characters; csrf-key: 32 characters",
+    JOBSERVICE.vault_key: "secret: 16 characters",
+    REGISTRY_HTTP.vault_key: "http-secret: 16 characters; htpasswd: the bcrypt htpasswd line of "
+    "`harbor_registry_user` with `password`",
+    TOKEN.vault_key: "Harbor signs its tokens with them",
+    REDIS_VAULT_KEY: "password: hex (`openssl rand -hex 32`), as Harbor's clients carry it inside Redis URLs",
+}
+CREDENTIALS = (
+    ADMIN, SECRET_KEY, CORE, XSRF, TOKEN, JOBSERVICE, REGISTRY_HTTP, REGISTRY_CREDENTIALS,
+    REDIS, REGISTRY_REDIS, TRIVY_REDIS,
+)  # fmt: skip
 # The nodes' pull robot (constructs/registry.py): its secret is the vault's, set by the setup Job and
 # written into every host's hosts.toml by the RUNBOOK.
 PULL_SECRET = "harbor-node-pull"
@@ -102,6 +172,8 @@ def oidc_settings(site: Site) -> dict[str, object]:
 
 
 DATABASE_CREDENTIALS = (DATABASE_PASSWORD, DATABASE)
+# Secrets the chart renders that the vault's copies replace
+CHART_SECRETS = (DATABASE, REGISTRY_REDIS, TRIVY_REDIS)
 
 
 def vault_copies(registry_storage: str) -> tuple[VaultCopy, ...]:
@@ -181,23 +253,32 @@ class EnvVar(Values):
     valueFrom: EnvSource
 
 
+def secret_env(name: str, secret: str, key: str | None = None) -> EnvVar:
+    return EnvVar(name=name, valueFrom=EnvSource(secretKeyRef=SecretKeyRef(name=secret, key=key or name)))
+
+
+def redis_env(*clients: RedisClient) -> list[EnvVar]:
+    """The Redis URLs with the password; a container's own env wins over its chart ConfigMap's."""
+    return [secret_env(client.env, REDIS.name) for client in clients]
+
+
 class Core(Replicated):
     existingSecret: str = CORE.name
     existingXsrfSecret: str = XSRF.name
     secretName: str = TOKEN.name
     # Harbor core applies CONFIG_OVERWRITE_JSON to its settings at every start: the OIDC login, whose
     # client secret the chart's own configureUserSettings would put in git
-    extraEnvVars: list[EnvVar] = [
-        EnvVar(
-            name=OVERWRITE_ENV,
-            valueFrom=EnvSource(secretKeyRef=SecretKeyRef(name=OIDC_SECRET, key=OVERWRITE_ENV)),
-        )
-    ]
+    extraEnvVars: list[EnvVar] = [secret_env(OVERWRITE_ENV, OIDC_SECRET), *redis_env(*CORE_URLS)]
 
 
 class JobService(Replicated):
     jobLoggers: list[Literal["file", "database", "stdout"]]
     existingSecret: str = JOBSERVICE.name
+    extraEnvVars: list[EnvVar] = redis_env(JOBSERVICE_URL)
+
+
+class Exporter(Replicated):
+    extraEnvVars: list[EnvVar] = redis_env(EXPORTER_URL)
 
 
 class RegistryCredentials(Values):
@@ -223,6 +304,17 @@ class Database(Internal):
     external: ExternalDatabase = ExternalDatabase()
 
 
+class RedisServer(Placed):
+    jobserviceDatabaseIndex: str = str(JOBSERVICE_DB)
+    registryDatabaseIndex: str = str(REGISTRY_DB)
+    trivyAdapterIndex: str = str(TRIVY_DB)
+
+
+class Redis(Values):
+    type: Literal["internal"]
+    internal: RedisServer
+
+
 class HarborValues(Values):
     expose: Expose
     externalURL: str
@@ -239,9 +331,9 @@ class HarborValues(Values):
     jobservice: JobService
     registry: Registry
     trivy: Replicated
-    exporter: Replicated
+    exporter: Exporter
     database: Database
-    redis: Internal
+    redis: Redis
 
 
 class Harbor(ChartComponent):
@@ -272,12 +364,44 @@ class Harbor(ChartComponent):
         hostname = ctx.site.services.registry.hostname
         return [Route("harbor", self.namespace, hostname, (Backend(SERVICE, 80, timeout="0s"),))]
 
-    def plain_secret_data(self, scope: ClusterScope) -> Mapping[str, str]:
-        key = self.object_key("Secret", "harbor-trivy") + ":redisURL"
-        return {key: "the internal Redis's in-cluster address, which takes no password"}
+    def vault_formats(self, scope: ClusterScope) -> Mapping[str, str]:
+        return VAULT_FORMATS
 
     def patches(self, ctx: ClusterContext) -> list[ObjectPatch]:
-        return [ObjectPatch("Secret", DATABASE.name, "written from the vault by harbor-config", drop=True)]
+        from_vault = "written from the vault by harbor-config"
+        passwordless = "the chart's Redis URLs carry no password: the containers read them from the vault"
+        return [
+            *(ObjectPatch("Secret", copy.name, from_vault, drop=True) for copy in CHART_SECRETS),
+            ObjectPatch(
+                "ConfigMap", "harbor-core", passwordless,
+                tuple(JsonPatch("remove", f"/data/{client.env}") for client in CORE_URLS),
+            ),
+            ObjectPatch(
+                "ConfigMap", "harbor-exporter-env", passwordless, (JsonPatch("remove", f"/data/{EXPORTER_URL.env}"),)
+            ),
+            ObjectPatch(
+                "StatefulSet", REDIS_SERVICE, "the chart starts Redis without a password",
+                (
+                    JsonPatch("test", f"{POD}/containers/0/name", "redis"),
+                    JsonPatch("test", f"{POD}/volumes", None),  # the chart mounts nothing but its claim
+                    # the image's own CMD, then the password's file on top of its configuration
+                    JsonPatch(
+                        "add", f"{POD}/containers/0/command",
+                        ["redis-server", "/etc/redis.conf", "--include", f"{REDIS_AUTH_DIR}/{REDIS_AUTH_FILE}"],
+                    ),
+                    JsonPatch(
+                        "add", f"{POD}/containers/0/volumeMounts/-",
+                        {"name": "auth", "mountPath": REDIS_AUTH_DIR, "readOnly": True},
+                    ),
+                    JsonPatch(
+                        "add", f"{POD}/volumes",
+                        # the pod's fsGroup (the redis user's) reads it, nobody else
+                        [{"name": "auth", "secret": {"secretName": REDIS.name, "defaultMode": 0o440,
+                                                     "items": [{"key": REDIS_AUTH_FILE, "path": REDIS_AUTH_FILE}]}}],
+                    ),
+                ),
+            ),
+        ]  # fmt: skip
 
     def values(self, ctx: ClusterContext) -> HarborValues:
         registry = ctx.site.services.registry
@@ -327,7 +451,7 @@ class Harbor(ChartComponent):
             jobservice=JobService(replicas=2, jobLoggers=["database"], **system),
             registry=Registry(replicas=2, **system),
             trivy=Replicated(replicas=1, resources=requests("200m", "512Mi", "2Gi"), **system),
-            exporter=Replicated(replicas=1, **system),
+            exporter=Exporter(replicas=1, **system),
             database=Database(type="internal", internal=Placed(**system)),
-            redis=Internal(type="internal", internal=Placed(**system)),
+            redis=Redis(type="internal", internal=RedisServer(**system)),
         )

@@ -56,7 +56,7 @@ class HarborConfig(RenderedComponent):
                 store=ctx.store,
                 key=copy.vault_key,
                 properties=sorted(set(copy.keys.values())),
-                template={key: f"{{{{ .{prop} }}}}" for key, prop in copy.keys.items()},
+                template=copy.template(),
             )
         VaultSecret(
             scope, "Oidc", name=OIDC_SECRET, namespace=self.namespace, store=ctx.store, key=OIDC_VAULT_KEY,

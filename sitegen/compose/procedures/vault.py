@@ -37,7 +37,7 @@ ExternalSecrets has its own SecretStore, which logs in through the cluster's Kub
 `{site.secrets.vault.auth_mount}-<cluster>` as the namespace's own role `{site.secrets.vault.role}-<namespace>`.
 Before the root Application syncs, the vault must hold (key: properties):
 
-{_vault_keys(documents, leave_out=_written_later(apps))}
+{_vault_keys(documents, leave_out=_written_later(apps), formats=_formats(apps))}
 {_registration(apps)}
 Each cluster gets its own Kubernetes auth mount, and each namespace a policy that reads exactly the
 keys its ExternalSecrets name, bound to its `{READER_SERVICE_ACCOUNT}` service account: no cluster reads
@@ -59,6 +59,10 @@ def _written_later(apps: VariantApps) -> set[str]:
     second_folder = backup_target_folder(apps.site.services.backups.second.name)
     later = {access.vault_key for access in [*s3_consumers(apps), *second_consumers(apps)]}
     return later | {f"{second_folder}/ca", f"{second_folder}/pki-recipient"} | written_here(apps.site)
+
+
+def _formats(apps: VariantApps) -> dict[str, str]:
+    return {key: text for ctx, c in apps.members() for key, text in c.vault_formats(ctx).items()}
 
 
 def _registration(apps: VariantApps) -> str:
@@ -107,9 +111,9 @@ def _keys_by_namespace(documents: Iterable[dict[str, Any]]) -> dict[str, list[st
     return {ns: sorted(keys) for ns, keys in found.items()}
 
 
-def _vault_keys(documents: Iterable[dict[str, Any]], leave_out: set[str]) -> str:
+def _vault_keys(documents: Iterable[dict[str, Any]], leave_out: set[str], formats: Mapping[str, str]) -> str:
     """The vault keys and properties every ExternalSecret of the variant reads (computed, never listed by
-    hand), but for those a later step writes."""
+    hand), but for those a later step writes; with what their software asks of the values."""
     keys: dict[str, set[str]] = {}
     for doc in documents:
         if doc.get("kind") != "ExternalSecret":
@@ -122,5 +126,6 @@ def _vault_keys(documents: Iterable[dict[str, Any]], leave_out: set[str]) -> str
         for item in doc["spec"].get("dataFrom", []):
             keys.setdefault(item["extract"]["key"], set()).add("(one property per client: id -> key)")
     return "\n".join(
-        f"- `{k}`: {', '.join(sorted(p for p in props if p))}" for k, props in sorted(keys.items())
+        f"- `{k}`: {', '.join(sorted(p for p in props if p))}" + (f". {formats[k]}" if k in formats else "")
+        for k, props in sorted(keys.items())
     )
