@@ -115,3 +115,12 @@ def test_a_patch_that_no_longer_fits_the_chart_stops_hydration(op):
         HydrationError, match=rf"patch for {kind} x \({op.op} {op.path}\) no longer fits the chart"
     ):
         _patch(job, objects)
+
+
+def test_a_copy_patch_adds_the_changed_copy_and_keeps_the_original():
+    """DirectPV's node server gets an account of its own: the chart's, copied and narrowed."""
+    role = {"kind": "ClusterRole", "metadata": {"name": "chart"}, "rules": [{"verbs": ["*"]}]}
+    patch = ObjectPatch("ClusterRole", "chart", "why", (JsonPatch("replace", "/rules", []),), copy_as="agent")
+    objects = _patch(_job(patches=(patch,)), [role])
+    assert objects == [role, {"kind": "ClusterRole", "metadata": {"name": "agent"}, "rules": []}]
+    assert role["rules"] == [{"verbs": ["*"]}]

@@ -12,7 +12,7 @@ from sitegen.check.allowlists import allow_lists
 from sitegen.check.node_rbac import capabilities
 from sitegen.components.base import CHANGES_NODES, CREATES_PODS, GRANTS_RBAC, READS_SECRETS
 
-from .conftest import add, validate
+from .conftest import DIST, add, validate
 
 CRB = "one-cluster/apps/ai/network-operator/clusterrolebinding.network-operator.yaml"
 
@@ -121,3 +121,54 @@ def test_what_counts_as_reaching_the_cluster():
     assert capabilities(jobs, cluster_wide=True) == [CREATES_PODS]  # a Job makes pods
     impersonate = [{"apiGroups": [""], "resources": ["serviceaccounts"], "verbs": ["impersonate"]}]
     assert capabilities(impersonate, cluster_wide=True) == [GRANTS_RBAC]
+
+
+DIRECTPV = "two-cluster/apps/aistor/aistor-volumemanager"
+
+
+def test_the_directpv_node_server_back_on_the_controllers_account_is_refused(tree):
+    """The chart's own wiring: node server and controller under one account, whose role reads every
+    Secret and creates PersistentVolumes and CRDs, on every AIStor node."""
+    path = tree / DIRECTPV / "directpv.daemonset.node-server.yaml"
+    (daemonset,) = [d for d in yaml.safe_load_all(path.read_text()) if d]
+    daemonset["spec"]["template"]["spec"]["serviceAccountName"] = "directpv-min-io"
+    path.write_text(yaml.safe_dump(daemonset))
+    result = validate(tree)
+    assert result.exit_code == 1
+    found = [line for line in result.stdout.splitlines() if "RBC-002" in line]
+    assert found, result.stdout
+    assert all("DaemonSet directpv/node-server" in line for line in found)
+    assert "node agent runs as directpv/directpv-min-io, the account of Deployment controller" in found[0]
+
+
+def _triples(rules) -> set[tuple[str, str, str]]:
+    return {
+        (group, resource, verb)
+        for rule in rules
+        for group in rule["apiGroups"]
+        for resource in rule["resources"]
+        for verb in rule["verbs"]
+    }
+
+
+def test_the_directpv_node_server_holds_only_a_narrowing_of_the_charts_role():
+    """Its ClusterRole grants nothing the chart's does not, reads no Secret, writes only DirectPV's
+    own resources and events, and is bound to its account alone."""
+    root = DIST / DIRECTPV
+    chart = yaml.safe_load((root / "clusterrole.directpv-min-io.yaml").read_text().split("---", 1)[1])
+    node = yaml.safe_load((root / "clusterrole.directpv-node-server.yaml").read_text().split("---", 1)[1])
+    granted = _triples(node["rules"])
+    assert granted and granted <= _triples(chart["rules"])
+    assert not capabilities(node["rules"], cluster_wide=True)
+    assert {resource for _, resource, _ in granted} & {"secrets", "customresourcedefinitions"} == set()
+    writes = {(g, r) for g, r, v in granted if v not in ("get", "list", "watch")}
+    assert {g for g, _ in writes} <= {"", "directpv.min.io"} and {r for g, r in writes if g == ""} == {
+        "events"
+    }
+    binding = yaml.safe_load(
+        (root / "clusterrolebinding.directpv-node-server.yaml").read_text().split("---", 1)[1]
+    )
+    assert binding["roleRef"]["name"] == node["metadata"]["name"]
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": "directpv-node-server", "namespace": "directpv"}
+    ]

@@ -325,6 +325,7 @@ def test_every_rule_has_a_breaker():
         "APP-010",  # test_appsets.py: the site ApplicationSet's steps and Argo CD's flag
         "APP-011",
         "RBC-001",  # test_node_rbac.py: the network operator's group binding put back, and others
+        "RBC-002",  # test_node_rbac.py: DirectPV's node server back on the controller's account
         "ADM-001",  # test_admission_policies.py: a role the cluster would refuse
         "BAK-001",  # test_second_backup.py: a backup only in AIStor
         "BAK-002",  # test_second_backup.py: a backup without its alert

@@ -193,13 +193,15 @@ class JsonPatch:
 @dataclass(frozen=True)
 class ObjectPatch:
     """What a chart cannot express: operations on its objects of one kind and name, or (`drop`) the
-    objects left out, because another component owns them. Every patch must match an object."""
+    objects left out, because another component owns them, or (`copy_as`) a copy of the object under
+    another name, the operations applied to the copy. Every patch must match an object."""
 
     kind: str
     name: str
     why: str
     ops: tuple[JsonPatch, ...] = ()
     drop: bool = False
+    copy_as: str | None = None
 
 
 def placement_patch(kind: str, name: str, placement: Placement, *, why: str) -> ObjectPatch:

@@ -13,6 +13,7 @@ in the background while the caller composes.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import marshal
@@ -139,6 +140,11 @@ def _patch(job: RenderJob, objects: list[dict[str, Any]]) -> list[dict[str, Any]
         if patch.drop:
             objects = [o for o in objects if not any(o is t for t in targets)]
             continue
+        if patch.copy_as is not None:
+            targets = [copy.deepcopy(t) for t in targets]
+            for obj in targets:
+                obj["metadata"]["name"] = patch.copy_as
+            objects += targets
         for obj in targets:
             for op in patch.ops:
                 try:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from constructs.objects import pod_account
+from sitegen.check.bringup.kube import pod_template
 from sitegen.check.node_rbac import OPERATOR_MADE, grants, lands_on, service_account
 from sitegen.check.placement import workloads
 from sitegen.check.rules.base import Context, Violation, rule
@@ -66,4 +68,35 @@ def _node_escalation(ctx: Context) -> Iterator[Violation]:
                 f"{grant.account} runs on the {', '.join(sorted(tenant_pools))} pool(s), where tenant code "
                 f"runs, and {grant.capability} through {grant.via}; narrow the binding or review it in "
                 "the component's node_rbac",
+            )
+
+
+@rule(
+    "RBC-002",
+    "agent-accounts",
+    "a node agent runs under an account of its own: one it shares with a controller puts the "
+    "controller's grants on every node the agent runs on",
+)
+def _agent_accounts(ctx: Context) -> Iterator[Violation]:
+    controllers: dict[tuple[str, str | None, str, str], list[Document]] = {}
+    agents: list[tuple[tuple[str, str | None, str, str], Document]] = []
+    for doc in ctx.docs:
+        if doc.is_values or doc.is_host_file:
+            continue
+        template = pod_template(doc.body)
+        if template is None:
+            continue
+        account = (doc.variant, doc.cluster, doc.namespace or "", pod_account(dict(template.spec)))
+        if doc.kind == "DaemonSet":
+            agents.append((account, doc))
+        else:
+            controllers.setdefault(account, []).append(doc)
+    for account, doc in agents:
+        sharing = controllers.get(account)
+        if sharing:
+            names = ", ".join(sorted(f"{d.kind} {d.name}" for d in sharing))
+            yield Violation(
+                doc,
+                "$.spec.template.spec.serviceAccountName",
+                f"node agent runs as {account[2]}/{account[3]}, the account of {names}",
             )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from sitegen.components.base import (
     ChartComponent,
+    JsonPatch,
     Layer,
     NamespaceSecurity,
     ObjectPatch,
@@ -14,6 +15,26 @@ from sitegen.components.networking.cilium import Cilium
 from sitegen.components.platform.namespaces import Namespaces
 from sitegen.components.storage import PROJECT
 from sitegen.components.values import Placed, Values, placed
+
+# The chart runs its controller and its node server under one account, whose ClusterRole reads every
+# Secret and creates PersistentVolumes and CRDs: root on a storage node would hold all of it. The node
+# server gets an account of its own, its ClusterRole the chart's reads but Secrets, and writes only to
+# DirectPV's own resources and events (DirectPV's node server and node controller write nothing else:
+# minio/directpv pkg/csi/node, pkg/drive, pkg/initrequest; the license comes as a mounted Secret).
+CHART_ACCOUNT = "directpv-min-io"
+NODE_ACCOUNT = "directpv-node-server"
+NODE_SERVER = "node-server"
+_READ = ["get", "list", "watch"]
+NODE_RULES = [
+    {"apiGroups": [""], "resources": ["nodes", "persistentvolumeclaims", "persistentvolumes", "pods"],
+     "verbs": _READ},
+    {"apiGroups": ["storage.k8s.io"], "resources": ["csinodes", "storageclasses", "volumeattachments"],
+     "verbs": _READ},
+    {"apiGroups": [""], "resources": ["events"], "verbs": ["create", "list", "patch", "update", "watch"]},
+    {"apiGroups": ["directpv.min.io"],
+     "resources": ["directpvdrives", "directpvinitrequests", "directpvnodes", "directpvvolumes"],
+     "verbs": ["create", "delete", "get", "list", "update", "watch"]},
+]  # fmt: skip
 
 
 class Controller(Values):
@@ -53,7 +74,33 @@ class AIStorVolumeManager(ChartComponent):
                 ctx.system_placement,
                 why="the chart has no placement values for it",
             ),
+            *self._node_account(),
         ]
+
+    def _node_account(self) -> list[ObjectPatch]:
+        why = "the node server's own account, not the controller's (see NODE_RULES)"
+        subject = {"kind": "ServiceAccount", "name": NODE_ACCOUNT, "namespace": self.namespace}
+        return [
+            ObjectPatch("ServiceAccount", CHART_ACCOUNT, why, copy_as=NODE_ACCOUNT),
+            ObjectPatch("ClusterRole", CHART_ACCOUNT, why, (JsonPatch("replace", "/rules", NODE_RULES),),
+                        copy_as=NODE_ACCOUNT),
+            ObjectPatch(
+                "ClusterRoleBinding", CHART_ACCOUNT, why,
+                (
+                    JsonPatch("test", "/roleRef/name", CHART_ACCOUNT),
+                    JsonPatch("replace", "/roleRef/name", NODE_ACCOUNT),
+                    JsonPatch("replace", "/subjects", [subject]),
+                ),
+                copy_as=NODE_ACCOUNT,
+            ),
+            ObjectPatch(
+                "DaemonSet", NODE_SERVER, why,
+                (
+                    JsonPatch("test", "/spec/template/spec/serviceAccountName", CHART_ACCOUNT),
+                    JsonPatch("replace", "/spec/template/spec/serviceAccountName", NODE_ACCOUNT),
+                ),
+            ),
+        ]  # fmt: skip
 
     def values(self, ctx: ClusterContext) -> VolumeManagerValues:
         storage = ctx.cluster.pool(ctx.site.storage.aistor.pool)
