@@ -66,6 +66,19 @@ def test_cilium_operator_without_the_not_ready_toleration(site, inputs):
     blocked(result, "Primary CNI", "102 nodes NotReady", "cilium-operator not running", "not-ready")
 
 
+def test_the_nfd_worker_without_the_gpu_pools_toleration(site, inputs):
+    """NFD runs in two apps (the worker alone in its privileged namespace): the GPU nodes are labelled
+    only where the worker runs, so the GPU Operator never places its device plugin there."""
+
+    def untolerated(doc):
+        if doc["kind"] == "DaemonSet" and doc["metadata"]["name"] == "node-feature-discovery-worker":
+            spec = doc["spec"]["template"]["spec"]
+            spec["tolerations"] = [t for t in spec["tolerations"] if t.get("value") != "gpu"]
+
+    tree = edited(inputs, ONE, "one-cluster/apps/ai/node-feature-discovery-worker/", untolerated)
+    blocked(run(site, inputs, tree=tree), "GPU burn-in", "burn-in-gpu01", "nvidia.com/gpu does not fit")
+
+
 def test_applications_generated_without_a_rolling_sync_are_not_ordered(site, inputs):
     """The site ApplicationSet as a plain one (automated sync, no strategy): every generated app syncs
     at once, and the first that needs another app's objects fails before that app is Healthy."""

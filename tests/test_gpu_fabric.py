@@ -59,7 +59,15 @@ def test_exactly_one_node_feature_discovery():
         assert (DIST / cluster / "node-feature-discovery.yaml").is_file()
     assert _one(DIST / "one-cluster/values/ai/gpu-operator.yaml")["nfd"] == {"enabled": False}
     assert _one(DIST / "one-cluster/values/ai/network-operator.yaml")["nfd"]["enabled"] is False
-    worker = _one(DIST / "one-cluster/values/ai/node-feature-discovery.yaml")["worker"]
+    worker = _one(DIST / "one-cluster/values/ai/node-feature-discovery-worker.yaml")["worker"]
+    # one release each: the master's renders no worker, the worker's no master, collector or CRDs
+    assert _one(DIST / "one-cluster/values/ai/node-feature-discovery.yaml")["worker"] == {"enable": False}
+    assert {p.name for p in (DIST / "one-cluster/apps/ai/node-feature-discovery-worker").iterdir()} == {
+        "app.json",
+        *(f"node-feature-discovery-worker.{kind}.node-feature-discovery-worker{suffix}.yaml"
+          for kind, suffix in (("configmap", "-conf"), ("daemonset", ""), ("role", ""), ("rolebinding", ""),
+                               ("serviceaccount", ""))),
+    }  # fmt: skip
     keys = {(t["key"], t.get("value")) for t in worker["tolerations"]}
     assert keys == {
         ("dedicated", "gpu"),

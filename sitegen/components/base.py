@@ -364,6 +364,8 @@ class ChartComponent(Component):
     serves: ClassVar[tuple[str, ...]] = ()
     # API group/versions the running software registers itself (no CRD in the chart).
     serves_at_runtime: ClassVar[tuple[str, ...]] = ()
+    # False for a second release of a chart whose other release installs its CRDs (crds/ folder)
+    renders_crds: ClassVar[bool] = True
 
     @property
     def chart_key(self) -> str | None:

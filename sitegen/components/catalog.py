@@ -16,7 +16,10 @@ from sitegen.components.gpu.gpu_node_guard import GpuNodeGuard
 from sitegen.components.gpu.gpu_operator import GpuOperator
 from sitegen.components.gpu.gpu_queues import GpuQueues
 from sitegen.components.gpu.kueue import Kueue
-from sitegen.components.hardware.node_feature_discovery import NodeFeatureDiscovery
+from sitegen.components.hardware.node_feature_discovery import (
+    NodeFeatureDiscovery,
+    NodeFeatureDiscoveryWorker,
+)
 from sitegen.components.networking.cilium import Cilium
 from sitegen.components.networking.cilium_lb import CiliumLb
 from sitegen.components.networking.fabric import Fabric
@@ -75,6 +78,7 @@ COMPONENTS: tuple[type[Component], ...] = (
     CiliumLb,
     NetworkPolicies,
     NodeFeatureDiscovery,
+    NodeFeatureDiscoveryWorker,
     NetworkOperator,
     Fabric,
     # gpu

@@ -125,6 +125,16 @@ def image(pin: ImagePin) -> Image:
     return Image(repository=pin.repository, tag=pin.pinned_tag)
 
 
+class Seccomp(Values):
+    type: Literal["RuntimeDefault"] = "RuntimeDefault"
+
+
+class PodSecurityContext(Values):
+    """What Pod Security `restricted` asks of a pod beyond the usual chart defaults: a seccomp profile."""
+
+    seccompProfile: Seccomp = Seccomp()
+
+
 class Toggle(Values):
     enabled: bool
 

@@ -53,6 +53,7 @@ class RenderJob:
     api_versions: tuple[str, ...]  # group/versions the cluster serves beyond the built-in ones
     folder: str  # dist path of the app
     patches: tuple[ObjectPatch, ...] = ()
+    include_crds: bool = True  # the chart's crds/ folder (a second release of a chart leaves it out)
 
     @property
     def key(self) -> str:
@@ -170,7 +171,7 @@ def helm_arguments(job: RenderJob, values: Path) -> list[str]:
         str(values),
         "--kube-version",
         job.kube_version,
-        "--include-crds",
+        *(["--include-crds"] if job.include_crds else []),
         "--skip-tests",
         *(f"--api-versions={v}" for v in job.api_versions),
     ]

@@ -90,6 +90,7 @@ def _chart_jobs(
                 api_versions=api_versions,
                 folder=str(paths.app_dir(apps.layout.name, ctx.cluster.name, component.name)),
                 patches=tuple(component.patches(ctx)),
+                include_crds=component.renders_crds,
             )
             jobs.append(job)
     return files, jobs

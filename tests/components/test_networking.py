@@ -6,7 +6,7 @@ import ipaddress
 import json
 
 from sitegen.check.placement import tolerated_taints
-from sitegen.components.hardware.node_feature_discovery import NodeFeatureDiscovery
+from sitegen.components.hardware.node_feature_discovery import NodeFeatureDiscoveryWorker
 from sitegen.components.networking.cilium import Cilium
 from sitegen.components.networking.cilium_lb import CiliumLb
 from sitegen.components.networking.fabric import Fabric
@@ -38,7 +38,7 @@ def test_load_balancer_pool_is_the_clusters_range(two, small):
 
 
 def test_nfd_worker_tolerates_every_taint_of_its_cluster(one):
-    values = render(one, "ai", NodeFeatureDiscovery)
+    values = render(one, "ai", NodeFeatureDiscoveryWorker)
     pools = context(one, "ai").cluster.pools
     assert tolerated_taints(values["worker"], pools) == {t for p in pools for t in p.taints}
 

@@ -30,6 +30,7 @@ from sitegen.check.bringup.kube import (
 from sitegen.check.bringup.objects import ClusterObjects, Workload
 
 KUBELET_SERVING = "kubernetes.io/kubelet-serving"
+NFD_WORKER = "nfd-worker"  # the NFD worker's binary, its container's command
 # metrics-server's flags for how it reaches kubelets (DirectPV's --kubelet-dir-path is no client's)
 KUBELET_CLIENT_FLAGS = (
     "--kubelet-preferred-address-types",
@@ -54,24 +55,26 @@ class Nodes(ClusterObjects):
             return None
         return found[0][1].body
 
-    def _node_runs(self, node: Node, owner: str, kind: str = "DaemonSet") -> bool:
-        """A pod of the app's DaemonSet runs on the node (whatever its pods elsewhere do)."""
+    def _node_runs_command(self, node: Node, command: str) -> bool:
+        """A pod of a DaemonSet whose container runs `command` runs on the node (whichever app ships it)."""
         return node.reporting and any(
             node.name in w.placed
+            and w.template.daemon
+            and any((c.get("command") or [""])[0] == command for c in w.template.spec.get("containers") or [])
             for w in self.workloads.values()
-            if w.owner == owner and w.template.kind == kind
         )
 
     def refresh_devices(self, rails: Mapping[str, set[str]]) -> None:
         """Extended resources appear where the device plugins the operators deploy can run."""
         policy = self._cluster_policy()
-        # the operator places its device plugin where Node Feature Discovery labelled an NVIDIA device
-        nfd = self.provider_of_kind("nfd.k8s-sigs.io", "NodeFeature")
+        # the operator places its device plugin where Node Feature Discovery labelled an NVIDIA device:
+        # the NFD worker on the node writes its NodeFeature object, from which the master labels the node
+        master = self.controller_running("nfd.k8s-sigs.io", "NodeFeature")
         for node in self.nodes.values():
             if policy is not None and node.capacity.get("hardware/gpu"):
                 spec = policy["spec"].get("daemonsets") or {}
                 tolerated = not untolerated(spec.get("tolerations") or [], _operator_daemon_taints(node))
-                labelled = nfd is not None and self._node_runs(node, nfd)
+                labelled = master and self._node_runs_command(node, NFD_WORKER)
                 self._set(
                     node, "nvidia.com/gpu", node.capacity["hardware/gpu"] if tolerated and labelled else 0
                 )

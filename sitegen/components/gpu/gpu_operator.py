@@ -9,7 +9,7 @@ from constructs.gpu_workload import BATCH_LABEL, RUNTIME_CLASS
 from sitegen.components.base import WORLD, ChartComponent, Flow, Layer, NamespaceSecurity, NodeAgent
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.gpu import PROJECT
-from sitegen.components.hardware.node_feature_discovery import NodeFeatureDiscovery
+from sitegen.components.hardware.node_feature_discovery import NodeFeatureDiscoveryWorker
 from sitegen.components.observability.kube_prometheus_stack import KubePrometheusStack
 from sitegen.components.values import OFF, ON, Placed, Resources, Toggle, Toleration, Values, placed, requests
 
@@ -140,7 +140,7 @@ class GpuOperator(ChartComponent):
     project = PROJECT
     layer = Layer.FOUNDATION
     after = (
-        NodeFeatureDiscovery,
+        NodeFeatureDiscoveryWorker,
         KubePrometheusStack,
     )  # GPU nodes by NFD's PCI labels; the DCGM ServiceMonitor
     namespace = "gpu-operator"

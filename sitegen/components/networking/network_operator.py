@@ -12,7 +12,7 @@ from sitegen.components.base import (
     ObjectPatch,
 )
 from sitegen.components.context import ClusterContext, ClusterScope
-from sitegen.components.hardware.node_feature_discovery import NodeFeatureDiscovery
+from sitegen.components.hardware.node_feature_discovery import NodeFeatureDiscoveryWorker
 from sitegen.components.networking import PROJECT
 from sitegen.components.values import OFF, Placed, Resources, Toggle, Values, placed, requests
 
@@ -42,7 +42,7 @@ class NetworkOperator(ChartComponent):
     serves_at_runtime = ("nv-ipam.nvidia.com/v1alpha1",)  # nv-ipam, deployed by the NicClusterPolicy
     project = PROJECT
     layer = Layer.FOUNDATION
-    after = (NodeFeatureDiscovery,)  # its operands select on NFD's PCI labels
+    after = (NodeFeatureDiscoveryWorker,)  # its operands select on NFD's PCI labels (worker after master)
     namespace = "nvidia-network-operator"
     security = NamespaceSecurity(
         "privileged",

@@ -3,8 +3,6 @@ not ship; without them no CSI driver takes a snapshot (PowerScale's VolumeSnapsh
 
 from __future__ import annotations
 
-from typing import Literal
-
 from sitegen.components.base import ChartComponent, Layer, NamespaceSecurity
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.networking.cilium import Cilium
@@ -12,15 +10,7 @@ from sitegen.components.observability.kube_prometheus_stack import KubePrometheu
 from sitegen.components.platform.namespaces import Namespaces
 from sitegen.components.storage import PROJECT
 from sitegen.components.storage.csi_isilon import CsiIsilon
-from sitegen.components.values import Placed, Resources, Values, placed, requests
-
-
-class Seccomp(Values):
-    type: Literal["RuntimeDefault"] = "RuntimeDefault"
-
-
-class PodSecurityContext(Values):
-    seccompProfile: Seccomp = Seccomp()
+from sitegen.components.values import Placed, PodSecurityContext, Resources, Values, placed, requests
 
 
 class Capabilities(Values):
