@@ -238,7 +238,7 @@ DAEMONS = Request("system:serviceaccount:kube-system:daemon-set-controller")
             False,
         ),  # an unknown account in a privileged namespace
         (pod("kube-system", "cilium", hostNetwork=True, **PRIVILEGED), True),  # the CNI's agent
-        (pod("topolvm-system", "topolvm-node", **HOST_PATH), True),  # a node agent Git ships
+        (pod("topolvm-node", "topolvm-node", **HOST_PATH), True),  # a node agent Git ships
         (pod("gpu-operator", "nvidia-driver", **PRIVILEGED), True),  # what the GPU Operator makes
         (pod("ai-research"), True),  # no host access: not judged
     ],
@@ -376,11 +376,12 @@ def test_an_agent_named_by_the_deprecated_service_account_field_keeps_its_host_a
     conversion copies it to `serviceAccountName`, so the pod is admitted as csi-isilon-node, and the
     host-access policy must list that account (listing isilon/default refused the plugin on a real
     cluster while every offline check agreed with itself)."""
-    docs = {d.name: d.body for d in load_tree(DIST) if d.variant == "one-cluster" and d.kind == "DaemonSet"}
-    spec = docs["csi-isilon-node"]["spec"]["template"]["spec"]
+    docs = {d.name: d for d in load_tree(DIST) if d.variant == "one-cluster" and d.kind == "DaemonSet"}
+    plugin = docs["csi-isilon-node"]
+    spec = plugin.body["spec"]["template"]["spec"]
     assert "serviceAccountName" not in spec and spec["serviceAccount"] == "csi-isilon-node"
     pod = {
-        "apiVersion": "v1", "kind": "Pod", "metadata": {"namespace": "isilon", "name": "csi-isilon-node-x"},
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"namespace": plugin.namespace, "name": "csi-isilon-node-x"},
         "spec": {**spec, "serviceAccountName": spec["serviceAccount"]},  # the conversion's copy
     }  # fmt: skip
     policy = policies["sitegen-host-access"]

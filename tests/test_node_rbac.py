@@ -43,15 +43,15 @@ def test_the_network_operators_group_binding_put_back_is_refused(tree):
 def test_a_node_agents_grant_needs_its_review(tree, monkeypatch):
     def unreviewed(site):
         found = allow_lists(site)
-        kept = {k: v for k, v in found.node_rbac.items() if not k.startswith("topolvm-system/")}
+        kept = {k: v for k, v in found.node_rbac.items() if not k.startswith("topolvm-node/")}
         return dataclasses.replace(found, node_rbac=kept)
 
     monkeypatch.setattr(validate_module, "allow_lists", unreviewed)
     result = validate(tree)
     assert result.exit_code == 1
     assert (
-        "ClusterRoleBinding topolvm-system:node: RBC-001 node-escalation: $.subjects: "
-        f"topolvm-system/topolvm-node runs on the gpu pool(s), where tenant code runs, and {CHANGES_NODES}"
+        "ClusterRoleBinding topolvm-node:node: RBC-001 node-escalation: $.subjects: "
+        f"topolvm-node/topolvm-node runs on the gpu pool(s), where tenant code runs, and {CHANGES_NODES}"
     ) in result.stdout
 
 

@@ -381,3 +381,42 @@ class ChartComponent(Component):
     def patches(self, ctx: ClusterContext) -> list[ObjectPatch]:
         """Changes to rendered objects for what the chart's values cannot express (each says why)."""
         return []
+
+    def keeps(self, kind: str, name: str) -> bool:
+        """Whether this app ships an object its chart renders: every one, unless the chart's node agents
+        are released apart (ChartAgents), which take theirs."""
+        return True
+
+
+class ChartAgents(ChartComponent):
+    """The node agents of a chart that renders them beside its controllers in one release, with no
+    value to render either alone: the same chart and values released again into a privileged
+    namespace of their own, keeping only the agents' objects (`is_agent`); the controllers' component
+    keeps the rest. The two meet only through the API server and the hosts."""
+
+    controllers: ClassVar[type[ChartComponent]]
+    renders_crds = False  # the controllers' release installs them
+
+    @staticmethod
+    def is_agent(kind: str, name: str) -> bool:
+        """An object only the agents use (the controllers' app leaves it out)."""
+        raise NotImplementedError
+
+    @staticmethod
+    def is_shared(kind: str, name: str) -> bool:
+        """An object both halves mount (a configuration), shipped in both namespaces."""
+        return False
+
+    @classmethod
+    def controllers_keep(cls, kind: str, name: str) -> bool:
+        return cls.is_shared(kind, name) or not cls.is_agent(kind, name)
+
+    @property
+    def release_name(self) -> str:
+        return self.controllers.release or self.controllers.name  # the chart's own object names
+
+    def keeps(self, kind: str, name: str) -> bool:
+        return self.is_agent(kind, name) or self.is_shared(kind, name)
+
+    def values(self, ctx: ClusterContext) -> Values:
+        return ctx.get(self.controllers).values(ctx)

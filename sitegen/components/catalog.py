@@ -51,11 +51,11 @@ from sitegen.components.serving.vllm_stack import VllmStack
 from sitegen.components.storage.aistor import AIStor
 from sitegen.components.storage.aistor_operator import AIStorOperator
 from sitegen.components.storage.aistor_volumemanager import AIStorVolumeManager
-from sitegen.components.storage.csi_isilon import CsiIsilon
+from sitegen.components.storage.csi_isilon import CsiIsilon, CsiIsilonNode
 from sitegen.components.storage.local_nvme import LocalNvme
 from sitegen.components.storage.powerscale import PowerScale
 from sitegen.components.storage.snapshot_controller import SnapshotController
-from sitegen.components.storage.topolvm import TopoLvm
+from sitegen.components.storage.topolvm import TopoLvm, TopoLvmNode
 from sitegen.components.storage.velero import Velero
 from sitegen.components.storage.velero_config import VeleroConfig
 from sitegen.components.tenants.tenant import Tenant
@@ -92,9 +92,11 @@ COMPONENTS: tuple[type[Component], ...] = (
     AIStorOperator,
     AIStor,
     CsiIsilon,
+    CsiIsilonNode,
     SnapshotController,
     PowerScale,
     TopoLvm,
+    TopoLvmNode,
     LocalNvme,
     Velero,
     VeleroConfig,

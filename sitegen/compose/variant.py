@@ -26,7 +26,7 @@ from sitegen.compose.delivery import ACCESS_APP, bootstrap
 from sitegen.compose.fabric_hosts import fabric_files
 from sitegen.compose.host_baseline import baseline_files
 from sitegen.compose.hosts import etcd_patches, host_files, mirror_files
-from sitegen.compose.hydrate import Progress, Rendered, RenderJob, hydrating
+from sitegen.compose.hydrate import Progress, Rendered, RenderedObject, RenderJob, hydrating
 from sitegen.compose.procedures.second_target import lifecycle_text, second_consumers
 from sitegen.compose.runbook import runbook, s3_consumers
 from sitegen.compose.writer import OutputFile
@@ -96,11 +96,18 @@ def _chart_jobs(
     return files, jobs
 
 
+def _kept(component: ChartComponent, rendered: Rendered) -> list[RenderedObject]:
+    return [o for o in rendered.objects if component.keeps(o.kind, o.name)]
+
+
 def _check_serves(ctx: ClusterContext, component: ChartComponent, rendered: Rendered) -> None:
-    if tuple(sorted(component.serves)) != rendered.serves:
+    """The app serves the API versions of the CRDs it ships (all its chart's, or none of them)."""
+    ships_crds = any(o.kind == "CustomResourceDefinition" for o in _kept(component, rendered))
+    served = rendered.serves if ships_crds else ()
+    if tuple(sorted(component.serves)) != served:
         raise CompositionError(
             f"cluster {ctx.cluster.name}: {component.name} declares serves {sorted(component.serves)}, its chart "
-            f"renders CRDs of {list(rendered.serves)}"
+            f"renders CRDs of {list(served)}"
         )
 
 
@@ -164,7 +171,8 @@ def _variant_files(
             elif isinstance(component, ChartComponent):
                 rendered = hydrated[str(folder)]
                 _check_serves(ctx, component, rendered)
-                files += [OutputFile(paths.PurePosixPath(o.path), [], text=o.text) for o in rendered.objects]
+                kept = _kept(component, rendered)
+                files += [OutputFile(paths.PurePosixPath(o.path), [], text=o.text) for o in kept]
                 # identities only (the CRDs are large), but the bodies of what the network policies
                 # read (the Services the API server calls) and of the bindings (a spoke's manager may
                 # bind only the roles they name)
@@ -172,7 +180,7 @@ def _variant_files(
                     o.document()
                     if o.kind in WEBHOOK_KINDS or o.kind in BINDING_KINDS or o.kind in WORKLOAD_KINDS
                     else o.metadata_document()
-                    for o in rendered.objects
+                    for o in kept
                 ]
     root = ObjectChart(app, f"{variant}-bootstrap", folder=paths.bootstrap_dir(variant))
     hub = apps.layout.hub.name

@@ -1,4 +1,4 @@
-"""`csi-isilon`: Dell's CSI driver for PowerScale, on the pools that mount NFS."""
+"""`csi-isilon` and `csi-isilon-node`: Dell's CSI driver for PowerScale, on the pools that mount NFS."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from sitegen.components.base import (
     CHANGES_NODES,
     WORLD,
+    ChartAgents,
     ChartComponent,
     Flow,
     Layer,
@@ -49,19 +50,7 @@ class CsiIsilon(ChartComponent):
     layer = Layer.SERVICES
     after = (Cilium, Namespaces)
     namespace = "isilon"  # Dell's documented namespace
-    security = NamespaceSecurity(
-        "privileged",
-        "the PowerScale CSI node plugin mounts NFS for the kubelet",
-        controllers="one chart release renders its controller beside its node agents; the host-access policy still admits host access there only to the agents' accounts (the CSI controller)",
-    )
-
-    def node_rbac(self, scope: ClusterScope) -> Mapping[str, str]:
-        return {
-            f"{self.namespace}/csi-isilon-node: {CHANGES_NODES}": "the node plugin labels its Node with the "
-            "PowerScale topology keys (csi-isilon.dellemc.com/<endpoint>) the controller provisions by; "
-            "a stolen token could rewrite any Node: the admission-policy work of the security issue "
-            "narrows it",
-        }
+    security = NamespaceSecurity("baseline", "the CSI controller (the node plugin: isilon-node)")
 
     def flows(self, ctx: ClusterContext) -> list[Flow]:
         return [Flow(WORLD, (), "PowerScale's API (the controller provisions exports)")]
@@ -70,13 +59,8 @@ class CsiIsilon(ChartComponent):
     def applies(cls, scope: ClusterScope) -> bool:
         return bool(scope.pool_names & set(scope.site.storage.powerscale.mount_pools))
 
-    def node_agents(self, scope: ClusterScope) -> Mapping[str, NodeAgent]:
-        return {
-            self.object_key("DaemonSet", f"{self.name}-node"): NodeAgent(
-                frozenset(scope.site.storage.powerscale.mount_pools),
-                "PowerScale CSI node plugin on the pools that mount NFS",
-            )
-        }
+    def keeps(self, kind: str, name: str) -> bool:
+        return CsiIsilonNode.controllers_keep(kind, name)
 
     def values(self, ctx: ClusterContext) -> CsiIsilonValues:
         ps = ctx.site.storage.powerscale
@@ -91,3 +75,42 @@ class CsiIsilon(ChartComponent):
             # NFS exports only to the Kubernetes plane, where the node IPs live
             allowedNetworks=f"[{ctx.site.network.kubernetes.cidr}]",
         )
+
+
+class CsiIsilonNode(ChartAgents):
+    name = "csi-isilon-node"
+    chart = CsiIsilon.chart
+    controllers = CsiIsilon
+    project = PROJECT
+    layer = Layer.SERVICES
+    after = (CsiIsilon,)  # its CSIDriver
+    namespace = "isilon-node"
+    security = NamespaceSecurity("privileged", "the PowerScale CSI node plugin mounts NFS for the kubelet")
+
+    @staticmethod
+    def is_agent(kind: str, name: str) -> bool:
+        return name.startswith(f"{CsiIsilon.name}-node")  # its DaemonSet, account, ClusterRole and binding
+
+    @staticmethod
+    def is_shared(kind: str, name: str) -> bool:
+        return (kind, name) == ("ConfigMap", f"{CsiIsilon.name}-config-params")  # the driver's log settings
+
+    @classmethod
+    def applies(cls, scope: ClusterScope) -> bool:
+        return CsiIsilon.applies(scope)
+
+    def node_rbac(self, scope: ClusterScope) -> Mapping[str, str]:
+        return {
+            f"{self.namespace}/csi-isilon-node: {CHANGES_NODES}": "the node plugin labels its Node with the "
+            "PowerScale topology keys (csi-isilon.dellemc.com/<endpoint>) the controller provisions by; "
+            "a stolen token could rewrite any Node: the admission-policy work of the security issue "
+            "narrows it",
+        }
+
+    def node_agents(self, scope: ClusterScope) -> Mapping[str, NodeAgent]:
+        return {
+            self.object_key("DaemonSet", f"{self.release_name}-node"): NodeAgent(
+                frozenset(scope.site.storage.powerscale.mount_pools),
+                "PowerScale CSI node plugin on the pools that mount NFS",
+            )
+        }

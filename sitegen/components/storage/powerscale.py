@@ -8,7 +8,7 @@ from sitegen.components.base import Layer, RenderedComponent
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.platform.secret_store import SecretStore
 from sitegen.components.storage import PROJECT
-from sitegen.components.storage.csi_isilon import CsiIsilon
+from sitegen.components.storage.csi_isilon import CsiIsilon, CsiIsilonNode
 from sitegen.components.storage.snapshot_controller import SnapshotController
 
 
@@ -18,7 +18,7 @@ class PowerScale(RenderedComponent):
     layer = Layer.RESOURCES
     after = (SecretStore, SnapshotController)  # the VolumeSnapshotClass CRD
     # the driver's pods mount the credentials and certificates written here: they come first
-    before = (CsiIsilon,)
+    before = (CsiIsilon, CsiIsilonNode)
     namespace = CsiIsilon.namespace
     skip_dry_run = True
 
@@ -29,13 +29,15 @@ class PowerScale(RenderedComponent):
     def render(self, scope: Construct, ctx: ClusterContext) -> None:
         csi = ctx.get(CsiIsilon)
         powerscale = ctx.site.storage.powerscale
-        PowerScaleAccess(
-            scope,
-            "Access",
-            powerscale=powerscale,
-            release=csi.release_name,
-            namespace=csi.namespace,
-            store=ctx.store,
-        )
+        # the controller and the node plugin each mount them, in their own namespaces
+        for id, namespace in (("Access", csi.namespace), ("NodeAccess", ctx.get(CsiIsilonNode).namespace)):
+            PowerScaleAccess(
+                scope,
+                id,
+                powerscale=powerscale,
+                release=csi.release_name,
+                namespace=namespace,
+                store=ctx.store,
+            )
         PowerScaleClasses(scope, "Classes", powerscale=powerscale)
         PowerScaleSnapshots(scope, "Snapshots")

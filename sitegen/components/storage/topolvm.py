@@ -1,4 +1,4 @@
-"""`topolvm`: local NVMe volumes from an LVM volume group on the local-cache pools."""
+"""`topolvm` and `topolvm-node`: local NVMe volumes from an LVM volume group on the local-cache pools."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from pydantic import Field
 from constructs.local_cache import DEVICE_CLASS
 from sitegen.components.base import (
     CHANGES_NODES,
+    ChartAgents,
     ChartComponent,
     JsonPatch,
     Layer,
@@ -24,6 +25,7 @@ from sitegen.components.values import (
     OFF,
     Affinity,
     Placed,
+    PodSecurityContext,
     Toggle,
     Toleration,
     Values,
@@ -62,6 +64,12 @@ class Webhooks(Values):
     podMutatingWebhook: Toggle
 
 
+class ControllerPodSecurity(PodSecurityContext):
+    """The chart's pod context for the controller (uid and gid 10000), plus what `restricted` asks."""
+
+    runAsNonRoot: bool = True
+
+
 class TopoLvmValues(Values):
     lvmd: Lvmd
     node: OnCachePools
@@ -70,6 +78,7 @@ class TopoLvmValues(Values):
     webhook: Webhooks = Webhooks(podMutatingWebhook=OFF)
     cert_manager: Toggle = Field(default=OFF, alias="cert-manager")
     storageClasses: tuple[()] = ()  # none from the chart: the class is the `local-nvme` app
+    securityContext: ControllerPodSecurity = ControllerPodSecurity()  # merged into the chart's
 
 
 class TopoLvm(ChartComponent):
@@ -80,34 +89,14 @@ class TopoLvm(ChartComponent):
     layer = Layer.FOUNDATION
     after = (Cilium, Namespaces)
     namespace = "topolvm-system"
-    security = NamespaceSecurity(
-        "privileged",
-        "lvmd manages the LVM volume group of the local NVMe cache",
-        controllers="one chart release renders its controller beside its node agents; the host-access policy still admits host access there only to the agents' accounts (topolvm-controller)",
-    )
+    security = NamespaceSecurity("restricted", "the CSI controller (the node plugin and lvmd: topolvm-node)")
 
     @classmethod
     def applies(cls, scope: ClusterScope) -> bool:
         return bool(scope.pool_names & set(scope.site.storage.local_cache.pools))
 
-    def node_agents(self, scope: ClusterScope) -> Mapping[str, NodeAgent]:
-        cache = frozenset(scope.site.storage.local_cache.pools)
-        return {
-            self.object_key("DaemonSet", f"{self.name}-node"): NodeAgent(
-                cache, "TopoLVM node plugin on the local-cache pools"
-            ),
-            self.object_key("DaemonSet", f"{self.name}-lvmd-0"): NodeAgent(
-                cache, "lvmd on the local-cache pools"
-            ),
-        }
-
-    def node_rbac(self, scope: ClusterScope) -> Mapping[str, str]:
-        return {
-            f"{self.namespace}/topolvm-node: {CHANGES_NODES}": "topolvm-node writes its node's free VG "
-            "capacity into the Node's annotations, which the scheduler's capacity check reads; "
-            "a stolen token could rewrite any Node (labels included): the ValidatingAdmissionPolicy "
-            "work of the security issue is what narrows it to the node's own",
-        }
+    def keeps(self, kind: str, name: str) -> bool:
+        return TopoLvmNode.controllers_keep(kind, name)
 
     def patches(self, ctx: ClusterContext) -> list[ObjectPatch]:
         return [
@@ -137,3 +126,47 @@ class TopoLvm(ChartComponent):
                 **placed(ctx.system_placement),
             ),
         )
+
+
+class TopoLvmNode(ChartAgents):
+    name = "topolvm-node"
+    chart = TopoLvm.chart
+    controllers = TopoLvm
+    project = PROJECT
+    layer = Layer.FOUNDATION
+    after = (TopoLvm,)  # its PriorityClass and CSIDriver
+    namespace = "topolvm-node"
+    security = NamespaceSecurity("privileged", "lvmd manages the LVM volume group of the local NVMe cache")
+
+    @staticmethod
+    def is_agent(kind: str, name: str) -> bool:
+        # the node plugin and lvmd (DaemonSets, accounts, lvmd's configuration) and the node plugin's
+        # ClusterRole and binding, which the chart names `<namespace>:node`
+        if kind in ("ClusterRole", "ClusterRoleBinding"):
+            return name.endswith(":node")
+        return kind in ("DaemonSet", "ServiceAccount", "ConfigMap") and name.startswith(
+            ("topolvm-node", "topolvm-lvmd")
+        )
+
+    @classmethod
+    def applies(cls, scope: ClusterScope) -> bool:
+        return TopoLvm.applies(scope)
+
+    def node_agents(self, scope: ClusterScope) -> Mapping[str, NodeAgent]:
+        cache = frozenset(scope.site.storage.local_cache.pools)
+        return {
+            self.object_key("DaemonSet", f"{self.release_name}-node"): NodeAgent(
+                cache, "TopoLVM node plugin on the local-cache pools"
+            ),
+            self.object_key("DaemonSet", f"{self.release_name}-lvmd-0"): NodeAgent(
+                cache, "lvmd on the local-cache pools"
+            ),
+        }
+
+    def node_rbac(self, scope: ClusterScope) -> Mapping[str, str]:
+        return {
+            f"{self.namespace}/topolvm-node: {CHANGES_NODES}": "topolvm-node writes its node's free VG "
+            "capacity into the Node's annotations, which the scheduler's capacity check reads; "
+            "a stolen token could rewrite any Node (labels included): the ValidatingAdmissionPolicy "
+            "work of the security issue is what narrows it to the node's own",
+        }
