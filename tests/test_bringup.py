@@ -9,6 +9,7 @@ from pathlib import PurePosixPath
 import pytest
 
 from sitegen.check.bringup import bringup, from_files, timeline
+from sitegen.check.bringup.argo import synced_by_argo
 from sitegen.compose.variant import synthesize
 from sitegen.model import load_site
 
@@ -37,6 +38,28 @@ def test_the_variant_comes_up(site, inputs, variant):
     )
     # the seed's labels and registration taints are on every node before the CNI
     assert "102 nodes Ready" in text if variant == ONE else "69 nodes Ready" in text
+    # deletion hooks never run in a sync: NFD's prune Job would strip every label NFD made
+    assert "node-feature-discovery-prune" not in text and "gpu-operator-cleanup" not in text
+
+
+@pytest.mark.parametrize(
+    ("hook", "synced"),
+    [
+        (None, True),
+        ("pre-install,pre-upgrade", True),
+        ("post-install", True),
+        ("pre-install, pre-upgrade", True),  # as some charts space it
+        ("post-delete", False),
+        ("pre-delete", False),
+        ("test", False),
+    ],
+)
+def test_argo_cd_syncs_helm_install_and_upgrade_hooks_only(hook, synced):
+    """gitops-engine maps Helm's install and upgrade hooks to sync phases; any other Helm hook is a
+    hook without a phase, which no sync applies."""
+    annotations = {} if hook is None else {"helm.sh/hook": hook}
+    body = {"kind": "Job", "metadata": {"name": "j", "annotations": annotations}}
+    assert synced_by_argo(body) is synced
 
 
 def test_the_eight_rail_example_comes_up():

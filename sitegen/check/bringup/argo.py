@@ -11,6 +11,10 @@
   waves wait on the Applications in them.
   An ApplicationSet reports no health of its children, and its generated Applications are not objects
   of the root, so their waves order nothing.
+- Helm's hook annotation makes an object a hook (gitops-engine pkg/sync/hook): install and upgrade
+  hooks run in the sync (here with the other objects of their wave, not as PreSync or PostSync),
+  while one that is only a deletion or test hook (`post-delete`, `pre-delete`, `test`) is never applied
+  by a sync: the simulation leaves it out.
 """
 
 from __future__ import annotations
@@ -51,6 +55,17 @@ def _waves(objects: list[Mapping[str, Any]]) -> list[list[Mapping[str, Any]]]:
 
 
 RBAC_GROUP = "rbac.authorization.k8s.io"
+HELM_HOOK = "helm.sh/hook"
+HELM_SYNC_HOOKS = frozenset({"pre-install", "pre-upgrade", "post-install", "post-upgrade"})
+
+
+def synced_by_argo(body: Mapping[str, Any]) -> bool:
+    """Argo CD applies the object in a sync: it is no Helm hook, or a Helm hook of install or upgrade
+    (an `argocd.argoproj.io/hook` annotation takes over from Helm's)."""
+    annotations = (body.get("metadata") or {}).get("annotations") or {}
+    if HELM_HOOK not in annotations or "argocd.argoproj.io/hook" in annotations:
+        return True
+    return bool({t.strip() for t in str(annotations[HELM_HOOK]).split(",")} & HELM_SYNC_HOOKS)
 
 
 @dataclass(frozen=True)
@@ -94,7 +109,7 @@ class AppSync:
     ) -> None:
         self.name = name
         self.cluster = cluster
-        self.objects = sorted(objects, key=sync_order)
+        self.objects = sorted(filter(synced_by_argo, objects), key=sync_order)
         self.sync_options = sync_options
         self.destination_namespace = destination_namespace
         self.retry_limit = retry_limit
@@ -127,7 +142,7 @@ class AppSync:
         or with ApplyOutOfSyncOnly=true only those that differ from what the cluster holds
         (filterOutOfSyncTasks); it waits, wave by wave, on the health of the tasks it applied, never on
         an object it skipped. Returns the tasks."""
-        self.objects = sorted(objects, key=sync_order)
+        self.objects = sorted(filter(synced_by_argo, objects), key=sync_order)
         wanted = {key_of(b) for b in self.objects}
         gone = sorted(k for k, a in self.cluster.objects.items() if a.owner == self.name and k not in wanted)
         self.unpruned = [] if self.prunes else gone
