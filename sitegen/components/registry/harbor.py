@@ -253,8 +253,8 @@ class EnvVar(Values):
     valueFrom: EnvSource
 
 
-def secret_env(name: str, secret: str, key: str | None = None) -> EnvVar:
-    return EnvVar(name=name, valueFrom=EnvSource(secretKeyRef=SecretKeyRef(name=secret, key=key or name)))
+def secret_env(name: str, secret: str) -> EnvVar:
+    return EnvVar(name=name, valueFrom=EnvSource(secretKeyRef=SecretKeyRef(name=secret, key=name)))
 
 
 def redis_env(*clients: RedisClient) -> list[EnvVar]:
