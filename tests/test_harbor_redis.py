@@ -12,7 +12,7 @@ import yaml
 
 from sitegen.check.bringup.kube import pod_template
 from sitegen.check.tree import load_tree
-from sitegen.components.registry.harbor import REDIS_VAULT_KEY, Harbor
+from sitegen.components.registry.harbor import REDIS_READERS, REDIS_VAULT_KEY, Harbor
 
 from .conftest import DIST
 
@@ -111,6 +111,13 @@ def test_every_client_reads_its_redis_url_with_the_password(harbor):
         assert text.startswith(f"redis://:{PASSWORD}@harbor-redis:6379/"), (where, name, text)
     registry = dict(_containers(harbor))["Deployment harbor-registry [registry]"]
     assert _environment(harbor, registry)["REGISTRY_REDIS_PASSWORD"] == PASSWORD
+    # the RUNBOOK's restart after a new password names exactly the server and these readers
+    readers = {where.split(" [")[0] for where, _ in urls} | {
+        "Deployment harbor-registry",
+        "StatefulSet harbor-redis",
+    }
+    kinds = {"statefulset": "StatefulSet", "deployment": "Deployment"}
+    assert {f"{kinds[kind]} {name}" for kind, name in (r.split("/") for r in REDIS_READERS)} == readers
 
 
 def test_the_jobservice_takes_the_url_over_its_config_file(harbor):

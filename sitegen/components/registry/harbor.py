@@ -126,6 +126,11 @@ TRIVY_REDIS = VaultCopy(
     {"redisURL": "password"},
     {"redisURL": RedisClient("redisURL", TRIVY_DB).url_format(), "gitHubToken": ""},
 )
+# The chart's workloads that read the password (the server first), restarted when it changes
+REDIS_READERS = (
+    f"statefulset/{REDIS_SERVICE}", "statefulset/harbor-trivy", "deployment/harbor-core",
+    "deployment/harbor-jobservice", "deployment/harbor-exporter", "deployment/harbor-registry",
+)  # fmt: skip
 # What Harbor's software asks of its keys' values (the chart's notes; the registry user is its default)
 VAULT_FORMATS = {
     SECRET_KEY.vault_key: "secretKey: 16 characters, Harbor's encryption key",
@@ -134,7 +139,9 @@ VAULT_FORMATS = {
     REGISTRY_HTTP.vault_key: "http-secret: 16 characters; htpasswd: the bcrypt htpasswd line of "
     "`harbor_registry_user` with `password`",
     TOKEN.vault_key: "Harbor signs its tokens with them",
-    REDIS_VAULT_KEY: "password: hex (`openssl rand -hex 32`), as Harbor's clients carry it inside Redis URLs",
+    REDIS_VAULT_KEY: "password: hex (`openssl rand -hex 32`), as Harbor's clients carry it inside Redis URLs; "
+    "each reads it at start, so a new one (an hour for the Secrets to follow) takes `kubectl -n harbor "
+    f"rollout restart {' '.join(REDIS_READERS)}`",
 }
 CREDENTIALS = (
     ADMIN, SECRET_KEY, CORE, XSRF, TOKEN, JOBSERVICE, REGISTRY_HTTP, REGISTRY_CREDENTIALS,
