@@ -3,7 +3,9 @@ StorageClass exists, the CSI driver the class names is there and its controller 
 drives (`kubectl directpv init`), and, for a WaitForFirstConsumer class, a pod uses the claim.
 
 Not modelled: a default StorageClass (a claim without storageClassName never binds), the capacity of
-drives and volumes, where a volume lives (day2.py keeps pods on node-local volumes on their node).
+drives and volumes, where a volume lives (day2.py keeps pods on node-local volumes on their node),
+whether the driver's node plugin (a DaemonSet, in its own app where the chart's agents are released
+apart) runs on the node of a pod that mounts the volume.
 """
 
 from __future__ import annotations
