@@ -272,6 +272,21 @@ CASES = [
         "overlaps 10.20.3.0/25 (clusters.ai.load_balancer_cidr)",
     ),
     case(
+        "lb-pool-without-room-for-the-s3-front-doors",
+        set_value("clusters.yaml", "aistor", "load_balancer_cidr", value="10.20.3.224/27"),
+        "clusters.yaml",
+        "aistor.load_balancer_cidr",
+        "10.20.3.224/27 has 30 addresses; variant two-cluster takes its top 30 for the S3 front doors of the "
+        "30 storage hosts: widen it",
+    ),
+    case(
+        "gateway-among-the-s3-front-doors",
+        set_value("services.yaml", "gateway", "address", value="10.20.3.250"),
+        "clusters.yaml",
+        "aistor.load_balancer_cidr",
+        "takes its top 30 for the S3 front doors of the 30 storage hosts, 10.20.3.250 among them",
+    ),
+    case(
         "vip-outside-plane",
         set_value("clusters.yaml", "ai", "api", "vip", value="10.30.0.10"),
         "clusters.yaml",

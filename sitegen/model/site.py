@@ -28,7 +28,7 @@ from sitegen.model.secrets import Secrets
 from sitegen.model.services import Services, check_services
 from sitegen.model.storage import Storage, check_storage
 from sitegen.model.tenants import Tenant, check_tenants
-from sitegen.model.variants import Variant, check_variants
+from sitegen.model.variants import Variant, check_front_doors, check_variants
 from sitegen.model.versions import Versions
 
 
@@ -58,6 +58,13 @@ class Site(Strict):
         check_cidrs(self.network, self.fabric, self.clusters)
         check_variants(self.variants, self.clusters, self.pools)
         check_storage(self.storage, self.pools, self.hardware)
+        check_front_doors(
+            self.variants,
+            self.clusters,
+            self.pools,
+            self.storage.aistor.pool,
+            [self.services.gateway.address],
+        )
         check_services(
             self.services,
             clusters=self.clusters,

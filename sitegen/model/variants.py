@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from ipaddress import IPv4Address
+
 from pydantic import Field
 
 from sitegen.model.clusters import Cluster
@@ -100,3 +102,33 @@ def _check_members(loc: Loc, members: int) -> None:
         raise ConfigError(
             loc, f"{members} control-plane nodes: etcd above {MAX_ETCD_MEMBERS} members only slows writes"
         )
+
+
+def check_front_doors(
+    variants: dict[str, Variant],
+    clusters: dict[str, Cluster],
+    pools: dict[str, Pool],
+    aistor_pool: str,
+    fixed: list[IPv4Address],
+) -> None:
+    """Where another cluster of a variant consumes AIStor, every storage host serves S3 on an address of
+    its own at the top of its cluster's load-balancer range (constructs/s3_front_doors.py): the range
+    must hold them above a general pool, and above the fixed addresses it holds (the gateway's)."""
+    for vname, variant in variants.items():
+        if len(variant.clusters) == 1:
+            continue
+        for cname, vc in variant.clusters.items():
+            if aistor_pool not in vc.pools:
+                continue
+            cidr = clusters[cname].load_balancer_cidr
+            usable = cidr.num_addresses - 2
+            doors = pools[aistor_pool].count
+            lowest_door = cidr.network_address + 1 + max(usable - doors, 0)
+            under = [a for a in fixed if a in cidr and a >= lowest_door]
+            if doors >= usable or under:
+                clash = f", {under[0]} among them" if under else ""
+                raise ConfigError(
+                    ("clusters", cname, "load_balancer_cidr"),
+                    f"{cidr} has {usable} addresses; variant {vname} takes its top {doors} for the S3 front "
+                    f"doors of the {doors} {aistor_pool} hosts{clash}: widen it",
+                )

@@ -94,6 +94,8 @@ def scaled_config(source: Path, target: Path, factor: int) -> int:
     clusters = yaml.safe_load((source / "clusters.yaml").read_text())
     for i, cluster in enumerate(clusters.values()):
         cluster["pod_cidr"] = f"10.{64 + 4 * i}.0.0/14"
+        if i:  # room for an S3 front door per storage host (the first keeps the gateway's address)
+            cluster["load_balancer_cidr"] = f"10.20.{4 + 4 * i}.0/22"
     (target / "clusters.yaml").write_text(yaml.safe_dump(clusters, sort_keys=False))
     # the scaled storage pool as AIStor server pools of the original size (how the site would grow)
     storage = yaml.safe_load((source / "storage.yaml").read_text())
