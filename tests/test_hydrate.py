@@ -6,7 +6,9 @@ import pytest
 import yaml
 
 from sitegen.components.base import JsonPatch, ObjectPatch
-from sitegen.compose.hydrate import HydrationError, RenderJob, _patch, _split, _without_schemas
+from sitegen.compose.hydrate import HydrationError, RenderJob, _patch, _split, _without_schemas, render
+from sitegen.compose.kube_yaml import KubeLoader
+from sitegen.compose.variant import render_jobs
 
 CRD = """\
 apiVersion: apiextensions.k8s.io/v1
@@ -124,3 +126,18 @@ def test_a_copy_patch_adds_the_changed_copy_and_keeps_the_original():
     objects = _patch(_job(patches=(patch,)), [role])
     assert objects == [role, {"kind": "ClusterRole", "metadata": {"name": "agent"}, "rules": []}]
     assert role["rules"] == [{"verbs": ["*"]}]
+
+
+def test_a_rendered_objects_kept_body_is_what_its_file_says(site):
+    """The render keeps each parsed object with its text (no synth parses it again): the two agree,
+    patches included; a CRD, kept verbatim, is parsed from its text when asked."""
+    (job,) = [
+        j for j in render_jobs(site, ["two-cluster"]) if j.app == "two-cluster/aistor/aistor-volumemanager"
+    ]
+    rendered = render(job)
+    kept = [o for o in rendered.objects if o.body is not None]
+    assert kept and any(o.kind == "DaemonSet" for o in kept)
+    for obj in rendered.objects:
+        parsed = next(d for d in yaml.load_all(obj.text, Loader=KubeLoader) if isinstance(d, dict))
+        assert obj.document() == parsed, obj.path
+        assert (obj.body is None) == (obj.kind == "CustomResourceDefinition"), obj.path

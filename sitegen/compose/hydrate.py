@@ -24,7 +24,7 @@ import tempfile
 from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from contextlib import contextmanager
-from dataclasses import asdict, astuple, dataclass
+from dataclasses import asdict, astuple, dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -71,9 +71,14 @@ class RenderedObject:
     kind: str
     namespace: str
     name: str
+    # the object as written, kept from the render (cached with it) so that no synth parses it again;
+    # None for the CRDs kept verbatim
+    body: dict[str, Any] | None = field(default=None, compare=False, repr=False)
 
     def document(self) -> dict[str, Any]:
-        """The whole object, parsed (costly for large CRDs: only for what needs the body)."""
+        """The whole object (a CRD parsed from its text: costly, only for what needs its body)."""
+        if self.body is not None:
+            return self.body
         docs = [d for d in yaml.load_all(self.text, Loader=KubeLoader) if isinstance(d, dict)]
         return docs[0] if docs else self.metadata_document()
 
@@ -205,17 +210,19 @@ def render(job: RenderJob) -> Rendered:
             meta["namespace"] = job.namespace
     objects = _patch(job, objects)
     rendered: dict[str, RenderedObject] = {}
-    laid_out = [(o, writer.yaml_text([o])) for o in objects] + [
-        (head, text) for text, head in verbatim.items()
+    laid_out = [(o, writer.yaml_text([o]), o) for o in objects] + [
+        (head, text, None) for text, head in verbatim.items()
     ]
-    for obj, text in laid_out:
+    for obj, text, body in laid_out:
         meta = obj["metadata"]
         namespace = meta.get("namespace", "")
         stem = ".".join([*([namespace] if namespace else []), obj["kind"].lower(), meta["name"]])
         path = str(PurePosixPath(job.folder) / f"{stem}.yaml")
         if path in rendered:
             raise HydrationError(f"{job.app}: two objects {obj['kind']} {namespace}/{meta['name']}")
-        rendered[path] = RenderedObject(path, text, obj["apiVersion"], obj["kind"], namespace, meta["name"])
+        rendered[path] = RenderedObject(
+            path, text, obj["apiVersion"], obj["kind"], namespace, meta["name"], body
+        )
     return Rendered(tuple(rendered[p] for p in sorted(rendered)), tuple(sorted(serves)))
 
 
