@@ -9,7 +9,7 @@ from pathlib import PurePosixPath
 import pytest
 
 from sitegen.check.bringup import bringup, from_files, timeline
-from sitegen.check.bringup.argo import synced_by_argo
+from sitegen.check.bringup.argo import _waves, synced_by_argo
 from sitegen.compose.variant import synthesize
 from sitegen.model import load_site
 
@@ -40,6 +40,26 @@ def test_the_variant_comes_up(site, inputs, variant):
     assert "102 nodes Ready" in text if variant == ONE else "69 nodes Ready" in text
     # deletion hooks never run in a sync: NFD's prune Job would strip every label NFD made
     assert "node-feature-discovery-prune" not in text and "gpu-operator-cleanup" not in text
+
+
+def test_hooks_apply_in_their_phase_and_weight():
+    """gitops-engine orders a sync's tasks by phase, then wave (a Helm hook's weight where no sync-wave
+    is set), then kind: a PreSync hook precedes even an earlier wave, a PostSync hook waits for the
+    whole Sync phase."""
+
+    def obj(name: str, kind: str = "Job", **annotations: str) -> dict:
+        return {"kind": kind, "metadata": {"name": name, "annotations": annotations}}
+
+    objects = [
+        obj("patch", **{"helm.sh/hook": "post-install,post-upgrade"}),
+        obj("late", "Deployment", **{"argocd.argoproj.io/sync-wave": "5"}),
+        obj("early", "ConfigMap", **{"argocd.argoproj.io/sync-wave": "-5"}),
+        obj("create", **{"helm.sh/hook": "pre-install,pre-upgrade", "helm.sh/hook-weight": "1"}),
+        obj("rbac", "Role", **{"helm.sh/hook": "pre-install,post-install", "helm.sh/hook-weight": "-1"}),
+        obj("setup", **{"argocd.argoproj.io/hook": "Sync", "helm.sh/hook": "post-delete"}),
+    ]
+    groups = [[o["metadata"]["name"] for o in group] for group in _waves(objects)]
+    assert groups == [["rbac"], ["create"], ["early"], ["setup"], ["late"], ["patch"]]
 
 
 @pytest.mark.parametrize(

@@ -11,10 +11,11 @@
   waves wait on the Applications in them.
   An ApplicationSet reports no health of its children, and its generated Applications are not objects
   of the root, so their waves order nothing.
-- Helm's hook annotation makes an object a hook (gitops-engine pkg/sync/hook): install and upgrade
-  hooks run in the sync (here with the other objects of their wave, not as PreSync or PostSync),
-  while one that is only a deletion or test hook (`post-delete`, `pre-delete`, `test`) is never applied
-  by a sync: the simulation leaves it out.
+- Hooks (gitops-engine pkg/sync/hook): Argo CD's annotation, else Helm's, gives an object its phases.
+  PreSync hooks apply before the other objects, PostSync hooks once those are Healthy, each phase in
+  its waves (Helm's hook weight is the wave where no sync-wave is set). A hook no sync runs (Argo CD's
+  Skip, SyncFail, PostDelete; Helm's `post-delete`, `pre-delete`, `test`) is left out. Not modelled:
+  a hook of two phases runs in its first only; hook deletion policies (a finished hook stays).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from typing import Any
 from constructs.argocd import tracked
 from sitegen.check.bringup.cluster import Cluster
 from sitegen.check.bringup.health import HealthChecks, LuaHealthError, customization_key, run_health_script
-from sitegen.check.bringup.kube import pod_template, sync_order
+from sitegen.check.bringup.kube import pod_template, sync_order, sync_phases
 from sitegen.check.bringup.objects import Key, key_of, show
 from sitegen.check.project_policy import destination_refusal, kind_refusal, source_refusal
 
@@ -45,27 +46,22 @@ MODELLED_CHECKS = {
 
 
 def _waves(objects: list[Mapping[str, Any]]) -> list[list[Mapping[str, Any]]]:
-    """Objects in sync order, grouped by wave (and kind order within it), as gitops-engine applies them."""
+    """Objects in sync order, grouped by phase and wave (kind order within), as gitops-engine applies
+    them: a group starts once every object of the one before is Healthy."""
     groups: list[list[Mapping[str, Any]]] = []
     for body in sorted(objects, key=sync_order):
-        if not groups or sync_order(groups[-1][0])[0] != sync_order(body)[0]:
+        if not groups or sync_order(groups[-1][0])[:2] != sync_order(body)[:2]:
             groups.append([])
         groups[-1].append(body)
     return groups
 
 
 RBAC_GROUP = "rbac.authorization.k8s.io"
-HELM_HOOK = "helm.sh/hook"
-HELM_SYNC_HOOKS = frozenset({"pre-install", "pre-upgrade", "post-install", "post-upgrade"})
 
 
 def synced_by_argo(body: Mapping[str, Any]) -> bool:
-    """Argo CD applies the object in a sync: it is no Helm hook, or a Helm hook of install or upgrade
-    (an `argocd.argoproj.io/hook` annotation takes over from Helm's)."""
-    annotations = (body.get("metadata") or {}).get("annotations") or {}
-    if HELM_HOOK not in annotations or "argocd.argoproj.io/hook" in annotations:
-        return True
-    return bool({t.strip() for t in str(annotations[HELM_HOOK]).split(",")} & HELM_SYNC_HOOKS)
+    """Argo CD applies the object in some phase of a sync (kube.sync_phases)."""
+    return bool(sync_phases(body))
 
 
 @dataclass(frozen=True)

@@ -341,12 +341,42 @@ KIND_ORDER = (
 _RANK = {k: i for i, k in enumerate(KIND_ORDER)}
 
 
-def sync_order(body: Mapping[str, Any]) -> tuple[int, int, str, str]:
-    """(sync wave, kind rank, kind, name): the order Argo CD applies the objects of one sync."""
+# A sync's phases in gitops-engine's order (pkg/sync: PreSync, Sync, PostSync), and the hook types
+# that run in them: Argo CD's own, or Helm's, which count only without Argo CD's (pkg/sync/hook).
+PRE_SYNC, SYNC, POST_SYNC = 0, 1, 2
+ARGO_HOOKS = {"PreSync": PRE_SYNC, "Sync": SYNC, "PostSync": POST_SYNC}
+HELM_HOOKS = {
+    "pre-install": PRE_SYNC,
+    "pre-upgrade": PRE_SYNC,
+    "post-install": POST_SYNC,
+    "post-upgrade": POST_SYNC,
+}
+
+
+def _types(text: object) -> list[str]:
+    return [t.strip() for t in str(text).split(",")]
+
+
+def sync_phases(body: Mapping[str, Any]) -> set[int]:
+    """The phases of a sync that apply the object: Sync for an object that is no hook; a hook's own,
+    none for one no sync runs (Argo CD's Skip, SyncFail or PostDelete; Helm's delete and test hooks)."""
     annotations = (body.get("metadata") or {}).get("annotations") or {}
-    wave = int(annotations.get("argocd.argoproj.io/sync-wave", "0"))
+    if "argocd.argoproj.io/hook" in annotations:
+        return {ARGO_HOOKS[t] for t in _types(annotations["argocd.argoproj.io/hook"]) if t in ARGO_HOOKS}
+    if "helm.sh/hook" in annotations:
+        return {HELM_HOOKS[t] for t in _types(annotations["helm.sh/hook"]) if t in HELM_HOOKS}
+    return {SYNC}
+
+
+def sync_order(body: Mapping[str, Any]) -> tuple[int, int, int, str, str]:
+    """(phase, wave, kind rank, kind, name): the order Argo CD applies the objects of one sync. The wave
+    is the sync-wave annotation, else Helm's hook weight (gitops-engine's syncwaves.Wave); a hook of
+    two phases is modelled in its first."""
+    annotations = (body.get("metadata") or {}).get("annotations") or {}
+    wave = int(annotations.get("argocd.argoproj.io/sync-wave", annotations.get("helm.sh/hook-weight", "0")))
     kind = str(body.get("kind", ""))
-    return wave, _RANK.get(kind, len(KIND_ORDER)), kind, str(body["metadata"].get("name", ""))
+    phase = min(sync_phases(body), default=SYNC)
+    return phase, wave, _RANK.get(kind, len(KIND_ORDER)), kind, str(body["metadata"].get("name", ""))
 
 
 # Kinds every API server serves from the start (group, kind) -> resource name.
