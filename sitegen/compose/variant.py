@@ -100,9 +100,11 @@ def _kept(component: ChartComponent, rendered: Rendered) -> list[RenderedObject]
     return [o for o in rendered.objects if component.keeps(o.kind, o.name)]
 
 
-def _check_serves(ctx: ClusterContext, component: ChartComponent, rendered: Rendered) -> None:
+def _check_serves(
+    ctx: ClusterContext, component: ChartComponent, rendered: Rendered, kept: list[RenderedObject]
+) -> None:
     """The app serves the API versions of the CRDs it ships (all its chart's, or none of them)."""
-    ships_crds = any(o.kind == "CustomResourceDefinition" for o in _kept(component, rendered))
+    ships_crds = any(o.kind == "CustomResourceDefinition" for o in kept)
     served = rendered.serves if ships_crds else ()
     if tuple(sorted(component.serves)) != served:
         raise CompositionError(
@@ -170,8 +172,8 @@ def _variant_files(
                 documents[(cluster, component.name)] = chart.documents
             elif isinstance(component, ChartComponent):
                 rendered = hydrated[str(folder)]
-                _check_serves(ctx, component, rendered)
                 kept = _kept(component, rendered)
+                _check_serves(ctx, component, rendered, kept)
                 files += [OutputFile(paths.PurePosixPath(o.path), [], text=o.text) for o in kept]
                 # identities only (the CRDs are large), but the bodies of what the network policies
                 # read (the Services the API server calls) and of the bindings (a spoke's manager may

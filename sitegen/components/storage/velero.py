@@ -24,7 +24,16 @@ from sitegen.components.storage import PROJECT
 from sitegen.components.storage.aistor import CA_SECRET, AIStor, S3Endpoint, s3_endpoint
 from sitegen.components.storage.second_target import CA_SECRET as SECOND_CA_SECRET
 from sitegen.components.storage.second_target import second_endpoint, second_flow
-from sitegen.components.values import Image, Placed, Resources, Values, image, placed, requests
+from sitegen.components.values import (
+    Image,
+    Placed,
+    PodSecurityContext,
+    Resources,
+    Values,
+    image,
+    placed,
+    requests,
+)
 
 NAMESPACE = "velero"
 PREFIX = "velero"  # its folder of the backup bucket; a folder per cluster below
@@ -51,16 +60,11 @@ class ContainerSecurity(Values):
     capabilities: Capabilities = Capabilities()
 
 
-class Seccomp(Values):
-    type: str = "RuntimeDefault"
-
-
-class PodSecurity(Values):
+class PodSecurity(PodSecurityContext):
     runAsNonRoot: bool = True
     runAsUser: int = 65532
     runAsGroup: int = 65532
     fsGroup: int = 65532
-    seccompProfile: Seccomp = Seccomp()
 
 
 class Mount(Values):
