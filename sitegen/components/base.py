@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 from constructs import Construct
 from constructs.edge import Route
 from constructs.namespaces import PsaLevel, Quota
+from sitegen.components.ownership import WrittenField
 from sitegen.model import Placement
 
 if TYPE_CHECKING:
@@ -257,6 +258,8 @@ class Component:
     # whose readiness later apps depend on: the pinned Argo CD has no built-in check for them, and
     # would report them Healthy as soon as they exist (see vendor/argocd/).
     health_checks: ClassVar[Mapping[tuple[str, str], str]] = {}
+    # Fields of objects in Git that this component's controllers rewrite once they run (see WrittenField).
+    writes: ClassVar[tuple[WrittenField, ...]] = ()
     # versions.yaml images this component sets, each with what uses it (a missing pin names it).
     images: ClassVar[Mapping[str, str]] = {}
     # Components of the same cluster this one must come after (each must be present).

@@ -15,6 +15,7 @@ from cdk8s import Chart
 
 from constructs import Construct
 from constructs.host_file import HostFile
+from sitegen.compose.ownership import ALL_WRITES, finish
 from sitegen.compose.writer import OutputFile
 
 
@@ -27,7 +28,7 @@ class ObjectChart(Chart):
 
     @cached_property
     def documents(self) -> list[dict[str, Any]]:
-        return self.to_json()
+        return finish(self.to_json(), ALL_WRITES)
 
     def output_files(self) -> list[OutputFile]:
         files = []

@@ -31,7 +31,8 @@ from typing import Any
 import yaml
 
 from sitegen.components.base import JsonPatch, ObjectPatch
-from sitegen.compose import kube_yaml, writer
+from sitegen.components.ownership import WrittenField
+from sitegen.compose import kube_yaml, ownership, writer
 from sitegen.compose.kube_yaml import KubeLoader
 from sitegen.compose.tools import HELM_VERSION, cache_dir, every_cpu, helm_binary
 from sitegen.model.kinds import CORE_CLUSTER_KINDS
@@ -54,6 +55,7 @@ class RenderJob:
     folder: str  # dist path of the app
     patches: tuple[ObjectPatch, ...] = ()
     include_crds: bool = True  # the chart's crds/ folder (a second release of a chart leaves it out)
+    writes: tuple[WrittenField, ...] = ()  # fields the site's controllers write (ownership.py)
 
     @property
     def key(self) -> str:
@@ -95,7 +97,8 @@ class Rendered:
 
 
 _CODE = hashlib.sha256(
-    b"".join(Path(m.__file__).read_bytes() for m in (writer, kube_yaml)) + Path(__file__).read_bytes()
+    b"".join(Path(m.__file__).read_bytes() for m in (writer, kube_yaml, ownership))
+    + Path(__file__).read_bytes()
 ).hexdigest()
 
 
@@ -208,10 +211,10 @@ def render(job: RenderJob) -> Rendered:
             meta.pop("namespace", None)
         elif not meta.get("namespace"):
             meta["namespace"] = job.namespace
-    objects = _patch(job, objects)
+    objects = ownership.finish(_patch(job, objects), job.writes)
     rendered: dict[str, RenderedObject] = {}
     laid_out = [(o, writer.yaml_text([o]), o) for o in objects] + [
-        (head, text, None) for text, head in verbatim.items()
+        (head, ownership.keep_on_delete_text(text), None) for text, head in verbatim.items()
     ]
     for obj, text, body in laid_out:
         meta = obj["metadata"]

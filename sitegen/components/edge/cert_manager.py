@@ -9,8 +9,15 @@ from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.edge import PROJECT
 from sitegen.components.networking.cilium import Cilium
 from sitegen.components.observability.kube_prometheus_stack import KubePrometheusStack
+from sitegen.components.ownership import WrittenField
 from sitegen.components.platform.namespaces import Namespaces
 from sitegen.components.values import ON, Pdb, Placed, Resources, Toggle, Values, placed, requests
+
+_INJECT = (
+    "cert-manager.io/inject-ca-from",
+    "cert-manager.io/inject-ca-from-secret",
+    "cert-manager.io/inject-apiserver-ca",
+)
 
 
 class Crds(Values):
@@ -57,6 +64,19 @@ class CertManager(ChartComponent):
     after = (Cilium, Namespaces, KubePrometheusStack)  # its ServiceMonitor
     namespace = "cert-manager"
     security = NamespaceSecurity("restricted", "the chart's pods run restricted")
+    writes = tuple(
+        WrittenField(
+            group, kind, path, annotations=_INJECT,
+            why="cert-manager's cainjector writes the CA of the certificate or Secret the object's "
+            "inject-ca-from annotation names (cert-manager docs, concepts/ca-injector)",
+        )
+        for group, kind, path in (
+            ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration", "/webhooks/*/clientConfig/caBundle"),
+            ("admissionregistration.k8s.io", "MutatingWebhookConfiguration", "/webhooks/*/clientConfig/caBundle"),
+            ("apiregistration.k8s.io", "APIService", "/spec/caBundle"),
+            ("apiextensions.k8s.io", "CustomResourceDefinition", "/spec/conversion/webhook/clientConfig/caBundle"),
+        )
+    )  # fmt: skip
 
     @classmethod
     def applies(cls, scope: ClusterScope) -> bool:

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import yaml
 
-from constructs.kueue import MANAGED_NAMESPACE_LABEL
+from constructs.kueue import MANAGED_NAMESPACE_LABEL, QUEUE_LABEL
 from sitegen.components.base import ChartComponent, Layer, NamespaceSecurity
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.gpu import PROJECT
 from sitegen.components.networking.cilium import Cilium
+from sitegen.components.ownership import WrittenField
 from sitegen.components.platform.namespaces import Namespaces
 from sitegen.components.values import Image, Placed, Resources, Values, placed, requests
 
@@ -91,6 +92,14 @@ class Kueue(ChartComponent):
     namespace = "kueue-system"
     security = NamespaceSecurity("baseline", "the chart's pods are not verified against restricted")
     images = {"kueue": "the Kueue controller (the chart defaults to a staging build)"}
+    writes = (
+        WrittenField(
+            "batch", "Job", "/spec/suspend", label=QUEUE_LABEL,
+            why="Kueue admits a queued Job by setting suspend to false, and suspends it again when it "
+            "evicts or preempts it (kueue v0.19 pkg/controller/jobframework, RunWithPodSetsInfo and Suspend)",
+            trigger="admission",
+        ),
+    )  # fmt: skip
 
     @classmethod
     def applies(cls, scope: ClusterScope) -> bool:

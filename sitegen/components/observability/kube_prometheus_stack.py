@@ -27,6 +27,7 @@ from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.networking.cilium import Cilium
 from sitegen.components.observability import PROJECT
 from sitegen.components.observability.telemetry import REMOTE_WRITE_SECRET, SITE_CA_KEY, SITE_CA_SECRET
+from sitegen.components.ownership import WrittenField
 from sitegen.components.platform.namespaces import Namespaces
 from sitegen.components.values import (
     EVERY_TAINT,
@@ -287,6 +288,15 @@ class KubePrometheusStack(ChartComponent):
     security = NamespaceSecurity(
         "restricted", "Prometheus, Alertmanager and their operator (the node agents: monitoring-agents)"
     )
+    writes = tuple(
+        WrittenField(
+            "admissionregistration.k8s.io", kind, "/webhooks/*/clientConfig/caBundle",
+            names=("kube-prometheus-stack-admission",),
+            why="the chart's admission-patch Job (kube-webhook-certgen patch) writes the CA it generated "
+            "into the operator's webhooks (chart templates/prometheus-operator/admission-webhooks/job-patch)",
+        )
+        for kind in ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration")
+    )  # fmt: skip
 
     def flows(self, ctx: ClusterContext) -> list[Flow]:
         return [

@@ -15,6 +15,7 @@ from sitegen.components.base import (
 )
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.networking.cilium import Cilium
+from sitegen.components.ownership import WrittenField
 from sitegen.components.platform.namespaces import Namespaces
 from sitegen.components.storage import PROJECT
 from sitegen.components.values import Placed, Resources, Values, placed, requests
@@ -43,6 +44,15 @@ class AIStorOperator(ChartComponent):
     after = (Cilium, Namespaces)
     namespace = "aistor-operator"
     security = NamespaceSecurity("baseline", "the chart's pods are not verified against restricted")
+    writes = (
+        WrittenField(
+            "admissionregistration.k8s.io", "MutatingWebhookConfiguration", "/webhooks/*/clientConfig/caBundle",
+            names=("object-store-operator-webhook",),
+            why="the operator injects its webhook's CA at start [inferred: the webhook's Deployment mounts "
+            "no certificate and the operator's ClusterRole may update mutatingwebhookconfigurations; the "
+            "chart renders the field empty]",
+        ),
+    )  # fmt: skip
 
     def flows(self, ctx: ClusterContext) -> list[Flow]:
         return [Flow(OBJECT_STORE, (), "the ObjectStore's admin API (its namespace)")]
