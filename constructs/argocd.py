@@ -1,5 +1,5 @@
-"""Argo CD objects: AppProjects, the foundation's Applications, the site ApplicationSet, the root
-Application, and the registration of spoke clusters.
+"""Argo CD objects: AppProjects, the foundation's Applications, each cluster's ApplicationSets, the
+roots, and the registration of spoke clusters.
 
 The Argo CD CRDs are too large to import through jsii with profit; these are ApiObjects whose specs are
 checked by `validate` against the CRDs the argo-cd chart renders.
@@ -219,15 +219,21 @@ WAVE_LABEL = "sitegen.io/wave"
 GENERATED_APP_LABELS = ("sitegen.io/cluster", "sitegen.io/app", "sitegen.io/layer", WAVE_LABEL)
 
 
-class SiteApplicationSet(Construct):
-    """Generates every Application past the foundation: one per descriptor file that synth writes into
-    an app's folder (a git files generator, so a new cluster, spoke or tenant is a new element).
+def appset_name(cluster: str, wave: int) -> str:
+    """The ApplicationSet of one cluster's apps of one sync wave."""
+    return f"{cluster}-wave-{wave}"
 
-    Order is a RollingSync: one step per sync wave, each step synced once every app of the steps
-    before it is Healthy. The controller syncs the apps of a step itself (it turns automated sync off
-    on what it generates), so the template sets none; the root waits on the ApplicationSet's health,
-    which is Progressing while the rollout is. The element's own fields fill the template; its
-    folder is `path.path`.
+
+class ClusterApplicationSet(Construct):
+    """Generates one cluster's Applications of one sync wave: one per descriptor that synth writes into
+    an app's folder of that cluster whose `wave` is this one (a git files generator and its selector,
+    so a new tenant is a new element, not a new Application to write).
+
+    The generated apps sync themselves (automated, with prune and self-heal, and the app's retry): on
+    day 2 none waits on another. The root orders the sets by wave on the first install, waiting on each
+    through argocd-cm's health check for ApplicationSets (Healthy once every app it generated is Synced
+    and Healthy). Deleting an Application (its element gone, the set renamed or pruned) leaves its
+    objects where they are: no resources finalizer (preserveResourcesOnDeletion).
     """
 
     def __init__(
@@ -235,13 +241,13 @@ class SiteApplicationSet(Construct):
         scope: Construct,
         id: str,
         *,
-        name: str,
+        cluster: str,
+        wave: int,
+        root_wave: int,
         namespace: str,
         repo_url: str,
         revision: str,
         descriptors: str,
-        waves: list[int],
-        wave: int,
     ) -> None:
         super().__init__(scope, id)
         labels = dict(
@@ -266,44 +272,69 @@ class SiteApplicationSet(Construct):
                     "directory": {"recurse": True, "include": "*.yaml"},
                 },
                 "destination": {"server": "{{ .server }}", "namespace": "{{ .namespace }}"},
-                "syncPolicy": {"retry": RETRY},
+                "syncPolicy": _sync_policy(),
             },
         }
-        steps = [
-            {"matchExpressions": [{"key": WAVE_LABEL, "operator": "In", "values": [str(w)]}]}
-            for w in sorted(set(waves))
-        ]
         spec = {
             "goTemplate": True,
             "goTemplateOptions": ["missingkey=error"],
             "generators": [
-                {"git": {"repoURL": repo_url, "revision": revision, "files": [{"path": descriptors}]}}
+                {
+                    "git": {"repoURL": repo_url, "revision": revision, "files": [{"path": descriptors}]},
+                    "selector": {"matchLabels": {"wave": str(wave)}},
+                }
             ],
-            "strategy": {"type": "RollingSync", "rollingSync": {"steps": steps}},
-            # removing an element deletes its Application and, through the finalizer the controller
-            # then adds, the app's objects
-            "syncPolicy": {"preserveResourcesOnDeletion": False},
+            "syncPolicy": {"preserveResourcesOnDeletion": True},
             "template": template,
-            "templatePatch": "spec:\n  syncPolicy:\n    syncOptions: {{ toJson .syncOptions }}\n",
+            "templatePatch": (
+                "spec:\n"
+                "  syncPolicy:\n"
+                "    syncOptions: {{ toJson .syncOptions }}\n"
+                "  ignoreDifferences: {{ toJson .ignoreDifferences }}\n"
+            ),
         }
-        metadata = {"name": name, "namespace": namespace, "annotations": {SYNC_WAVE: str(wave)}}
+        metadata = {
+            "name": appset_name(cluster, wave),
+            "namespace": namespace,
+            "labels": {"sitegen.io/cluster": cluster, WAVE_LABEL: str(wave)},
+            "annotations": {SYNC_WAVE: str(root_wave)},
+        }
         _api_object(self, ARGO, "ApplicationSet", metadata, spec)
 
 
+ROOT = "root"
+
+
+def root_name(cluster: str, *, hub: bool) -> str:
+    """The hub's root is `root`, applied by hand; a spoke's is an Application of the hub's root."""
+    return ROOT if hub else f"{ROOT}-{cluster}"
+
+
 class RootApplication(Construct):
-    """Applied once by hand; from then on it syncs the bootstrap folder, itself included."""
+    """A cluster's root: it syncs the cluster's folder of bootstrap/ (the hub's holds the projects, the
+    foundation, the hub's ApplicationSets and the spokes' roots; a spoke's its ApplicationSets).
+
+    A later change applies only what changed (ApplyOutOfSyncOnly): gitops-engine then waits, wave by
+    wave, on the health of what it applied and never on an object it skipped, so the first install is
+    ordered while a day-2 change waits on nothing it did not change. The hub's root is applied once by
+    hand and from then on syncs itself; a spoke's root is an object of the hub's, in the wave after the
+    spoke's registration.
+    """
 
     def __init__(
         self,
         scope: Construct,
         id: str,
         *,
+        name: str,
         namespace: str,
         project: str,
         path: str,
         repo_url: str,
         revision: str,
         server: str,
+        wave: int | None = None,
+        labels: dict[str, str] | None = None,
     ) -> None:
         super().__init__(scope, id)
         spec = {
@@ -315,15 +346,17 @@ class RootApplication(Construct):
                 "directory": {"include": "*.yaml"},
             },
             "destination": {"server": server, "namespace": namespace},
-            # A later change applies only what changed: gitops-engine then waits on the health of what it
-            # applied, not on every Application of the earlier waves, so a node down (a DaemonSet app
-            # Progressing) does not hold back a new tenant. On the first install everything differs.
             "syncPolicy": {
                 **_sync_policy(),
                 "syncOptions": ["ServerSideApply=true", "ApplyOutOfSyncOnly=true"],
             },
         }
-        _api_object(self, ARGO, "Application", {"name": "root", "namespace": namespace}, spec)
+        metadata: dict[str, Any] = {"name": name, "namespace": namespace}
+        if labels:
+            metadata["labels"] = labels
+        if wave is not None:
+            metadata["annotations"] = {SYNC_WAVE: str(wave)}
+        _api_object(self, ARGO, "Application", metadata, spec)
 
 
 class ClusterRegistration(Construct):

@@ -1,10 +1,12 @@
-"""Delivery: what the root Application syncs, and what the site ApplicationSet generates.
+"""Delivery: what each cluster's root Application syncs, and what its ApplicationSets generate.
 
-The root holds the locked default project, the bootstrap project, one least-privilege AppProject per
-project folder of the components (its kinds and namespaces computed from the objects its apps render),
-the foundation's Applications (Argo CD and what it needs to run) and the site ApplicationSet. That one
-generates every other Application from the descriptor synth writes into each app's folder, rolling
-them out in steps of the same sync waves the root would have used (docs/delivery.md has the why).
+The hub's root holds the locked default project, the bootstrap project, one least-privilege AppProject
+per project folder of the components (its kinds and namespaces computed from the objects its apps
+render), the foundation's Applications (Argo CD and what it needs to run), the hub's ApplicationSets and
+each spoke's root, which holds that spoke's ApplicationSets. A cluster has one ApplicationSet per sync
+wave of its apps; each generates, from the descriptor synth writes into each app's folder, Applications
+that sync, prune and heal themselves. The roots order the sets by wave and wait on each until every app
+it generated is Synced and Healthy (docs/delivery.md has the why).
 """
 
 from __future__ import annotations
@@ -15,9 +17,11 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from constructs.argocd import (
+    ROOT,
     AppProject,
     AppSource,
     ClusterApplication,
+    ClusterApplicationSet,
     ClusterRegistration,
     Destination,
     GroupKind,
@@ -25,23 +29,24 @@ from constructs.argocd import (
     OidcClientSecret,
     RepositoryCredentials,
     RootApplication,
-    SiteApplicationSet,
+    root_name,
 )
 from constructs.secrets import read_keys
 from sitegen.components.base import Project
 from sitegen.components.catalog import COMPONENTS
+from sitegen.components.ownership import WrittenField
 from sitegen.components.platform.argo_cd import OIDC_SECRET, OIDC_SECRET_KEY, OIDC_VAULT_KEY, ArgoCd
 from sitegen.components.platform.secret_store import SecretStore
 from sitegen.components.storage.aistor import AIStor
-from sitegen.compose import paths
 from sitegen.compose.apps import CompositionError, VariantApps, predecessors
 from sitegen.compose.charts import ObjectChart
+from sitegen.compose.ownership import group_of, owned_by_controllers
+from sitegen.model import paths
 
 BOOTSTRAP_PROJECT = Project(
     "bootstrap", "the root Application: AppProjects, Applications, cluster registrations"
 )
 
-SITE_APPSET = "site"
 ACCESS_APP = "argocd-access"  # Argo CD's repository and OIDC credentials and the spoke registrations
 
 Documents = Mapping[tuple[str, str], list[dict[str, Any]]]  # (cluster, app) -> rendered objects
@@ -61,32 +66,11 @@ def _credentials_wave(apps: VariantApps) -> int:
     return hub.wave(hub.get(SecretStore)) + 1
 
 
-def root_waves(apps: VariantApps, documents: Documents) -> dict[tuple[str, str], int]:
-    """(cluster, component) -> the wave of its Application in the root.
+Node = tuple[str, str]  # (cluster, app); a spoke's root in the hub's root is (spoke, ROOT)
 
-    Within a cluster, the component's sync wave. A spoke's Applications follow its registration (they
-    cannot sync before Argo CD knows the cluster), and an app reading an S3 consumer's key follows the
-    AIStor ObjectStore wherever it runs (the runbook writes the key once the store is up): both raise waves,
-    and everything after the raised component in its cluster moves with it.
-    """
-    hub = apps.layout.hub
-    spoke_start = _credentials_wave(apps) + 1
-    waves = {
-        (ctx.cluster.name, c.name): ctx.wave(c) + (0 if ctx.cluster is hub else spoke_start)
-        for ctx, c in apps.members()
-    }
-    edges = [
-        ((ctx.cluster.name, earlier.name), (ctx.cluster.name, c.name))
-        for ctx in apps.contexts
-        for name, before in predecessors(ctx).items()
-        for c in [next(x for x in ctx.components if x.name == name)]
-        for earlier in before
-    ]
-    stores = [(ctx.cluster.name, c.name) for ctx, c in apps.members() if isinstance(c, AIStor)]
-    s3_keys = {access.vault_key for ctx, c in apps.members() for access in c.s3_access(ctx)}
-    edges += [
-        (store, app) for app, docs in documents.items() if s3_keys & _read_keys(docs) for store in stores
-    ]
+
+def _relax(waves: dict[Node, int], edges: list[tuple[Node, Node]], what: str) -> dict[Node, int]:
+    """Raise each later node above the earlier one of every edge until nothing moves."""
     for _ in range(len(waves) + 1):
         moved = False
         for earlier, later in edges:
@@ -95,7 +79,55 @@ def root_waves(apps: VariantApps, documents: Documents) -> dict[tuple[str, str],
                 moved = True
         if not moved:
             return waves
-    raise CompositionError("the root's waves do not settle: a dependency cycle across clusters")
+    raise CompositionError(f"the {what} waves do not settle: a dependency cycle")
+
+
+@dataclass(frozen=True)
+class Order:
+    """Where every app syncs: its cluster's wave (its ApplicationSet), and the wave in the hub's root
+    of each hub app and each spoke's root."""
+
+    waves: dict[Node, int]  # (cluster, app) -> its wave within its cluster
+    hub_root: dict[Node, int]  # hub apps and spoke roots -> their wave in the hub's root
+
+
+def sync_order(apps: VariantApps, documents: Documents) -> Order:
+    """Within a cluster, the component's sync wave, raised where an app reads an S3 consumer's key of
+    an ObjectStore of the same cluster (the runbook writes the key once the store is up).
+
+    Across clusters only the hub's root orders, and only the first install: a spoke's root follows the
+    spoke's registration (Argo CD generates nothing for a cluster it does not know) and whatever of the
+    hub its apps wait on; a hub app reading a spoke's S3 key follows that spoke's root, and everything
+    after it in the hub moves with it. On day 2 the root applies only what changed, so the hub never
+    waits on a spoke it did not change.
+    """
+    hub = apps.layout.hub.name
+    waves: dict[Node, int] = {(ctx.cluster.name, c.name): ctx.wave(c) for ctx, c in apps.members()}
+    waves[(hub, ACCESS_APP)] = _credentials_wave(apps)
+    within = [
+        ((ctx.cluster.name, earlier.name), (ctx.cluster.name, c.name))
+        for ctx in apps.contexts
+        for name, before in predecessors(ctx).items()
+        for c in [next(x for x in ctx.components if x.name == name)]
+        for earlier in before
+    ]
+    stores = [(ctx.cluster.name, c.name) for ctx, c in apps.members() if isinstance(c, AIStor)]
+    s3_keys = {access.vault_key for ctx, c in apps.members() for access in c.s3_access(ctx)}
+    readers = [app for app, docs in documents.items() if s3_keys & _read_keys(docs)]
+    s3 = [(store, reader) for reader in readers for store in stores if store != reader]
+    waves = _relax(waves, within + [(a, b) for a, b in s3 if a[0] == b[0]], "clusters'")
+
+    def at_root(node: Node) -> Node:
+        return node if node[0] == hub else (node[0], ROOT)
+
+    spokes = [s.name for s in apps.layout.spokes]
+    root: dict[Node, int] = {n: w for n, w in waves.items() if n[0] == hub}
+    root.update({(s, ROOT): 0 for s in spokes})
+    edges = [(a, b) for a, b in within if a[0] == hub]
+    edges += [(a, b) for a, b in s3 if a[0] == hub == b[0]]
+    edges += [((hub, ACCESS_APP), (s, ROOT)) for s in spokes]
+    edges += [(at_root(a), at_root(b)) for a, b in s3 if a[0] != b[0]]
+    return Order(waves, _relax(root, edges, "hub root's"))
 
 
 def _read_keys(docs: list[dict[str, Any]]) -> set[str]:
@@ -113,7 +145,7 @@ def _namespaces(docs: list[dict[str, Any]]) -> set[str]:
 def foundation(apps: VariantApps) -> set[str]:
     """The hub components Argo CD needs before it runs at all: Argo CD and what must sync before it.
     They stay Applications of the root (installed by the runbook first, then adopted); everything
-    else the site ApplicationSet generates."""
+    else the clusters' ApplicationSets generate."""
     hub = apps.context(apps.layout.hub)
     before = predecessors(hub)
     found: set[str] = set()
@@ -128,10 +160,32 @@ def foundation(apps: VariantApps) -> set[str]:
 
 @dataclass(frozen=True)
 class Delivery:
-    """What the bootstrap adds to a variant beyond the root's own objects: the generator elements
-    of the site ApplicationSet (descriptor path -> element)."""
+    """What the bootstrap adds to a variant beyond the roots' own objects: the generator elements of
+    the clusters' ApplicationSets (descriptor path -> element)."""
 
     descriptors: dict[PurePosixPath, dict[str, Any]]
+
+
+def ignored_fields(docs: list[dict[str, Any]], writes: list[WrittenField]) -> list[dict[str, Any]]:
+    """The app's ignoreDifferences: each field of its objects that a controller of its cluster writes
+    and Git still sets (a value of its own that matters at creation; empty ones are left out at
+    hydration, ownership.py)."""
+    found = []
+    for body in docs:
+        pointers = sorted({p for p, _ in owned_by_controllers(body, writes)})
+        if pointers:
+            meta = body["metadata"]
+            found.append({
+                "group": group_of(body),
+                "kind": body["kind"],
+                "name": meta["name"],
+                **({"namespace": meta["namespace"]} if meta.get("namespace") else {}),
+                "jsonPointers": pointers,
+            })  # fmt: skip
+    return found
+
+
+RESPECT_IGNORES = "RespectIgnoreDifferences=true"
 
 
 def _descriptor(
@@ -144,31 +198,29 @@ def _descriptor(
     server: str,
     namespace: str,
     sync_options: list[str],
+    ignore: list[dict[str, Any]],
 ) -> dict[str, Any]:
+    # a sync applies the live value of an ignored field (a Kueue Job's suspend), not Git's
+    options = [*sync_options, RESPECT_IGNORES] if ignore else list(sync_options)
     return {
         "cluster": cluster,
         "app": app,
         "layer": layer,
-        "wave": str(wave),  # a label value in the generated Application
+        "wave": str(wave),  # a label value in the generated Application, and its ApplicationSet's
         "project": project,
         "server": server,
         "namespace": namespace,
-        "syncOptions": list(sync_options),
+        "syncOptions": options,
+        "ignoreDifferences": ignore,
     }
 
 
-def bootstrap(chart: ObjectChart, access: ObjectChart, apps: VariantApps, documents: Documents) -> Delivery:
-    """The root's objects into `chart`; Argo CD's credentials and the spoke registrations into
-    `access`, an app of the site ApplicationSet like any other (they wait for the hub's store)."""
+def _projects(chart: ObjectChart, apps: VariantApps, documents: Documents) -> None:
+    """The locked default project, the bootstrap project and one least-privilege project per project
+    folder of the components."""
     site, layout = apps.site, apps.layout
     gitops = site.gitops
     argocd_ns = gitops.argocd.namespace
-    variant, hub = layout.name, layout.hub.name
-    credentials_wave = _credentials_wave(apps)
-    waves = root_waves(apps, documents)
-    root_apps = foundation(apps)
-    descriptors: dict[PurePosixPath, dict[str, Any]] = {}
-
     LockedDefaultProject(chart, "DefaultProject", namespace=argocd_ns)
     AppProject(
         chart,
@@ -211,50 +263,16 @@ def bootstrap(chart: ObjectChart, access: ObjectChart, apps: VariantApps, docume
             namespace_kinds=[k for _, docs in rendered for k in _kinds(docs, namespaced=True)],
             signature_keys=list(gitops.signature_keys),
         )
-        for ctx, component in members:
-            cluster = ctx.cluster.name
-            wave = waves[(cluster, component.name)]
-            if cluster == hub and component.name in root_apps:
-                path = paths.in_repo(paths.app_dir(variant, cluster, component.name))
-                ClusterApplication(
-                    chart,
-                    f"App-{cluster}-{component.name}",
-                    cluster=cluster,
-                    app=component.name,
-                    layer=component.layer.name.lower(),
-                    wave=wave,
-                    namespace=argocd_ns,
-                    project=project.name,
-                    source=AppSource(gitops.repo_url, gitops.revision, str(path)),
-                    server=layout.server(ctx.cluster),
-                    destination_namespace=component.namespace,
-                    sync_options=component.sync_options,
-                )
-                continue
-            descriptors[paths.app_descriptor(variant, cluster, component.name)] = _descriptor(
-                cluster=cluster,
-                app=component.name,
-                layer=component.layer.name.lower(),
-                wave=wave,
-                project=project.name,
-                server=layout.server(ctx.cluster),
-                namespace=component.namespace,
-                sync_options=component.sync_options,
-            )
-    descriptors[paths.app_descriptor(variant, hub, ACCESS_APP)] = _descriptor(
-        cluster=hub,
-        app=ACCESS_APP,
-        layer="foundation",
-        wave=credentials_wave,
-        project=BOOTSTRAP_PROJECT.name,
-        server=layout.server(layout.hub),
-        namespace=argocd_ns,
-        sync_options=["ServerSideApply=true"],
-    )
+
+
+def _access(access: ObjectChart, apps: VariantApps) -> None:
+    """Argo CD's repository and OIDC credentials and the spoke registrations, from the vault."""
+    site, layout = apps.site, apps.layout
+    argocd_ns = site.gitops.argocd.namespace
     RepositoryCredentials(
         access,
         "RepoCredentials",
-        repo_url=gitops.repo_url,
+        repo_url=site.gitops.repo_url,
         namespace=argocd_ns,
         secret_store=site.secrets.store,
     )
@@ -272,31 +290,119 @@ def bootstrap(chart: ObjectChart, access: ObjectChart, apps: VariantApps, docume
             access,
             f"Cluster-{spoke.name}",
             cluster=spoke.name,
-            variant=variant,
+            variant=layout.name,
             server=layout.server(spoke),
             namespace=argocd_ns,
             secret_store=site.secrets.store,
         )
-    generated = [int(d["wave"]) for d in descriptors.values()]
-    SiteApplicationSet(
-        chart,
-        "SiteApplicationSet",
-        name=SITE_APPSET,
+
+
+def bootstrap(
+    root: ObjectChart, spoke_roots: Mapping[str, ObjectChart], access: ObjectChart, apps: VariantApps,
+    documents: Documents,
+) -> Delivery:  # fmt: skip
+    """Each cluster's root into `root` (the hub's) and `spoke_roots`; Argo CD's credentials and the
+    spoke registrations into `access`, an app of the hub like any other (it waits for the hub's store)."""
+    site, layout = apps.site, apps.layout
+    gitops = site.gitops
+    argocd_ns = gitops.argocd.namespace
+    variant, hub = layout.name, layout.hub.name
+    hub_server = layout.server(layout.hub)
+    order = sync_order(apps, documents)
+    root_apps = foundation(apps)
+    descriptors: dict[PurePosixPath, dict[str, Any]] = {}
+    generated: dict[str, set[int]] = {c.name: set() for c in layout.clusters}
+
+    _projects(root, apps, documents)
+    for ctx, component in apps.members():
+        cluster = ctx.cluster.name
+        if cluster == hub and component.name in root_apps:
+            path = paths.in_repo(paths.app_dir(variant, cluster, component.name))
+            ClusterApplication(
+                root,
+                f"App-{cluster}-{component.name}",
+                cluster=cluster,
+                app=component.name,
+                layer=component.layer.name.lower(),
+                wave=order.hub_root[(cluster, component.name)],
+                namespace=argocd_ns,
+                project=component.project.name,
+                source=AppSource(gitops.repo_url, gitops.revision, str(path)),
+                server=hub_server,
+                destination_namespace=component.namespace,
+                sync_options=component.sync_options,
+            )
+            continue
+        wave = (
+            order.hub_root[(cluster, component.name)]
+            if cluster == hub
+            else order.waves[(cluster, component.name)]
+        )
+        generated[cluster].add(wave)
+        writes = [w for c in ctx.components for w in c.writes]
+        descriptors[paths.app_descriptor(variant, cluster, component.name)] = _descriptor(
+            cluster=cluster,
+            app=component.name,
+            layer=component.layer.name.lower(),
+            wave=wave,
+            project=component.project.name,
+            server=layout.server(ctx.cluster),
+            namespace=component.namespace,
+            sync_options=component.sync_options,
+            ignore=ignored_fields(documents[(cluster, component.name)], writes),
+        )
+    access_wave = order.hub_root[(hub, ACCESS_APP)]
+    generated[hub].add(access_wave)
+    descriptors[paths.app_descriptor(variant, hub, ACCESS_APP)] = _descriptor(
+        cluster=hub,
+        app=ACCESS_APP,
+        layer="foundation",
+        wave=access_wave,
+        project=BOOTSTRAP_PROJECT.name,
+        server=hub_server,
         namespace=argocd_ns,
-        repo_url=gitops.repo_url,
-        revision=gitops.revision,
-        descriptors=str(paths.in_repo(paths.app_descriptors_pattern(variant))),
-        waves=generated,
-        wave=max(waves[(hub, name)] for name in root_apps) + 1,
+        sync_options=["ServerSideApply=true"],
+        ignore=[],
     )
+    _access(access, apps)
+    for cluster in layout.clusters:
+        name = cluster.name
+        chart = root if cluster is layout.hub else spoke_roots[name]
+        for wave in sorted(generated[name]):
+            ClusterApplicationSet(
+                chart,
+                f"ApplicationSet-{name}-{wave}",
+                cluster=name,
+                wave=wave,
+                root_wave=wave,
+                namespace=argocd_ns,
+                repo_url=gitops.repo_url,
+                revision=gitops.revision,
+                descriptors=str(paths.in_repo(paths.app_descriptors_pattern(variant, name))),
+            )
+        if cluster is not layout.hub:
+            RootApplication(
+                root,
+                f"Root-{name}",
+                name=root_name(name, hub=False),
+                namespace=argocd_ns,
+                project=BOOTSTRAP_PROJECT.name,
+                path=str(paths.in_repo(paths.cluster_root_dir(variant, name, hub=False))),
+                repo_url=gitops.repo_url,
+                revision=gitops.revision,
+                server=hub_server,
+                wave=order.hub_root[(name, ROOT)],
+                labels={"sitegen.io/cluster": name},
+            )
     RootApplication(
-        chart,
+        root,
         "Root",
+        name=root_name(hub, hub=True),
         namespace=argocd_ns,
         project=BOOTSTRAP_PROJECT.name,
         path=str(paths.in_repo(paths.bootstrap_dir(variant))),
         repo_url=gitops.repo_url,
         revision=gitops.revision,
-        server=layout.server(layout.hub),
+        server=hub_server,
     )
     return Delivery(descriptors)

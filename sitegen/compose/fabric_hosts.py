@@ -15,9 +15,8 @@ Every mismatch is one line; the exit status says whether the node may join, or m
 
 from __future__ import annotations
 
-from sitegen.compose import paths
 from sitegen.compose.writer import OutputFile
-from sitegen.model import ClusterLayout, Site
+from sitegen.model import ClusterLayout, Site, paths
 
 # `nvidia-smi topo -m` relations that keep GPUDirect RDMA on one PCIe switch
 NEAR = ("PIX", "PXB")

@@ -6,7 +6,10 @@ would disturb it:
   erasure sets are fixed when a pool starts, so the site grows by adding a pool;
 - a joined host readdressed or renamed: its address is its kubelet's node-ip (and, on the control
   plane, etcd's peer URL), its name the Node's;
-- a control-plane member gone: a stacked etcd member is removed from etcd first, then replaced.
+- a control-plane member gone: a stacked etcd member is removed from etcd first, then replaced;
+- an Application gone (a component, tenant or cluster removed or renamed) that `gitops.yaml`
+  `acknowledged_removals` does not list: its ApplicationSet would delete it, and its objects would run
+  on unmanaged (or, renamed, be adopted by the new one), which a reviewer must see and accept.
 
 Hosts and pools that are new are fine: the RUNBOOK's join steps and Argo CD bring them in.
 """
@@ -14,14 +17,16 @@ Hosts and pools that are new are fine: the RUNBOOK's join steps and Argo CD brin
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 import yaml
 
+from constructs.argocd import application_name
 from sitegen.compose.kube_yaml import KubeLoader
 from sitegen.model import ConfigError, Site
+from sitegen.model.paths import APPS
 
 # The server-pool fields AIStor fixes at a pool's first start.
 SHAPE = {
@@ -73,6 +78,33 @@ def check_growth(site: Site, rendered: Mapping[PurePosixPath, bytes], out_dir: P
     """Raise ConfigError (naming the config field) for a change the running site cannot take."""
     _check_object_stores(rendered, out_dir)
     _check_hosts(site, rendered, out_dir)
+    _check_removals(site, rendered, out_dir)
+
+
+def _app_folders(paths: Iterable[PurePosixPath]) -> set[tuple[str, str, str]]:
+    """(variant, cluster, app) of every app folder among `paths` (an Application each)."""
+    return {(p.parts[0], p.parts[2], p.parts[3]) for p in paths if len(p.parts) > 4 and p.parts[1] == APPS}
+
+
+def _check_removals(site: Site, rendered: Mapping[PurePosixPath, bytes], out_dir: Path) -> None:
+    new = _app_folders(rendered)
+    variants = {v for v, _, _ in new}
+    old = {
+        (variant, folder.parent.name, folder.name)
+        for variant in sorted(variants)
+        for folder in sorted((out_dir / variant / APPS).glob("*/*"))
+        if folder.is_dir()
+    }
+    gone = sorted(f"{v}/{application_name(c, a)}" for v, c, a in old - new)
+    unlisted = [g for g in gone if g not in site.gitops.acknowledged_removals]
+    if unlisted:
+        more = f" and {len(unlisted) - 3} more" if len(unlisted) > 3 else ""
+        raise ConfigError(
+            ("gitops", "acknowledged_removals"),
+            f"{len(unlisted)} Applications would go: {', '.join(unlisted[:3])}{more}; their ApplicationSet "
+            "deletes each and leaves its objects running unmanaged (`sitegen diff` lists them); list each here "
+            "to go on",
+        )
 
 
 def _check_object_stores(rendered: Mapping[PurePosixPath, bytes], out_dir: Path) -> None:

@@ -17,9 +17,8 @@ from __future__ import annotations
 
 import shlex
 
-from sitegen.compose import paths
 from sitegen.compose.writer import OutputFile
-from sitegen.model import ClusterLayout, PoolLayout, Site
+from sitegen.model import ClusterLayout, PoolLayout, Site, paths
 
 HELD = ("containerd.io", "kubelet", "kubeadm", "kubectl")
 

@@ -16,10 +16,9 @@ from constructs.kubeadm import (
     etcd_metrics_patch,
     etcd_patch_file,
 )
-from sitegen.compose import paths
 from sitegen.compose.charts import HostFilesChart
 from sitegen.compose.writer import OutputFile
-from sitegen.model import ClusterLayout, Site
+from sitegen.model import ClusterLayout, Site, paths
 
 HOST_IMAGES = {"kube-vip": "the API VIP static pod"}
 

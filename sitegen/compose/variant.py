@@ -18,7 +18,6 @@ from sitegen.components.base import ChartComponent, Component, RenderedComponent
 from sitegen.components.catalog import COMPONENTS
 from sitegen.components.context import ClusterContext
 from sitegen.components.networking.network_policies import WEBHOOK_KINDS
-from sitegen.compose import paths
 from sitegen.compose.apps import CompositionError, VariantApps, variant_apps
 from sitegen.compose.chart_supply import Archive, ChartStore
 from sitegen.compose.charts import ObjectChart
@@ -27,13 +26,15 @@ from sitegen.compose.fabric_hosts import fabric_files
 from sitegen.compose.host_baseline import baseline_files
 from sitegen.compose.hosts import etcd_patches, host_files, mirror_files
 from sitegen.compose.hydrate import Progress, Rendered, RenderedObject, RenderJob, hydrating
+from sitegen.compose.ownership import ALL_WRITES
 from sitegen.compose.procedures.second_target import lifecycle_text, second_consumers
 from sitegen.compose.runbook import runbook, s3_consumers
 from sitegen.compose.writer import OutputFile
-from sitegen.model import ConfigError, Site, resolve
+from sitegen.model import ConfigError, Site, paths, resolve
 from sitegen.model.extensions import merged
 
 BINDING_KINDS = ("ClusterRoleBinding", "RoleBinding")
+WRITTEN_KINDS = frozenset(w.kind for w in ALL_WRITES) - {"CustomResourceDefinition"}
 # whole bodies of the charts' pod templates too: the admission policies read who reaches the nodes
 
 
@@ -91,6 +92,7 @@ def _chart_jobs(
                 folder=str(paths.app_dir(apps.layout.name, ctx.cluster.name, component.name)),
                 patches=tuple(component.patches(ctx)),
                 include_crds=component.renders_crds,
+                writes=ALL_WRITES,
             )
             jobs.append(job)
     return files, jobs
@@ -177,18 +179,28 @@ def _variant_files(
                 files += [OutputFile(paths.PurePosixPath(o.path), [], text=o.text) for o in kept]
                 # identities only (the CRDs are large), but the bodies of what the network policies
                 # read (the Services the API server calls) and of the bindings (a spoke's manager may
-                # bind only the roles they name)
+                # bind only the roles they name), of the workloads, and of what a controller writes
+                # into (its app ignores the field; a CRD's conversion is left to the bring-up check)
                 documents[(cluster, component.name)] = [
                     o.document()
-                    if o.kind in WEBHOOK_KINDS or o.kind in BINDING_KINDS or o.kind in WORKLOAD_KINDS
+                    if o.kind in WEBHOOK_KINDS
+                    or o.kind in BINDING_KINDS
+                    or o.kind in WORKLOAD_KINDS
+                    or o.kind in WRITTEN_KINDS
                     else o.metadata_document()
                     for o in kept
                 ]
     root = ObjectChart(app, f"{variant}-bootstrap", folder=paths.bootstrap_dir(variant))
+    spoke_roots = {
+        s.name: ObjectChart(
+            app, f"{variant}-bootstrap-{s.name}", folder=paths.cluster_root_dir(variant, s.name, hub=False)
+        )
+        for s in apps.layout.spokes
+    }
     hub = apps.layout.hub.name
     access = ObjectChart(app, f"{variant}-{hub}-{ACCESS_APP}", folder=paths.app_dir(variant, hub, ACCESS_APP))
-    delivery = bootstrap(root, access, apps, documents)
-    for chart in [*charts.values(), access, root]:
+    delivery = bootstrap(root, spoke_roots, access, apps, documents)
+    for chart in [*charts.values(), access, root, *spoke_roots.values()]:
         files += chart.output_files()
     files += [
         OutputFile(path, [], text=json.dumps(element, indent=2, sort_keys=True) + "\n")
@@ -197,7 +209,8 @@ def _variant_files(
     ours: dict[str, list[dict[str, Any]]] = {c.name: [] for c in apps.layout.clusters}
     for (cluster, _), chart in charts.items():
         ours[cluster] += chart.documents
-    ours[hub] += [*root.documents, *access.documents]  # the bootstrap objects live on the hub
+    # the bootstrap objects live on the hub
+    ours[hub] += [*root.documents, *access.documents, *(d for c in spoke_roots.values() for d in c.documents)]
     files.append(OutputFile(paths.bootstrap_dir(variant) / paths.RUNBOOK, [], text=runbook(apps, ours)))
     files += [
         OutputFile(

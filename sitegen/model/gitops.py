@@ -41,3 +41,7 @@ class GitOps(Strict):
     signature_keys: dict[
         GpgKeyId, Annotated[str, Field(pattern=r"^-----BEGIN PGP PUBLIC KEY BLOCK-----")]
     ] = {}
+    # Applications a change of config/ removes (a component, tenant or cluster gone, or renamed), as
+    # `<variant>/<application>`: synth refuses to drop one from dist/ unless it is listed here. Their
+    # ApplicationSet deletes them and leaves their objects running, unmanaged (RUNBOOK: removing apps).
+    acknowledged_removals: list[Annotated[str, Field(pattern=r"^[a-z0-9-]+/[a-z0-9-]+$")]] = []

@@ -15,7 +15,18 @@ from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.networking.cilium import Cilium
 from sitegen.components.platform import PROJECT
 from sitegen.components.platform.namespaces import Namespaces
-from sitegen.components.values import OFF, Pdb, Placed, Resources, Toggle, Values, placed, requests
+from sitegen.components.values import (
+    OFF,
+    Image,
+    Pdb,
+    Placed,
+    Resources,
+    Toggle,
+    Values,
+    image,
+    placed,
+    requests,
+)
 from sitegen.model.gitops import Sso
 
 # the usual object names (argocd-server, ...), which the HTTPRoute and runbook name
@@ -68,6 +79,57 @@ end
 return hs
 """
 
+# The built-in check of an ApplicationSet reads its conditions only: Healthy as soon as its Applications
+# are generated. This one is Healthy once every Application the set generated is Synced and Healthy
+# (`status.resources`, which the ApplicationSet controller rewrites on every reconcile, and at once on
+# each change of an app's health or sync status while progressive syncs are on), so that a root's sync
+# waves wait on the apps of a set before applying the next. Nothing makes a set Degraded, which would
+# fail the root's sync after its retries and leave its later waves unapplied until the next commit: an
+# app that is Degraded, and a set the controller cannot generate (ErrorOccurred: a cluster not yet
+# registered, as when a spoke is added before the RUNBOOK registers it), keep it Progressing with the
+# reason, and the root waits until that is fixed (the GitOps alerts say so meanwhile).
+APPLICATION_SET_HEALTH = """hs = {}
+hs.status = "Progressing"
+hs.message = "no Application generated yet"
+if obj.status == nil then
+  return hs
+end
+if obj.status.conditions ~= nil then
+  for _, condition in ipairs(obj.status.conditions) do
+    if condition.type == "ErrorOccurred" and condition.status == "True" then
+      hs.message = "cannot generate: " .. (condition.message or "ErrorOccurred")
+      return hs
+    end
+  end
+end
+if obj.status.resources == nil then
+  return hs
+end
+local count = 0
+for _, app in ipairs(obj.status.resources) do
+  count = count + 1
+  local health = "Unknown"
+  if app.health ~= nil and app.health.status ~= nil then
+    health = app.health.status
+  end
+  local sync = app.status or "Unknown"
+  if sync ~= "Synced" or health ~= "Healthy" then
+    hs.message = app.name .. " is " .. sync .. " and " .. health
+    return hs
+  end
+end
+if count == 0 then
+  return hs
+end
+if obj.status.resourcesCount ~= nil and obj.status.resourcesCount > count then
+  hs.message = "the status lists " .. count .. " of " .. obj.status.resourcesCount .. " Applications"
+  return hs
+end
+hs.status = "Healthy"
+hs.message = count .. " Applications Synced and Healthy"
+return hs
+"""
+
 
 def health_checks(ctx: ClusterContext) -> dict[str, str]:
     """The health checks the components of every cluster Argo CD manages ship, as argocd-cm keys."""
@@ -85,6 +147,7 @@ class GlobalAffinity(Values):
 
 class ArgoGlobal(Placed):
     domain: str
+    image: Image  # every Argo CD component but Redis (images.argocd: a release newer than the chart's)
     affinity: GlobalAffinity = GlobalAffinity(podAntiAffinity="hard")
 
 
@@ -109,6 +172,7 @@ class ArgoCm(Values):
     oidc_config: str = Field(alias="oidc.config")
     resource_exclusions: str = Field(alias="resource.exclusions")
     application_health: str = Field(alias="resource.customizations.health.argoproj.io_Application")
+    application_set_health: str = Field(alias="resource.customizations.health.argoproj.io_ApplicationSet")
     timeout_reconciliation: str = Field(alias="timeout.reconciliation")
     # a spoke's argocd-manager may list only the kinds the site deploys: watch those, not every kind
     respect_rbac: Literal["normal", "strict"] = Field("normal", alias="resource.respectRBAC")
@@ -117,7 +181,10 @@ class ArgoCm(Values):
 class ArgoParams(Values):
     controller_diff_server_side: Literal["true", "false"] = Field(alias="controller.diff.server.side")
     server_insecure: Literal["true", "false"] = Field(alias="server.insecure")
-    # off by default in Argo CD; without it the site ApplicationSet ignores its RollingSync strategy
+    # No ApplicationSet here has a strategy. With the flag on, the controller reconciles a set whenever
+    # one of its apps changes health or sync status (v3.4 shouldRequeueForApplication), so the
+    # `status.resources` the sets' health check reads is current; off, it is refreshed only by the
+    # generator's requeue (3 minutes) and the roots would wait that long between waves.
     progressive_syncs: Literal["true", "false"] = Field(
         alias="applicationsetcontroller.enable.progressive.syncs"
     )
@@ -210,6 +277,7 @@ class ArgoCd(ChartComponent):
     security = NamespaceSecurity(
         "baseline", "the chart's redis-ha and haproxy are not verified against restricted; audit and warn are"
     )
+    images = {"argocd": "every Argo CD component (the chart's appVersion is older)"}
 
     def flows(self, ctx: ClusterContext) -> list[Flow]:
         ports = {_port(ctx.site.gitops.repo_url), 443}  # the repository, the OIDC issuer
@@ -234,12 +302,15 @@ class ArgoCd(ChartComponent):
         site = ctx.site
         on_system = placed(ctx.system_placement)
         return ArgoCDValues(
-            global_=ArgoGlobal(domain=site.gitops.argocd.hostname, **on_system),
+            global_=ArgoGlobal(
+                domain=site.gitops.argocd.hostname, image=image(ctx.image("argocd")), **on_system
+            ),
             configs=ArgoConfigs(
                 cm=ArgoCm(
                     url=f"https://{site.gitops.argocd.hostname}",
                     resource_exclusions=yaml.safe_dump(_EXCLUSIONS, sort_keys=False),
                     application_health=_APPLICATION_HEALTH,
+                    application_set_health=APPLICATION_SET_HEALTH,
                     **health_checks(ctx),
                     timeout_reconciliation="180s",
                     admin_enabled="false",

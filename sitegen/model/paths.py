@@ -5,6 +5,7 @@ dist/<variant>/values/<cluster>/<app>.yaml the Helm values an upstream chart is 
 dist/<variant>/kubeadm/<cluster>/          host files: kubeadm configs, static pods, API server policies
 dist/<variant>/bootstrap/                  what the root Application syncs, and the runbook (and, in
                                            s3-policies/, the S3 consumers' key policies it attaches)
+dist/<variant>/bootstrap/clusters/<spoke>/ what a spoke's root Application syncs (its ApplicationSets)
 dist/<variant>/containerd/certs.d/         containerd registry mirrors for every host
 """
 
@@ -32,12 +33,13 @@ APP_DESCRIPTOR = "app.json"
 
 
 def app_descriptor(variant: str, cluster: str, app: str) -> PurePosixPath:
-    """What the site ApplicationSet's git files generator reads: one element per generated app."""
+    """What its cluster's ApplicationSets read (a git files generator): one element per generated app."""
     return app_dir(variant, cluster, app) / APP_DESCRIPTOR
 
 
-def app_descriptors_pattern(variant: str) -> PurePosixPath:
-    return PurePosixPath(variant, APPS, "*", "*", APP_DESCRIPTOR)
+def app_descriptors_pattern(variant: str, cluster: str = "*") -> PurePosixPath:
+    """The descriptors of one cluster's apps (a cluster's ApplicationSets read these), or of all."""
+    return PurePosixPath(variant, APPS, cluster, "*", APP_DESCRIPTOR)
 
 
 def cluster_apps_dir(variant: str, cluster: str) -> PurePosixPath:
@@ -58,6 +60,12 @@ def kubeadm_dir(variant: str, cluster: str) -> PurePosixPath:
 
 def bootstrap_dir(variant: str) -> PurePosixPath:
     return PurePosixPath(variant, BOOTSTRAP)
+
+
+def cluster_root_dir(variant: str, cluster: str, *, hub: bool) -> PurePosixPath:
+    """What a cluster's root Application syncs: the bootstrap folder itself for the hub (its root also
+    holds the projects, the foundation and the spokes' roots), a folder of its own for a spoke."""
+    return bootstrap_dir(variant) if hub else bootstrap_dir(variant) / "clusters" / cluster
 
 
 def s3_policy_file(variant: str, user: str) -> PurePosixPath:
