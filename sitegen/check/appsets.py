@@ -3,7 +3,9 @@
 Argo CD has no offline renderer (`argocd appset generate` needs a server), so this covers what the
 project uses: list, matrix and git files generators (JSON or YAML files of this repository, their
 keys kept nested as goTemplate keeps them, beside `path.*`; a pattern's `*` crosses folders, as
-`git ls-files` matches it by default), goTemplate with `missingkey=error`
+`git ls-files` matches it by default), a generator's `selector` (a label selector over the element's
+parameters flattened with dots, every value a string: applicationset/generators
+generator_spec_processor.go), goTemplate with `missingkey=error`
 (field lookups and `toJson`), `templatePatch`, and the resources finalizer the controller adds unless the
 ApplicationSet preserves resources on deletion. Anything else is reported, not guessed.
 """
@@ -22,11 +24,12 @@ from typing import Any
 
 import yaml
 
+from sitegen.check.labels import label_selector_matches
 from sitegen.check.tree import Document
-from sitegen.compose import paths
+from sitegen.model import paths
 
 RESOURCES_FINALIZER = "resources-finalizer.argocd.argoproj.io"
-WAVE_LABEL = "sitegen.io/wave"  # a generated app's RollingSync step: the wave the root would give it
+WAVE_LABEL = "sitegen.io/wave"  # a generated app's wave: its ApplicationSet's in its cluster's root
 
 _EXPR = re.compile(r"\{\{-?\s*(.*?)\s*-?\}\}")
 
@@ -179,10 +182,35 @@ def _files(generator: dict[str, Any], path: str, files: RepoFiles | None) -> lis
     return found
 
 
+def flattened(params: Any, prefix: str = "") -> dict[str, str]:
+    """Parameters as a selector sees them: nested keys joined by dots, list items by index, every value
+    printed (Go's %v: true, not True)."""
+    if isinstance(params, dict):
+        items = params.items()
+    elif isinstance(params, list):
+        items = ((str(i), v) for i, v in enumerate(params))
+    else:
+        value = str(params).lower() if isinstance(params, bool) else str(params)
+        return {prefix: value}
+    found: dict[str, str] = {}
+    for key, value in items:
+        found.update(flattened(value, f"{prefix}.{key}" if prefix else str(key)))
+    return found
+
+
 def _generate(
     generator: dict[str, Any], path: str, files: RepoFiles | None = None
 ) -> list[tuple[str, dict[str, Any]]]:
-    """(element path, parameters) for each element the generator yields."""
+    """(element path, parameters) for each element the generator yields that its selector admits."""
+    found = _elements(generator, path, files)
+    if "selector" in generator:
+        found = [(p, e) for p, e in found if label_selector_matches(generator["selector"], flattened(e))]
+    return found
+
+
+def _elements(
+    generator: dict[str, Any], path: str, files: RepoFiles | None = None
+) -> list[tuple[str, dict[str, Any]]]:
     if "git" in generator:
         return _files(generator, path, files)
     if "list" in generator:
@@ -197,7 +225,7 @@ def _generate(
         return [
             (lp, {**lparams, **rparams}) for (lp, lparams), (_, rparams) in itertools.product(left, right)
         ]
-    kinds = ", ".join(sorted(generator)) or "empty"
+    kinds = ", ".join(sorted(set(generator) - {"selector"})) or "empty"
     raise ExpandError(path, f"generator {kinds} is not supported offline (list, matrix and git files are)")
 
 

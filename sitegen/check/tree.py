@@ -9,9 +9,9 @@ from typing import Any
 
 import yaml
 
-from sitegen.compose import paths
 from sitegen.compose.kube_yaml import KubeLoader
 from sitegen.compose.tools import stored
+from sitegen.model import paths
 
 
 @dataclass(frozen=True)

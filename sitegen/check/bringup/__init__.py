@@ -10,9 +10,8 @@ from sitegen.check.bringup.events import Blocker, Event, Result
 from sitegen.check.bringup.simulate import Simulation
 from sitegen.check.bringup.state import Texts, Tree
 from sitegen.check.tree import parse_documents
-from sitegen.compose import paths
 from sitegen.compose.writer import OutputFile, render
-from sitegen.model import Site, VariantLayout, resolve
+from sitegen.model import Site, VariantLayout, paths, resolve
 from sitegen.model.maintenance import Budget
 
 __all__ = ["Blocker", "Event", "Result", "bringup", "from_dist", "from_files", "timeline"]

@@ -7,14 +7,18 @@
   one must be Healthy. A failed attempt is retried from the start (retry limit of the app).
 - An Application's health is the worst of its objects'. An object's health is Argo CD's, as the pinned
   version assesses it (health.py): a kind without a built-in check or an argocd-cm script is Healthy as
-  soon as it exists. An `Application` has none of its own: only argocd-cm's script makes the root's
-  waves wait on the Applications in them.
-  An ApplicationSet reports no health of its children, and its generated Applications are not objects
-  of the root, so their waves order nothing.
+  soon as it exists. An `Application` has none of its own: only argocd-cm's script makes a root's
+  waves wait on the Applications in them. An ApplicationSet's built-in check reads its conditions
+  only; argocd-cm's (appset.py, the roots in convergence.py) reads the apps it generated.
+- Automated sync (the site's every Application): a sync starts when the app's objects differ from Git
+  (drift.py); self-heal syncs the objects that drifted; prune deletes what Git no longer has, but an
+  object marked Prune=false, which keeps the app OutOfSync. With time passing (day 2), a failed
+  attempt is retried after its backoff until the retry limit, then the app is Degraded.
 - Hooks (gitops-engine pkg/sync/hook): Argo CD's annotation, else Helm's, gives an object its phases.
   PreSync hooks apply before the other objects, PostSync hooks once those are Healthy, each phase in
   its waves (Helm's hook weight is the wave where no sync-wave is set). A hook no sync runs (Argo CD's
-  Skip, SyncFail, PostDelete; Helm's `post-delete`, `pre-delete`, `test`) is left out. Not modelled:
+  Skip, SyncFail, PostDelete; Helm's `post-delete`, `pre-delete`, `test`) is left out of the sync;
+  the delete hooks run when the Application is deleted (appset.py), which is why synth ships none. Not modelled:
   a hook of two phases runs in its first only; hook deletion policies (a finished hook stays).
 """
 
@@ -26,10 +30,12 @@ from typing import Any
 
 from constructs.argocd import tracked
 from sitegen.check.bringup.cluster import Cluster
+from sitegen.check.bringup.drift import differences
 from sitegen.check.bringup.health import HealthChecks, LuaHealthError, customization_key, run_health_script
 from sitegen.check.bringup.kube import pod_template, sync_order, sync_phases
 from sitegen.check.bringup.objects import Key, key_of, show
 from sitegen.check.project_policy import destination_refusal, kind_refusal, source_refusal
+from sitegen.compose.ownership import SYNC_OPTIONS, runs_on_delete
 
 HEALTHY = "Healthy"
 SKIP_DRY_RUN = "SkipDryRunOnMissingResource=true"
@@ -57,6 +63,12 @@ def _waves(objects: list[Mapping[str, Any]]) -> list[list[Mapping[str, Any]]]:
 
 
 RBAC_GROUP = "rbac.authorization.k8s.io"
+
+
+def _keeps(body: Mapping[str, Any]) -> bool:
+    """The object says Prune=false: a sync leaves it when git no longer has it."""
+    options = ((body.get("metadata") or {}).get("annotations") or {}).get(SYNC_OPTIONS, "")
+    return "Prune=false" in [o.strip() for o in str(options).split(",")]
 
 
 def synced_by_argo(body: Mapping[str, Any]) -> bool:
@@ -106,6 +118,8 @@ class AppSync:
         self.name = name
         self.cluster = cluster
         self.objects = sorted(filter(synced_by_argo, objects), key=sync_order)
+        # hooks Argo CD runs when the Application is deleted (controller/hook.go), not in a sync
+        self.hooks_on_delete = [b for b in objects if runs_on_delete(b)]
         self.sync_options = sync_options
         self.destination_namespace = destination_namespace
         self.retry_limit = retry_limit
@@ -116,9 +130,15 @@ class AppSync:
         self.groups = _waves(self.tasks)
         self.wave = 0  # its sync wave among the root's objects
         self.generated_by = ""  # the ApplicationSet that generates it, if one does
-        self.automated = True  # syncs by itself; else only when its ApplicationSet's rollout says so
-        self.triggered = False
+        self.automated = True  # syncs by itself (automated sync)
+        self.self_heal = True  # and again when the cluster drifts from Git
         self.prunes = True  # its syncs delete what git no longer has (automated prune)
+        self.ignore_differences: list[Mapping[str, Any]] = []
+        self.heals = 0  # self-heal syncs it started
+        # time passes (day 2): a failed attempt is retried after its backoff, whatever else moved, until
+        # the retry limit; on the first install a round is no time, and a retry waits for a change
+        self.timed = False
+        self.reachable: Callable[[], str | None] = lambda: None  # why its cluster cannot be reached
         self.policy: tuple[Mapping[str, Any] | None, str, str] | None = None  # (AppProject, server, repo)
         self.unpruned: list[Key] = []  # what git no longer has and its syncs did not delete
         self.created = False
@@ -133,19 +153,27 @@ class AppSync:
         self.waiting = ""
 
     # ---- sync ----------------------------------------------------------------------------------
-    def resync(self, objects: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    def resync(
+        self, objects: list[Mapping[str, Any]], *, only: set[Key] | None = None
+    ) -> list[Mapping[str, Any]]:
         """A new sync operation, git having changed: gitops-engine's tasks are every object of the app,
         or with ApplyOutOfSyncOnly=true only those that differ from what the cluster holds
         (filterOutOfSyncTasks); it waits, wave by wave, on the health of the tasks it applied, never on
-        an object it skipped. Returns the tasks."""
+        an object it skipped. `only`: a self-heal, which syncs the objects that drifted and prunes
+        nothing else. What git no longer has is pruned (automated prune) unless it says Prune=false:
+        that stays, and keeps the app OutOfSync. Returns the tasks."""
         self.objects = sorted(filter(synced_by_argo, objects), key=sync_order)
-        wanted = {key_of(b) for b in self.objects}
-        gone = sorted(k for k, a in self.cluster.objects.items() if a.owner == self.name and k not in wanted)
-        self.unpruned = [] if self.prunes else gone
-        if self.prunes:  # Argo CD prunes after the apply; the simulation at once (no object waits on it)
-            for key in gone:
-                self.cluster.delete(key)
-        tasks = list(self.objects)
+        self.hooks_on_delete = [b for b in objects if runs_on_delete(b)]
+        if only is None:
+            wanted = {key_of(b) for b in self.objects}
+            gone = sorted(
+                k for k, a in self.cluster.objects.items() if a.owner == self.name and k not in wanted
+            )
+            self.unpruned = [k for k in gone if not self.prunes or _keeps(self.cluster.objects[k].body)]
+            for key in gone:  # Argo CD prunes after the apply; the simulation at once (nothing waits on it)
+                if key not in self.unpruned:
+                    self.cluster.delete(key)
+        tasks = [b for b in self.objects if only is None or key_of(b) in only]
         if APPLY_OUT_OF_SYNC_ONLY in self.sync_options:
             live = self.cluster.objects
             tasks = [b for b in tasks if key_of(b) not in live or live[key_of(b)].body != b]
@@ -265,17 +293,29 @@ class AppSync:
         return True
 
     def step(self) -> bool:
-        """Advance the sync as far as the cluster allows; True if anything moved."""
-        if not self.created or self.synced or self.failed or not (self.automated or self.triggered):
+        """Advance the sync as far as the cluster allows, and heal drift once synced; True if anything
+        moved."""
+        healing = self.created and self.synced and not self.failed and self.automated and self.self_heal
+        if healing and not self.unknown():
+            drifted = self.drifted()
+            if drifted:
+                self.heals += 1
+                self.resync(list(self.objects), only=set(drifted))
+        if not self.created or self.synced or self.failed or not self.automated:
             return False
-        if self.failures and self.cluster.changes == self._changes_at_failure and not self._dry_run_passed:
-            return False  # a retry now would fail the same way
-        unregistered = self.registered()
-        if unregistered:
-            if self.waiting != unregistered:
-                self.waiting = unregistered
+        unknown = self.unknown()
+        if unknown:
+            if self.waiting != unknown:
+                self.waiting = unknown
                 return True
             return False
+        if (
+            self.failures
+            and not self.timed
+            and self.cluster.changes == self._changes_at_failure
+            and not self._dry_run_passed
+        ):
+            return False  # a retry now would fail the same way (no time passes on the first install)
         moved = False
         if not self._dry_run_passed:
             for body in self.tasks:
@@ -316,12 +356,27 @@ class AppSync:
         self.waiting = ""
         return True
 
-    def prune_by_hand(self) -> list[Key]:
-        """`argocd app sync <app> --prune`: what the app's own syncs left."""
-        pruned, self.unpruned = self.unpruned, []
-        for key in pruned:
-            self.cluster.delete(key)
-        return pruned
+    def unknown(self) -> str | None:
+        """Why Argo CD cannot compare the app with its cluster: the cluster is not registered (no
+        cluster Secret), or it cannot be reached. Its sync and health are then Unknown."""
+        return self.registered() or self.reachable()
+
+    def drifted(self) -> list[Key]:
+        """Its objects the cluster no longer holds as Git has them (missing, or a field Git sets that
+        differs and is not ignored: drift.py)."""
+        found = []
+        for body in self.objects:
+            key = key_of(body)
+            live = self.cluster.objects.get(key)
+            if live is None or differences(body, live.body, self.ignore_differences):
+                found.append(key)
+        return found
+
+    def sync_status(self) -> str:
+        """Synced once its sync completed and nothing differs or waits to be pruned."""
+        if self.unknown():
+            return "Unknown"
+        return "Synced" if self.synced and not self.unpruned and not self.drifted() else "OutOfSync"
 
     # ---- health --------------------------------------------------------------------------------
     def first_unhealthy(self, bodies: list[Mapping[str, Any]] | None = None) -> str | None:
@@ -384,6 +439,9 @@ class AppSync:
         return self.cluster.controller_status(body)
 
     def health(self) -> tuple[str, str]:
+        unknown = self.unknown()
+        if unknown:
+            return "Unknown", unknown
         if self.failed:
             return "Degraded", f"sync failed {self.attempts} times; last: {self.failures[-1]}"
         if not self.synced:

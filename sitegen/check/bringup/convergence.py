@@ -13,19 +13,25 @@ Argo CD's own components (they are the root's objects like any other).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import PurePosixPath
 from typing import Any
 
-from sitegen.check.appsets import applications, texts_files
+from constructs.argocd import SYNC_WAVE
+from sitegen.check.appsets import ExpandedApp, applications, texts_files
+from sitegen.check.bringup.appset import AppSetController
 from sitegen.check.bringup.argo import HEALTHY, AppSync, Failure
+from sitegen.check.bringup.cluster import Cluster
+from sitegen.check.bringup.drift import has, ignored, value_at
 from sitegen.check.bringup.events import Blocker, Event, Stop
 from sitegen.check.bringup.health import HealthChecks
 from sitegen.check.bringup.kube import Taint
-from sitegen.check.bringup.objects import key_of
-from sitegen.check.bringup.rollout import Rollout, progressive_syncs_enabled
+from sitegen.check.bringup.objects import key_of, show
+from sitegen.check.bringup.roots import RootSync
 from sitegen.check.bringup.runbook import RunbookStep
 from sitegen.check.bringup.scripts import run_api_jobs
 from sitegen.check.bringup.state import SimulationState
 from sitegen.check.tree import Document
+from sitegen.compose.delivery import RESPECT_IGNORES
 
 CLUSTER_SECRET_LABEL = "argocd.argoproj.io/secret-type"
 
@@ -36,78 +42,141 @@ class Convergence(SimulationState):
 
     # ---- Argo CD -------------------------------------------------------------------------------
     def _start_root(self, root: Mapping[str, Any]) -> None:
+        """The runbook applied the hub's root: every Application and ApplicationSet under it, nested
+        roots included, is known from here on (each created once its parent applies it)."""
         hub = self.clusters[self.layout.hub.name]
-        bootstrap = self._repo_path(root["spec"]["source"]["path"])
-        bodies = [
-            b
-            for b in self._docs_under(bootstrap)
-            if not (b.get("kind") == "Application" and b["metadata"]["name"] == "root")
-        ]
-        servers = {self.layout.server(c): c.name for c in self.layout.clusters}
         config = hub.find("ConfigMap", self.argocd_namespace, "argocd-cm")
-        checks = HealthChecks.from_config_map((config.body.get("data") or {}) if config else {})
-        params = hub.find("ConfigMap", self.argocd_namespace, "argocd-cmd-params-cm")
-        progressive = progressive_syncs_enabled((params.body.get("data") or {}) if params else {})
-        rollouts: dict[str, Rollout] = {}
-        projects = {b["metadata"]["name"]: b for b in bodies if b.get("kind") == "AppProject"}
-        for index, body in enumerate(bodies):
-            if body.get("kind") not in ("Application", "ApplicationSet"):
-                continue
-            generated, errors = applications(
-                [Document(bootstrap / f"{index}.yaml", 0, body)], texts_files(self.texts)
-            )
-            for _, error in errors:
-                raise Stop(
-                    Blocker(hub.name, self.step, body["metadata"]["name"], f"{error.path}: {error.message}")
-                )
-            for app in generated:
-                server, namespace = app.destination
-                cluster = servers.get(server)
-                if cluster is None:
-                    raise Stop(
-                        Blocker(
-                            hub.name,
-                            self.step,
-                            app.name,
-                            f"destination {server} is no cluster of the variant",
-                        )
-                    )
-                source = self._repo_path(app.sources[0]["path"])
-                self.apps[app.name] = AppSync(
-                    app.name, self.clusters[cluster], self._docs_under(source),
-                    sync_options=list((app.spec.get("syncPolicy") or {}).get("syncOptions") or []),
-                    destination_namespace=namespace,
-                    retry_limit=int(((app.spec.get("syncPolicy") or {}).get("retry") or {}).get("limit", 0)),
-                    registered=self._registration(server, cluster),
-                    providers=self.providers,
-                )  # fmt: skip
-                self.apps[app.name].wave = int(app.wave or 0)
-                self.apps[app.name].policy = (
-                    projects.get(app.project),
-                    server,
-                    str(app.sources[0].get("repoURL", "")),
-                )
-                self.apps[app.name].prunes = bool(
-                    ((app.spec.get("syncPolicy") or {}).get("automated") or {}).get("prune")
-                )
-            if body["kind"] == "ApplicationSet":
-                name = body["metadata"]["name"]
-                rollouts[name] = Rollout(
-                    name, body["spec"], [(self.apps[a.name], a.body) for a in generated], enabled=progressive
-                )
-        self.root = RootSync(
-            "root", hub, bodies,
-            sync_options=list(root["spec"]["syncPolicy"].get("syncOptions") or []),
-            destination_namespace=root["spec"]["destination"]["namespace"],
-            retry_limit=int(root["spec"]["syncPolicy"].get("retry", {}).get("limit", 0)),
-            registered=lambda: None, providers=self.providers,
-        )  # fmt: skip
-        self.root.children = self.apps
-        self.root.rollouts = rollouts
-        for sync in (self.root, *self.apps.values()):
-            sync.checks = checks
+        self.checks = HealthChecks.from_config_map((config.body.get("data") or {}) if config else {})
+        bootstrap = self._repo_path(root["spec"]["source"]["path"])
+        self.projects = {
+            b["metadata"]["name"]: b for b in self._docs_in(bootstrap) if b.get("kind") == "AppProject"
+        }
+        self.root = self._root_sync(root)
         self.root.created = True
         self._event(hub.name, f"root Application: {len(self.apps)} Applications to create")
+
+    def _source(self, app: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """The objects an Application's source renders: its folder, recursively if it says so."""
+        source = (app.get("spec") or {}).get("source") or {}
+        folder = self._repo_path(str(source.get("path", "")))
+        recurse = bool((source.get("directory") or {}).get("recurse"))
+        return self._docs_under(folder) if recurse else self._docs_in(folder)
+
+    def _root_sync(self, body: Mapping[str, Any]) -> RootSync:
+        """An Application whose source holds Applications and ApplicationSets: a root, with its children."""
+        hub = self.clusters[self.layout.hub.name]
+        name = body["metadata"]["name"]
+        objects = [
+            b
+            for b in self._source(body)
+            if not (b.get("kind") == "Application" and b["metadata"]["name"] == name)
+        ]
+        root = RootSync(
+            name, hub, objects,
+            sync_options=list(body["spec"]["syncPolicy"].get("syncOptions") or []),
+            destination_namespace=body["spec"]["destination"]["namespace"],
+            retry_limit=int(body["spec"]["syncPolicy"].get("retry", {}).get("limit", 0)),
+            registered=lambda: None, providers=self.providers,
+        )  # fmt: skip
+        root.checks = self.checks
+        root.children, root.appsets = {}, {}
+        prefix = self.positions.get(name, ())[:-1]
+        for index, child in enumerate(objects):
+            kind = child.get("kind")
+            if kind == "Application":
+                wave = int(((child["metadata"].get("annotations") or {}).get(SYNC_WAVE)) or 0)
+                if any(b.get("kind") in ("Application", "ApplicationSet") for b in self._source(child)):
+                    self.positions[child["metadata"]["name"]] = (*prefix, wave, float("inf"))
+                    nested = self._root_sync(child)
+                    nested.wave = wave
+                    self.apps[nested.name] = root.children[nested.name] = nested
+                    continue
+                (app,) = self._expand(child, index)
+                root.children[app.name] = self._app_sync(app)
+                self.positions[app.name] = (*prefix, wave)
+            elif kind == "ApplicationSet":
+                generated = [(a, self._app_sync(a)) for a in self._expand(child, index)]
+                for app, _ in generated:
+                    self.positions[app.name] = (*prefix, int(app.wave or 0))
+                set_name = child["metadata"]["name"]
+                root.appsets[set_name] = AppSetController(
+                    set_name, child["spec"], generated, refusal=self._generation_refusal
+                )
+        return root
+
+    def _expand(self, body: Mapping[str, Any], index: int) -> list[ExpandedApp]:
+        hub = self.clusters[self.layout.hub.name]
+        generated, errors = applications(
+            [Document(PurePosixPath(f"{index}.yaml"), 0, dict(body))], texts_files(self.texts)
+        )
+        for _, error in errors:
+            raise Stop(
+                Blocker(hub.name, self.step, body["metadata"]["name"], f"{error.path}: {error.message}")
+            )
+        return generated
+
+    def _app_sync(self, app: ExpandedApp) -> AppSync:
+        """One Application (literal, or generated by an ApplicationSet) as Argo CD syncs it."""
+        hub = self.clusters[self.layout.hub.name]
+        servers = {self.layout.server(c): c.name for c in self.layout.clusters}
+        server, namespace = app.destination
+        cluster = servers.get(server)
+        if cluster is None:
+            raise Stop(
+                Blocker(hub.name, self.step, app.name, f"destination {server} is no cluster of the variant")
+            )
+        policy = app.spec.get("syncPolicy") or {}
+        automated = policy.get("automated")
+        sync = AppSync(
+            app.name, self.clusters[cluster], self._docs_under(self._repo_path(app.sources[0]["path"])),
+            sync_options=list(policy.get("syncOptions") or []),
+            destination_namespace=namespace,
+            retry_limit=int((policy.get("retry") or {}).get("limit", 0)),
+            registered=self._registration(server, cluster),
+            providers=self.providers,
+        )  # fmt: skip
+        sync.wave = int(app.wave or 0)
+        sync.policy = (self.projects.get(app.project), server, str(app.sources[0].get("repoURL", "")))
+        sync.automated = automated is not None and automated.get("enabled", True) is not False
+        sync.prunes = bool((automated or {}).get("prune"))
+        sync.self_heal = bool((automated or {}).get("selfHeal"))
+        sync.ignore_differences = list(app.spec.get("ignoreDifferences") or [])
+        sync.reachable = self._reachability(cluster)
+        sync.checks = self.checks
+        sync.timed = self.day2
+        self.apps[app.name] = sync
+        return sync
+
+    def _generation_refusal(self, app: ExpandedApp) -> str | None:
+        """Why the ApplicationSet controller would not create or update the app now
+        (validateGeneratedApplications): its project does not exist, or its cluster is not registered."""
+        hub = self.clusters[self.layout.hub.name]
+        if hub.find("AppProject", self.argocd_namespace, app.project) is None:
+            return f"application references project {app.project} which does not exist"
+        server, _ = app.destination
+        cluster = {self.layout.server(c): c.name for c in self.layout.clusters}.get(server, server)
+        return self._registration(server, cluster)()
+
+    def _not_created(self, app: AppSync) -> str:
+        """Why an app was never created: its root never applied it, or its set did not generate it."""
+        assert self.root is not None
+        roots = [self.root, *(a for a in self.apps.values() if isinstance(a, RootSync))]
+        for root in roots:
+            for controller in root.appsets.values():
+                if app.name in controller.apps:
+                    if app.name in controller.errors:
+                        return f"ApplicationSet {controller.name} does not generate it: {controller.errors[app.name]}"
+                    return f"ApplicationSet {controller.name} was never applied: {root.name} is {root.health()[1]}"
+            if app.name in root.children:
+                return f"{root.name} never applied it: {root.health()[1]}"
+        return "nothing creates it"
+
+    def _reachability(self, cluster: str) -> Any:
+        return lambda: (
+            f"cluster {cluster} is unreachable: Argo CD cannot compare or sync"
+            if cluster in self.unreachable
+            else None
+        )
 
     def _registration(self, server: str, cluster: str) -> Any:
         hub = self.clusters[self.layout.hub.name]
@@ -134,6 +203,24 @@ class Convergence(SimulationState):
 
         return registered
 
+    def _round(self) -> bool:
+        """Every cluster's controllers, then every sync one step; True if anything moved."""
+        assert self.root is not None
+        moved = False
+        for cluster in self.clusters.values():
+            before = cluster.changes
+            cluster.reconcile(self.rails[cluster.name])
+            self.writers.run(cluster)
+            moved |= cluster.changes != before
+            self._judge_writes(cluster)
+        for sync in [self.root, *self.apps.values()]:
+            failures = len(sync.failures)
+            moved |= sync.step()
+            for failure in sync.failures[failures:]:
+                self._judge(sync, failure)
+        self._note_health()
+        return moved
+
     def _converge(self, deferred: list[RunbookStep]) -> None:
         if self.root is None:
             raise Stop(
@@ -142,19 +229,8 @@ class Convergence(SimulationState):
                 )
             )
         self.step = "Argo CD"
-        syncs = [self.root, *self.apps.values()]
         while True:
-            moved = False
-            for cluster in self.clusters.values():
-                before = cluster.changes
-                cluster.reconcile(self.rails[cluster.name])
-                moved |= cluster.changes != before
-            for sync in syncs:
-                failures = len(sync.failures)
-                moved |= sync.step()
-                for failure in sync.failures[failures:]:
-                    self._judge(sync, failure)
-            self._note_health()
+            moved = self._round()
             for step in list(deferred):
                 app = self.apps.get(step.after_app or "")
                 if app is None:
@@ -177,96 +253,106 @@ class Convergence(SimulationState):
 
     def settle(self) -> None:
         """Controllers and syncs run until nothing moves (day 2: no runbook step waits)."""
-        syncs = [s for s in (self.root, *self.apps.values()) if s is not None]
-        while True:
-            moved = False
-            for cluster in self.clusters.values():
-                before = cluster.changes
-                cluster.reconcile(self.rails[cluster.name])
-                moved |= cluster.changes != before
-            for sync in syncs:
-                failures = len(sync.failures)
-                moved |= sync.step()
-                for failure in sync.failures[failures:]:
-                    self._judge(sync, failure)
-            self._note_health()
-            if not moved:
-                return
+        while self._round():
+            pass
+
+    def _judge_writes(self, cluster: Cluster) -> None:
+        """A controller wrote a field of a live object: if the Application that synced the object holds
+        the field in Git and does not ignore it (with RespectIgnoreDifferences, so that a sync keeps the
+        live value), the app is OutOfSync for good, and its self-heal writes Git's value back over the
+        controller's."""
+        seen = self._written.get(cluster.name, 0)
+        for key, pointer, by in cluster.written[seen:]:
+            applied = cluster.objects.get(key)
+            sync = self.apps.get(applied.owner) if applied else None
+            desired = next((b for b in sync.objects if key_of(b) == key), None) if sync else None
+            if sync is None or desired is None or not has(desired, pointer):
+                continue
+            if ignored(sync.ignore_differences, desired, pointer) and RESPECT_IGNORES in sync.sync_options:
+                continue
+            why = (
+                "ignored, but a sync without RespectIgnoreDifferences=true writes Git's value back"
+                if ignored(sync.ignore_differences, desired, pointer)
+                else "Git owns it: the app stays OutOfSync, and self-heal writes Git's value back"
+            )
+            raise Stop(Blocker(
+                cluster.name, self._where(sync), sync.name,
+                f"{show(key)}: {by} writes {pointer}, which is in Git ({value_at(desired, pointer)!r}); {why} "
+                "(leave it out of Git, or ignore it with RespectIgnoreDifferences=true)",
+            ))  # fmt: skip
+        self._written[cluster.name] = len(cluster.written)
 
     def _judge(self, sync: AppSync, failure: Failure) -> None:
-        """A failed attempt an app's own retry fixes is Argo CD as usual; one waiting on another app is
-        an ordering defect: it converges, if at all, only by retrying until the other app is there."""
-        if failure.provider is None or failure.provider == sync.name:
+        """A failed attempt an app's own retry fixes is Argo CD as usual. On the first install one
+        that waits on another app is an ordering defect: it converges, if at all, only by retrying
+        until the other app is there. On day 2 nothing orders the apps (each syncs itself, refreshed in
+        no given order): retrying is what converges, so only an app whose retries ran out stops it."""
+        if failure.provider is None or failure.provider == sync.name or self.day2:
             self.result.retried.append(failure)
             return
-        wave = sync.wave
         raise Stop(Blocker(
             sync.cluster.name, self._where(sync), sync.name,
-            f"sync failed before {failure.provider} was Healthy (sync wave {wave}"
+            f"sync failed before {failure.provider} was Healthy (sync wave {sync.wave}"
             f"{self._wave_note(failure.provider)}): {failure}",
         ))  # fmt: skip
 
     def _wave_note(self, provider: str) -> str:
         app = self.apps.get(provider)
-        if app is None:
-            return ""
-        rollout = self.root.rollouts.get(app.generated_by) if self.root else None
-        unordered = rollout is not None and not rollout.rolling
-        return f" vs {app.wave}" + (
-            f"; generated by ApplicationSet {rollout.name} without a RollingSync: nothing orders its apps"
-            if unordered and rollout
-            else ""
-        )
+        return f" vs {app.wave}" if app is not None else ""
 
     def _where(self, sync: AppSync) -> str:
-        """Where the Argo CD bring-up stands for `sync`: its RollingSync step, or the root's wave."""
-        rollout = self.root.rollouts.get(sync.generated_by) if self.root else None
-        return rollout.step_label(sync.name) if rollout else f"root wave {self._root_wave()}"
+        """Where the Argo CD bring-up stands for `sync`: its ApplicationSet, or its root's wave."""
+        if sync.generated_by:
+            return f"ApplicationSet {sync.generated_by}"
+        return f"root wave {self._root_wave()}"
 
     def _root_wave(self) -> str:
         if self.root is None or not self.root.groups:
             return "-"
         group = self.root.groups[min(self.root._group, len(self.root.groups) - 1)]
-        return str(
-            int(
-                ((group[0].get("metadata") or {}).get("annotations") or {}).get(
-                    "argocd.argoproj.io/sync-wave", "0"
-                )
-            )
-        )
+        return str(int(((group[0].get("metadata") or {}).get("annotations") or {}).get(SYNC_WAVE, "0")))
 
     def _note_health(self) -> None:
         """Log, by the wave of the Application they belong to, what became Healthy and what the
         controllers did in this round."""
-        events: list[tuple[int, int, int, str, str, str]] = []  # wave, kind, order, cluster, label, what
+        # (position, kind, order, cluster, label, what); a position orders by the roots' waves
+        events: list[tuple[tuple[float, ...], int, int, str, str, str]] = []
         current = self._wave_of("")
         here = f"wave {current}" if self.step == "Argo CD" else self.step
         for cluster in self.clusters.values():
             for line in cluster.device_report():
-                events.append((current, 0, len(events), cluster.name, here, line))
+                events.append(((current,), 0, len(events), cluster.name, here, line))
             for owner, line in cluster.log:
-                wave = self._wave_of(owner)
-                label = f"wave {wave}" if owner in self.apps else here
-                events.append((wave, 0, len(events), cluster.name, label, line))
+                label = f"wave {self._wave_of(owner)}" if owner in self.apps else here
+                events.append((self._position(owner), 0, len(events), cluster.name, label, line))
             cluster.log.clear()
         for name, app in self.apps.items():
             if name not in self.healthy and app.synced and app.health()[0] == HEALTHY:
                 self.healthy.add(name)
-                events.append((app.wave, 1, len(events), app.cluster.name, "", name))
-        healthy: dict[tuple[int, str], list[str]] = {}
-        for wave, kind, _, cluster, label, what in sorted(events):
+                events.append(
+                    (self._position(name), 1, len(events), app.cluster.name, f"wave {app.wave}", name)
+                )
+        healthy: dict[tuple[tuple[float, ...], str, str], list[str]] = {}
+        for position, kind, _, cluster, label, what in sorted(events):
             if kind == 1:
-                healthy.setdefault((wave, cluster), []).append(what)
+                healthy.setdefault((position, cluster, label), []).append(what)
                 continue
-            self._flush(healthy, before=wave)
+            self._flush(healthy, before=position)
             self.result.timeline.append(Event(cluster, label, what))
         self._flush(healthy, before=None)
 
-    def _flush(self, healthy: dict[tuple[int, str], list[str]], before: int | None) -> None:
-        for wave, cluster in sorted(healthy):
-            if before is None or wave < before:
-                names = healthy.pop((wave, cluster))
-                self.result.timeline.append(Event(cluster, f"wave {wave}", "Healthy: " + ", ".join(names)))
+    def _flush(
+        self, healthy: dict[tuple[tuple[float, ...], str, str], list[str]], before: tuple[float, ...] | None
+    ) -> None:
+        for position, cluster, label in sorted(healthy):
+            if before is None or position < before:
+                names = healthy.pop((position, cluster, label))
+                self.result.timeline.append(Event(cluster, label, "Healthy: " + ", ".join(names)))
+
+    def _position(self, owner: str) -> tuple[float, ...]:
+        """Where an app's events sort: its wave in the hub's root, then in its spoke's root (a spoke's
+        root after the apps it holds)."""
+        return self.positions.get(owner, (self._wave_of(owner),))
 
     def _wave_of(self, owner: str) -> int:
         app = self.apps.get(owner)
@@ -284,19 +370,28 @@ class Convergence(SimulationState):
 
     def _final(self, deferred: list[RunbookStep]) -> None:
         assert self.root is not None
+        # the first app the install order reaches that is not up; a root only when none of its own
+        # apps is the reason (a root is sick when what it holds is)
         sick = sorted(
-            (app.wave, name) for name, app in self.apps.items() if app.health()[0] != HEALTHY or not app.synced
+            (isinstance(app, RootSync), self._position(name), name)
+            for name, app in self.apps.items()
+            if app.health()[0] != HEALTHY or app.sync_status() != "Synced"
         )  # fmt: skip
         if sick:
-            _, name = sick[0]
+            _, _, name = sick[0]
             app = self.apps[name]
             status, why = app.health()
+            if status == HEALTHY:
+                status, why = (
+                    app.sync_status(),
+                    f"{len(app.drifted())} objects differ from Git, {len(app.unpruned)} wait to be pruned",
+                )
             if not app.created:
-                status, why = "never created", f"the root is stuck: {self.root.health()[1]}"
+                status, why = "never created", self._not_created(app)
             raise Stop(Blocker(app.cluster.name, self._where(app), name, f"{status}: {why}"))
         status, why = self.root.health()
-        if status != HEALTHY:
-            raise Stop(Blocker(self.layout.hub.name, "root", "root", f"{status}: {why}"))
+        if status != HEALTHY or self.root.sync_status() != "Synced":
+            raise Stop(Blocker(self.layout.hub.name, "root", "root", f"{status}: {why or 'OutOfSync'}"))
         for step in deferred:
             raise Stop(Blocker("-", step.label, step.after_app or "", "never ran"))
         self._check_node_identity()
@@ -385,39 +480,3 @@ class Convergence(SimulationState):
                 finished = w.done if w.template.kind == "Job" else w.running
                 if not finished:
                     raise Stop(Blocker(cluster.name, self.step, w.owner, f"{w.template.ref}: {w.reason}"))
-
-
-class RootSync(AppSync):
-    children: dict[str, AppSync]
-    rollouts: dict[str, Rollout]
-
-    def step(self) -> bool:
-        moved = super().step()
-        for (_, kind, _, name), applied in self.cluster.of_kind("Application", "ApplicationSet"):
-            if applied.owner == self.name:
-                for child in self.children.values():
-                    if (child.name == name or child.generated_by == name) and not child.created:
-                        child.created = True
-                        moved = True
-                if kind == "ApplicationSet" and name in self.rollouts:
-                    moved |= self.rollouts[name].advance()
-        return moved
-
-    def object_health(self, body: Mapping[str, Any]) -> tuple[str, str]:
-        rollout = (
-            self.rollouts.get(body["metadata"]["name"]) if body.get("kind") == "ApplicationSet" else None
-        )
-        if rollout is None or not self.cluster.objects.get(key_of(body)):
-            return super().object_health(body)
-        return rollout.health()
-
-    def live_status(self, body: Mapping[str, Any]) -> dict[str, Any]:
-        """A child Application's status as Argo CD writes it: its sync and its health."""
-        if body.get("kind") != "Application":
-            return super().live_status(body)
-        child = self.children[body["metadata"]["name"]]
-        status, why = child.health()
-        return {
-            "sync": {"status": "Synced" if child.synced else "OutOfSync"},
-            "health": {"status": status, **({"message": why} if why else {})},
-        }

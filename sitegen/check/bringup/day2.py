@@ -1,5 +1,7 @@
 """Day 2 on the running model, once the first install is up: the RUNBOOK's Kubernetes upgrade, replayed
-batch by batch, and a node going down while a change to git lands.
+batch by batch; the delivery's day 2 (delivery_day2.py: commits, drift, renames, failures, spokes in
+trouble); a whole-node job while a node is down; a GPU breaking; and a node down for good while a
+chart bump lands.
 
 - The upgrade: every `kubeadm upgrade` of the RUNBOOK must carry `--patches` with the directory the
   nodes joined with (kubeadm keeps no node's patches in the cluster: without the flag etcd's manifest
@@ -8,46 +10,40 @@ batch by batch, and a node going down while a change to git lands.
   the unschedulable taint; DaemonSets stay; other pods are evicted and created again where they fit;
   a pod bound to a node-local volume waits for its node), and every workload that ran before must run
   again elsewhere or be one of those, within the budget; then the batch comes back.
-- A node down for an hour (a GPU node rebooting for its driver) while the last wave's Application
-  changes: its ApplicationSet's rollout (rollout.py) must sync it whatever the DaemonSet apps on that
-  node report; and while the ApplicationSet itself changes: the root syncs again, as gitops-engine
-  does (argo.py resync), and must apply it whatever the foundation's apps on that node report.
-- An ordered chart bump: a chart's app gains a CRD and, in the same commit, another app its first
-  object of that kind; the RollingSync must sync them in its steps' order.
 - A whole-node job (the acceptance run) submitted while a node of its pool is down: Kueue admits it
   by quota and, with waitForPodsReady, evicts and requeues it when its pods do not all fit, instead of
   letting it hold the other nodes; it runs once the node is back.
-- Removals: an object removed from a generated app stays (the rollout's syncs do not prune), keeps
-  the app OutOfSync and its step waiting, until the RUNBOOK's prune by hand; an app removed (its
-  element gone) takes its objects with it through the resources finalizer, or the scenario names
-  what stays behind.
+- A GPU reports Xid 79: the GPU node guard must cordon its node.
+- A hub node NotReady for good (a GPU node away for repair) while a chart bump lands on one of the
+  DaemonSet apps with a pod there and on the last app: every app converges but those the node holds,
+  which hold nothing else; the same commit's changed ApplicationSet is applied by the root, which
+  waits on it alone (gitops-engine waits on what an operation applied, ApplyOutOfSyncOnly).
 
 Not modelled: the upgrade's own effects (API deprecations, new defaults), version skew, the time a
-batch takes, the node's return after an hour (the scenario ends when the change is applied or stuck).
+batch takes, the node's return after the last scenario.
 """
 
 from __future__ import annotations
 
 import copy
 import re
-from collections.abc import Iterable
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
 from constructs import gpu_node_guard as guard
 from constructs.objects import pod_account
+from sitegen.check.bringup import delivery_day2 as delivery
 from sitegen.check.bringup.argo import HEALTHY, AppSync
 from sitegen.check.bringup.cluster import Cluster
 from sitegen.check.bringup.events import Blocker, Event, Stop
 from sitegen.check.bringup.kube import NOT_READY, Taint
-from sitegen.check.bringup.objects import key_of, show
 from sitegen.check.bringup.runbook import commands
 from sitegen.check.netpol import End
-from sitegen.compose import paths
+from sitegen.model import paths
 from sitegen.model.maintenance import Budget
 
 if TYPE_CHECKING:
-    from sitegen.check.bringup.rollout import Rollout
     from sitegen.check.bringup.simulate import Simulation
 
 UNSCHEDULABLE = Taint("node.kubernetes.io/unschedulable", "", "NoSchedule")  # what a cordon adds
@@ -61,13 +57,19 @@ _CLUSTER = re.compile(r"^- `([\w-]+)`: control plane", re.M)
 
 def replay(sim: Simulation, budgets: dict[str, dict[str, Budget]]) -> None:
     """The day-2 scenarios; `budgets` per cluster, by pool (AIStor's server pools as `pool/pool-N`)."""
+    sim.day2 = True
+    for app in sim.apps.values():
+        app.timed = True
     _upgrade(sim, budgets)
-    ordered_chart_bump(sim)
-    an_object_removed(sim)
-    an_app_removed(sim)
+    delivery.a_chart_bump_refreshed_consumer_first(sim)
+    delivery.an_admission_policy_drifts(sim)
+    delivery.an_object_removed(sim)
+    delivery.an_app_renamed(sim)
+    delivery.a_failed_app(sim)
+    delivery.a_spoke_in_trouble(sim)
     gang_job_with_a_node_down(sim)
     a_gpu_breaks(sim)
-    _node_down_while_a_change_lands(sim)  # last: the node does not come back
+    a_node_down_while_a_chart_bump_lands(sim)  # last: the node does not come back
 
 
 # --- the Kubernetes upgrade ------------------------------------------------------------------------
@@ -278,229 +280,85 @@ def _cordon_patch(cluster: Cluster, node: str) -> tuple[dict[str, Any], dict[str
 # --- a node down while a change lands --------------------------------------------------------------
 
 
-def _node_down_while_a_change_lands(sim: Simulation) -> None:
+def a_node_down_while_a_chart_bump_lands(sim: Simulation) -> None:
+    """A node of the hub goes NotReady (a GPU node away for repair) and stays so: every DaemonSet with
+    a pod there is Progressing for good. A chart bump then lands on one of those apps and on the last
+    app of the hub: each syncs by itself; the bumped DaemonSet app stays Progressing and holds nothing,
+    and every other app converges. The same commit changes the last ApplicationSet: the hub's root
+    applies only that set and waits only on its apps."""
     assert sim.root is not None
-    changed = max(sim.apps.values(), key=lambda a: (a.wave, a.name))
-    cluster = changed.cluster
-    own = {w.template.ref for w in cluster.workloads.values() if w.owner == changed.name}
-    candidates = [
-        n for n in sorted(cluster.nodes)
-        if not any(n in w.placed for w in cluster.workloads.values() if w.template.ref in own)
-        and any(w.template.daemon and n in w.placed for w in cluster.workloads.values())
+    hub = sim.clusters[sim.layout.hub.name]
+    nodes = [
+        n for n in sorted(hub.nodes)
+        if any(w.template.daemon and n in w.placed for w in hub.workloads.values())
     ]  # fmt: skip
-    if not candidates:
+    if not nodes:
         return
-    gpu = [n for n in candidates if cluster.nodes[n].capacity.get("nvidia.com/gpu")]
-    node = (gpu or candidates)[0]
-    sim.step = f"day 2: {node} NotReady while {changed.name} changes"
-    affected = cluster.lose_node(node)
-    cluster.reconcile(sim.rails[cluster.name])
-    sim.result.timeline.append(
-        _event(cluster.name, sim.step, f"{node} NotReady: {len(affected)} workloads affected")
+    gpu = [n for n in nodes if hub.nodes[n].capacity.get(GPU)]
+    node = (gpu or nodes)[0]
+    held = {w.owner for w in hub.workloads.values() if node in w.placed}
+    daemon_apps = sorted(
+        {w.owner for w in hub.workloads.values() if w.template.daemon and node in w.placed} & set(sim.apps)
     )
-    rollout = sim.root.rollouts.get(changed.generated_by)
-    if rollout is not None:
-        rollout.changed(changed.name)  # a new revision of its folder: OutOfSync
-        changed.resync(list(changed.objects))
-        sim.settle()
-        if not changed.synced:
-            raise Stop(Blocker(
-                cluster.name, sim.step, changed.name,
-                f"frozen: the change is never synced ({rollout.step_label(changed.name)}); {changed.waiting}",
-            ))  # fmt: skip
-        sim.result.timeline.append(
-            _event(
-                cluster.name,
+    quiet = [a for a in sim.apps.values() if a.generated_by and a.cluster is hub and a.name not in held]
+    last = max(quiet, key=lambda a: (a.wave, a.name))
+    bumped = sim.apps[daemon_apps[0]]
+    sim.step = f"day 2: {node} NotReady while a chart bump lands on {bumped.name} and {last.name}"
+    affected = hub.lose_node(node)
+    hub.reconcile(sim.rails[hub.name])
+    changes = {a.name: [_labelled(a.objects[-1]), *a.objects[:-1]] for a in (bumped, last)}
+    for name in sorted(changes):
+        sim.apps[name].resync(changes[name])
+    root_tasks = _change_the_set_of(sim, last)
+    sim.settle()
+    sick = [
+        a
+        for a in sim.apps.values()
+        if a.name not in held and (a.health()[0] != HEALTHY or a.sync_status() != "Synced")
+    ]
+    if sick:
+        a = sick[0]
+        raise Stop(
+            Blocker(
+                a.cluster.name,
                 sim.step,
-                f"{rollout.step_label(changed.name)} synced the change to {changed.name} while {node} was "
-                "NotReady (the earlier steps' statuses stay Healthy)",
+                a.name,
+                f"held by {node}: {a.sync_status()}, {a.health()[1] or a.waiting}",
             )
         )
-    _root_applies_change(sim, rollout.name if rollout else changed.name, node)
-
-
-def _root_applies_change(sim: Simulation, name: str, node: str) -> None:
-    """One of the root's own objects changes (the ApplicationSet: a new tenant's step): the root syncs
-    again and must apply it whatever the foundation's DaemonSets on the down node report."""
-    assert sim.root is not None
-    hub = sim.root.cluster
-    bodies = [copy.deepcopy(dict(b)) for b in sim.root.objects]
-    for body in bodies:
-        if body.get("kind") in ("Application", "ApplicationSet") and body["metadata"]["name"] == name:
-            body["metadata"].setdefault("labels", {})["sitegen.io/day-2"] = "changed"
-    tasks = sim.root.resync(bodies)
-    sim.settle()
     if not sim.root.synced:
-        raise Stop(Blocker(
-            hub.name, sim.step, "root",
-            f"frozen: the change to {name} is never applied ({len(tasks)} objects to sync); the "
-            f"sync waits on {sim.root.waiting}",
-        ))  # fmt: skip
-    applied = next(
-        a for (_, kind, _, n), a in hub.objects.items() if n == name and kind.startswith("Application")
-    )
-    assert applied.body["metadata"]["labels"]["sitegen.io/day-2"] == "changed"
-    sim.result.timeline.append(
-        _event(
-            hub.name,
-            sim.step,
-            f"the root applied the change to {name} ({len(tasks)} of "
-            f"{len(sim.root.objects)} objects out of sync) while {node} was NotReady",
+        raise Stop(
+            Blocker(
+                hub.name,
+                sim.step,
+                "root",
+                f"frozen: the changed ApplicationSet is never applied; {sim.root.waiting}",
+            )
         )
-    )
+    status = bumped.health()
+    sim.result.timeline.append(_event(
+        hub.name, sim.step,
+        f"{node} NotReady ({len(affected)} workloads); {len(daemon_apps)} DaemonSet apps Progressing "
+        f"({bumped.name}: {bumped.sync_status()}, {status[0]}), holding nothing: {last.name} and every "
+        f"other app converged, the root applied {root_tasks} changed object(s) and waited on them alone",
+    ))  # fmt: skip
 
 
-# --- an ordered chart bump -------------------------------------------------------------------------
+def _labelled(body: Mapping[str, Any]) -> dict[str, Any]:
+    changed = copy.deepcopy(dict(body))
+    changed["metadata"].setdefault("labels", {})["sitegen.io/day-2"] = "changed"
+    return changed
 
 
-def ordered_chart_bump(sim: Simulation, *, reverse_steps: bool = False) -> None:
-    """A chart bump that adds a CRD, and in the same commit a consumer's first object of it, both in
-    generated apps: the rollout must sync the chart's app (its step) before the consumer's. With
-    `reverse_steps`, the ApplicationSet's steps in reverse order (the defect the test reintroduces)."""
+def _change_the_set_of(sim: Simulation, app: AppSync) -> int:
+    """The root's copy of the app's ApplicationSet changes (a template change): the root syncs again,
+    applying only what differs (ApplyOutOfSyncOnly). Returns how many objects it applies."""
     assert sim.root is not None
-    found = _bump_pair(sim)
-    if found is None:
-        return
-    rollout, provider, consumer, crd, cr = found
-    if reverse_steps:
-        rollout.reverse_steps()
-    group, kind = crd["spec"]["group"], crd["spec"]["names"]["kind"] + "Next"
-    sim.step = f"day 2: chart bump of {provider.name} adds {kind}, {consumer.name} uses it"
-    new_crd = copy.deepcopy(dict(crd))
-    plural = new_crd["spec"]["names"]["plural"] + "nexts"
-    new_crd["spec"]["names"] = {**new_crd["spec"]["names"], "kind": kind, "plural": plural}
-    new_crd["spec"]["names"].pop("singular", None)
-    new_crd["spec"]["names"].pop("shortNames", None)
-    new_crd["metadata"] = {**new_crd["metadata"], "name": f"{plural}.{group}"}
-    new_cr = copy.deepcopy(dict(cr))
-    new_cr["kind"] = kind
-    new_cr["metadata"] = {**new_cr["metadata"], "name": f"{new_cr['metadata']['name']}-next"}
-    sim.providers.crds[(provider.cluster.name, group, kind)] = provider.name
-    _admit_kind(consumer, group, kind)  # synth adds it to the consumer's project; the root applies that
-    for sync, extra in ((provider, new_crd), (consumer, new_cr)):
-        rollout.changed(sync.name)
-        sync.resync([*sync.objects, extra])
-    sim.settle()
-    for sync in (provider, consumer):
-        if not sync.synced or sync.health()[0] != HEALTHY:
-            raise Stop(Blocker(sync.cluster.name, rollout.step_label(sync.name), sync.name, sync.health()[1]))
-    sim.result.timeline.append(
-        _event(
-            consumer.cluster.name,
-            sim.step,
-            f"synced in order: {provider.name} ({rollout.step_label(provider.name)}), then "
-            f"{consumer.name} ({rollout.step_label(consumer.name)})",
-        )
-    )
-
-
-def _last_generated(sim: Simulation, exclude: Iterable[str] = ()) -> tuple[Rollout, AppSync] | None:
-    assert sim.root is not None
-    for rollout in sim.root.rollouts.values():
-        names = [n for n in rollout.apps if rollout.step_of[n] >= 0 and n not in exclude]
-        if names:
-            name = max(names, key=lambda n: (rollout.step_of[n], n))
-            return rollout, rollout.apps[name]
-    return None
-
-
-def an_object_removed(sim: Simulation) -> None:
-    """A commit removes one object from the last step's app: it stays until pruned by hand."""
-    found = _last_generated(sim)
-    if found is None:
-        return
-    rollout, app = found
-    removable = [b for b in app.objects if b.get("kind") not in ("Namespace", "CustomResourceDefinition")]
-    if not removable:
-        return
-    body = removable[-1]
-    sim.step = f"day 2: {show(key_of(body))} removed from {app.name}"
-    rollout.changed(app.name)
-    app.resync([b for b in app.objects if b is not body])
-    sim.settle()
-    if key_of(body) not in app.cluster.objects:
-        raise Stop(Blocker(app.cluster.name, sim.step, app.name, "pruned by a sync the rollout started"))
-    status, why = rollout.health()
-    runbook = sim.texts[paths.bootstrap_dir(sim.variant) / paths.RUNBOOK]
-    if "argocd app sync <app> --prune" not in runbook:
-        raise Stop(Blocker(
-            app.cluster.name, sim.step, app.name,
-            f"the rollout's syncs do not prune: the object stays and the ApplicationSet is {status} ({why}); "
-            "the RUNBOOK says nowhere how to prune",
-        ))  # fmt: skip
-    pruned = app.prune_by_hand()
-    sim.settle()
-    status, why = rollout.health()
-    if status != HEALTHY:
-        raise Stop(Blocker(app.cluster.name, sim.step, rollout.name, f"{status} after the prune: {why}"))
-    sim.result.timeline.append(
-        _event(
-            app.cluster.name,
-            sim.step,
-            f"stayed until `argocd app sync {app.name} --prune` ({len(pruned)} object)",
-        )
-    )
-
-
-def an_app_removed(sim: Simulation) -> None:
-    """An app's element is removed (a component dropped from config/): its Application and objects go."""
-    found = _last_generated(sim)
-    if found is None:
-        return
-    rollout, app = found
-    sim.step = f"day 2: {app.name} removed"
-    orphans = rollout.removed(app.name)
-    del sim.apps[app.name]
-    if orphans:
-        raise Stop(Blocker(
-            app.cluster.name, sim.step, app.name,
-            f"the Application is deleted without its resources finalizer: {len(orphans)} objects stay, "
-            f"running unmanaged ({', '.join(orphans[:3])}{', ...' if len(orphans) > 3 else ''})",
-        ))  # fmt: skip
-    sim.settle()
-    sim.result.timeline.append(
-        _event(
-            app.cluster.name,
-            sim.step,
-            "its Application and every object it synced deleted (resources finalizer)",
-        )
-    )
-
-
-def _admit_kind(sync: AppSync, group: str, kind: str) -> None:
-    if sync.policy is None or sync.policy[0] is None:
-        return
-    project, server, repo = sync.policy
-    spec = dict(project.get("spec") or {})
-    if spec.get("namespaceResourceWhitelist") is not None:
-        spec["namespaceResourceWhitelist"] = [
-            *spec["namespaceResourceWhitelist"],
-            {"group": group, "kind": kind},
-        ]
-    sync.policy = ({**project, "spec": spec}, server, repo)
-
-
-def _bump_pair(sim: Simulation) -> tuple[Rollout, AppSync, AppSync, Any, Any] | None:
-    """The first generated consumer of a CRD that another app of the same rollout ships."""
-    assert sim.root is not None
-    for rollout in sim.root.rollouts.values():
-        order = sorted(rollout.apps.values(), key=lambda a: (rollout.step_of[a.name], a.name))
-        for consumer in order:
-            for body in consumer.objects:
-                group = body.get("apiVersion", "").rpartition("/")[0]
-                owner = sim.providers.crds.get((consumer.cluster.name, group, body.get("kind", "")))
-                provider = rollout.apps.get(owner or "")
-                if provider is None or provider is consumer:
-                    continue
-                crd = next(
-                    (b for b in provider.objects
-                     if b.get("kind") == "CustomResourceDefinition"
-                     and b["spec"]["group"] == group and b["spec"]["names"]["kind"] == body["kind"]),
-                    None,
-                )  # fmt: skip
-                if crd is not None:
-                    return rollout, provider, consumer, crd, body
-    return None
+    bodies = [
+        _labelled(b) if b.get("kind") == "ApplicationSet" and b["metadata"]["name"] == app.generated_by else b
+        for b in sim.root.objects
+    ]
+    return len(sim.root.resync(bodies))
 
 
 def _event(cluster: str, step: str, what: str) -> Event:

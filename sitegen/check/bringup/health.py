@@ -1,7 +1,7 @@
 """Argo CD's health assessment, as the deployed Argo CD makes it, for the objects a sync applies.
 
 Which kinds have a check at all: the table of built-in checks of the pinned Argo CD
-(`vendor/argocd/health-checks-v3.4.4.txt`, with its source), then the `resource.customizations.health.
+(`vendor/argocd/health-checks-v3.4.7.txt`, with its source), then the `resource.customizations.health.
 <group>_<kind>` entries of the argocd-cm that dist/ renders, which take precedence. A kind with neither
 is Healthy as soon as it exists: Argo CD does not wait on it, and neither does the simulation.
 
@@ -27,7 +27,7 @@ from lupa import lua51
 
 from sitegen.compose.tools import PROJECT
 
-HEALTH_TABLE = PROJECT / "vendor" / "argocd" / "health-checks-v3.4.4.txt"
+HEALTH_TABLE = PROJECT / "vendor" / "argocd" / "health-checks-v3.4.7.txt"
 CUSTOMIZATION = "resource.customizations.health."
 STATUSES = ("Healthy", "Progressing", "Degraded", "Suspended", "Missing", "Unknown")
 

@@ -11,6 +11,8 @@ from decimal import Decimal
 from typing import Any
 
 from constructs.namespaces import DEFAULT_TOLERATIONS as ADMISSION_DEFAULT_TOLERATIONS
+from sitegen.check.labels import expression_matches as _expression
+from sitegen.check.labels import label_selector_matches
 
 _SUFFIX = {
     "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50,
@@ -39,29 +41,6 @@ def requests_of(resources: Mapping[str, Any] | None) -> dict[str, int]:
 def add(into: dict[str, int], more: Mapping[str, int], sign: int = 1) -> None:
     for name, amount in more.items():
         into[name] = into.get(name, 0) + sign * amount
-
-
-def label_selector_matches(selector: Mapping[str, Any] | None, labels: Mapping[str, str]) -> bool:
-    """A metav1.LabelSelector (matchLabels and matchExpressions); an empty selector matches all."""
-    selector = selector or {}
-    if any(labels.get(k) != str(v) for k, v in (selector.get("matchLabels") or {}).items()):
-        return False
-    return all(_expression(e, labels) for e in selector.get("matchExpressions") or [])
-
-
-def _expression(expr: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
-    key, op, values = expr["key"], expr["operator"], [str(v) for v in expr.get("values") or []]
-    if op == "In":
-        return labels.get(key) in values
-    if op == "NotIn":
-        return labels.get(key) not in values
-    if op == "Exists":
-        return key in labels
-    if op == "DoesNotExist":
-        return key not in labels
-    if op in ("Gt", "Lt") and key in labels and labels[key].lstrip("-").isdigit():
-        return int(labels[key]) > int(values[0]) if op == "Gt" else int(labels[key]) < int(values[0])
-    return False
 
 
 def node_affinity_matches(spec: Mapping[str, Any], labels: Mapping[str, str]) -> bool:

@@ -95,6 +95,7 @@ class Kueue(ClusterObjects):
             if why is None:
                 w.admitted = True
                 w.reason = "admitted by Kueue"
+                self._suspend(w, False)
                 self.log.append((w.owner, f"Kueue admitted {w.template.ref} (priority {w.priority})"))
                 self.changes += 1
             elif w.reason != why:
@@ -198,8 +199,16 @@ class Kueue(ClusterObjects):
             w.template, w.unadmitted = w.unadmitted, None
         w.admitted = False
         w.reason = why
+        self._suspend(w, True)
         self.log.append((w.owner, f"{w.template.ref} {why}"))
         self.changes += 1
+
+    def _suspend(self, w: Workload, suspended: bool) -> None:
+        """A Job's `spec.suspend`, as Kueue writes it when it admits (false) or evicts (true) it: the
+        Kueue component's declared field (`Kueue.writes`); other kinds Kueue suspends otherwise."""
+        if w.template.kind == "Job":
+            t = w.template
+            self.write_field(("batch", "Job", t.namespace, t.name), "/spec/suspend", suspended, "Kueue")
 
 
 @cache

@@ -4,12 +4,14 @@ groups it serves, and the workloads (pod templates) its objects make.
 Every object applied is remembered with the Application (or runbook step) that applied it, so that a
 blocker can name who would have provided what is missing. `ClusterObjects` is the state and the index of
 objects that the concerns composed into `Cluster` (cluster.py) share. Not modelled: the API server's
-defaulting and validation, and deletion (an object applied again replaces the one before; nothing is
-ever removed); whether the API server accepts an object is admission.py's.
+defaulting and validation; whether the API server accepts an object is admission.py's. An object
+applied again replaces the one before; a controller's write of one field (`write_field`) changes the
+live object only, never what an Application holds.
 """
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -22,6 +24,7 @@ if TYPE_CHECKING:
     from sitegen.check.bringup.secrets import Vault
 
 Key = tuple[str, str, str, str]  # group, kind, namespace, name
+_UNSET = object()
 
 
 def key_of(body: Mapping[str, Any]) -> Key:
@@ -89,6 +92,8 @@ class ClusterObjects:
         self.log: list[str] = []
         self.devices_changed: set[str] = set()  # what the controllers did that an operator would want to see
         self.changes = 0  # bumped by every change of state: the simulation runs until it stops moving
+        # fields of live objects controllers wrote, in order: (object, JSON pointer, controller)
+        self.written: list[tuple[Key, str, str]] = []
 
     # ---- objects ---------------------------------------------------------------------------------
     def serves(self, group: str, kind: str) -> bool:
@@ -134,7 +139,9 @@ class ClusterObjects:
             spec = body["spec"]
             self.crds[(spec["group"], spec["names"]["kind"])] = (spec["names"]["plural"], owner)
         template = pod_template(body)
-        if template is not None and key not in self.workloads:
+        if key in self.workloads:  # adopted by another app (a renamed one): its pods run on
+            self.workloads[key].owner = owner
+        elif template is not None:
             claims = (body.get("spec") or {}).get("volumeClaimTemplates") or []
             self.workloads[key] = Workload(
                 template,
@@ -142,6 +149,31 @@ class ClusterObjects:
                 claim_classes=tuple((c.get("spec") or {}).get("storageClassName") for c in claims),
             )
         # the workloads an operator makes of a custom resource: Operators.apply (operators.py)
+
+    def write_field(self, key: Key, pointer: str, value: Any, by: str | None) -> bool:
+        """A controller (`by`) writes a field of a live object (a CA it injects, a Job it unsuspends),
+        or a person edits it (`by` None: drift, not a controller's write): the object in the cluster
+        changes, what Git holds does not. True if the value changed."""
+        applied = self.objects.get(key)
+        if applied is None:
+            return False
+        body = copy.deepcopy(dict(applied.body))
+        *parents, last = [p.replace("~1", "/").replace("~0", "~") for p in pointer.strip("/").split("/")]
+        node: Any = body
+        for part in parents:
+            node = node[int(part)] if isinstance(node, list) else node.setdefault(part, {})
+        current = node[int(last)] if isinstance(node, list) else node.get(last, _UNSET)
+        if current == value:
+            return False
+        if isinstance(node, list):
+            node[int(last)] = value
+        else:
+            node[last] = value
+        applied.body = body
+        if by is not None:
+            self.written.append((key, pointer, by))
+        self.changes += 1
+        return True
 
     def owner_apps(self, owner: str) -> list[Workload]:
         return [w for w in self.workloads.values() if w.owner == owner and w.template.kind != "CronJob"]

@@ -37,7 +37,7 @@ from sitegen.check.bringup.kube import (
 from sitegen.check.bringup.objects import key_of, show
 from sitegen.check.bringup.runbook import RunbookStep, commands
 from sitegen.check.bringup.state import SimulationState
-from sitegen.compose import paths
+from sitegen.model import paths
 
 CORDONED = Taint("node.kubernetes.io/unschedulable", "", "NoSchedule")  # what `kubectl cordon` adds
 CONTROL_PLANE_TAINT = Taint("node-role.kubernetes.io/control-plane", "", "NoSchedule")

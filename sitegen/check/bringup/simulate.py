@@ -19,7 +19,7 @@ from sitegen.check.bringup.convergence import Convergence
 from sitegen.check.bringup.events import Blocker, Result, Stop
 from sitegen.check.bringup.runbook import RunbookStep, runbook_steps
 from sitegen.check.bringup.runbook_replay import RunbookReplay
-from sitegen.compose import paths
+from sitegen.model import paths
 
 
 class Simulation(RunbookReplay, Convergence):

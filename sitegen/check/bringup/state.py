@@ -18,15 +18,16 @@ from typing import TYPE_CHECKING, Any
 from sitegen.check.bringup.argo import AppSync, Providers
 from sitegen.check.bringup.cluster import Cluster
 from sitegen.check.bringup.events import Blocker, Event, Result, Stop
+from sitegen.check.bringup.health import HealthChecks
 from sitegen.check.bringup.secrets import Vault
+from sitegen.check.bringup.writers import FieldWriters
 from sitegen.components.catalog import COMPONENTS
 from sitegen.components.networking.cilium import Cilium
 from sitegen.components.platform.admission_policies import applier
-from sitegen.compose import paths
-from sitegen.model import VariantLayout
+from sitegen.model import VariantLayout, paths
 
 if TYPE_CHECKING:
-    from sitegen.check.bringup.convergence import RootSync
+    from sitegen.check.bringup.roots import RootSync
 
 Tree = Mapping[PurePosixPath, list[dict[str, Any]]]  # dist path -> documents (YAML files)
 Texts = Mapping[PurePosixPath, str]  # dist path -> text (the RUNBOOK, host scripts)
@@ -90,8 +91,15 @@ class SimulationState:
         self.rails: dict[str, dict[str, set[str]]] = {c: {} for c in self.clusters}  # node -> interfaces
         self.prepared: dict[str, set[str]] = {}  # pool -> interface names its fabric preparation sets
         self.providers = self._providers()
-        self.apps: dict[str, AppSync] = {}
+        self.apps: dict[str, AppSync] = {}  # every Application under the root, nested roots included
         self.root: RootSync | None = None
+        self.checks = HealthChecks({})  # Argo CD's, once its argocd-cm is applied
+        self.projects: dict[str, Mapping[str, Any]] = {}  # AppProjects of the bootstrap folder
+        self.writers = FieldWriters()
+        self._written: dict[str, int] = {}  # per cluster: the controllers' writes judged so far
+        self.unreachable: set[str] = set()  # clusters Argo CD cannot reach (day 2)
+        self.positions: dict[str, tuple[float, ...]] = {}  # app -> its waves in the roots, outermost first
+        self.day2 = False  # the first install is done: nothing orders the apps any more
         self.healthy: set[str] = set()
         self.mc_aliases: dict[str, str] = {}  # mc alias -> S3 host
         self.host_files: dict[str, set[str]] = {}  # cluster -> host paths the runbook installed files to
@@ -101,6 +109,16 @@ class SimulationState:
         self.step = "bare hosts"
 
     # ---- inputs --------------------------------------------------------------------------------
+    def _docs_in(self, folder: PurePosixPath) -> list[dict[str, Any]]:
+        """The documents of the YAML files directly in `folder` (a directory source without recurse)."""
+        return [
+            body
+            for path, bodies in self._sorted_tree
+            if PurePosixPath(path).parent == folder and path.endswith(".yaml")
+            for body in bodies
+            if isinstance(body, dict) and body.get("kind")
+        ]
+
     def _docs_under(self, folder: PurePosixPath) -> list[dict[str, Any]]:
         prefix = f"{folder}/"
         return [

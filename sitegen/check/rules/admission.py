@@ -11,7 +11,7 @@ from sitegen.check.bringup.kube import pod_template
 from sitegen.check.rules.base import Context, Violation, rule
 from sitegen.check.tree import Document
 from sitegen.components.platform.admission_policies import applier as applier_account
-from sitegen.compose import paths
+from sitegen.model import paths
 
 # kubeadm's admin.conf: what the RUNBOOK's kubectl applies bootstrap/ as
 RUNBOOK_ADMIN = Request("kubernetes-admin", ("kubeadm:cluster-admins", "system:authenticated"))

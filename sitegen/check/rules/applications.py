@@ -13,7 +13,7 @@ from sitegen.check.appsets import ExpandedApp
 from sitegen.check.project_policy import kind_permitted
 from sitegen.check.rules.base import Context, Violation, rule
 from sitegen.check.tree import Document
-from sitegen.compose import paths
+from sitegen.model import paths
 
 
 def _tree_path(ctx: Context, repo_path: str) -> Path | None:

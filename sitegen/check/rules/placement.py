@@ -12,8 +12,7 @@ from sitegen.check.bringup.kube import pod_template
 from sitegen.check.placement import reached_pools, taints_of, targeted_pools, tolerated_taints, tolerates
 from sitegen.check.rules.base import Context, Violation, rule
 from sitegen.check.tree import Document
-from sitegen.compose import paths
-from sitegen.model import PoolLayout, Taint
+from sitegen.model import PoolLayout, Taint, paths
 
 
 def _names(pools: list[PoolLayout]) -> str:
