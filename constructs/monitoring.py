@@ -104,15 +104,21 @@ class SiteRisks:
     backups: tuple[BackupWatch, ...] = ()  # what must succeed on schedule, in any cluster of the variant
     spoke_token_days: int | None = None  # how long a spoke's Argo CD token lives (None: no spokes)
     guards: tuple[GuardWatch, ...] = ()  # the GPU node guards of the variant's clusters
+    runbook: str = ""  # the RUNBOOK's path in the repository: where each alert's `runbook_url` points
 
 
-def _alert(name: str, expr: str, severity: str, summary: str, for_: str = "5m") -> dict[str, Any]:
+GITOPS_RUNBOOK_SECTION = "when-argo-cd-alerts"  # the anchor of the RUNBOOK's section on these alerts
+
+
+def _alert(
+    name: str, expr: str, severity: str, summary: str, for_: str = "5m", runbook_url: str = ""
+) -> dict[str, Any]:
     return {
         "alert": name,
         "expr": expr,
         "for": for_,
         "labels": {"severity": severity},
-        "annotations": {"summary": summary},
+        "annotations": {"summary": summary, **({"runbook_url": runbook_url} if runbook_url else {})},
     }
 
 
@@ -304,25 +310,57 @@ def _backup_rules(risks: SiteRisks) -> list[dict[str, Any]]:
 
 
 def _gitops_rules(risks: SiteRisks) -> list[dict[str, Any]]:
-    """A spoke Argo CD cannot reach: most often its token, issued for a fixed time, has expired. The
-    controller's own metric, so the rule needs no copy of the token's date."""
-    return [
-        _alert(
-            "ArgoCdClusterDisconnected",
-            "argocd_cluster_connection_status == 0",
-            "critical",
-            "Argo CD cannot reach {{ $labels.server }}: if its token expired (issued for "
-            f"{risks.spoke_token_days} days), rotate it (RUNBOOK: Argo CD's credential)",
-            for_="10m",
-        ),
-        _alert(
-            "ArgoCdControllerMetricsAbsent",
-            'absent(argocd_cluster_connection_status{server!="https://kubernetes.default.svc"})',
-            "warning",
-            "Argo CD reports no spoke connection: the spokes' reachability is unknown",
-            for_="30m",
-        ),
-    ]
+    """Delivery that stopped converging: an Application that stays OutOfSync or not Healthy (drift
+    self-heal cannot fix, a prune a `Prune=false` object waits for, a sync that keeps failing, a node
+    holding a DaemonSet), a failed sync, an ApplicationSet that cannot generate its apps; and what the
+    apps need at run time: ExternalSecrets that do not sync, certificates that do not renew. Argo CD's
+    controllers' metrics (v3.4 controller/metrics, applicationset/metrics), External Secrets' and
+    cert-manager's; every series carries the cluster it came from."""
+    url = f"{risks.runbook}#{GITOPS_RUNBOOK_SECTION}" if risks.runbook else ""
+    rules = [
+        _alert("ArgoCdAppOutOfSync", 'argocd_app_info{sync_status!="Synced"} == 1', "warning",
+               "{{ $labels.name }} is {{ $labels.sync_status }} for 30 minutes: its sync keeps failing, drift "
+               "comes back, or an object it no longer ships waits to be pruned by hand", "30m", url),
+        _alert("ArgoCdAppUnhealthy", 'argocd_app_info{health_status!~"Healthy|Suspended"} == 1', "warning",
+               "{{ $labels.name }} is {{ $labels.health_status }} for 30 minutes (a node down keeps a "
+               "DaemonSet's app Progressing)", "30m", url),
+        _alert("ArgoCdSyncFailed", 'increase(argocd_app_sync_total{phase=~"Error|Failed"}[15m]) > 0',
+               "warning", "a sync of {{ $labels.name }} failed: it retries, then waits for the next commit",
+               "0m", url),
+        _alert("ArgoCdApplicationSetError",
+               'argocd_appset_info{resource_update_status!="ApplicationSetUpToDate"} == 1', "critical",
+               "ApplicationSet {{ $labels.name }} cannot generate its Applications "
+               "({{ $labels.resource_update_status }}): its root waits on it", "15m", url),
+        _alert("ExternalSecretNotReady", 'externalsecret_status_condition{condition="Ready",status="False"} == 1',
+               "warning", "ExternalSecret {{ $labels.namespace }}/{{ $labels.name }} does not sync from the "
+               "vault (a missing key, a role that may not read it)", "15m", url),
+        _alert("CertificateNotReady", 'certmanager_certificate_ready_status{condition="False"} == 1', "warning",
+               "Certificate {{ $labels.namespace }}/{{ $labels.name }} is not ready: it is not issued or "
+               "renewed", "15m", url),
+        _alert("CertificateExpiresSoon",
+               "certmanager_certificate_expiration_timestamp_seconds - time() < 14 * 86400", "critical",
+               "Certificate {{ $labels.namespace }}/{{ $labels.name }} expires within 14 days and has not "
+               "been renewed", "1h", url),
+    ]  # fmt: skip
+    if risks.spoke_token_days:
+        rules += [
+            _alert(
+                "ArgoCdClusterDisconnected",
+                "argocd_cluster_connection_status == 0",
+                "critical",
+                "Argo CD cannot reach {{ $labels.server }}: if its token expired (issued for "
+                f"{risks.spoke_token_days} days), rotate it (RUNBOOK: Argo CD's credential)",
+                for_="10m",
+            ),
+            _alert(
+                "ArgoCdControllerMetricsAbsent",
+                'absent(argocd_cluster_connection_status{server!="https://kubernetes.default.svc"})',
+                "warning",
+                "Argo CD reports no spoke connection: the spokes' reachability is unknown",
+                for_="30m",
+            ),
+        ]
+    return rules
 
 
 def _fabric_rules(risks: SiteRisks) -> list[dict[str, Any]]:
@@ -445,7 +483,7 @@ class SiteAlerts(Construct):
                 ("site-gpu-guard", _guard_rules(risks)),
                 ("site-backups", _backup_rules(risks)),
                 ("site-network", [POLICY_AUDIT_ALERT] if risks.policy_audit else []),
-                ("site-gitops", _gitops_rules(risks) if risks.spoke_token_days else []),
+                ("site-gitops", _gitops_rules(risks)),
             )
             if rules
         ]

@@ -11,10 +11,10 @@ from constructs.etcd_backup import ETCD_PKI
 from constructs.gpu_workload import BATCH_LABEL
 from constructs.kubeadm import PATCHES_DIR
 from sitegen.components.storage.aistor import OBJECT_STORE
-from sitegen.compose import paths
 from sitegen.compose.apps import VariantApps
+from sitegen.compose.ownership import KEEP_ON_DELETE, SYNC_OPTIONS
 from sitegen.compose.procedures.second_target import restore_drill
-from sitegen.model import ClusterLayout, PoolLayout
+from sitegen.model import ClusterLayout, PoolLayout, paths
 from sitegen.model.maintenance import Budget
 
 ETCDCTL = (
@@ -74,6 +74,7 @@ def day2(apps: VariantApps) -> str:
     out += _procedures(apps)
     out.append(_kubernetes_upgrade(apps, minor, nxt))
     out.append(_pruning(apps))
+    out.append(_gitops_alerts(apps))
     out.append(_etcd(apps))
     out.append(_velero(apps))
     out.append(restore_drill(apps))
@@ -101,6 +102,13 @@ kubectl get pods -A -l {BATCH_LABEL}=true --field-selector spec.nodeName=<node> 
 kubectl drain <node> --ignore-daemonsets --delete-emptydir-data --timeout=30m
 kubectl uncordon <node>   # after the repair, once the node is Ready
 ```
+
+Away for longer (a chassis sent for repair): after the drain, `kubectl delete node <node>`. While it is
+registered, every DaemonSet that should run there (the GPU Operator's, node-exporter, the CSI and
+fabric agents) misses a pod, and Argo CD keeps those apps Progressing: nothing else waits on them, but
+their alerts and a changed ApplicationSet of theirs do. The repaired host's kubelet registers it again
+with its pool's taints (its join configuration); the node labeler gives back its labels; burn it in
+before the uncordon.
 
 GPU driver upgrades follow the same rule without you: the GPU Operator's upgrade policy takes one node
 at a time and only once the `{BATCH_LABEL}=true` pods on it have completed (no timeout), so a driver
@@ -206,20 +214,59 @@ kubectl uncordon <node>
 
 def _pruning(apps: VariantApps) -> str:
     namespace = apps.site.gitops.argocd.namespace
-    return f"""### Removing objects from an app: prune by hand
+    keep = ",".join(KEEP_ON_DELETE)
+    return f"""### Removing objects, apps and clusters
 
-The `site` ApplicationSet syncs its apps without pruning (Argo CD v3.4.4 prunes in a rollout only with
-an automated policy in the template, which RollingSync cannot have there). An object a commit removes
-from an app's folder stays in the cluster; the app shows it as requiring pruning and stays OutOfSync,
-and its RollingSync step, with every later one, waits. Review the objects, then prune:
+Every Application prunes what a commit removes from its folder, except objects marked
+`{SYNC_OPTIONS}: {keep}` (CRDs, Namespaces, claims and volumes, the ObjectStore): deleting one takes its
+data, or every custom resource of its kind, with it. Those stay; the app shows them as requiring
+pruning and stays OutOfSync (the `ArgoCdAppOutOfSync` alert). Once nothing needs one, delete it
+deliberately:
 
 ```sh
-argocd app diff <app>                 # the objects to prune
-argocd app sync <app> --prune         # or: kubectl -n {namespace} patch application <app> --type merge -p '{{"operation": {{"sync": {{"prune": true}}}}}}'
+argocd app diff <app>                    # what requires pruning
+kubectl delete <kind> <name>             # after review: its data goes with it
 ```
 
-Removing a whole app (its `app.json`) needs nothing: the ApplicationSet deletes the Application, and
-its resources finalizer deletes the app's objects.
+Removing an app or a cluster from `config/` (or renaming one): synth refuses until `config/gitops.yaml`
+`acknowledged_removals` lists the Applications that go (`sitegen diff` shows each with what it holds).
+Their ApplicationSet deletes them without their objects (no resources finalizer; no delete hook is
+shipped), so nothing is lost by accident: a renamed app adopts its objects, a removed one leaves them
+running unmanaged until you delete them:
+
+```sh
+kubectl get $(kubectl api-resources --verbs=list -o name | paste -sd, -) -A -o json \\
+  | jq -r '.items[] | select((.metadata.annotations["argocd.argoproj.io/tracking-id"] // "") | startswith("<app>:"))
+           | "\\(.kind) \\(.metadata.namespace // "-") \\(.metadata.name)"'
+kubectl -n {namespace} get application <app>   # gone: its ApplicationSet deleted it
+```
+"""
+
+
+def _gitops_alerts(apps: VariantApps) -> str:
+    namespace = apps.site.gitops.argocd.namespace
+    return f"""### When Argo CD alerts
+
+Every Application syncs, prunes and heals itself; the roots order only the first install. So an alert
+names one app, and nothing else waits on it (but its ApplicationSet, when its root applies a change of
+that set: the root then waits on the set until the app is back).
+
+- `ArgoCdAppOutOfSync`: `argocd app diff <app>` shows what differs. A field that keeps coming back
+  is written by a controller: leave it out of Git or ignore it (`Component.writes`). An object waiting
+  to be pruned is marked `Prune=false` (above: removing objects).
+- `ArgoCdSyncFailed`: `argocd app get <app>` shows the failed operation. An app retries (10 times,
+  backoff to 5 minutes), then waits for the next commit; after a fix in the cluster, `argocd app sync
+  <app>`.
+- `ArgoCdAppUnhealthy`: `argocd app get <app>` names the object. A DaemonSet missing a pod on a node
+  that is down keeps its app Progressing until the node returns or is deleted (Taking a GPU node out).
+- `ArgoCdApplicationSetError`: `kubectl -n {namespace} get applicationset <set> -o
+  jsonpath='{{.status.conditions}}'`. A cluster not registered yet (its token and CA not in the vault:
+  Argo CD's credential) keeps its sets from generating, and its root waits on them. If a root must go
+  on without a set, `argocd app terminate-op <root>` ends its operation; the next commit starts another.
+- `ExternalSecretNotReady`: `kubectl -n <namespace> describe externalsecret <name>`: the vault key or
+  the store's role.
+- `CertificateNotReady`, `CertificateExpiresSoon`: `kubectl -n <namespace> describe certificate
+  <name>`, then its CertificateRequest and issuer.
 """
 
 

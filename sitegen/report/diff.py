@@ -24,8 +24,10 @@ import yaml
 
 from sitegen.check.appsets import applications, texts_files
 from sitegen.check.tree import Document
-from sitegen.compose import fingerprint, paths
+from sitegen.compose import fingerprint
 from sitegen.compose.kube_yaml import KubeLoader
+from sitegen.compose.ownership import KEEPS_DATA
+from sitegen.model import paths
 
 FIELDS_SHOWN = 12  # changed fields listed per object; the rest are counted
 VALUE_WIDTH = 100  # characters of an old or new value shown
@@ -210,6 +212,7 @@ class Change:
     state: str  # added, removed, changed
     fields: list[tuple[str, Any, Any]] = field(default_factory=list)
     crd: bool = False
+    note: str = ""  # what the change does beyond dist/ (a removed Application's objects)
 
 
 @dataclass
@@ -340,10 +343,32 @@ def _generated_changes(
         if name not in before:
             out.append((key, Change(ref, "added")))
         elif name not in after:
-            out.append((key, Change(ref, "removed")))
+            note = _left_behind(old, new, key, [after[n][0] for n in after if n not in before])
+            out.append((key, Change(ref, "removed", note=note)))
         elif before[name][1] != after[name][1]:
             out.append((key, Change(ref, "changed", field_changes(before[name][1], after[name][1]))))
     return out
+
+
+_DATA_KINDS = {kind.lower() for _, kind in KEEPS_DATA}
+
+
+def _left_behind(old: Tree, new: Tree, key: tuple[str, str, str], added: list[tuple[str, str, str]]) -> str:
+    """What deleting a generated Application does in the cluster: its ApplicationSet keeps no resources
+    finalizer, so its objects stay; another app that now ships the same objects (a rename) adopts them."""
+    variant, cluster, app = key
+    folder = f"{variant}/{paths.APPS}/{cluster}/{app}/"
+    mine = {p[len(folder) :] for p in old.blobs if p.startswith(folder) and p.endswith(".yaml")}
+    for other in added:
+        theirs = f"{other[0]}/{paths.APPS}/{other[1]}/{other[2]}/"
+        if mine & {p[len(theirs) :] for p in new.blobs if p.startswith(theirs)}:
+            return f"its ApplicationSet deletes it, leaving its {len(mine)} objects to {other[2]}, which adopts them"
+    data = sorted(f for f in mine if _DATA_KINDS & set(f.split(".")))
+    held = f", {len(data)} holding data or other objects ({', '.join(data[:3])}{', ...' if len(data) > 3 else ''})"
+    return (
+        f"its ApplicationSet deletes it and leaves its {len(mine)} objects running, unmanaged"
+        f"{held if data else ''}: delete them by hand (RUNBOOK: removing apps)"
+    )
 
 
 COMMON_AT = 3  # a field change made the same way in this many objects of an app is said once
@@ -397,7 +422,7 @@ def _body(g: Group, indent: str, detail: str) -> list[str]:
     lines = [f"{indent}~ {line}" for line in _common_lines(common)]
     for change in g.changes:
         mark = {"added": "+", "removed": "-", "changed": "~"}[change.state]
-        lines.append(f"{indent}{mark} {change.ref}")
+        lines.append(f"{indent}{mark} {change.ref}" + (f": {change.note}" if change.note else ""))
         lines += [f"{detail}{line}" for line in _field_lines(change, set(common))]
     return lines
 
@@ -458,6 +483,7 @@ def render_json(groups: list[Group]) -> str:
             {
                 "ref": c.ref,
                 "state": c.state,
+                **({"note": c.note} if c.note else {}),
                 "fields": [{"path": p, "old": None if a is _MISSING else a, "new": None if b is _MISSING else b}
                            for p, a, b in c.fields],
             }

@@ -5,12 +5,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from constructs.argocd import ROOT
 from sitegen.check.allowlists import allow_lists
-from sitegen.check.appsets import applications, dist_files
+from sitegen.check.appsets import ExpandedApp, applications, dist_files
 from sitegen.check.rules import RULES, Context
 from sitegen.check.tree import load_tree
 from sitegen.compose.apps import variant_apps
-from sitegen.model import Site, resolve
+from sitegen.model import Site, paths, resolve
 from sitegen.report.table import table
 
 APPLICATION_RULES = ("APP-", "PIN-002")
@@ -40,8 +41,25 @@ def inventory(dist: Path, site: Site, *, as_json: bool = False) -> tuple[str, li
         for app in cluster_apps
         if app.chart_key
     }
+    # a spoke's apps install within its root, at that root's wave in the hub's: list them there
+    nested = {
+        (a.source.variant, str(a.sources[0].get("path", ""))): int(a.wave)
+        for a in apps
+        if a.source.kind == "Application" and a.name.startswith(f"{ROOT}-")
+    }
+
+    def position(app: ExpandedApp) -> tuple[str, int, int, str]:
+        folder = f"{paths.REPO_DIST}/{app.source.file.parent}"
+        outer = nested.get((app.source.variant, folder))
+        return (
+            app.source.variant,
+            int(app.wave) if outer is None else outer,
+            -1 if outer is None else int(app.wave),
+            app.name,
+        )
+
     rows = []
-    for app in sorted(apps, key=lambda a: (a.source.variant, int(a.wave), a.name)):
+    for app in sorted(apps, key=position):
         layout = layouts.get(app.source.variant)
         server, namespace = app.destination
         cluster = (

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from sitegen.check.appsets import RepoFiles, applications, dist_files
 from sitegen.check.tree import Document, load_tree
-from sitegen.compose import paths
+from sitegen.model import paths
 from sitegen.report.table import records, table
 
 RBAC = "rbac.authorization.k8s.io"

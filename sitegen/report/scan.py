@@ -21,7 +21,7 @@ from typing import Any
 
 import yaml
 
-from sitegen.compose import paths
+from sitegen.model import paths
 
 
 class ScanError(Exception):

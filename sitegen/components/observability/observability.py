@@ -64,11 +64,12 @@ from sitegen.components.observability.telemetry import (
     SITE_CA_SECRET,
     TELEMETRY_USERS,
 )
+from sitegen.components.platform.external_secrets import ExternalSecrets
 from sitegen.components.platform.secret_store import SecretStore
 from sitegen.components.platform_nodes import etcd_backup
 from sitegen.components.platform_nodes.etcd_backup import EtcdBackup
 from sitegen.components.storage.aistor import ca_secret as aistor_ca
-from sitegen.model import Site, VariantLayout
+from sitegen.model import Site, VariantLayout, paths
 
 
 class Observability(RenderedComponent):
@@ -82,6 +83,12 @@ class Observability(RenderedComponent):
 
     def render(self, scope: Construct, ctx: ClusterContext) -> None:
         PodMonitors(scope, "Cilium", namespace=self.namespace, targets=CILIUM_TARGETS)
+        if ctx.has(ExternalSecrets):  # externalsecret_status_condition: ExternalSecretNotReady
+            eso = ctx.get(ExternalSecrets).namespace
+            target = PodTarget(
+                "external-secrets", eso, {"app.kubernetes.io/name": "external-secrets"}, "metrics"
+            )
+            PodMonitors(scope, "ExternalSecrets", namespace=self.namespace, targets=[target])
         if ctx.has(Grafana):
             self._hub(scope, ctx)
         else:
@@ -128,14 +135,14 @@ class Observability(RenderedComponent):
             account_namespace=grafana.namespace,
         )
         SiteAlerts(scope, "Alerts", namespace=self.namespace, risks=site_risks(ctx.site, ctx.variant))
-        if ctx.variant.spokes:
-            # argocd_cluster_connection_status: a spoke whose credential lapsed shows up disconnected
-            argocd = ctx.site.gitops.argocd.namespace
-            controller = PodTarget(
-                "argocd-application-controller", argocd,
-                {"app.kubernetes.io/name": "argocd-application-controller"}, "metrics",
-            )  # fmt: skip
-            PodMonitors(scope, "ArgoCd", namespace=self.namespace, targets=[controller])
+        # the Applications' sync and health, failed syncs and spoke connections (the application
+        # controller), the ApplicationSets' generation (the applicationset controller): the GitOps alerts
+        argocd = ctx.site.gitops.argocd.namespace
+        controllers = [
+            PodTarget(name, argocd, {"app.kubernetes.io/name": name}, "metrics")
+            for name in ("argocd-application-controller", "argocd-applicationset-controller")
+        ]
+        PodMonitors(scope, "ArgoCd", namespace=self.namespace, targets=controllers)
         VaultSecret(
             scope,
             "AlertmanagerConfig",
@@ -237,6 +244,7 @@ def site_risks(site: Site, variant: VariantLayout) -> SiteRisks:
         policy_audit=site.network.kubernetes.network_policy == "audit",
         backups=_backups(site),
         spoke_token_days=site.gitops.argocd.spoke_token_days if variant.spokes else None,
+        runbook=str(paths.in_repo(paths.bootstrap_dir(variant.name) / paths.RUNBOOK)),
         guards=tuple(
             GuardWatch(
                 GpuNodeGuard.namespace,

@@ -10,10 +10,9 @@ from constructs.aistor import root_key as aistor_root_key
 from sitegen.components.base import S3Access
 from sitegen.components.storage.aistor import AIStor
 from sitegen.components.storage.aistor_volumemanager import AIStorVolumeManager
-from sitegen.compose import paths
 from sitegen.compose.apps import VariantApps
 from sitegen.compose.procedures.book import Runbook
-from sitegen.model import ClusterLayout, Site
+from sitegen.model import ClusterLayout, Site, paths
 
 
 def s3_consumers(apps: VariantApps) -> list[S3Access]:

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from sitegen.components.platform.argo_cd import ArgoCd
 from sitegen.components.registry.harbor import oidc_settings
-from sitegen.compose import paths
 from sitegen.compose.apps import VariantApps
 from sitegen.compose.procedures.book import Runbook
+from sitegen.model import paths
 
 # Argo CD's own field manager: what is applied with it before Argo CD runs, its Applications adopt
 FIELD_MANAGER = "argocd-controller"
@@ -54,6 +54,10 @@ def _root(book: Runbook, apps: VariantApps) -> None:
     hub = apps.layout.hub
     ns = apps.context(hub).get(ArgoCd).namespace
     bootstrap = paths.in_repo(paths.bootstrap_dir(apps.layout.name))
+    spokes = "".join(
+        f", then `root-{s.name}`, which does the same for `{s.name}` once Argo CD knows the cluster"
+        for s in apps.layout.spokes
+    )
     book.step(
         "The root Application",
         f"""
@@ -63,12 +67,13 @@ kubectl apply --server-side -f {bootstrap}/{ns}.application.root.yaml
 ```
 
 The root Application syncs `{bootstrap}/`: the locked `default` project, one project per team, the
-foundation's Applications and the `site` ApplicationSet, wave by wave, waiting until each is Healthy.
-The ApplicationSet generates one Application per component and cluster (the `app.json` in each app's
-folder) and syncs them in RollingSync steps, one per sync wave, each once every app of the earlier steps
-is Healthy; Argo CD's credentials and the spoke registrations are its app `{hub.name}-argocd-access`.
-From here on Argo CD owns everything, the CNI and itself included: its Applications `{hub.name}-cilium`
-and `{hub.name}-argo-cd` adopt the objects applied above (same objects, same field manager). The next
+foundation's Applications, one ApplicationSet per sync wave of `{hub.name}`'s apps{spokes}, wave by wave,
+waiting until each is Healthy: an ApplicationSet is Healthy once every Application it generated (one
+per component, from the `app.json` in its folder) is Synced and Healthy. The generated Applications
+sync, prune and heal by themselves; Argo CD's credentials and the spoke registrations are the app
+`{hub.name}-argocd-access`. From here on Argo CD owns everything, the CNI and itself included: its
+Applications `{hub.name}-cilium` and `{hub.name}-argo-cd` adopt the objects applied above (same objects,
+same field manager). The next
 steps run while it syncs, each once the Application it names is Healthy.
 """,
     )

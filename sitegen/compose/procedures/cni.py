@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 from sitegen.components.networking.cilium import Cilium
-from sitegen.compose import paths
 from sitegen.compose.apps import VariantApps
 from sitegen.compose.procedures.argo_cd import FIELD_MANAGER
 from sitegen.compose.procedures.book import Runbook
-from sitegen.model import ClusterLayout
+from sitegen.model import ClusterLayout, paths
 
 
 def cni(book: Runbook, apps: VariantApps, cluster: ClusterLayout) -> None:

@@ -17,10 +17,9 @@ from constructs.kubeadm import (
     etcd_patch_file,
     kubelet_patch_file,
 )
-from sitegen.compose import paths
 from sitegen.compose.apps import VariantApps
 from sitegen.compose.procedures.book import Runbook
-from sitegen.model import ClusterLayout, Host, PoolLayout
+from sitegen.model import ClusterLayout, Host, PoolLayout, paths
 
 
 def kubelet_patch(kdir: PurePosixPath, pool: PoolLayout) -> str:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from sitegen.compose import paths
 from sitegen.compose.apps import VariantApps
 from sitegen.compose.procedures.book import Runbook
+from sitegen.model import paths
 
 
 def every_host(book: Runbook, apps: VariantApps) -> None:

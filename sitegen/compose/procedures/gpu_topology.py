@@ -4,11 +4,10 @@ its rail's NIC (no driver exists before, so the fabric's preparation only announ
 from __future__ import annotations
 
 from sitegen.components.gpu.gpu_operator import GpuOperator
-from sitegen.compose import paths
 from sitegen.compose.apps import VariantApps
 from sitegen.compose.fabric_hosts import DRIVER_ROOT
 from sitegen.compose.procedures.book import Runbook
-from sitegen.model import ClusterLayout, PoolLayout
+from sitegen.model import ClusterLayout, PoolLayout, paths
 
 
 def _title(pool: PoolLayout) -> str:

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 from sitegen.components.platform.namespaces import Namespaces
 from sitegen.components.platform_nodes.node_labels import NodeLabels
-from sitegen.compose import paths
 from sitegen.compose.apps import VariantApps
 from sitegen.compose.procedures.book import Runbook
-from sitegen.model import ClusterLayout
+from sitegen.model import ClusterLayout, paths
 
 
 def node_labels(book: Runbook, apps: VariantApps, cluster: ClusterLayout) -> None:

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from constructs.registry import PULL_ROBOT, PULL_SECRET_KEY, ROBOT_PREFIX
 from sitegen.components.registry.harbor import PULL_VAULT_KEY
-from sitegen.compose import paths
 from sitegen.compose.apps import VariantApps
 from sitegen.compose.hosts import PULL_AUTH_PLACEHOLDER
 from sitegen.compose.procedures.book import Runbook
+from sitegen.model import paths
 
 
 def pull_credential(book: Runbook, apps: VariantApps) -> None:

@@ -9,9 +9,8 @@ from typing import Any
 
 from sitegen.components.base import S3Access, backup_target_folder
 from sitegen.components.storage.second_target import second_endpoint
-from sitegen.compose import paths
 from sitegen.compose.apps import VariantApps
-from sitegen.model import Site
+from sitegen.model import Site, paths
 
 # What a OneFS bucket ACL grants for each of our accesses: WRITE puts objects (and, OneFS being a
 # file system, deletes them: expiry is the lifecycle rule's), READ reads and lists.

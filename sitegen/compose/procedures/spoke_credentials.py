@@ -7,10 +7,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from sitegen.components.platform.argocd_manager import ACCOUNT, ArgocdManager
-from sitegen.compose import paths
 from sitegen.compose.apps import VariantApps
 from sitegen.compose.procedures.book import Runbook
-from sitegen.model import ClusterLayout
+from sitegen.model import ClusterLayout, paths
 
 
 def spoke_credentials(

@@ -15,13 +15,12 @@ from constructs.secrets import (
     vault_role,
 )
 from sitegen.components.base import backup_target_folder
-from sitegen.compose import paths
 from sitegen.compose.apps import VariantApps
 from sitegen.compose.procedures.aistor import s3_consumers
 from sitegen.compose.procedures.book import Runbook
 from sitegen.compose.procedures.issuing_ca import issuing_ca, written_here
 from sitegen.compose.procedures.second_target import second_consumers
-from sitegen.model import Site, VariantLayout
+from sitegen.model import Site, VariantLayout, paths
 
 
 def vault_setup(book: Runbook, apps: VariantApps, by_cluster: Mapping[str, list[dict[str, Any]]]) -> None:

@@ -5,13 +5,12 @@ from __future__ import annotations
 
 from pathlib import PurePosixPath
 
-from sitegen.compose import paths
 from sitegen.compose.apps import VariantApps
 from sitegen.compose.procedures.book import Runbook
 from sitegen.compose.procedures.burn_in import cordoned_at_join
 from sitegen.compose.procedures.control_plane import kubelet_patch
 from sitegen.compose.procedures.gpu_topology import checked_later
-from sitegen.model import ClusterLayout, PoolLayout
+from sitegen.model import ClusterLayout, PoolLayout, paths
 
 JOIN_TOKEN_TTL = "2h"  # per pool: a pool's hosts join in parallel, well within it
 
