@@ -56,22 +56,25 @@ def blocked(result: Result, *needles: str) -> str:
 
 def rewaved(inputs, variant: str, app: str, wave: int) -> tuple[Tree, dict[PurePosixPath, str]]:
     """The variant with one generated app (`<cluster>/<app>`) moved to another wave: its element says
-    so, and the site ApplicationSet has a step for it."""
+    so, and its cluster has an ApplicationSet for that wave (a copy of one of its others, at that wave
+    in its root)."""
     texts = dict(inputs[variant][1])
     path = PurePosixPath(variant, "apps", app, "app.json")
     element = json.loads(texts[path])
     element["wave"] = str(wave)
     texts[path] = json.dumps(element)
-
-    def with_step(doc):
-        rolling = doc["spec"]["strategy"]["rollingSync"]
-        waves = {int(s["matchExpressions"][0]["values"][0]) for s in rolling["steps"]} | {wave}
-        rolling["steps"] = [
-            {"matchExpressions": [{"key": "sitegen.io/wave", "operator": "In", "values": [str(w)]}]}
-            for w in sorted(waves)
-        ]
-
-    return edited(inputs, variant, f"{variant}/bootstrap/argocd.applicationset.site", with_step), texts
+    cluster = app.split("/")[0]
+    tree = dict(inputs[variant][0])
+    sets = sorted(p for p in tree if p.name.startswith(f"argocd.applicationset.{cluster}-wave-"))
+    target = sets[0].with_name(f"argocd.applicationset.{cluster}-wave-{wave}.yaml")
+    if target not in tree:
+        (body,) = copy.deepcopy(tree[sets[0]])
+        body["metadata"]["name"] = f"{cluster}-wave-{wave}"
+        body["metadata"]["labels"]["sitegen.io/wave"] = str(wave)
+        body["metadata"]["annotations"]["argocd.argoproj.io/sync-wave"] = str(wave)
+        body["spec"]["generators"][0]["selector"]["matchLabels"]["wave"] = str(wave)
+        tree[target] = [body]
+    return tree, texts
 
 
 def installed(site, inputs, variant: str = ONE) -> Simulation:

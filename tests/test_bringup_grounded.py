@@ -54,19 +54,20 @@ def test_an_object_store_without_its_health_check_runs_ahead(site, inputs):
     blocked(run(site, inputs, ONE, tree=tree), "AIStor buckets and keys", "mc", "S3 does not answer yet")
 
 
-def test_without_application_health_the_rollout_still_orders(site, inputs):
+def test_without_application_health_the_sets_still_order(site, inputs):
     """Argo CD has no health for Application: without argocd-cm's script the root's waves order only
-    creation. The RollingSync does not need it (the controller reads each app's own health status),
-    so every generated app still waits for its step: the site comes up in the same order."""
+    the foundation's creation. The ApplicationSets' own check reads their apps' health as the
+    controller records it, so every generated app still comes up in its wave's order."""
     tree = edited(
         inputs, ONE, ARGOCD_CM, _without_health("resource.customizations.health.argoproj.io_Application")
     )
     result = run(site, inputs, ONE, tree=tree)
     assert result.ok, timeline(result)
-    healthy = [n for e in result.timeline if e.what.startswith("Healthy: ") for n in e.what[9:].split(", ")]
-    rollout_order = [n for n in healthy if n not in ("ai-namespaces", "ai-cilium", "ai-argo-cd")]
+    first_install = result.timeline[: next(i for i, e in enumerate(result.timeline) if e.step == "done")]
+    healthy = [n for e in first_install if e.what.startswith("Healthy: ") for n in e.what[9:].split(", ")]
+    generated = [n for n in healthy if n not in ("ai-namespaces", "ai-cilium", "ai-argo-cd")]
     waves = {n: a.wave for n, a in installed(site, inputs).apps.items()}
-    assert [waves[n] for n in rollout_order] == sorted(waves[n] for n in rollout_order)
+    assert [waves[n] for n in generated] == sorted(waves[n] for n in generated)
 
 
 def test_a_health_script_that_breaks_in_argo_cds_lua_is_unknown(site, inputs):
@@ -121,8 +122,9 @@ ROOT = "one-cluster/bootstrap/argocd.application.root.yaml"
 
 
 def test_a_node_down_does_not_freeze_the_root(site, inputs):
-    """Without ApplyOutOfSyncOnly the root's next sync waits, wave by wave, on every Application again:
-    a DaemonSet app Progressing for a node that reboots holds back every later change."""
+    """Without ApplyOutOfSyncOnly the root's next sync applies, and waits on, every object again: the
+    ApplicationSet of a DaemonSet app that a node down keeps Progressing holds back the change of
+    another set."""
 
     def every_object(doc):
         doc["spec"]["syncPolicy"]["syncOptions"].remove("ApplyOutOfSyncOnly=true")
@@ -130,13 +132,11 @@ def test_a_node_down_does_not_freeze_the_root(site, inputs):
     result = run(site, inputs, ONE)
     text = "\n".join(e.what for e in result.timeline)
     assert re.search(
-        r"RollingSync step \d+ of ApplicationSet site synced the change to ai-[\w-]+ while gpu01", text
+        r"gpu01 NotReady \(\d+ workloads\); \d+ DaemonSet apps Progressing .*holding nothing", text
     )
-    assert "the root applied the change to site (1 of" in text
+    assert "the root applied 1 changed object(s) and waited on them alone" in text
     tree = edited(inputs, ONE, ROOT, every_object)
-    blocked(
-        run(site, inputs, ONE, tree=tree), "day 2: gpu01 NotReady", "root", "frozen", "the change to site"
-    )
+    blocked(run(site, inputs, ONE, tree=tree), "day 2: gpu01 NotReady", "root", "frozen")
 
 
 def test_an_upgrade_without_the_patches(site, inputs):

@@ -22,6 +22,7 @@ def expected_apps(site):
     """What the registry composes, per variant: the ApplicationSets must expand to exactly these."""
     return {
         variant: {"root", "ai-argocd-access"}
+        | {f"root-{spoke.name}" for spoke in resolve(site, variant).spokes}
         | {f"{ctx.cluster.name}-{c.name}" for ctx, c in variant_apps(site, resolve(site, variant)).members()}
         for variant in VARIANTS
     }
@@ -64,15 +65,13 @@ def test_applications_follow_the_layers(apps):
         if app.name == "root":
             continue
         policy = app.spec["syncPolicy"]
-        # the root's own apps sync by themselves; the rollout syncs the generated ones (v3.4.4: an
-        # automated policy in the template resets the rollout)
-        generated = app.source.kind == "ApplicationSet"
-        assert policy.get("automated") == (None if generated else {"prune": True, "selfHeal": True})
+        # every Application, the roots' own and the generated ones, syncs, prunes and heals by itself
+        assert policy.get("automated") == {"prune": True, "selfHeal": True}
         assert policy["retry"]["backoff"]["factor"] == 2
         assert "ServerSideApply=true" in policy["syncOptions"]
-        assert app.body["metadata"]["annotations"]["argocd.argoproj.io/manifest-generate-paths"].startswith(
-            "/dist/"
-        )
+        if not app.name.startswith("root-"):
+            paths = app.body["metadata"]["annotations"]["argocd.argoproj.io/manifest-generate-paths"]
+            assert paths.startswith("/dist/")
 
 
 def test_every_application_is_a_directory_of_this_repo(apps, site):
@@ -89,17 +88,17 @@ def test_every_application_is_a_directory_of_this_repo(apps, site):
 
 
 def test_applicationsets_are_safe_by_construction():
-    found = list(DIST.glob("*/bootstrap/*.applicationset.*.yaml"))
-    assert len(found) == 2
+    found = list(DIST.glob("*/bootstrap/**/*.applicationset.*.yaml"))
+    assert len(found) > 20  # a set per cluster and wave
     for path in found:
         (appset,) = _docs(path)
         spec = appset["spec"]
         assert spec["goTemplate"] is True and spec["goTemplateOptions"] == ["missingkey=error"]
-        # removing an element removes its app's objects; a project comes from synth's element, which
-        # APP-004 checks against what the app renders
-        assert spec["syncPolicy"]["preserveResourcesOnDeletion"] is False
+        # deleting a generated app (its element gone, the set renamed) leaves its objects; a project
+        # comes from synth's element, which APP-004 checks against what the app renders
+        assert spec["syncPolicy"]["preserveResourcesOnDeletion"] is True
         assert spec["template"]["spec"]["project"] == "{{ .project }}"
-        assert spec["strategy"]["type"] == "RollingSync"
+        assert "strategy" not in spec
 
 
 def test_default_project_is_locked_and_projects_are_narrow():
@@ -194,7 +193,7 @@ def test_expander_catches_a_removed_path(tree):
         file.unlink()  # its element (app.json) stays: the app would prune everything
     result = validate(tree)
     assert result.exit_code == 1 and "APP-001 source-paths" in result.stdout
-    assert "argocd.applicationset.site.yaml" in result.stdout and "ai-node-labels" in result.stdout
+    assert "argocd.applicationset.ai-wave-2.yaml" in result.stdout and "ai-node-labels" in result.stdout
 
 
 def test_expander_catches_a_kind_outside_the_whitelist(tree):

@@ -218,12 +218,30 @@ def test_generated_applications_are_compared_where_they_sync(site_repo):
     assert "two-cluster aistor velero: +0 -0 ~1" in text, text
     assert "~ Application argocd/aistor-velero (generated)" in text
     assert "spec.syncPolicy.syncOptions" in text and "app.json" not in text
-    appset = site_repo / "dist/one-cluster/bootstrap/argocd.applicationset.site.yaml"
+    appset = site_repo / "dist/one-cluster/bootstrap/argocd.applicationset.ai-wave-2.yaml"
     appset.write_text(appset.read_text().replace("duration: 10s", "duration: 20s"))
     _commit(site_repo, "slower retries")
     text = render_text(compare(site_repo, "HEAD~1", "HEAD"))
-    assert "one-cluster ai kueue: +0 -0 ~1" in text and "one-cluster ai tenant-ai-research: +0 -0 ~1" in text
-    assert "two-cluster" not in text
+    assert "one-cluster ai kueue: +0 -0 ~1" in text and "one-cluster ai topolvm: +0 -0 ~1" in text
+    assert "tenant-ai-research" not in text and "two-cluster" not in text
+
+
+def test_a_removed_or_renamed_app_says_what_its_deletion_does(site_repo):
+    """Deleting an Application leaves its objects (no resources finalizer): a removed app's run on,
+    unmanaged, a renamed app's are adopted by the new one."""
+    import shutil
+
+    apps = site_repo / "dist/one-cluster/apps/ai"
+    shutil.rmtree(apps / "models")
+    shutil.move(apps / "grafana", apps / "dashboards")
+    element = apps / "dashboards/app.json"
+    element.write_text(element.read_text().replace('"app": "grafana"', '"app": "dashboards"'))
+    _commit(site_repo, "models gone, grafana renamed")
+    text = render_text(compare(site_repo, "HEAD~1", "HEAD"))
+    assert "- Application argocd/ai-models (generated): its ApplicationSet deletes it and leaves its" in text
+    assert "objects running, unmanaged" in text and "delete them by hand" in text
+    assert "- Application argocd/ai-grafana (generated): its ApplicationSet deletes it, leaving its" in text
+    assert "to dashboards, which adopts them" in text
 
 
 def test_a_config_change_not_yet_synthesized_is_not_no_change(tmp_path):

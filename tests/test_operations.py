@@ -131,9 +131,11 @@ def test_a_spoke_whose_token_lapsed_alerts(docs, site):
     (alert,) = [r for r in rules["two-cluster"] if r.get("alert") == "ArgoCdClusterDisconnected"]
     assert alert["expr"] == "argocd_cluster_connection_status == 0"
     assert f"{site.gitops.argocd.spoke_token_days} days" in alert["annotations"]["summary"]
-    assert not [r for r in rules["one-cluster"] if r.get("alert", "").startswith("ArgoCd")]
+    assert not [r for r in rules["one-cluster"] if r.get("alert", "").startswith("ArgoCdCluster")]
     (monitor,) = [
-        d for d in docs if d.variant == "two-cluster" and d.kind == "PodMonitor" and "argocd" in d.name
+        d
+        for d in docs
+        if d.variant == "two-cluster" and d.kind == "PodMonitor" and d.name == "argocd-application-controller"
     ]
     (controller,) = [
         d for d in docs

@@ -116,10 +116,11 @@ def test_inventory_lists_every_service_with_chart_and_version(site):
                     continue
                 pin = site.versions.charts[app.chart_key]
                 row = rows[(variant, f"{cluster.name}-{app.name}")]
+                element = DIST / variant / "apps" / cluster.name / app.name / "app.json"
                 made_by = (
                     "root"
                     if cluster.name == layout.hub.name and app.name in ("cilium", "argo-cd")
-                    else "appset/site"
+                    else f"appset/{cluster.name}-wave-{json.loads(element.read_text())['wave']}"
                 )
                 assert (row["cluster"], row["made_by"], row["project"], row["namespace"]) == (
                     cluster.name,
@@ -213,7 +214,9 @@ def test_alert_thresholds_follow_the_model(config_copy):
     # (and on Argo CD's reach of its spokes, which one cluster has not)
     two = _one(DIST / "two-cluster/apps/ai/observability/monitoring.prometheusrule.site.yaml")
     one = _one(DIST / "one-cluster/apps/ai/observability/monitoring.prometheusrule.site.yaml")
-    assert [g for g in two["spec"]["groups"] if g["name"] != "site-gitops"] == one["spec"]["groups"]
+    assert [g for g in two["spec"]["groups"] if g["name"] != "site-gitops"] == [
+        g for g in one["spec"]["groups"] if g["name"] != "site-gitops"
+    ]
     missing = next(r for r in rules["site-gpu"] if r["alert"] == "GpuMissing")
     assert missing["expr"].endswith("< 8") and "gpu01|gpu02" in missing["expr"]
     parity = next(r for r in rules["site-storage"] if r["alert"] == "AIStorDrivesAtParity")
@@ -251,6 +254,9 @@ def test_scrape_targets_dcgm_aistor_cilium_hubble():
         "cilium-agent": "prometheus",
         "hubble": "hubble-metrics",
         "cilium-operator": "prometheus",
+        "external-secrets": "metrics",  # ExternalSecretNotReady
+        "argocd-application-controller": "metrics",  # the GitOps alerts
+        "argocd-applicationset-controller": "metrics",
     }
     cilium = _values("one-cluster", "ai", "cilium")
     assert cilium["prometheus"]["enabled"] and cilium["operator"]["prometheus"]["enabled"]

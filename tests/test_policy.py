@@ -74,7 +74,13 @@ def namespace(name: str, enforce: str | None = "restricted") -> dict[str, Any]:
             for m in ("enforce", "audit", "warn")
         }
     )
-    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}}
+    # as synth writes every Namespace: never pruned nor deleted with an Application (APP-013)
+    annotations = {"argocd.argoproj.io/sync-options": "Delete=false,Prune=false"}
+    return {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {"name": name, "labels": labels, "annotations": annotations},
+    }
 
 
 APP = {
@@ -322,8 +328,11 @@ def test_every_rule_has_a_breaker():
         "KUE-001",
         "NET-001",
         "NET-002",
-        "APP-010",  # test_appsets.py: the site ApplicationSet's steps and Argo CD's flag
-        "APP-011",
+        "APP-010",  # test_appsets.py: a set without selfHeal, a RollingSync, the set health taken away,
+        "APP-011",  # an element no set generates; test_delivery_day2.py: a delete hook, a CRD prunable
+        "APP-012",
+        "APP-013",
+        "APP-014",
         "RBC-001",  # test_node_rbac.py: the network operator's group binding put back, and others
         "RBC-002",  # test_node_rbac.py: DirectPV's node server back on the controller's account
         "ADM-001",  # test_admission_policies.py: a role the cluster would refuse

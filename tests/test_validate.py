@@ -98,7 +98,10 @@ def test_crd_rendered_into_dist_counts(tree):
     crd = {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
-        "metadata": {"name": "widgets.example.com"},
+        "metadata": {  # as synth writes every CRD: never pruned nor deleted with its Application
+            "name": "widgets.example.com",
+            "annotations": {"argocd.argoproj.io/sync-options": "Delete=false,Prune=false"},
+        },
         "spec": {
             "group": "example.com",
             "scope": "Cluster",

@@ -152,7 +152,7 @@ def test_signed_commits_only_when_keys_are_configured(small):
     documents = {(ctx.cluster.name, c.name): [] for ctx, c in apps.members()}
     app = App()
     chart = ObjectChart(app, "bootstrap", folder=Path("bootstrap"))
-    bootstrap(chart, ObjectChart(app, "access", folder=Path("access")), apps, documents)
+    bootstrap(chart, {}, ObjectChart(app, "access", folder=Path("access")), apps, documents)
     projects = [
         d
         for d in chart.documents
