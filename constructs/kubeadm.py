@@ -13,6 +13,7 @@ from sitegen.model import ClusterLayout, Host, PoolLayout
 
 KUBEADM_PKI = "/etc/kubernetes/pki"  # kubeadm's certificatesDir (its default)
 CRI_SOCKET = "unix:///var/run/containerd/containerd.sock"
+CGROUP_DRIVER = "systemd"  # the kubelet's; containerd's runc uses the same (compose/containerd.py)
 
 # Host paths the API server reads; the runbook creates them before `kubeadm init`.
 AUDIT_POLICY = "/etc/kubernetes/audit/policy.yaml"
@@ -234,7 +235,7 @@ class KubeletConfiguration(Construct):
         config_document(
             self,
             api.KubeletConfiguration(
-                cgroupDriver="systemd",
+                cgroupDriver=CGROUP_DRIVER,
                 authentication=api.KubeletAuthentication(
                     anonymous=api.Toggle(enabled=False), webhook=api.Toggle(enabled=True)
                 ),

@@ -503,3 +503,32 @@ def test_a_policy_that_refuses_the_guards_label_leaves_the_node_schedulable(site
         "reports Xid 79",
         "the API server refuses the guard's cordon: ValidatingAdmissionPolicy sitegen-guard-cordons-only",
     )
+
+
+def test_a_host_whose_containerd_has_no_cri(site, inputs):
+    """Docker's containerd.io ships its configuration with the CRI disabled: a host preparation that
+    writes none of its own leaves kubeadm without a runtime."""
+    from pathlib import PurePosixPath
+
+    texts = dict(inputs[ONE][1])
+    path = PurePosixPath(ONE, "kubeadm/ai/host-prep-gpu.sh")
+    texts[path] = re.sub(
+        r"cat > /etc/containerd/config.toml <<'EOF'\n.*?^EOF\n", "", texts[path], flags=re.S | re.M
+    )
+    blocked(run(site, inputs, ONE, texts=texts), "gpu01", "kubeadm join stops", "disables the CRI")
+    texts = dict(inputs[ONE][1])
+    path = PurePosixPath(ONE, "kubeadm/ai/host-prep-control-plane.sh")
+    texts[path] = texts[path].replace("SystemdCgroup = true", "SystemdCgroup = false")
+    blocked(
+        run(site, inputs, ONE, texts=texts),
+        "cp01",
+        "kubeadm init stops",
+        "runc runs on the cgroupfs cgroup driver",
+    )
+    texts[path] = re.sub(
+        r"^\[plugins.'io.containerd.cri.v1.images'.pinned_images\]\n.*\n",
+        "",
+        inputs[ONE][1][path],
+        flags=re.M,
+    )
+    blocked(run(site, inputs, ONE, texts=texts), "cp01", "no sandbox image pinned")

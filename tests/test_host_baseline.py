@@ -86,6 +86,15 @@ def _host(tmp_path: Path, site, **off: str) -> dict[str, str]:
         [SWITCH, "\tCapabilities: [220 v1] Access Control Services", ACS_CAP, off.get("acs", ACS_OFF)]
     )
     _stub(bin_dir, "lspci", f"cat <<'EOF'\n{lspci}\nEOF\n")
+    _stub(bin_dir, "crictl", "exit 1\n" if "cri" in off else "echo '{}'\n")
+    config = (FOLDER / "containerd-gpu.toml").read_text()
+    for field, value in (
+        ("cgroup", "SystemdCgroup = false"),
+        ("sandbox", "sandbox = 'registry.k8s.io/pause:3.9'"),
+    ):
+        if field in off:
+            config = re.sub(rf"^  {value.split(' =')[0]} = .*$", "  " + value, config, flags=re.M)
+    _stub(bin_dir, "containerd", f"[ \"$*\" = 'config dump' ] || exit 2\ncat <<'EOF'\n{config}EOF\n")
     return {"PATH": f"{bin_dir}:/usr/bin:/bin", "SYSFS": str(sys), "PROCFS": str(proc),
             "OS_RELEASE": str(root / "etc/os-release")}  # fmt: skip
 
@@ -105,7 +114,9 @@ def test_a_host_built_to_the_baseline_passes(tmp_path, site):
     assert result.returncode == 0, result.stdout + result.stderr
     assert "FAIL" not in result.stdout and result.stdout.rstrip().endswith("host baseline passed")
     for line in ("ok   kernel 6.8.0-90-generic", f"ok   kubelet {kubernetes_package_version(site)}",
-                 "ok   PCIe ACS redirect off", "ok   kernel argument iommu=pt", "ok   mlx5_3 firmware"):  # fmt: skip
+                 "ok   PCIe ACS redirect off", "ok   kernel argument iommu=pt", "ok   mlx5_3 firmware",
+                 "ok   kernel argument intel_iommu=on", "ok   containerd answers on the CRI",
+                 "ok   runc on the systemd cgroup driver", "ok   sandbox image registry.k8s.io/pause:3.10.1"):  # fmt: skip
         assert line in result.stdout
 
 
@@ -120,10 +131,13 @@ def test_a_host_built_to_the_baseline_passes(tmp_path, site):
         ({"forward": "0"}, "FAIL net.ipv4.ip_forward is 0, the baseline 1"),
         ({"bios": "1.0.0"}, "FAIL BIOS is 1.0.0, the baseline 1.3.4"),
         ({"nic": "40.40.1000"}, "FAIL mlx5_3 firmware is 40.40.1000, the baseline 40.46.1006"),
-        ({"cmdline": "BOOT_IMAGE=/vmlinuz ro"}, "FAIL kernel argument iommu=pt is missing"),
+        ({"cmdline": "BOOT_IMAGE=/vmlinuz ro intel_iommu=on"}, "FAIL kernel argument iommu=pt is missing"),
         ({"acs": ACS_ON}, "FAIL PCIe 00:01.0: ACS redirect on"),
         ({"chrony": UNSYNCED}, "FAIL time: chrony is Not synchronised"),
         ({"chrony": ADRIFT}, "FAIL time is 250.0 ms off ntp1.hpc.example.internal, more than 100"),
+        ({"cri": "off"}, "FAIL containerd does not answer on the CRI"),
+        ({"cgroup": "cgroupfs"}, "FAIL runc is not on the systemd cgroup driver, the kubelet's"),
+        ({"sandbox": "3.9"}, "FAIL the sandbox image is not registry.k8s.io/pause:3.10.1"),
     ],
 )
 def test_each_point_off_the_baseline_fails_the_host(tmp_path, site, off, said):
@@ -186,3 +200,39 @@ def test_the_runbook_runs_the_baseline_of_every_pool_before_anything_else():
         stages = [stage for _, stage in named]
         assert stages == sorted(stages, key=lambda s: s != "prep")  # every prep, the reboot, every preflight
         assert first.index("reboot") < first.index("host-preflight-")
+
+
+def test_containerd_is_configured_for_the_kubelet(site):
+    """Per pool: the CRI required, runc on the kubelet's cgroup driver, kubeadm's sandbox image pinned,
+    the registry mirrors read; the GPU pool imports the toolkit's drop-ins; host-prep writes exactly
+    this file and restarts containerd; the kernel is the boot default and held."""
+    import tomllib
+
+    import yaml
+
+    (kubelet,) = [
+        d
+        for d in yaml.safe_load_all((FOLDER / "init-cp01.yaml").read_text())
+        if d and d.get("kind") == "KubeletConfiguration"
+    ]
+    for pool in ("control-plane", "infra", "compute", "gpu"):
+        text = (FOLDER / f"containerd-{pool}.toml").read_text()
+        config = tomllib.loads(text)
+        assert config["version"] == 3 and config["required_plugins"] == ["io.containerd.grpc.v1.cri"]
+        plugins = config["plugins"]
+        runc = plugins["io.containerd.cri.v1.runtime"]["containerd"]["runtimes"]["runc"]["options"]
+        assert runc["SystemdCgroup"] is (kubelet["cgroupDriver"] == "systemd")
+        pause = site.versions.images["pause"]
+        assert (
+            plugins["io.containerd.cri.v1.images"]["pinned_images"]["sandbox"]
+            == f"{pause.repository}:{pause.tag}"
+        )
+        assert plugins["io.containerd.cri.v1.images"]["registry"]["config_path"] == "/etc/containerd/certs.d"
+        assert ("imports" in config) is (pool == "gpu")
+        prep = (FOLDER / f"host-prep-{pool}.sh").read_text()
+        body = text.split("\n", 3)[3]  # after the generated header
+        assert f"cat > /etc/containerd/config.toml <<'EOF'\n{body}EOF\nsystemctl restart containerd" in prep
+        assert (
+            f"apt-mark hold containerd.io kubelet kubeadm kubectl linux-image-{site.hosts.os.kernel}" in prep
+        )
+        assert f'GRUB_DEFAULT="Advanced options for Ubuntu>Ubuntu, with Linux {site.hosts.os.kernel}"' in prep

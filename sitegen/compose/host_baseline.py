@@ -2,14 +2,15 @@
 
 - `host-prep-<pool>.sh` applies what a script can: swap off, kernel modules and settings, chrony
   against the site's servers, the packages at their versions (Kubernetes' at versions.yaml's release)
-  held against upgrades, the pinned kernel and the kernel arguments of the pool's hardware. A reboot
-  follows it (kernel, arguments).
+  held against upgrades, containerd's configuration (containerd.py: the package's own disables the
+  CRI), the pinned kernel made GRUB's default and held, and the kernel arguments of the pool's
+  hardware. A reboot follows it (kernel, arguments).
 - `host-preflight-<pool>.sh` checks every point of the baseline on the host, the firmware and PCIe
   settings no script applies included (BIOS and ConnectX firmware levels, ACS redirect on the PCIe
   switches), one line per point; its exit status says whether the host may join.
 
 The preflight reads the kernel's files (sysfs, procfs, os-release, overridable for the tests) and the
-tools the baseline installs (dpkg-query, chronyc, lspci), never a GPU or OFED tool: the GPU driver and
+tools the baseline installs (dpkg-query, chronyc, lspci, crictl, containerd), never a GPU or OFED tool: the GPU driver and
 the NIC stack arrive later, with their operators (fabric-topology-<pool>.sh checks the GPUs then).
 """
 
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import shlex
 
+from sitegen.compose import containerd
 from sitegen.compose.writer import OutputFile
 from sitegen.model import ClusterLayout, PoolLayout, Site, paths
 
@@ -41,7 +43,18 @@ sysctl --system >/dev/null
 # packages at the baseline's versions, from the site's mirror (the OS image's apt sources), held
 apt-get update
 apt-get install -y --allow-downgrades --allow-change-held-packages {packages}
-apt-mark hold {held}
+apt-mark hold {held} linux-image-{kernel}
+# containerd: the CRI on (the package's config.toml disables it), runc on the kubelet's cgroup driver,
+# the sandbox image pinned, images through the registry mirrors of {certs_d}
+install -d -m 0755 /etc/containerd {certs_d} {drop_ins}
+cat > {config_path} <<'EOF'
+{containerd}EOF
+systemctl restart containerd
+# the pinned kernel boots by default, whatever newer kernel the image carries
+cat > /etc/default/grub.d/80-sitegen-kernel.cfg <<'EOF'
+GRUB_DEFAULT="Advanced options for Ubuntu>Ubuntu, with Linux {kernel}"
+EOF
+update-grub
 # time: chrony against the site's servers only
 mkdir -p /etc/chrony/sources.d
 cat > /etc/chrony/sources.d/sitegen.sources <<'EOF'
@@ -94,6 +107,15 @@ EOF
 for module in {modules}; do
   [ -d "$sys/module/$module" ] && ok "module $module" || bad "module $module is not loaded"
 done
+# containerd: the CRI answers; its config (as containerd reads it, drop-ins merged) runs runc on the
+# kubelet's cgroup driver and pins the sandbox image
+crictl --runtime-endpoint {socket} info >/dev/null 2>&1 && ok "containerd answers on the CRI" \\
+  || bad "containerd does not answer on the CRI ({socket}): not running, or its config.toml disables the CRI"
+dump=$(containerd config dump 2>/dev/null)
+printf '%s\\n' "$dump" | grep -Eq '^[[:space:]]*SystemdCgroup = true' && ok "runc on the systemd cgroup driver (the kubelet's)" \\
+  || bad "runc is not on the systemd cgroup driver, the kubelet's: install {config_path} (host-prep-{pool}.sh)"
+printf '%s\\n' "$dump" | grep -Eq "^[[:space:]]*sandbox = ['\\"]{sandbox}['\\"]" && ok "sandbox image {sandbox}" \\
+  || bad "the sandbox image is not {sandbox}, the one kubeadm expects"
 # time: chrony synchronised, within {max_offset_ms} ms (CSV field 5: the system clock's offset, s)
 chronyc -c tracking 2>/dev/null | awk -F, -v max={max_offset_ms} '
   $14 != "Normal" {{ print "FAIL time: chrony is " ($14 == "" ? "not running" : $14); bad = 1; exit }}
@@ -169,6 +191,8 @@ def prep_script(site: Site, pool: PoolLayout) -> str:
         packages=" ".join(shlex.quote(p) for p in packages), held=" ".join(HELD),
         time="".join(f"server {s} iburst\n" for s in hosts.time.servers),
         kernel_args=KERNEL_ARGS.format(args=" ".join(args)) if args else "",
+        certs_d=containerd.CERTS_D, drop_ins=containerd.DROP_INS.rsplit("/", 1)[0],
+        config_path=containerd.CONFIG_PATH, containerd=containerd.containerd_config(site, pool),
     )  # fmt: skip
 
 
@@ -192,6 +216,8 @@ def preflight_script(site: Site, pool: PoolLayout) -> str:
         others=" ".join(hosts.packages.others),
         sysctls="\n".join(f"{k} {v}" for k, v in sorted(hosts.sysctls.items())),
         modules=" ".join(hosts.modules), max_offset_ms=hosts.time.max_offset_ms, firmware=checks,
+        socket=containerd.SOCKET, config_path=containerd.CONFIG_PATH,
+        sandbox=containerd.sandbox_image(site),
     )  # fmt: skip
 
 
@@ -199,6 +225,12 @@ def baseline_files(site: Site, variant: str, cluster: ClusterLayout) -> list[Out
     folder = paths.kubeadm_dir(variant, cluster.name)
     files = []
     for pool in cluster.pools:
+        files.append(OutputFile(
+            folder / f"containerd-{pool.name}.toml", [],
+            f"containerd's configuration on the hosts of pool {pool.name}: {containerd.CONFIG_PATH}\n"
+            f"host-prep-{pool.name}.sh writes it (the package's own disables the CRI); restart containerd after.",
+            text=containerd.containerd_config(site, pool),
+        ))  # fmt: skip
         where = (
             f"On every host of pool {pool.name}, before `kubeadm init` or `join`; as root: bash <this file>"
         )

@@ -20,7 +20,7 @@ from sitegen.compose.charts import HostFilesChart
 from sitegen.compose.writer import OutputFile
 from sitegen.model import ClusterLayout, Site, paths
 
-HOST_IMAGES = {"kube-vip": "the API VIP static pod"}
+HOST_IMAGES = {"kube-vip": "the API VIP static pod", "pause": "containerd's sandbox image on every host"}
 
 
 def host_files(scope: Construct, site: Site, variant: str, cluster: ClusterLayout) -> HostFilesChart:

@@ -36,6 +36,7 @@ from sitegen.check.bringup.kube import (
 )
 from sitegen.check.bringup.objects import key_of, show
 from sitegen.check.bringup.runbook import RunbookStep, commands
+from sitegen.check.bringup.runtime import refusal, written_config
 from sitegen.check.bringup.state import SimulationState
 from sitegen.model import paths
 
@@ -138,7 +139,9 @@ class RunbookReplay(SimulationState):
         """A script the runbook runs on a pool's hosts: the tools it calls must be on those hosts by
         then (HOST_TOOLS); the fabric preparation names the pool's IPoIB interfaces."""
         text = self.texts.get(script, "")
-        pool = re.sub(r"^fabric-(prep|preflight|topology)-", "", script.stem)
+        pool = re.sub(r"^(fabric|host)-(prep|preflight|topology)-", "", script.stem)
+        if script.name.startswith("host-prep-"):  # what containerd runs with from here on
+            self.runtimes[(cluster_name or "-", pool)] = written_config(text)
         if script.name.startswith("fabric-prep-"):
             self.prepared[pool] = set(re.findall(r'NAME="([\w.-]+)"', text))
         code = "\n".join(line.split("#", 1)[0] for line in text.splitlines())
@@ -202,6 +205,8 @@ class RunbookReplay(SimulationState):
         if init["kind"] == "InitConfiguration":  # kubeadm uploads it; every joining kubelet downloads it
             kubelet = next((d for d in docs if d.get("kind") == "KubeletConfiguration"), {})
             cluster.server_tls_bootstrap = bool(kubelet.get("serverTLSBootstrap"))
+            # kubeadm's default since 1.22 where the configuration names none
+            self.cgroup_drivers[cluster.name] = str(kubelet.get("cgroupDriver", "systemd"))
         taints = registration.get("taints")
         pool_taints = (
             [CONTROL_PLANE_TAINT] if taints is None and control_plane
@@ -223,6 +228,18 @@ class RunbookReplay(SimulationState):
             pool = self.hosts.get(name)
             if pool is None:
                 raise Stop(Blocker(cluster.name, self.step, name, "a host the model does not know joins"))
+            runtime = refusal(
+                self.runtimes.get((cluster.name, pool.name)), self.cgroup_drivers.get(cluster.name, "systemd")
+            )
+            if runtime:
+                raise Stop(
+                    Blocker(
+                        cluster.name,
+                        self.step,
+                        name,
+                        f"kubeadm {init['kind'][:-13].lower()} stops: {runtime}",
+                    )
+                )
             hw = pool.hardware
             capacity = {
                 "cpu": hw.cpu_cores * 1000,

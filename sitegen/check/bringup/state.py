@@ -106,6 +106,9 @@ class SimulationState:
         self.patch_dirs: dict[
             str, set[str]
         ] = {}  # cluster -> the kubeadm patch folders its nodes joined with
+        # (cluster, pool) -> the containerd configuration its host preparation wrote (None: none)
+        self.runtimes: dict[tuple[str, str], dict[str, Any] | None] = {}
+        self.cgroup_drivers: dict[str, str] = {}  # cluster -> the kubelet's cgroup driver (its init)
         self.step = "bare hosts"
 
     # ---- inputs --------------------------------------------------------------------------------

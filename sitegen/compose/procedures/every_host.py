@@ -23,8 +23,8 @@ def every_host(book: Runbook, apps: VariantApps) -> None:
     book.step(
         "containerd pulls through Harbor",
         f"""
-Copy `{paths.in_repo(paths.mirrors_dir(apps.layout.name))}/` to `/etc/containerd/certs.d/` on every host and set the CRI
-registry `config_path` to that directory (containerd 2: `[plugins.'io.containerd.cri.v1.images'.registry]`).
+Copy `{paths.in_repo(paths.mirrors_dir(apps.layout.name))}/` to `/etc/containerd/certs.d/` on every host: the
+containerd configuration of the baseline reads its registry hosts there (`config_path`).
 Images of {", ".join(f"`{c.registry}`" for _, c in sorted(registry.proxy_cache.items()))} are then pulled
 through Harbor's proxy caches at `{registry.hostname}`; each upstream stays the fallback, so pulls work
 before Harbor runs. Their `authorization` header is a placeholder: the projects are private, and step
@@ -51,10 +51,13 @@ def _baseline(apps: VariantApps) -> str:
     return f"""
 Every host is built from the site's {hosts.os.id} {hosts.os.version_id} image and its package mirror.
 As root on each host, apply the baseline of its pool (swap off, modules, sysctls, chrony against
-{", ".join(f"`{s}`" for s in hosts.time.servers)}, the packages at their versions and held, kernel
-`{hosts.os.kernel}` and the kernel arguments of its hardware), reboot, then check it. The preflight also
-checks what no script sets: the BIOS and ConnectX firmware levels of the hardware model and, on GPU
-hosts, PCIe ACS redirect off (a BIOS setting). The preflight ends with "host baseline passed"; a host
+{", ".join(f"`{s}`" for s in hosts.time.servers)}, the packages at their versions and held, containerd's
+configuration (`kubeadm/<cluster>/containerd-<pool>.toml`: the CRI on, which the package's own
+configuration disables, runc on the systemd cgroup driver as the kubelet, the sandbox image pinned),
+kernel `{hosts.os.kernel}` made the boot default and held, and the kernel arguments of its hardware),
+reboot, then check it. The preflight also checks that containerd answers on the CRI with that
+configuration, and what no script sets: the BIOS and ConnectX firmware levels of the hardware model
+and, on GPU hosts, PCIe ACS redirect off (a BIOS setting). The preflight ends with "host baseline passed"; a host
 that prints a `FAIL` line does not join until the line is fixed.
 
 ```sh

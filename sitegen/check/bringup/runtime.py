@@ -1,0 +1,56 @@
+"""The container runtime a host's kubelet talks to, as the host preparation leaves it.
+
+Docker's `containerd.io` package ships `/etc/containerd/config.toml` with `disabled_plugins = ["cri"]`
+(docker/containerd-packaging common/containerd.toml): a host whose preparation writes no configuration
+of its own answers no CRI call, and kubeadm's preflight stops on "container runtime is not running".
+A configuration that enables it must also run runc on the kubelet's cgroup driver (one cgroup manager
+on a systemd host: containerd docs/cri/config.md, kubeadm's "Configuring a cgroup driver") and pin a
+sandbox image (pulled through the mirrors like every image, so an air-gapped host is not left with the
+runtime's built-in default).
+
+Read from the host preparation script itself (the configuration it writes); not modelled: drop-ins
+of /etc/containerd/conf.d (the GPU Operator's toolkit adds a runtime there, never the CRI's settings).
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from typing import Any
+
+CONFIG = "/etc/containerd/config.toml"
+CRI = ("cri", "io.containerd.grpc.v1.cri")
+_WRITE = re.compile(rf"^cat > {re.escape(CONFIG)} <<'(\w+)'\n(.*?)^\1$", re.M | re.S)
+
+
+def written_config(script: str) -> dict[str, Any] | None:
+    """The containerd configuration a host script writes, or None when it writes none."""
+    found = _WRITE.search(script)
+    return tomllib.loads(found.group(2)) if found else None
+
+
+def refusal(config: dict[str, Any] | None, cgroup_driver: str) -> str | None:
+    """Why a kubelet with `cgroup_driver` cannot run on containerd configured so (None: it can)."""
+    if config is None:
+        return (
+            "containerd runs its package's configuration, which disables the CRI (disabled_plugins = "
+            "[\"cri\"], Docker's containerd.io): kubeadm's preflight finds no container runtime"
+        )
+    if set(CRI) & set(config.get("disabled_plugins") or []):
+        return "containerd's configuration disables the CRI: kubeadm's preflight finds no container runtime"
+    plugins = config.get("plugins") or {}
+    runc = (
+        ((((plugins.get("io.containerd.cri.v1.runtime") or {}).get("containerd") or {}).get("runtimes") or {}).get("runc") or {})
+        .get("options") or {}
+    )  # fmt: skip
+    systemd = bool(runc.get("SystemdCgroup"))
+    if systemd != (cgroup_driver == "systemd"):
+        runtime = "systemd" if systemd else "cgroupfs"
+        return (
+            f"runc runs on the {runtime} cgroup driver and the kubelet on {cgroup_driver}: two cgroup "
+            "managers on one host (set SystemdCgroup as the kubelet's cgroupDriver)"
+        )
+    sandbox = (((plugins.get("io.containerd.cri.v1.images") or {}).get("pinned_images")) or {}).get("sandbox")
+    if not sandbox or "/pause:" not in str(sandbox):
+        return "no sandbox image pinned: every pod's pause image is the runtime's built-in default, not kubeadm's"
+    return None
