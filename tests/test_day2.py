@@ -162,3 +162,35 @@ def test_the_backup_bucket_is_versioned_and_locked_from_its_creation(site):
     assert create < runbook.index(f"mc retention set --default GOVERNANCE {lock}d site/{bucket}")
     assert f"mc version enable site/{bucket}" in runbook
     assert "mc mb --ignore-existing site/loki-chunks" in runbook  # rebuildable: no lock
+
+
+def test_the_upgrade_installs_the_next_kubeadm_first(site, inputs):
+    """The baseline holds kubeadm at the running minor, from that minor's repository: the upgrade points
+    apt at the next minor's, takes the hold off, installs kubeadm, then upgrades; without the package
+    step bringup stops on the first `kubeadm upgrade apply`."""
+    from pathlib import PurePosixPath
+
+    from .bringup_cases import ONE, blocked, run
+
+    text = (DIST / ONE / "bootstrap/RUNBOOK.md").read_text()
+    nxt = "v1." + str(int(site.versions.kubernetes_minor.split(".")[1]) + 1)
+    order = [
+        f"/kubernetes/core/stable/{nxt}/deb/ /' > /etc/apt/sources.list.d/kubernetes.list",
+        "apt-mark unhold kubeadm && apt-get install -y kubeadm=",
+        'kubeadm upgrade apply "v$NEXT"',
+        "apt-get install -y kubelet=",
+        "systemctl restart kubelet",
+    ]
+    positions = [text.index(marker) for marker in order]
+    assert positions == sorted(positions)
+    prep = (DIST / ONE / "kubeadm/ai/host-prep-gpu.sh").read_text()
+    assert (
+        f"/kubernetes/core/stable/{site.versions.kubernetes_minor}/deb/ /' > /etc/apt/sources.list.d/kubernetes.list"
+        in prep
+    )
+    texts = dict(inputs[ONE][1])
+    path = PurePosixPath(ONE, "bootstrap/RUNBOOK.md")
+    texts[path] = texts[path].replace(
+        "apt-mark unhold kubeadm && apt-get install -y kubeadm=", "apt-get install -y kubectl="
+    )
+    blocked(run(site, inputs, ONE, texts=texts), "kubeadm upgrade apply", "never takes the hold off kubeadm")

@@ -7,6 +7,8 @@ Its headings carry no step number: the bring-up simulation replays numbered step
 
 from __future__ import annotations
 
+import shlex
+
 from constructs.etcd_backup import ETCD_PKI
 from constructs.gpu_workload import BATCH_LABEL
 from constructs.kubeadm import PATCHES_DIR
@@ -166,6 +168,8 @@ control-plane member that disappears.
 
 
 def _kubernetes_upgrade(apps: VariantApps, minor: str, nxt: str) -> str:
+    packages = apps.site.hosts.packages
+    source, revision = shlex.quote(packages.kubernetes_source(nxt)), packages.kubernetes_revision
     rows = []
     for cluster in apps.layout.clusters:
         found = cluster_budgets(apps, cluster)
@@ -194,18 +198,24 @@ One minor at a time, control plane first, then the worker pools: system pool fir
 {chr(10).join(rows)}
 
 Before: every Application Synced and Healthy; `sitegen validate` passes with the new version pinned in
-`versions.yaml`; an etcd snapshot taken (below); no node NotReady. `--patches` on every `kubeadm
-upgrade`: the per-node patches (etcd's metrics address, the pool's kubelet reservations) live in
-`{PATCHES_DIR}` and are part of no configuration kubeadm keeps in the cluster, so an upgrade without
-them writes etcd's manifest and the kubelet's configuration without them. Per control-plane node, then
-per worker in its batch:
+`versions.yaml`; an etcd snapshot taken (below); no node NotReady. The packages come first: the
+baseline holds kubeadm, kubelet and kubectl at {minor}, from the mirror's {minor} repository, and a
+kubeadm of {minor} refuses to upgrade a cluster to {nxt}. Then `--patches` on every `kubeadm upgrade`:
+the per-node patches (etcd's metrics address, the pool's kubelet reservations) live in `{PATCHES_DIR}`
+and are part of no configuration kubeadm keeps in the cluster, so an upgrade without them writes
+etcd's manifest and the kubelet's configuration without them. Per control-plane node, then per worker
+in its batch, with `NEXT` the {nxt} patch release to go to (`NEXT={nxt.lstrip("v")}.0`; its packages `$NEXT-{revision}`);
+pin it in `versions.yaml` once every node runs it, so that hosts joining later join at it:
 
 ```sh
+echo {source} > /etc/apt/sources.list.d/kubernetes.list
+apt-get update
+apt-mark unhold kubeadm && apt-get install -y kubeadm="$NEXT-{revision}" && apt-mark hold kubeadm
 kubeadm upgrade plan                       # first control-plane node only
-kubeadm upgrade apply {nxt}.x --patches {PATCHES_DIR}   # first control-plane node
+kubeadm upgrade apply "v$NEXT" --patches {PATCHES_DIR}   # first control-plane node
 kubeadm upgrade node --patches {PATCHES_DIR}   # every other node, control plane and workers
 kubectl drain <node> --ignore-daemonsets --delete-emptydir-data
-# install kubelet and kubectl {nxt}.x from the distribution's packages, then
+apt-mark unhold kubelet kubectl && apt-get install -y kubelet="$NEXT-{revision}" kubectl="$NEXT-{revision}" && apt-mark hold kubelet kubectl
 systemctl daemon-reload && systemctl restart kubelet
 kubectl uncordon <node>
 ```

@@ -40,7 +40,9 @@ for module in {modules}; do modprobe "$module"; done
 cat > /etc/sysctl.d/90-sitegen-baseline.conf <<'EOF'
 {sysctls}EOF
 sysctl --system >/dev/null
-# packages at the baseline's versions, from the site's mirror (the OS image's apt sources), held
+# packages at the baseline's versions, from the site's mirror (the OS image's apt sources, and the
+# Kubernetes repository of the running minor), held
+echo {kubernetes_source} > /etc/apt/sources.list.d/kubernetes.list
 apt-get update
 apt-get install -y --allow-downgrades --allow-change-held-packages {packages}
 apt-mark hold {held} linux-image-{kernel}
@@ -191,6 +193,7 @@ def prep_script(site: Site, pool: PoolLayout) -> str:
         packages=" ".join(shlex.quote(p) for p in packages), held=" ".join(HELD),
         time="".join(f"server {s} iburst\n" for s in hosts.time.servers),
         kernel_args=KERNEL_ARGS.format(args=" ".join(args)) if args else "",
+        kubernetes_source=shlex.quote(hosts.packages.kubernetes_source(site.versions.kubernetes_minor)),
         certs_d=containerd.CERTS_D, drop_ins=containerd.DROP_INS.rsplit("/", 1)[0],
         config_path=containerd.CONFIG_PATH, containerd=containerd.containerd_config(site, pool),
     )  # fmt: skip

@@ -28,6 +28,18 @@ class Packages(Strict):
 
     containerd: Version  # the package `containerd.io` (containerd 2: its CRI config is version 3)
     kubernetes_revision: Version = "1.1"  # the Debian revision of kubelet, kubeadm and kubectl
+    # The mirror's apt repository of the Kubernetes packages, one per minor (`{minor}`: v1.35): the
+    # baseline points apt at the running minor's, an upgrade at the next one's first.
+    kubernetes_repository: Annotated[str, Field(pattern=r"^https://[^\s{}]+\{minor\}[^\s{}]*$")]
+    # the repository's signing key, which the site's OS image carries
+    kubernetes_keyring: Annotated[str, Field(pattern=r"^/[\w./-]+$")] = (
+        "/etc/apt/keyrings/kubernetes-apt-keyring.gpg"
+    )
+
+    def kubernetes_source(self, minor: str) -> str:
+        """The apt source line of one minor's repository."""
+        return f"deb [signed-by={self.kubernetes_keyring}] {self.kubernetes_repository.format(minor=minor)} /"
+
     others: list[Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9.+-]*$")]] = []  # any version
 
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import copy
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
@@ -81,6 +81,8 @@ def _upgrade(sim: Simulation, budgets: dict[str, dict[str, Budget]]) -> None:
     section = _UPGRADE.search(runbook)
     if section is None:
         raise Stop(Blocker("-", sim.step, "RUNBOOK.md", "no Kubernetes upgrade procedure"))
+    nxt = re.search(r"Upgrading Kubernetes \(v[\d.]+ to (v[\d.]+)\)", section.group(0))
+    _packages_first(sim, commands(section.group(0)), nxt.group(1) if nxt else "")
     for words, _ in commands(section.group(0)):
         if words[:2] != ["kubeadm", "upgrade"] or words[2:3] not in (["apply"], ["node"]):
             continue
@@ -109,6 +111,43 @@ def _upgrade(sim: Simulation, budgets: dict[str, dict[str, Budget]]) -> None:
         _drain_pool(sim, cluster, control_plane, 1, budgets.get(cluster.name, {}))  # "one at a time"
         for pool, _, size in _POOL_BATCH.findall(block):
             _drain_pool(sim, cluster, pool, int(size), budgets.get(cluster.name, {}))
+
+
+def _packages_first(sim: Simulation, steps: list[tuple[list[str], list[str]]], nxt: str) -> None:
+    """kubeadm upgrades a cluster only up to its own minor, and the baseline holds it at the running
+    one: before the first `kubeadm upgrade`, apt must point at the next minor's repository, the hold
+    come off kubeadm and the new kubeadm be installed (and the kubelet's before its restart)."""
+    words = [w for w, _ in steps]
+
+    def first(test: Callable[[list[str]], bool]) -> int | None:
+        return next((i for i, w in enumerate(words) if test(w)), None)
+
+    upgrade = first(lambda w: w[:3] == ["kubeadm", "upgrade", "apply"])
+    if upgrade is None:
+        return
+    source = first(
+        lambda w: w[:1] == ["echo"] and w[-1].endswith("/kubernetes.list") and f"/{nxt}/" in " ".join(w)
+    )
+    unhold = first(lambda w: w[:2] == ["apt-mark", "unhold"] and "kubeadm" in w)
+    install = first(lambda w: w[:2] == ["apt-get", "install"] and any(a.startswith("kubeadm=") for a in w))
+    restart = first(lambda w: w[:3] == ["systemctl", "restart", "kubelet"])
+    kubelet = first(lambda w: w[:2] == ["apt-get", "install"] and any(a.startswith("kubelet=") for a in w))
+    missing = [
+        why
+        for why, at, before in (
+            ("points apt at the next minor's repository", source, unhold),
+            ("takes the hold off kubeadm", unhold, install),
+            ("installs the next kubeadm", install, upgrade),
+            ("installs the next kubelet", kubelet, restart),
+        )
+        if at is None or (before is not None and at > before)
+    ]
+    if missing:
+        raise Stop(Blocker(
+            "-", sim.step, "kubeadm upgrade apply",
+            f"the RUNBOOK never {missing[0]} before it needs it: a kubeadm held at the running minor "
+            "refuses to upgrade the cluster past it",
+        ))  # fmt: skip
 
 
 def _drain_pool(sim: Simulation, cluster: Cluster, pool: str, size: int, budgets: dict[str, Budget]) -> None:
