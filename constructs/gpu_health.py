@@ -160,17 +160,20 @@ def _burn_in_job(template: dict[str, Any], hosts: list[str], hours: int) -> dict
     return {"backoffLimit": 0, "activeDeadlineSeconds": hours * 3600, "template": template}
 
 
-def _template_cron_job(scope: Construct, id: str, name: str, namespace: str, job: dict[str, Any]) -> None:
+def _template_cron_job(
+    scope: Construct, id: str, name: str, namespace: str, job: dict[str, Any], queue: str
+) -> None:
     cron_job(
-        scope, id, {"name": name, "namespace": namespace}, schedule=NEVER, job=job,
+        scope, id, {"name": name, "namespace": namespace}, schedule=NEVER, job=job, job_labels=_queued(queue),
     ).add_json_patch(JsonPatch.add("/spec/suspend", True))  # fmt: skip
 
 
 class BurnIn(Construct):
-    """A new GPU node's burn-in before it takes any work, pinned to it while it is cordoned, outside
-    Kueue (a cordoned node holds no tenant work to preempt). Per host, two suspended CronJobs, never
-    scheduled, that the RUNBOOK makes Jobs of (`kubectl create job --from`) when a node joins or comes
-    back repaired:
+    """A new GPU node's burn-in before it takes any work, pinned to it while it is cordoned, queued in
+    Kueue like the periodic checks: its GPUs, and a pair test's in-service neighbour's, count against
+    the pool's quota, so Kueue never admits a tenant job onto GPUs a burn-in holds (its pods would then
+    miss waitForPodsReady). Per host, two suspended CronJobs, never scheduled, that the RUNBOOK makes
+    Jobs of (`kubectl create job --from`) when a node joins or comes back repaired:
 
     - `burn-in-<host>`: `dcgmi diag` at `level` (3: the long stress and memory tests) on all its GPUs;
     - `nccl-pair-<host>-<next>`: an all-reduce with the next host of the pool's ring (`pair_rounds`),
@@ -190,12 +193,13 @@ class BurnIn(Construct):
         nccl_image: ImagePin,
         level: int,
         min_busbw_gbps: float,
+        queue: str,
     ) -> None:
         super().__init__(scope, id)
         for host in pool.hosts:
             template = dcgm_pod(pool, fabric, namespace, dcgm_image, level, name=BURN_IN)
             job = _burn_in_job(template, [host.name], hours=4)
-            _template_cron_job(self, f"CronJob-{host.name}", burn_in_name(host.name), namespace, job)
+            _template_cron_job(self, f"CronJob-{host.name}", burn_in_name(host.name), namespace, job, queue)
         pairs = [pair for round_ in pair_rounds([h.name for h in pool.hosts]) for pair in round_]
         if pairs:
             all_reduce_rendezvous(self, name=PAIR, namespace=namespace)
@@ -205,4 +209,4 @@ class BurnIn(Construct):
                 env={"MIN_BUSBW_GBPS": f"{min_busbw_gbps:.1f}"},
             )  # fmt: skip
             job = {**spec, **_burn_in_job(spec["template"], [host, peer], hours=1)}
-            _template_cron_job(self, f"Pair-{host}-{peer}", pair_name(host, peer), namespace, job)
+            _template_cron_job(self, f"Pair-{host}-{peer}", pair_name(host, peer), namespace, job, queue)

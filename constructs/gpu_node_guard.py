@@ -50,7 +50,8 @@ ours() {  # only the plan's GPU hosts: a series naming anything else is not acte
 }
 
 cordon() {  # node reason
-  if api GET "/api/v1/nodes/$1" | grep -q '"unschedulable":true'; then
+  # kube-apiserver pretty-prints JSON for curl: compare without the whitespace
+  if api GET "/api/v1/nodes/$1" | tr -d ' \t\n' | grep -q '"unschedulable":true'; then
     return 0  # cordoned already: by a person, or by an earlier pass
   fi
   held=$(api GET "/api/v1/nodes?labelSelector=$SELECTOR" -H "$META" | grep -o '"uid":' | wc -l)

@@ -167,10 +167,12 @@ def cordon_conditions(fabric_pools: tuple[FabricPool, ...]) -> dict[str, str]:
 
 def _gpu_rules(risks: SiteRisks) -> list[dict[str, Any]]:
     rules = [
-        # DCGM exports the last Xid code as the value; 0 means none since the exporter started.
+        # DCGM exports the last Xid code as the value (0: none since the exporter started), and keeps it:
+        # a new Xid is a change of the value (one repeating the last code is not seen). GpuFatalXid stays
+        # on while the last code is fatal: the node needs its repair.
         _alert(
             "GpuXid",
-            "DCGM_FI_DEV_XID_ERRORS != 0",
+            "DCGM_FI_DEV_XID_ERRORS != 0 and changes(DCGM_FI_DEV_XID_ERRORS[15m]) > 0",
             "warning",
             "GPU {{ $labels.gpu }} on {{ $labels.Hostname }} reported Xid {{ $value }}",
             for_="0m",

@@ -41,7 +41,13 @@ def _server(site: Site) -> ThreadingHTTPServer:
             pass
 
         def _send(self, status: int, body: dict) -> None:
-            data = json.dumps(body, separators=(",", ":")).encode()
+            # kube-apiserver pretty-prints for curl (isPrettyPrint); Prometheus answers compact JSON
+            api = self.path.startswith("/api/v1/nodes") and self.headers.get("User-Agent", "").startswith(
+                "curl"
+            )
+            data = (
+                json.dumps(body, indent=2) + "\n" if api else json.dumps(body, separators=(",", ":"))
+            ).encode()
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
@@ -146,9 +152,17 @@ def test_the_guard_cordons_no_more_than_its_limit(tmp_path):
 
 
 def test_a_node_cordoned_by_a_person_is_left_as_it_is(tmp_path):
+    """The API server pretty-prints for curl: the guard must still see the cordon, or it labels a
+    person's cordons as its own and holds a failing node back once they fill its limit."""
     site = Site({"gpu-fatal-xid": ["gpu01"]}, cordoned={"gpu01": None})
     assert guard(tmp_path, site).returncode == 0
     assert site.patches == []
+    site = Site(
+        {"ndr-link-down": ["gpu01", "gpu02"], "gpu-fatal-xid": ["gpu03"]},
+        cordoned={"gpu01": None, "gpu02": None},
+    )
+    run = guard(tmp_path, site, max_nodes=2)
+    assert [n for n, _ in site.patches] == ["gpu03"], run.stdout
 
 
 def test_only_the_clusters_gpu_hosts_are_cordoned(tmp_path):
@@ -232,3 +246,39 @@ def test_guards_of_several_clusters_alert_once_each_counted_by_cluster():
     assert limit.startswith("count by (cluster) (") and limit.endswith("> 2")
     assert 'pool="gpu"' in limit and 'pool="gpu-b"' in limit
     assert all(q.startswith("count by (cluster, node) (") for q in cordon_conditions(()).values())
+
+
+def test_an_xid_alerts_when_it_happens(docs):
+    """DCGM keeps the last Xid as the value: GpuXid fires on a change of it, not for as long as the
+    exporter runs; GpuFatalXid stays on while the last code is fatal (the node awaits its repair)."""
+    rule = next(
+        r for d in docs if d.variant == "one-cluster" and d.kind == "PrometheusRule" and d.name == "site"
+        for g in d.body["spec"]["groups"] for r in g["rules"] if r.get("alert") == "GpuXid"
+    )  # fmt: skip
+    assert rule["expr"] == "DCGM_FI_DEV_XID_ERRORS != 0 and changes(DCGM_FI_DEV_XID_ERRORS[15m]) > 0"
+
+
+def test_bringup_runs_the_guard_as_shipped(site, inputs):
+    """bringup's Xid scenario runs the shipped script against an API server that pretty-prints for
+    curl, with two nodes cordoned by a person failing too: the guard's compact-JSON test put back
+    labels them as its own and holds the failing node back."""
+    from .bringup_cases import ONE, blocked, edited, run
+
+    def compact(doc):
+        doc["data"]["guard.sh"] = doc["data"]["guard.sh"].replace(
+            " | tr -d ' \\t\\n' | grep -q", " | grep -q"
+        )
+
+    tree = edited(
+        inputs,
+        ONE,
+        "one-cluster/apps/ai/gpu-node-guard/gpu-node-guard.configmap.gpu-node-guard-script",
+        compact,
+    )
+    blocked(
+        run(site, inputs, ONE, tree=tree), "reports Xid 79", "cordoned by a person, as its own", "held back"
+    )
+    text = "\n".join(e.what for e in run(site, inputs, ONE).timeline)
+    assert (
+        "gpu-node-guard cordoned gpu12 (gpu-fatal-xid), leaving gpu01, gpu02 (cordoned by a person)" in text
+    )

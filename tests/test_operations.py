@@ -161,6 +161,12 @@ def test_the_burn_in_runs_on_its_cordoned_node_only(docs, site):
     for host in hosts:
         spec = jobs[f"burn-in-{host}"].body["spec"]
         assert spec["suspend"] is True
+        # queued like the periodic checks: its GPUs (and a pair's neighbour's) count in the pool's quota
+        labels = spec["jobTemplate"]["metadata"]["labels"]
+        assert labels == {
+            "kueue.x-k8s.io/queue-name": "gpu-health",
+            "kueue.x-k8s.io/priority-class": "health",
+        }
         pod = spec["jobTemplate"]["spec"]["template"]["spec"]
         (term,) = pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
             "nodeSelectorTerms"

@@ -6,8 +6,11 @@ its own CA (the script must pass --cacert), a bearer token or 401, Nodes by name
 object for a host that has not joined), JSON merge patches (RFC 7386) that never create, and the
 response body pretty-printed (two-space indentation) when the client is a command-line HTTP tool
 (a User-Agent starting with `curl` or `Wget`) or a browser, unless `?pretty=false` is asked for
-(k8s.io/apiserver endpoints/handlers/negotiation: isPrettyPrint). What it does not model: watches,
-field selectors, server-side apply, resourceVersion conflicts.
+(k8s.io/apiserver endpoints/handlers/negotiation: isPrettyPrint). Nodes are listed with a
+`labelSelector` of keys and `key=value` pairs, as a NodeList or, asked for with
+`Accept: application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1`, as their metadata only.
+What it does not model: watches, field selectors, set-based selectors, server-side apply,
+resourceVersion conflicts.
 """
 
 from __future__ import annotations
@@ -29,8 +32,15 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 
-def node(name: str, labels: dict[str, str] | None = None, taints: list[dict[str, str]] | None = None) -> dict:
-    """A Node as the API server returns it (the fields a kubelet registers, trimmed)."""
+def node(
+    name: str,
+    labels: dict[str, str] | None = None,
+    taints: list[dict[str, str]] | None = None,
+    *,
+    unschedulable: bool = False,
+) -> dict:
+    """A Node as the API server returns it (the fields a kubelet registers, trimmed; cordoned: its
+    spec.unschedulable)."""
     return {
         "kind": "Node",
         "apiVersion": "v1",
@@ -40,7 +50,11 @@ def node(name: str, labels: dict[str, str] | None = None, taints: list[dict[str,
             "resourceVersion": "1",
             "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", **(labels or {})},
         },
-        "spec": {"podCIDR": "10.64.0.0/24", **({"taints": taints} if taints else {})},
+        "spec": {
+            "podCIDR": "10.64.0.0/24",
+            **({"taints": taints} if taints else {}),
+            **({"unschedulable": True} if unschedulable else {}),
+        },
         "status": {"conditions": [{"type": "Ready", "status": "True"}]},
     }
 
@@ -107,8 +121,28 @@ def _handler(server: FakeApiServer) -> type[BaseHTTPRequestHandler]:
                 return False
             return True
 
+        def _list(self) -> None:
+            selector = (parse_qs(urlsplit(self.path).query).get("labelSelector") or [""])[0]
+            wanted = [s.split("=", 1) for s in selector.split(",") if s]
+            items = [
+                n for n in server.nodes.values()
+                if all(k in n["metadata"]["labels"] and (len(kv) == 1 or n["metadata"]["labels"][k] == kv[1])
+                       for kv in wanted for k in [kv[0]])
+            ]  # fmt: skip
+            if "as=PartialObjectMetadataList" in self.headers.get("Accept", ""):
+                metadata = [{"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1",
+                             "metadata": n["metadata"]} for n in items]  # fmt: skip
+                self._send(200, {"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1",
+                                 "metadata": {"resourceVersion": "1"}, "items": metadata})  # fmt: skip
+                return
+            self._send(200, {"kind": "NodeList", "apiVersion": "v1", "metadata": {"resourceVersion": "1"},
+                             "items": items})  # fmt: skip
+
         def do_GET(self) -> None:
             if not self._authorized(""):
+                return
+            if urlsplit(self.path).path.rstrip("/") == "/api/v1/nodes":
+                self._list()
                 return
             name = self._node()
             if name in server.nodes:
@@ -165,6 +199,45 @@ def fake_apiserver(folder: Path, token: str = "sa-token") -> Iterator[FakeApiSer
     thread.start()
     try:
         yield state
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def _prometheus_handler(answers: dict[str, list[str]]) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args: Any) -> None:  # quiet
+            pass
+
+        def do_GET(self) -> None:
+            url = urlsplit(self.path)
+            query = (parse_qs(url.query).get("query") or [""])[0]
+            if url.path != "/api/v1/query" or query not in answers:
+                body = {"status": "error", "errorType": "bad_data", "error": "unknown query"}
+                code = 400
+            else:
+                result = [{"metric": {"node": n}, "value": [1764806400, "1"]} for n in answers[query]]
+                body = {"status": "success", "data": {"resultType": "vector", "result": result}}
+                code = 200
+            data = json.dumps(body, separators=(",", ":")).encode()  # Prometheus answers compact JSON
+            self.send_response(code)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+    return Handler
+
+
+@contextmanager
+def fake_prometheus(answers: dict[str, list[str]]) -> Iterator[str]:
+    """A Prometheus HTTP API on loopback answering instant queries: query text -> the nodes its vector
+    names (label `node`); another query is a 400, as an unparsable one would be. Yields its URL."""
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _prometheus_handler(answers))
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}"
     finally:
         httpd.shutdown()
         httpd.server_close()

@@ -465,7 +465,12 @@ class Convergence(SimulationState):
         must come back once it completes."""
         for cluster in self.clusters.values():
             self.step = "acceptance re-run"
-            jobs = [w for w in cluster.workloads.values() if w.done and cluster.queue_of(w)]
+            # the queued Jobs an Application ships (not the burn-in Jobs the RUNBOOK made)
+            jobs = [
+                w
+                for w in cluster.workloads.values()
+                if w.done and cluster.queue_of(w) and w.owner in self.apps
+            ]
             for job in jobs:
                 job.done, job.admitted, job.reason = False, None, "submitted again"
                 job.template, job.unadmitted = job.unadmitted or job.template, None  # as submitted

@@ -39,6 +39,7 @@ from sitegen.check.bringup.cluster import Cluster
 from sitegen.check.bringup.events import Blocker, Event, Stop
 from sitegen.check.bringup.kube import NOT_READY, Taint
 from sitegen.check.bringup.runbook import commands
+from sitegen.check.bringup.scripts import run_guard_pass
 from sitegen.check.netpol import End
 from sitegen.model import paths
 from sitegen.model.maintenance import Budget
@@ -49,6 +50,7 @@ if TYPE_CHECKING:
 UNSCHEDULABLE = Taint("node.kubernetes.io/unschedulable", "", "NoSchedule")  # what a cordon adds
 GPU = "nvidia.com/gpu"
 XID_REASON = "gpu-fatal-xid"  # the guard's label value for a fatal Xid (constructs/monitoring.py)
+LINK_DOWN = "ndr-link-down"  # and for a fabric port down
 NODE_LOCAL = {"directpv-min-io", "topolvm-provisioner"}  # claims that tie a pod to its node
 _UPGRADE = re.compile(r"^### Upgrading Kubernetes.*?(?=^### )", re.S | re.M)
 _POOL_BATCH = re.compile(r"^  - pool `([\w-]+)` \((\d+) nodes\): (\d+) at a time", re.M)
@@ -214,7 +216,7 @@ def gang_job_with_a_node_down(sim: Simulation) -> None:
     for cluster in sim.clusters.values():
         jobs = [
             w for w in cluster.workloads.values()
-            if w.template.kind == "Job" and w.done and cluster.queue_of(w)
+            if w.template.kind == "Job" and w.done and cluster.queue_of(w) and w.owner in sim.apps
             and w.template.requests.get(GPU, 0) > 0
         ]  # fmt: skip
         gpu_nodes = sorted(n for n, node in cluster.nodes.items() if node.capacity.get(GPU))
@@ -250,10 +252,14 @@ def gang_job_with_a_node_down(sim: Simulation) -> None:
 
 
 def a_gpu_breaks(sim: Simulation) -> None:
-    """A GPU reports Xid 79 (fallen off the bus): the GPU node guard must cordon its node. It can when
-    its Deployment runs, its account may get, list and patch Nodes, the network policies let it reach
-    Prometheus and the API server, and the node is one of its hosts. Not modelled: Prometheus' query
-    (tests/test_gpu_node_guard.py runs the guard's script against a stand-in)."""
+    """A GPU reports Xid 79 (fallen off the bus) while as many other GPU nodes as the guard may hold are
+    cordoned by a person (repaired nodes in burn-in) with their NDR links still down (cabling): the GPU
+    node guard must cordon the failing node, and leave the person's nodes as they are (they are not its
+    cordons and must not count against its limit). It can when its Deployment runs, its account may
+    get, list and patch Nodes, the network policies let it reach Prometheus and the API server, the
+    node is one of its hosts and the admission policies admit its patch; then its script runs as
+    shipped (scripts.py) against an API server that pretty-prints for curl and a Prometheus whose
+    queries name those nodes."""
     for cluster in sim.clusters.values():
         gpu_nodes = sorted(n for n, node in cluster.nodes.items() if node.capacity.get(GPU))
         if not gpu_nodes:
@@ -263,13 +269,47 @@ def a_gpu_breaks(sim: Simulation) -> None:
         why = _guard_cannot_cordon(cluster, node)
         if why:
             raise Stop(Blocker(cluster.name, sim.step, node, f"stays schedulable: {why}"))
-        taints = cluster.nodes[node].taints
-        taints.append(UNSCHEDULABLE)
-        cluster.nodes[node].labels[guard.CORDON_LABEL] = XID_REASON
-        sim.result.timeline.append(_event(cluster.name, sim.step, f"{guard.NAME} cordoned {node}"))
-        # repaired, burnt in, uncordoned and unlabelled (RUNBOOK)
-        taints.remove(UNSCHEDULABLE)
-        del cluster.nodes[node].labels[guard.CORDON_LABEL]
+        deployment = next(
+            a.body for _, a in cluster.of_kind("Deployment") if a.body["metadata"]["name"] == guard.NAME
+        )
+        env = {
+            e["name"]: str(e.get("value", ""))
+            for e in deployment["spec"]["template"]["spec"]["containers"][0].get("env") or []
+        }
+        by_hand = gpu_nodes[: int(env.get("MAX_NODES", "0") or 0)]
+        for name in by_hand:
+            cluster.nodes[name].taints.append(UNSCHEDULABLE)
+        run = run_guard_pass(cluster, deployment, {XID_REASON: [node], LINK_DOWN: by_hand})
+        for name in by_hand:
+            cluster.nodes[name].taints.remove(UNSCHEDULABLE)
+        if run is None:
+            cluster.assumed.add(
+                f"Deployment {guard.NAME}: its script not run (sh, curl or openssl not found here)"
+            )
+            continue
+        after = run.nodes.get(node, {})
+        labels = (after.get("metadata") or {}).get("labels") or {}
+        touched = [n for n in by_hand if guard.CORDON_LABEL in run.nodes[n]["metadata"]["labels"]]
+        if run.returncode != 0 or not (after.get("spec") or {}).get("unschedulable") or touched:
+            said = "; ".join(run.output.splitlines()[-3:])
+            what = (
+                f"it labelled {', '.join(touched)}, cordoned by a person, as its own"
+                if touched
+                else "stays schedulable"
+            )
+            raise Stop(
+                Blocker(
+                    cluster.name,
+                    sim.step,
+                    node,
+                    f"{what}: the guard's pass (exit {run.returncode}) said: {said}",
+                )
+            )
+        sim.result.timeline.append(_event(
+            cluster.name, sim.step,
+            f"{guard.NAME} cordoned {node} ({labels.get(guard.CORDON_LABEL)}), leaving {', '.join(by_hand)} "
+            "(cordoned by a person) as they were",
+        ))  # fmt: skip
 
 
 def _guard_cannot_cordon(cluster: Cluster, node: str) -> str | None:

@@ -16,10 +16,11 @@ import shutil
 import subprocess
 import tempfile
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sitegen.check.bringup.apiserver import fake_apiserver, node
+from sitegen.check.bringup.apiserver import fake_apiserver, fake_prometheus, node
 from sitegen.check.bringup.cluster import Cluster
 from sitegen.check.bringup.objects import key_of
 
@@ -49,26 +50,79 @@ def _sampled(text: str) -> str:
     return "".join(f"{line}\n" for line in seen.values())
 
 
-def _mounted_files(
-    cluster: Cluster, job: Mapping[str, Any], container: Mapping[str, Any], root: Path
+def _pod_files(
+    cluster: Cluster,
+    namespace: str,
+    pod: Mapping[str, Any],
+    container: Mapping[str, Any],
+    root: Path,
+    *,
+    sampled: bool,
 ) -> dict[str, str]:
-    """Each path under a ConfigMap mount the container reads, as a file under `root` (sampled)."""
-    volumes = {
-        v["name"]: v for v in ((job["spec"]["jobTemplate"]["spec"]["template"]["spec"]).get("volumes") or [])
-    }
-    namespace = job["metadata"].get("namespace", "")
+    """The container's ConfigMap mounts as files under `root`: in-pod path (the mount's directory and
+    each key's file, or a subPath's file) -> local path. `sampled`: line lists cut to a sample."""
+    volumes = {v["name"]: v for v in pod.get("volumes") or []}
     out = {}
     for mount in container.get("volumeMounts") or []:
         config_map = (volumes.get(mount["name"]) or {}).get("configMap")
         if not config_map:
             continue
         applied = cluster.find("ConfigMap", namespace, config_map["name"])
+        folder = root / mount["name"]
         for key, value in ((applied.body.get("data") if applied else None) or {}).items():
-            target = root / mount["name"] / key
+            target = folder / key
             target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(_sampled(str(value)))
-            out[f"{mount['mountPath'].rstrip('/')}/{key}"] = str(target)
+            target.write_text(_sampled(str(value)) if sampled else str(value))
+            if mount.get("subPath") == key:
+                out[mount["mountPath"]] = str(target)
+            elif not mount.get("subPath"):
+                out[f"{mount['mountPath'].rstrip('/')}/{key}"] = str(target)
+                out[mount["mountPath"].rstrip("/")] = str(folder)
     return out
+
+
+UNSCHEDULABLE = "node.kubernetes.io/unschedulable"
+
+
+def _api_nodes(cluster: Cluster) -> dict[str, dict]:
+    """The cluster's Nodes as the API server returns them (a cordoned one unschedulable)."""
+    return {
+        n.name: node(
+            n.name,
+            labels=dict(n.labels),
+            taints=[
+                {"key": t.key, **({"value": t.value} if t.value else {}), "effect": t.effect}
+                for t in n.taints
+                if t.key != UNSCHEDULABLE
+            ],
+            unschedulable=any(t.key == UNSCHEDULABLE for t in n.taints),
+        )
+        for n in cluster.nodes.values()
+    }
+
+
+def _environment(
+    container: Mapping[str, Any], files: Mapping[str, str], api_url: str, sa: Path, work: Path
+) -> dict[str, str]:
+    env = {"PATH": "/usr/bin:/bin", "TMPDIR": str(work)}
+    for item in container.get("env") or []:
+        value = str(item.get("value", ""))
+        value = files.get(value, value)
+        env[item["name"]] = {IN_CLUSTER_API: api_url, SERVICE_ACCOUNT: str(sa)}.get(value, value)
+    return env
+
+
+def _tools_missing() -> list[str]:
+    missing = [t for t in TOOLS if shutil.which(t) is None]
+    return missing if missing or Path("/bin/sh").exists() else ["/bin/sh"]
+
+
+def _service_account(api: Any, work: Path) -> Path:
+    sa = work / "sa"
+    sa.mkdir(parents=True)
+    (sa / "token").write_text(api.token)
+    shutil.copyfile(api.ca, sa / "ca.crt")
+    return sa
 
 
 def run_api_jobs(cluster: Cluster) -> list[tuple[str, str, str]]:
@@ -76,47 +130,32 @@ def run_api_jobs(cluster: Cluster) -> list[tuple[str, str, str]]:
     jobs = api_jobs(cluster)
     if not jobs:
         return []
-    missing = [t for t in TOOLS if shutil.which(t) is None]
-    if missing or not Path("/bin/sh").exists():
+    missing = _tools_missing()
+    if missing:
         for job, _ in jobs:
             cluster.assumed.add(
                 f"CronJob {job['metadata'].get('namespace')}/{job['metadata']['name']}: not run "
-                f"({', '.join(missing) or '/bin/sh'} not found here), assumed to work"
+                f"({', '.join(missing)} not found here), assumed to work"
             )
         return []
     failed = []
     with tempfile.TemporaryDirectory(prefix="sitegen-scripts-") as folder:
         root = Path(folder)
         with fake_apiserver(root / "api") as api:
-            api.nodes = {
-                n.name: node(
-                    n.name,
-                    labels=dict(n.labels),
-                    taints=[
-                        {"key": t.key, **({"value": t.value} if t.value else {}), "effect": t.effect}
-                        for t in n.taints
-                    ],
-                )
-                for n in cluster.nodes.values()
-            }
+            api.nodes = _api_nodes(cluster)
             for job, container in jobs:
                 ref = f"CronJob {job['metadata'].get('namespace')}/{job['metadata']['name']}"
                 owner = cluster.objects[key_of(job)].owner
                 work = root / job["metadata"]["name"]
-                (work / "sa").mkdir(parents=True)
-                (work / "sa" / "token").write_text(api.token)
-                shutil.copyfile(api.ca, work / "sa" / "ca.crt")
-                files = _mounted_files(cluster, job, container, work)
-                env = {"PATH": "/usr/bin:/bin", "TMPDIR": str(work)}
-                for item in container.get("env") or []:
-                    value = str(item.get("value", ""))
-                    value = files.get(value, value)
-                    env[item["name"]] = {IN_CLUSTER_API: api.url, SERVICE_ACCOUNT: str(work / "sa")}.get(
-                        value, value
-                    )
+                sa = _service_account(api, work)
+                pod = job["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+                files = _pod_files(
+                    cluster, job["metadata"].get("namespace", ""), pod, container, work, sampled=True
+                )
                 done = subprocess.run(
                     ["/bin/sh", "-c", container["command"][2]],
-                    env=env, capture_output=True, text=True, check=False, timeout=60,
+                    env=_environment(container, files, api.url, sa, work),
+                    capture_output=True, text=True, check=False, timeout=60,
                 )  # fmt: skip
                 if done.returncode != 0:
                     said = (done.stderr.strip() or done.stdout.strip()).splitlines()
@@ -124,3 +163,56 @@ def run_api_jobs(cluster: Cluster) -> list[tuple[str, str, str]]:
                 else:
                     cluster.log.append((owner, f"{ref} ran as shipped: {done.stdout.strip()}"))
     return failed
+
+
+@dataclass
+class GuardRun:
+    """One pass of a Deployment's guard script: its exit, what it printed, the Nodes after it."""
+
+    returncode: int
+    output: str
+    nodes: dict[str, dict]
+
+
+def run_guard_pass(
+    cluster: Cluster, deployment: Mapping[str, Any], firing: Mapping[str, list[str]]
+) -> GuardRun | None:
+    """The GPU node guard's script (its Deployment's container, as shipped), one pass (`once`), against
+    the API server stand-in with the cluster's Nodes and a Prometheus stand-in whose queries (the
+    guard's conditions, by reason) name the `firing` nodes. None without sh, curl or openssl."""
+    if _tools_missing():
+        return None
+    namespace = deployment["metadata"].get("namespace", "")
+    pod = deployment["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    with tempfile.TemporaryDirectory(prefix="sitegen-guard-") as folder:
+        work = Path(folder)
+        with fake_apiserver(work / "api") as api:
+            api.nodes = _api_nodes(cluster)
+            sa = _service_account(api, work)
+            files = _pod_files(cluster, namespace, pod, container, work, sampled=False)
+            conditions = Path(files.get(next(
+                (str(e["value"]) for e in container.get("env") or [] if e["name"] == "CONDITIONS"), ""), ""))  # fmt: skip
+            answers = {
+                (conditions / reason).read_text(): nodes
+                for reason, nodes in firing.items()
+                if (conditions / reason).is_file()
+            }
+            answers.update({
+                f.read_text(): [] for f in sorted(conditions.glob("*")) if f.read_text() not in answers
+            })  # fmt: skip
+            with fake_prometheus(answers) as prometheus:
+                env = _environment(container, files, api.url, sa, work)
+                env.update(
+                    {"API": api.url, "SA": str(sa), "PROMETHEUS": prometheus, "ALIVE": str(work / "alive")}
+                )
+                script = files[container["command"][1]]
+                done = subprocess.run(
+                    ["/bin/sh", script, "once"],
+                    env=env,
+                    capture_output=True,
+                    text=True,
+                    check=False,
+                    timeout=60,
+                )
+            return GuardRun(done.returncode, (done.stdout + done.stderr).strip(), api.nodes)

@@ -75,6 +75,6 @@ class GpuHealth(RenderedComponent):
             BurnIn(
                 scope, f"BurnIn-{gpu_pool.name}", pool=gpu_pool, fabric=ctx.site.fabric,
                 namespace=self.namespace, dcgm_image=ctx.image("dcgm"), nccl_image=ctx.image("nvidia-pytorch"),
-                level=health.burn_in_level,
+                level=health.burn_in_level, queue=self.namespace,
                 min_busbw_gbps=expected_busbw_gbps(ctx.site, gpu_pool.name) * health.nccl.min_fraction,
             )  # fmt: skip
