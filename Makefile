@@ -14,7 +14,7 @@ PIP_NOISE := is ignored: it is neither a file nor a directory
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 HELM := node_modules/.sitegen/bin/helm
 
-.PHONY: synth test site adoption lint plan validate bench deps scan-deps lock imports clean charts charts-renew scan
+.PHONY: synth test site adoption lint plan validate bench deps scan-deps ansible-deps lock imports clean charts charts-renew scan
 
 # dist/, then the blocks of docs/ that show the site's figures (the component table, the storage map)
 synth: $(PY_STAMP) $(NPM_STAMP)
@@ -36,7 +36,7 @@ TEST_TMPDIR := $(or $(TMPDIR),$(shell test -d /dev/shm -a -w /dev/shm && echo /d
 # The README's test command: the site's own checks first (a config error stops here, one line each),
 # then the generator's tests, which run on the fixture sites under tests/fixtures/ and so pass whatever
 # config/ holds.
-test: site
+test: site $(ANSIBLE_STAMP)
 	@$(if $(TEST_TMPDIR),TMPDIR=$(TEST_TMPDIR) )$(BIN)/pytest
 
 # Import layers (pyproject's [tool.importlinter]). import-linter finds packages with importlib, and our
@@ -61,6 +61,18 @@ scan: $(PY_STAMP) $(SCAN_STAMP)
 	@SITEGEN_CHECKOV=$(SCAN_VENV)/bin/checkov $(BIN)/sitegen scan
 
 scan-deps: $(SCAN_STAMP)
+
+# Ansible for the tests of the generated playbook (syntax-check, ansible-lint): its own venv and lock too.
+ANSIBLE_VENV := .venv-ansible
+ANSIBLE_STAMP := $(ANSIBLE_VENV)/.installed-$(call digest,.ci/ansible/requirements.lock)
+ansible-deps: $(ANSIBLE_STAMP)
+
+$(ANSIBLE_STAMP):
+	@echo "installing ansible-core and ansible-lint into $(ANSIBLE_VENV)"
+	@test -x $(ANSIBLE_VENV)/bin/python || $(PYTHON) -m venv $(ANSIBLE_VENV)
+	@set -o pipefail; $(ANSIBLE_VENV)/bin/pip install --quiet --require-hashes --no-deps \
+		-r .ci/ansible/requirements.lock 2>&1 | { grep -v "$(PIP_NOISE)" || true; }
+	@rm -f $(dir $@).installed*; touch $@
 
 $(SCAN_STAMP):
 	@echo "installing checkov into $(SCAN_VENV)"
@@ -114,10 +126,12 @@ lock: $(PY_STAMP)
 		--python-version 3.11 --no-header -q -o requirements.lock
 	@$(BIN)/uv pip compile .ci/scanner/requirements.in --generate-hashes --no-emit-index-url \
 		--python-version 3.11 --no-header -q -o .ci/scanner/requirements.lock
+	@$(BIN)/uv pip compile .ci/ansible/requirements.in --generate-hashes --no-emit-index-url \
+		--python-version 3.11 --no-header -q -o .ci/ansible/requirements.lock
 
 # Regenerate imports/ from the CRDs listed in cdk8s.yaml (vendored under vendor/crds/).
 imports: $(NPM_STAMP)
 	@rm -rf imports && JSII_NODE=$(CURDIR)/node_modules/.bin/node npx --no-install cdk8s import --language python --output imports
 
 clean:
-	rm -rf $(VENV) $(SCAN_VENV) node_modules
+	rm -rf $(VENV) $(SCAN_VENV) $(ANSIBLE_VENV) node_modules

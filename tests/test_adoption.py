@@ -24,7 +24,7 @@ from .conftest import REPO
 pytestmark = pytest.mark.adoption
 
 # What a repository copy links instead of copying: installed tools, and caches that are keyed on content.
-_LINKED = (".venv", ".venv-scan", "node_modules")
+_LINKED = (".venv", ".venv-scan", ".venv-ansible", "node_modules")
 _SKIPPED = {*_LINKED, ".git", ".cache", "__pycache__", ".pytest_cache", ".ruff_cache"}
 PINNED_METRICS_SERVER = yaml.safe_load((REPO / "config" / "versions.yaml").read_text())["charts"][
     "metrics-server"

@@ -18,6 +18,7 @@ from sitegen.components.base import ChartComponent, Component, RenderedComponent
 from sitegen.components.catalog import COMPONENTS
 from sitegen.components.context import ClusterContext
 from sitegen.components.networking.network_policies import WEBHOOK_KINDS
+from sitegen.compose.ansible import ansible_files
 from sitegen.compose.apps import CompositionError, VariantApps, variant_apps
 from sitegen.compose.chart_supply import Archive, ChartStore
 from sitegen.compose.charts import ObjectChart
@@ -226,6 +227,7 @@ def _variant_files(
         )
     )
     files += mirror_files(apps.site, variant)
+    files += ansible_files(apps.site, apps.layout)
     return files
 
 

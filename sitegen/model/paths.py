@@ -7,6 +7,7 @@ dist/<variant>/bootstrap/                  what the root Application syncs, and 
                                            s3-policies/, the S3 consumers' key policies it attaches)
 dist/<variant>/bootstrap/clusters/<spoke>/ what a spoke's root Application syncs (its ApplicationSets)
 dist/<variant>/containerd/certs.d/         containerd registry mirrors for every host
+dist/<variant>/ansible/                    the inventory of every host and the playbook of the per-host steps
 """
 
 from __future__ import annotations
@@ -85,6 +86,14 @@ def mirrors_dir(variant: str) -> PurePosixPath:
 
 def mirror_file(variant: str, registry: str) -> PurePosixPath:
     return mirrors_dir(variant) / registry / "hosts.toml"
+
+
+ANSIBLE = "ansible"
+
+
+def ansible_dir(variant: str) -> PurePosixPath:
+    """The inventory and playbook of the per-host steps (compose/ansible.py)."""
+    return PurePosixPath(variant, ANSIBLE)
 
 
 def in_repo(path: PurePosixPath) -> PurePosixPath:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from sitegen.compose.ansible import group as ansible_group
 from sitegen.compose.apps import VariantApps
 from sitegen.compose.procedures.book import Runbook
 from sitegen.model import paths
@@ -48,6 +49,7 @@ def _baseline(apps: VariantApps) -> str:
         for pool in cluster.pools
     ]
     half = len(lines) // 2
+    groups = [ansible_group(c.name, p.name) for c in apps.layout.clusters for p in c.pools]
     return f"""
 Every host is built from the site's {hosts.os.id} {hosts.os.version_id} image and its package mirror.
 As root on each host, apply the baseline of its pool (swap off, modules, sysctls, chrony against
@@ -60,9 +62,24 @@ configuration, and what no script sets: the BIOS and ConnectX firmware levels of
 and, on GPU hosts, PCIe ACS redirect off (a BIOS setting). The preflight ends with "host baseline passed"; a host
 that prints a `FAIL` line does not join until the line is fixed.
 
+From a machine with SSH to the hosts, Ansible runs it per pool, a tenth of the pool's hosts at a time,
+and stops a pool at its first failing host (`{paths.in_repo(paths.ansible_dir(variant))}/`: the inventory
+of every host, groups `<cluster>_<pool>`, and the playbook of the per-host steps; the same scripts):
+
+```sh
+cd {paths.in_repo(paths.ansible_dir(variant))}
+{chr(10).join(f"ansible-playbook -i inventory.yml site.yml --tags baseline,mirrors -e sitegen_hosts={group}" for group in groups)}
+```
+
+By hand on each host, the same:
+
 ```sh
 {chr(10).join(lines[:half])}
 reboot
 {chr(10).join(lines[half:])}
 ```
+
+The playbook's other tags run the later per-host steps the same way: `fabric` (Fabric preparation) and
+`join-files` (the kubelet's and, on the control plane, the API server's files of the joins, the
+encryption configuration with `ENCRYPTION_KEY` exported from the vault).
 """

@@ -1,0 +1,230 @@
+"""The RUNBOOK's per-host steps as Ansible: an inventory of every host of the variant (from config/) and
+a playbook that runs, pool by pool and batch by batch, what the RUNBOOK otherwise has typed on each
+host: the baseline (its containerd configuration included), a reboot, the preflight; the registry
+mirrors; the fabric preparation and its check; the kubelet files of the join (the pool's kubelet
+reservations, on the control plane the API server's files and the host's etcd patch).
+
+Both sit in `dist/<variant>/ansible/` and read the host files beside them in `dist/<variant>/`. The
+cluster-wide steps (kubeadm init and joins, one control-plane node at a time, the labels, the CNI)
+stay in the RUNBOOK: their order is the cluster's, not a host's. `.yml`, not `.yaml`: they are no
+Kubernetes objects, and validate reads those. Only `ansible.builtin` modules: nothing from Galaxy.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from constructs.kubeadm import (
+    ADMISSION_CONFIG,
+    AUDIT_POLICY,
+    AUTHENTICATION_CONFIG,
+    ENCRYPTION_CONFIG,
+    KUBELET_PATCH,
+    PATCHES_DIR,
+)
+from sitegen.compose.writer import OutputFile
+from sitegen.model import Site, VariantLayout, paths
+
+INVENTORY = "inventory.yml"
+PLAYBOOK = "site.yml"
+ETCD_PATCH = "etcd+json.yaml"
+
+
+def group(cluster: str, pool: str) -> str:
+    """An inventory group name (letters, digits and underscores, as Ansible wants them)."""
+    return f"{cluster}_{pool}".replace("-", "_")
+
+
+def inventory(site: Site, layout: VariantLayout) -> dict[str, Any]:
+    clusters: dict[str, Any] = {}
+    for cluster in layout.clusters:
+        kubeadm = f"{{{{ playbook_dir }}}}/../{paths.KUBEADM}/{cluster.name}"
+        pools: dict[str, Any] = {}
+        for pool in cluster.pools:
+            control_plane = pool is cluster.control_plane
+            pools[group(cluster.name, pool.name)] = {
+                "hosts": {h.name: {"ansible_host": str(h.address)} for h in pool.hosts},
+                "vars": {
+                    "sitegen_cluster": cluster.name,
+                    "sitegen_pool": pool.name,
+                    "sitegen_kubeadm": kubeadm,
+                    "sitegen_control_plane": control_plane,
+                    "sitegen_fabric": pool.name in site.fabric.nics,  # fabric_hosts.py writes its scripts
+                },
+            }
+        clusters[cluster.name] = {"children": pools}
+    return {"all": {"children": clusters}}
+
+
+def _copy_and_run(script: str, what: str) -> list[dict[str, Any]]:
+    return [
+        {
+            "name": f"Copy {what}",
+            "ansible.builtin.copy": {
+                "src": f"{{{{ sitegen_kubeadm }}}}/{script}",
+                "dest": f"/root/sitegen/{script}",
+                "mode": "0700",
+            },
+        },
+        {
+            "name": f"Run {what}",
+            "ansible.builtin.command": {"cmd": f"bash /root/sitegen/{script}"},
+            "register": "sitegen_run",
+            "changed_when": True,
+        },
+    ]
+
+
+def _check(script: str, what: str) -> list[dict[str, Any]]:
+    return [
+        *_copy_and_run(script, what)[:1],
+        {
+            "name": f"Check {what}",
+            "ansible.builtin.command": {"cmd": f"bash /root/sitegen/{script}"},
+            "register": "sitegen_check",
+            "changed_when": False,
+        },
+    ]
+
+
+def _install(src: str, dest: str, mode: str, when: str | None = None) -> dict[str, Any]:
+    task: dict[str, Any] = {
+        "name": f"Install {dest}",
+        "ansible.builtin.copy": {"src": src, "dest": dest, "mode": mode},
+    }
+    if when:
+        task["when"] = when
+    return task
+
+
+def playbook() -> list[dict[str, Any]]:
+    pools = "{{ sitegen_pool }}"
+    kubeadm = "{{ sitegen_kubeadm }}"
+    hosts = "{{ sitegen_hosts | default('all') }}"
+    directory = {
+        "name": "Make the folder of the scripts",
+        "ansible.builtin.file": {"path": "/root/sitegen", "state": "directory", "mode": "0700"},
+    }
+    return [
+        {
+            "name": "Host baseline: prepare, reboot, check",
+            "hosts": hosts,
+            "become": True,
+            "tags": ["baseline"],
+            "serial": "10%",  # a bad baseline stops the play on the first tenth of the hosts
+            "max_fail_percentage": 0,
+            "tasks": [
+                directory,
+                *_copy_and_run(f"host-prep-{pools}.sh", "the baseline of the pool"),
+                {"name": "Reboot into the baseline's kernel and arguments", "ansible.builtin.reboot": {"reboot_timeout": 1800}},
+                *_check(f"host-preflight-{pools}.sh", "the host against the baseline"),
+            ],
+        },
+        {
+            "name": "Registry mirrors: pull through Harbor",
+            "hosts": hosts,
+            "become": True,
+            "tags": ["mirrors"],
+            "tasks": [
+                {
+                    "name": "Install the registry hosts (the pull credential step fills their authorization in)",
+                    "ansible.builtin.copy": {
+                        "src": f"{{{{ playbook_dir }}}}/../{paths.CONTAINERD}/{paths.CERTS_D}/",
+                        "dest": "/etc/containerd/certs.d/",
+                        "mode": "0600",
+                        "force": False,
+                    },
+                },
+            ],
+        },
+        {
+            "name": "Fabric preparation: the RDMA rails of the pool",
+            "hosts": hosts,
+            "become": True,
+            "tags": ["fabric"],
+            "serial": "10%",
+            "max_fail_percentage": 0,
+            "tasks": [
+                directory,
+                {
+                    "name": "Prepare and check the fabric",
+                    "when": "sitegen_fabric",
+                    "block": [
+                        *_copy_and_run(f"fabric-prep-{pools}.sh", "the fabric preparation"),
+                        *_check(f"fabric-preflight-{pools}.sh", "the fabric"),
+                    ],
+                },
+            ],
+        },
+        {
+            "name": "Kubelet and API server files of the join",
+            "hosts": hosts,
+            "become": True,
+            "tags": ["join-files"],
+            "vars": {
+                "sitegen_encryption": f"{kubeadm}/encryption-config.yaml",
+                "sitegen_encryption_key": "{{ lookup('ansible.builtin.env', 'ENCRYPTION_KEY') }}",
+            },
+            "tasks": [
+                {
+                    "name": "Refuse the control plane without the encryption key from the vault",
+                    "when": "sitegen_control_plane",
+                    "no_log": True,
+                    "ansible.builtin.assert": {
+                        "that": ["sitegen_encryption_key | length > 0"],
+                        "fail_msg": "ENCRYPTION_KEY is empty: export it from the vault first (RUNBOOK)",
+                    },
+                },
+                _install(f"{kubeadm}/kubelet-{pools}.yaml", f"{PATCHES_DIR}/{KUBELET_PATCH}", "0644"),
+                _install(f"{kubeadm}/etcd-{{{{ inventory_hostname }}}}.yaml", f"{PATCHES_DIR}/{ETCD_PATCH}", "0644", "sitegen_control_plane"),
+                _install(f"{kubeadm}/audit-policy.yaml", AUDIT_POLICY, "0600", "sitegen_control_plane"),
+                _install(f"{kubeadm}/admission-config.yaml", ADMISSION_CONFIG, "0600", "sitegen_control_plane"),
+                _install(f"{kubeadm}/authentication-config.yaml", AUTHENTICATION_CONFIG, "0600", "sitegen_control_plane"),
+                {
+                    "name": f"Install {ENCRYPTION_CONFIG} with the key from the vault (ENCRYPTION_KEY)",
+                    "when": "sitegen_control_plane",
+                    "no_log": True,
+                    "ansible.builtin.copy": {
+                        "content": (
+                            "{{ lookup('ansible.builtin.file', sitegen_encryption)"
+                            " | replace('${ENCRYPTION_KEY}', sitegen_encryption_key) }}"
+                        ),
+                        "dest": ENCRYPTION_CONFIG,
+                        "mode": "0600",
+                    },
+                },
+            ],
+        },
+    ]  # fmt: skip
+
+
+class _Dumper(yaml.SafeDumper):
+    """Sequences indented under their key, as yamllint (and so ansible-lint) wants them."""
+
+    def increase_indent(self, flow: bool = False, indentless: bool = False) -> None:
+        super().increase_indent(flow, False)
+
+
+def _text(body: Any) -> str:
+    return "---\n" + yaml.dump(body, Dumper=_Dumper, sort_keys=False, width=10_000)
+
+
+def ansible_files(site: Site, layout: VariantLayout) -> list[OutputFile]:
+    folder = paths.ansible_dir(layout.name)
+    run = f"ansible-playbook -i {INVENTORY} {PLAYBOOK} -e sitegen_hosts=<group or host>"
+    return [
+        OutputFile(
+            folder / INVENTORY, [],
+            f"Every host of {layout.name}, grouped by cluster and pool (<cluster>_<pool>); ansible_host is its\n"
+            "Kubernetes-plane address (override in host_vars to reach it over the management plane).",
+            text=_text(inventory(site, layout)),
+        ),
+        OutputFile(
+            folder / PLAYBOOK, [],
+            f"The RUNBOOK's per-host steps, pool by pool: {run}\n"
+            "(ENCRYPTION_KEY in the environment from the vault for the control plane; see the RUNBOOK).",
+            text=_text(playbook()),
+        ),
+    ]  # fmt: skip
