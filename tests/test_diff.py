@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -311,7 +312,30 @@ def test_a_runbook_change_shows_its_lines(site_repo):
     runbook.write_text(runbook.read_text() + "One more line.\n")
     _commit(site_repo, "runbook")
     text = render_text(compare(site_repo, "HEAD~1", "HEAD"))
-    assert '~ one-cluster/bootstrap/RUNBOOK.md\n       (line): - -> "One more line."' in text, text
+    assert (
+        "~ one-cluster/bootstrap/RUNBOOK.md\n      § Restore drill from the second target (every quarter):\n"
+        "        + One more line."
+    ) in text, text
+
+
+def test_a_runbook_section_that_comes_shows_whole_and_renumbered_steps_stay_quiet(site_repo):
+    """A section added before the numbered steps shifts every number after it: the reviewer reads the new
+    section's lines, and of each later step only its heading line."""
+    runbook = site_repo / "dist/one-cluster/bootstrap/RUNBOOK.md"
+    text = runbook.read_text()
+    steps = re.findall(r"^### (\d+)\. ", text, flags=re.M)
+    body = "\n".join(f"line {i} of the new section" for i in range(30))
+    shifted = re.sub(r"^### (\d+)\. ", lambda m: f"### {int(m.group(1)) + 1}. ", text, flags=re.M)
+    runbook.write_text(shifted.replace("### 2. ", f"### 1. A new first step\n\n{body}\n\n### 2. ", 1))
+    _commit(site_repo, "runbook")
+    shown = render_text(compare(site_repo, "HEAD~1", "HEAD"))
+    new = shown[shown.index("§ A new first step:") :].split("\n      §")[0]
+    assert all(f"\n        + line {i} of the new section" in new for i in range(30)), shown
+    assert "more lines" not in shown
+    changed = [line for line in shown.splitlines() if line.startswith(("        + ", "        - "))]
+    others = [line for line in changed if line.removeprefix("        ")[2:] not in new]
+    assert len(others) == 2 * len(steps), others  # each old step's heading went and came, nothing else
+    assert all(re.match(r"        [-+] ### \d+\. ", line) for line in others), others
 
 
 def test_a_terminal_gets_colour_and_the_text_stays_the_same():

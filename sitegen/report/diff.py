@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import subprocess
 from collections.abc import Set
 from dataclasses import dataclass, field
@@ -30,6 +31,8 @@ from sitegen.compose.ownership import KEEPS_DATA
 from sitegen.model import paths
 
 FIELDS_SHOWN = 12  # changed fields listed per object; the rest are counted
+SECTION_GONE = "(section)"
+LINES_SHOWN = 200  # lines listed per changed text file (a RUNBOOK section the change adds is read whole)
 VALUE_WIDTH = 100  # characters of an old or new value shown
 
 
@@ -197,10 +200,36 @@ def _line_changes(path: str, old: str, new: str) -> list[tuple[str, Any, Any]]:
 
 
 def _text_changes(path: str, old: bytes | None, new: bytes | None) -> list[tuple[str, Any, Any]]:
-    """A text file's lines that went and came (the RUNBOOK: which step changed, not just that it did)."""
+    """A text file's lines that went and came; in Markdown (the RUNBOOK) by the section they are in, and
+    a section that came whole, so the reviewer reads the steps a change of config/ adds."""
     before = old.decode("utf-8", "replace") if old is not None else ""
     after = new.decode("utf-8", "replace") if new is not None else ""
-    return [f for f in _line_changes("", before, after) if f[0]]  # not the whole-file fallback
+    if not path.endswith(".md"):
+        return [f for f in _line_changes("", before, after) if f[0]]  # not the whole-file fallback
+    old_sections, new_sections = _sections(before), _sections(after)
+    out: list[tuple[str, Any, Any]] = []
+    for title, lines in new_sections.items():
+        where = f"§ {title}"
+        if title not in old_sections:
+            out += [(where, _MISSING, line) for line in lines if line.strip()]
+            continue
+        changed = _line_changes("", "\n".join(old_sections[title]), "\n".join(lines))
+        out += [(where, a, b) for line, a, b in changed if line]  # not the whole-section fallback
+    out += [(f"§ {title}", SECTION_GONE, _MISSING) for title in old_sections if title not in new_sections]
+    return out
+
+
+def _sections(text: str) -> dict[str, list[str]]:
+    """A Markdown text's lines by the heading above them (a step's number left out of its title: steps
+    renumbered by one inserted before them are the same sections)."""
+    sections: dict[str, list[str]] = {"(top)": []}
+    current = sections["(top)"]
+    for line in text.splitlines():
+        heading = re.match(r"#+ (?:\d+\. )?(.+)", line)
+        if heading:
+            current = sections.setdefault(heading.group(1), [])
+        current.append(line)
+    return sections
 
 
 # --- the report -------------------------------------------------------------------------------------
@@ -213,6 +242,7 @@ class Change:
     fields: list[tuple[str, Any, Any]] = field(default_factory=list)
     crd: bool = False
     note: str = ""  # what the change does beyond dist/ (a removed Application's objects)
+    text: bool = False  # a text file's lines, not an object's fields
 
 
 @dataclass
@@ -269,7 +299,7 @@ def compare(repo: Path, base: str, head: str | None, dist: str = str(paths.REPO_
             lines = (
                 [] if path.endswith(".svg") else _text_changes(path, old_bytes.get(path), new_bytes.get(path))
             )
-            group.changes.append(Change(path, state, lines))
+            group.changes.append(Change(path, state, lines, text=True))
             continue
         before = _objects(path, old_bytes[path]) if path in old_bytes else {}
         after = _objects(path, new_bytes[path]) if path in new_bytes else {}
@@ -405,9 +435,29 @@ def _field_lines(change: Change, skip: Set[tuple[str, str, str]] = frozenset()) 
         other = [f for f in fields if f not in schema]
         lines = [f"{p}: {_pair(a, b)}" for p, a, b in other[:FIELDS_SHOWN]]
         return lines + ([f"schema changed: {len(schema)} fields"] if schema else [])
+    if change.text:
+        return _text_lines(fields)
     lines = [f"{p}: {_pair(a, b)}" for p, a, b in fields[:FIELDS_SHOWN]]
     if len(fields) > FIELDS_SHOWN:
         lines.append(f"... and {len(fields) - FIELDS_SHOWN} more fields")
+    return lines
+
+
+def _text_lines(fields: list[tuple[str, Any, Any]]) -> list[str]:
+    """A text file's lines as they read, `-` gone and `+` come, under the section they are in."""
+    lines: list[str] = []
+    section = None
+    for where, old, new in fields[:LINES_SHOWN]:
+        if where.startswith("§") and where != section:
+            section = where
+            lines.append(f"{where}:")
+        indent = "  " if section else ""
+        if old is not _MISSING:
+            lines.append(f"{indent}- {old}" if old != SECTION_GONE else f"{indent}(the section goes)")
+        if new is not _MISSING:
+            lines.append(f"{indent}+ {new}")
+    if len(fields) > LINES_SHOWN:
+        lines.append(f"... and {len(fields) - LINES_SHOWN} more lines")
     return lines
 
 
