@@ -105,16 +105,36 @@ def test_a_joined_host_readdressed_is_refused(running):
     assert "pools.yaml: gpu.hosts: gpu01 joined as 10.20.1.101" in result.output
 
 
-def test_a_control_plane_member_replaced_is_refused(running):
+def test_a_control_plane_member_replaced_takes_its_successor_named_in_config(running):
+    """cp05 out, cp09 in: refused, naming the field that moves it; with the field, synth goes on and the
+    RUNBOOK has the move's steps (cp09 joins, then cp05 leaves etcd)."""
     config, out = running
 
-    def replace(pools):  # cp05 out, cp09 in
+    def replace(pools):
         pools["control-plane"]["hosts"] = [
             {"names": "cp{01..04}", "first_address": "10.20.0.11"},
             {"name": "cp09", "address": "10.20.0.19"},
         ]
 
     edit_yaml(config, "pools.yaml", replace)
+    before = tree_bytes(out)
     result = synth(config, out)
     assert result.exit_code == 2
-    assert "control-plane member cp05 is gone" in result.output
+    (line,) = result.output.strip().splitlines()
+    assert "clusters.yaml: ai.replaced_members: control-plane member cp05 of ai is gone" in line
+    assert "(cp05: <host>)" in line and "Moving control-plane member" in line
+    assert tree_bytes(out) == before
+    edit_yaml(config, "clusters.yaml", lambda c: c["ai"].update(replaced_members={"cp05": "cp08"}))
+    result = synth(config, out)
+    assert (
+        result.exit_code == 2
+        and "ai.replaced_members.cp05: cp08 is no control-plane member of ai" in result.output
+    )
+    edit_yaml(config, "clusters.yaml", lambda c: c["ai"].update(replaced_members={"cp05": "cp09"}))
+    result = synth(config, out)
+    assert result.exit_code == 0, result.output
+    runbook = (out / "one-cluster/bootstrap/RUNBOOK.md").read_text()
+    section = runbook[runbook.index("### Moving control-plane member cp05 to cp09 (`ai`)") :]
+    join = section.index("kubeadm join --config /tmp/kubeadm.yaml")
+    assert "join-control-plane-cp09.yaml" in section[:join]
+    assert join < section.index("kubeadm reset -f   # on cp05") < section.index("kubectl delete node cp05")

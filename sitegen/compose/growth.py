@@ -6,7 +6,8 @@ would disturb it:
   erasure sets are fixed when a pool starts, so the site grows by adding a pool;
 - a joined host readdressed or renamed: its address is its kubelet's node-ip (and, on the control
   plane, etcd's peer URL), its name the Node's;
-- a control-plane member gone: a stacked etcd member is removed from etcd first, then replaced;
+- a control-plane member gone that `clusters.yaml` `replaced_members` does not name: its stacked etcd
+  member must be moved (the RUNBOOK's steps come with the entry), not dropped;
 - an Application gone (a component, tenant or cluster removed or renamed) that `gitops.yaml`
   `acknowledged_removals` does not list: its ApplicationSet would delete it, and its objects would run
   on unmanaged (or, renamed, be adopted by the new one), which a reviewer must see and accept.
@@ -156,9 +157,11 @@ def _check_hosts(site: Site, rendered: Mapping[PurePosixPath, bytes], out_dir: P
                     f"{renamed} has {host}'s address ({address}, {folder}): a joined node is not renamed; "
                     "drain and delete it, then join it under the new name",
                 )
-            if host not in now and control_plane:
+            cluster = folder.name
+            if host not in now and control_plane and host not in site.clusters[cluster].replaced_members:
                 raise ConfigError(
-                    ("pools", site.control_plane_pool, "hosts"),
-                    f"control-plane member {host} is gone ({folder}): remove it from etcd first "
-                    "(RUNBOOK: replacing a control-plane member), then change the pool",
+                    ("clusters", cluster, "replaced_members"),
+                    f"control-plane member {host} of {cluster} is gone ({folder}): name the host taking its "
+                    f"place ({host}: <host>); the RUNBOOK then says how it moves (Moving control-plane "
+                    "member), `sitegen diff` shows the steps",
                 )

@@ -8,7 +8,7 @@ from typing import Annotated
 from pydantic import Field
 
 from sitegen.model.fabric import Fabric
-from sitegen.model.fields import Address, Cidr, ConfigError, DnsName, Loc, Strict, dotted
+from sitegen.model.fields import Address, Cidr, ConfigError, DnsLabel, DnsName, Loc, Strict, dotted
 from sitegen.model.network import Network
 from sitegen.model.pools import Pool
 
@@ -33,6 +33,10 @@ class Cluster(Strict):
     load_balancer_cidr: Cidr
     dns_domain: DnsName = "cluster.local"
     etcd_quota_gib: Annotated[int, Field(ge=2, le=8)] = 8
+    # A control-plane member that moved to another host: the member that left -> the host that took
+    # its place. Synth refuses a member gone from the control plane unless it is listed here, and the
+    # RUNBOOK gains the move's steps (the new member joins, then the old one leaves etcd).
+    replaced_members: dict[DnsLabel, DnsLabel] = {}
 
 
 # kube-apiserver refuses a larger IPv4 service range (--service-cluster-ip-range: at most 20 host bits)

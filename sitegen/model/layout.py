@@ -138,6 +138,7 @@ def resolve(site: Site, variant: str) -> VariantLayout:
         ]
         if vc.control_plane is not None:
             source = site.pools[vc.control_plane.from_pool]
+            by_name = {h.name: h for h in source.hosts}
             pools.insert(
                 0,
                 PoolLayout(
@@ -146,7 +147,7 @@ def resolve(site: Site, variant: str) -> VariantLayout:
                     hardware=site.hardware[source.hardware],
                     labels=site.node_labels(site.control_plane_pool),
                     taints=tuple(cp_pool.taints),
-                    hosts=tuple(h for h in source.hosts if h.name in vc.control_plane.hosts),
+                    hosts=tuple(by_name[name] for name in vc.control_plane.hosts),  # the first inits
                 ),
             )
         clusters.append(ClusterLayout(name=cname, spec=site.clusters[cname], pools=tuple(pools)))

@@ -52,6 +52,7 @@ def check_variants(
                 raise ConfigError(("variants", vname), f"pool {pool!r} is in no cluster")
         for cname, vc in variant.clusters.items():
             _check_control_plane(("variants", vname, "clusters", cname), vc, pools)
+            _check_replaced_members(vname, cname, vc, clusters[cname], pools)
             _check_pod_addresses(vname, cname, vc, clusters[cname], pools)
 
 
@@ -93,6 +94,31 @@ def _check_control_plane(loc: Loc, vc: VariantCluster, pools: dict[str, Pool]) -
     _check_members((*cloc, "hosts"), len(carve.hosts))
     if len(carve.hosts) >= len(available):
         raise ConfigError((*cloc, "hosts"), f"would leave pool {carve.from_pool!r} empty")
+
+
+def control_plane_hosts(vc: VariantCluster, pools: dict[str, Pool]) -> list[str]:
+    if vc.control_plane is not None:
+        return list(vc.control_plane.hosts)
+    cp = next(name for name in vc.pools if pools[name].role == CONTROL_PLANE_ROLE)
+    return [h.name for h in pools[cp].hosts]
+
+
+def _check_replaced_members(
+    vname: str, cname: str, vc: VariantCluster, cluster: Cluster, pools: dict[str, Pool]
+) -> None:
+    members = control_plane_hosts(vc, pools)
+    taken: dict[str, str] = {}
+    for old, new in cluster.replaced_members.items():
+        loc: Loc = ("clusters", cname, "replaced_members", old)
+        if old in members:
+            raise ConfigError(loc, f"{old} is still a control-plane member of {cname} in variant {vname}")
+        if new not in members:
+            raise ConfigError(
+                loc, f"{new} is no control-plane member of {cname} in variant {vname} ({', '.join(members)})"
+            )
+        if new in taken:
+            raise ConfigError(loc, f"{new} already takes the place of {taken[new]}")
+        taken[new] = old
 
 
 def _check_members(loc: Loc, members: int) -> None:
