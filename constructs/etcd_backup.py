@@ -4,25 +4,34 @@
   network, etcd's health-check client certificate, read-only from the host). One snapshot of a member
   holds the whole keyspace.
 - PKI: the CAs kubeadm keeps in `/etc/kubernetes/pki` (cluster, etcd, front proxy, the service-account
-  signing key), archived and encrypted with CMS (AES-256-GCM) to a recipient certificate: the key that
-  decrypts it never enters the cluster. Without them a restored etcd has no CA its kubelets trust.
+  signing key) and the API server's encryption configuration (the key of the Secrets in etcd), archived
+  and encrypted with CMS (AES-256-GCM) to a recipient certificate: the key that decrypts it never enters
+  the cluster and is kept offline. Without the CAs a restored etcd has no CA its kubelets trust; without
+  the encryption key none of its Secrets reads, and the vault, where the key lives otherwise, may be
+  what is lost.
 """
 
 from __future__ import annotations
 
+from pathlib import PurePosixPath
+
 from constructs.host_backup import OUTPUT_DIR, ROOT_CONTAINER, Producer, output_mount
+from constructs.kubeadm import ENCRYPTION_CONFIG, KUBEADM_PKI
 from sitegen.model import ImagePin
 
 ETCD_PKI = "/etc/kubernetes/pki/etcd"
 ETCD_CLIENT_FILES = ("ca.crt", "healthcheck-client.crt", "healthcheck-client.key")
-KUBEADM_PKI = "/etc/kubernetes/pki"
+ENCRYPTION_DIR = str(PurePosixPath(ENCRYPTION_CONFIG).parent)
+KUBEADM_DIR = PurePosixPath(KUBEADM_PKI).parent
+# what the archive holds, relative to kubeadm's folder (one tar -C for both)
+ARCHIVED = " ".join(str(PurePosixPath(p).relative_to(KUBEADM_DIR)) for p in (KUBEADM_PKI, ENCRYPTION_DIR))
 RECIPIENT_MOUNT = "/etc/pki-recipient"
 ETCD_PREFIX = "etcd"
 PKI_PREFIX = "pki"
 
 PKI_SCRIPT = f"""\
 set -eu -o pipefail
-tar -C {KUBEADM_PKI.rsplit("/", 1)[0]} -cf - pki \\
+tar -C {KUBEADM_DIR} -cf - {ARCHIVED} \\
   | openssl cms -encrypt -binary -aes-256-gcm -outform DER -out {OUTPUT_DIR}/pki.tar.cms \\
     {RECIPIENT_MOUNT}/tls.crt
 """
@@ -75,6 +84,7 @@ def pki_archive(openssl: ImagePin, recipient_secret: str) -> Producer:
             "securityContext": ROOT_CONTAINER,  # the CAs' keys are root's, 0600
             "volumeMounts": [
                 {"name": "kubeadm-pki", "mountPath": KUBEADM_PKI, "readOnly": True},
+                {"name": "encryption", "mountPath": ENCRYPTION_DIR, "readOnly": True},
                 {"name": "recipient", "mountPath": RECIPIENT_MOUNT, "readOnly": True},
                 output_mount(),
             ],
@@ -83,6 +93,7 @@ def pki_archive(openssl: ImagePin, recipient_secret: str) -> Producer:
         suffix=".tar.cms",
         volumes=(
             {"name": "kubeadm-pki", "hostPath": {"path": KUBEADM_PKI, "type": "Directory"}},
+            {"name": "encryption", "hostPath": {"path": ENCRYPTION_DIR, "type": "Directory"}},
             {"name": "recipient", "secret": {"secretName": recipient_secret}},
         ),
     )

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import yaml
 
-from constructs.etcd_backup import KUBEADM_PKI, PKI_SCRIPT, RECIPIENT_MOUNT
+from constructs.etcd_backup import KUBEADM_DIR, PKI_SCRIPT, RECIPIENT_MOUNT
 from constructs.host_backup import OUTPUT_DIR
 from sitegen.model import load_site
 from sitegen.report.plan import plan_json, render_plan
@@ -77,11 +77,14 @@ def test_the_clusters_hold_the_recipient_certificate_never_its_key(docs):
 
 def test_the_pki_archive_decrypts_with_the_offline_key_as_the_drill_says(tmp_path: Path):
     """The archive script, run with the host's tar and openssl over a stand-in PKI folder; then the
-    RUNBOOK drill's decrypt command, verbatim but for file names, gives the four CA keys back."""
+    RUNBOOK drill's decrypt command, verbatim but for file names, gives the four CA keys back and the
+    encryption key of the Secrets at rest (escrowed with them, for a restore without the vault)."""
     pki = tmp_path / "etc/kubernetes/pki"
     (pki / "etcd").mkdir(parents=True)
     for key in ("ca.key", "sa.key", "front-proxy-ca.key", "etcd/ca.key"):
         (pki / key).write_text(f"secret of {key}\n")
+    (tmp_path / "etc/kubernetes/enc").mkdir()
+    (tmp_path / "etc/kubernetes/enc/enc.yaml").write_text("secret of the encryption key\n")
     recipient, out = tmp_path / "recipient", tmp_path / "backup"
     recipient.mkdir()
     out.mkdir()
@@ -91,7 +94,7 @@ def test_the_pki_archive_decrypts_with_the_offline_key_as_the_drill_says(tmp_pat
         check=True, capture_output=True,
     )  # fmt: skip
     script = (
-        PKI_SCRIPT.replace(KUBEADM_PKI.rsplit("/", 1)[0], str(tmp_path / "etc/kubernetes"))
+        PKI_SCRIPT.replace(str(KUBEADM_DIR), str(tmp_path / "etc/kubernetes"))
         .replace(RECIPIENT_MOUNT, str(recipient))
         .replace(OUTPUT_DIR, str(out))
         .replace("set -eu -o pipefail", "set -eu")  # the host's sh may lack pipefail; busybox has it
@@ -111,7 +114,7 @@ def test_the_pki_archive_decrypts_with_the_offline_key_as_the_drill_says(tmp_pat
     )
     listed = subprocess.run(["bash", "-c", command], check=True, capture_output=True, text=True).stdout
     assert sorted(line.split()[-1] for line in listed.splitlines()) == [
-        "pki/ca.key", "pki/etcd/ca.key", "pki/front-proxy-ca.key", "pki/sa.key",
+        "enc/enc.yaml", "pki/ca.key", "pki/etcd/ca.key", "pki/front-proxy-ca.key", "pki/sa.key",
     ]  # fmt: skip
 
 

@@ -106,8 +106,9 @@ openssl req -x509 -newkey rsa:4096 -sha256 -days 3650 -nodes -subj /CN=pki-backu
 vault kv put {folder}/pki-recipient tls.crt=@{RECIPIENT}.crt
 ```
 
-`{RECIPIENT}.key` decrypts every PKI archive: keep it offline (two sealed copies), never in the vault
-the clusters read; the clusters hold only the certificate.
+`{RECIPIENT}.key` decrypts every PKI archive, and so the CAs and the key of the Secrets at rest: keep it
+offline (two sealed copies), never in the vault the clusters read; the clusters hold only the
+certificate.
 """
 
 
@@ -131,7 +132,7 @@ etcdutl snapshot status drill.db -w table   # hash, revision, keys
 {s3} ls s3://{second.bucket}/pki/{cluster}/ | tail -1
 {s3} cp s3://{second.bucket}/pki/{cluster}/<newest>.tar.cms drill-pki.tar.cms
 openssl cms -decrypt -binary -inform DER -in drill-pki.tar.cms -recip {RECIPIENT}.crt -inkey {RECIPIENT}.key \\
-  | tar -tvf - | grep -E 'pki/(ca|etcd/ca|front-proxy-ca|sa)\\.key$'   # all four keys present
+  | tar -tvf - | grep -E '(pki/(ca|etcd/ca|front-proxy-ca|sa)\\.key|enc/enc\\.yaml)$'   # the four CA keys, the encryption key
 velero backup get --selector velero.io/schedule-name={second.name}
 velero restore create drill-{second.name}-$(date +%Y%m) --from-schedule {second.name} \\
   --include-namespaces {tenant} --namespace-mappings {tenant}:{tenant}-drill --wait
@@ -139,7 +140,9 @@ kubectl delete namespace {tenant}-drill; shred -u drill.db drill-pki.tar.cms
 ```
 
 After losing AIStor: restore etcd (above) from the newest snapshot of this bucket, with the CAs of the
-newest PKI archive put back in `/etc/kubernetes/pki` first, then Velero's objects from the `{second.name}`
+newest PKI archive put back in `/etc/kubernetes/pki` first and its encryption configuration in
+`/etc/kubernetes/enc` on every control-plane host (the key of the Secrets in the snapshot, there even
+when the vault is lost), then Velero's objects from the `{second.name}`
 location (`velero restore create --from-schedule {second.name}`). Tenant volumes come back from their
 PowerScale snapshots, not from here.
 """
