@@ -203,8 +203,8 @@ ETCD_METRICS_PORT = 2381
 ETCD_PATCH = "etcd+json.yaml"
 
 
-def etcd_patch_file(host: Host) -> str:
-    return f"etcd-{host.name}.yaml"
+def etcd_patch_file(host: str) -> str:
+    return f"etcd-{host}.yaml"
 
 
 def etcd_metrics_patch(host: Host) -> str:

@@ -21,6 +21,7 @@ from constructs.kubeadm import (
     AUDIT_POLICY,
     AUTHENTICATION_CONFIG,
     ENCRYPTION_CONFIG,
+    ETCD_PATCH,
     KUBELET_PATCH,
     PATCHES_DIR,
 )
@@ -29,7 +30,6 @@ from sitegen.model import Site, VariantLayout, paths
 
 INVENTORY = "inventory.yml"
 PLAYBOOK = "site.yml"
-ETCD_PATCH = "etcd+json.yaml"
 
 
 def group(cluster: str, pool: str) -> str:

@@ -9,20 +9,16 @@ from __future__ import annotations
 
 import shlex
 
-from constructs.etcd_backup import ETCD_PKI
 from constructs.gpu_workload import BATCH_LABEL
 from constructs.kubeadm import PATCHES_DIR
+from sitegen.components.platform_nodes.etcd_backup import EtcdBackup
 from sitegen.components.storage.aistor import OBJECT_STORE
 from sitegen.compose.apps import VariantApps
 from sitegen.compose.ownership import KEEP_ON_DELETE, SYNC_OPTIONS
+from sitegen.compose.procedures.replacement import replacements
 from sitegen.compose.procedures.second_target import restore_drill
 from sitegen.model import ClusterLayout, PoolLayout, paths
 from sitegen.model.maintenance import Budget
-
-ETCDCTL = (
-    f"ETCDCTL_API=3 etcdctl --endpoints=https://127.0.0.1:2379 --cacert={ETCD_PKI}/ca.crt "
-    f"--cert={ETCD_PKI}/server.crt --key={ETCD_PKI}/server.key"
-)
 
 
 def _names(pool: PoolLayout) -> str:
@@ -110,7 +106,8 @@ registered, every DaemonSet that should run there (the GPU Operator's, node-expo
 fabric agents) misses a pod, and Argo CD keeps those apps Progressing: nothing else waits on them, but
 their alerts and a changed ApplicationSet of theirs do. The repaired host's kubelet registers it again
 with its pool's taints (its join configuration); the node labeler gives back its labels; burn it in
-before the uncordon.
+before the uncordon. A host that comes back rebuilt (a new OS disk) joins anew: Rebuilding a host of
+pool `{pool.name}`.
 
 GPU driver upgrades follow the same rule without you: the GPU Operator's upgrade policy takes one node
 at a time and only once the `{BATCH_LABEL}=true` pods on it have completed (no timeout), so a driver
@@ -141,8 +138,8 @@ kubectl -n {OBJECT_STORE} delete pod <the server pod on that node>   # remounts;
 ```
 
 A whole server: cordon and drain it (its ObjectStore pod stops; within the budget above), repair or
-replace the hardware keeping its name and address (synth refuses either change), and join it again with
-its pool's join step. Drives moved from the failed chassis keep what the volume manager wrote on them
+replace the hardware keeping its name and address (synth refuses either change), and join it again
+(Rebuilding a host of pool `{tier.pool}`). Drives moved from the failed chassis keep what the volume manager wrote on them
 (the XFS filesystem whose UUID names the drive): do not initialize them. Its node server finds them, they
 list as Ready again (`kubectl directpv list drives --nodes <node>`), and the server's data is there
 without healing it over the network. `discover` offers only drives without a filesystem: initialize
@@ -160,11 +157,12 @@ resized: more servers are a new entry of `storage.aistor.server_pools`, and a po
 Add them to their pool in `config/pools.yaml` (storage hosts also as a new server pool), synth, review
 and merge. On each new host run its pool's join step from the bring-up above with the regenerated files
 ({folders}); `node-labels` labels it, and Argo CD syncs what changed (a new ObjectStore pool, larger
-quotas). Joined hosts keep their names and addresses: synth refuses a renamed or readdressed host and a
-control-plane member that disappears.
+quotas). Joined hosts keep their names and addresses: synth refuses a renamed or readdressed host, and
+a control-plane member that disappears unless `config/clusters.yaml` `replaced_members` names the host
+taking its place (the RUNBOOK then has the move's steps).
 """
     )
-    return out
+    return out + replacements(apps)
 
 
 def _kubernetes_upgrade(apps: VariantApps, minor: str, nxt: str) -> str:
@@ -282,26 +280,34 @@ that set: the root then waits on the set until the app is back).
 
 def _etcd(apps: VariantApps) -> str:
     clusters = ", ".join(f"`{c.name}` ({_names(c.control_plane)})" for c in apps.layout.clusters)
+    etcd = apps.site.versions.images["etcd"].ref
     return f"""### etcd: snapshot and restore
 
 Each cluster's etcd ({clusters}) is stacked on its control-plane nodes. Take a snapshot before every
-upgrade or membership change, and keep it off the node:
+upgrade or membership change: a run of the scheduled snapshot, off the node into the backup bucket
+(`sitegen plan` lists where each schedule keeps its copies):
 
 ```sh
-{ETCDCTL} snapshot save /var/lib/etcd-snapshots/etcd-$(date +%Y%m%dT%H%M).db
+job=etcd-backup-$(date +%Y%m%d%H%M)
+kubectl -n {EtcdBackup.namespace} create job "$job" --from=cronjob/{EtcdBackup.name}
+kubectl -n {EtcdBackup.namespace} wait --for=condition=complete --timeout=15m "job/$job"
 ```
 
-- One member lost (quorum kept): on a healthy member `etcdctl member list` and `etcdctl member remove
-  <id>` of the lost one; `kubeadm reset` on the lost node, then join it again with its own
-  `join-control-plane-<host>.yaml`.
+No host package carries etcd's tools: etcdctl runs in the etcd pods (`kubectl -n kube-system exec
+etcd-<host> -- etcdctl ...`), and a restore, with the API down, runs etcdutl from the image kubeadm
+runs (`ctr -n k8s.io run --rm --mount type=bind,src=/var/lib,dst=/var/lib,options=rbind:rw
+{etcd} etcdutl etcdutl ...`).
+
+- One member lost (quorum kept): Replacing a control-plane member, above.
 - A majority lost (no quorum, the API is down): on one surviving member stop the static pods (move
   `/etc/kubernetes/manifests/*.yaml` aside), `etcdutl snapshot restore <snapshot> --data-dir
   /var/lib/etcd-restored --name <host> --initial-cluster <host>=https://<address>:2380
   --initial-advertise-peer-urls https://<address>:2380`, point etcd's manifest at the restored data
   dir, start it, then `kubeadm reset` and re-join every other member one at a time.
 - All lost: `kubeadm init` the first control-plane node from a snapshot restored as above into
-  `/var/lib/etcd` before the init (`--ignore-preflight-errors=DirAvailable--var-lib-etcd`), then join the
-  others; Argo CD reconciles whatever changed in git since the snapshot.
+  `/var/lib/etcd` before the init (`--ignore-preflight-errors=DirAvailable--var-lib-etcd`), with the
+  cluster's CAs and encryption configuration back first (the vault, or the PKI archive of the second
+  target), then join the others; Argo CD reconciles whatever changed in git since the snapshot.
 """
 
 

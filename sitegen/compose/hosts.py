@@ -50,7 +50,7 @@ def etcd_patches(variant: str, cluster: ClusterLayout) -> list[OutputFile]:
     folder = paths.kubeadm_dir(variant, cluster.name)
     return [
         OutputFile(
-            folder / etcd_patch_file(host),
+            folder / etcd_patch_file(host.name),
             [],
             f"On {host.name}, before kubeadm init/join: {PATCHES_DIR}/{ETCD_PATCH}",
             text=etcd_metrics_patch(host),

@@ -7,7 +7,19 @@ from sitegen.components.platform.namespaces import Namespaces
 from sitegen.components.platform_nodes.node_labels import NodeLabels
 from sitegen.compose.apps import VariantApps
 from sitegen.compose.procedures.book import Runbook
-from sitegen.model import ClusterLayout, paths
+from sitegen.model import ClusterLayout, PoolLayout, paths
+
+
+def label_nodes(pool: PoolLayout, names: list[str]) -> str:
+    """The command that gives nodes their pool's labels at once (the node labeler would within its
+    schedule)."""
+    pairs = " ".join(f"{k}={v}" for k, v in sorted(pool.labels.items()))
+    return f"kubectl label node --overwrite {' '.join(names)} \\\n  {pairs}"
+
+
+def volume_group(name: str) -> str:
+    """The local NVMe cache's LVM volume group on a host (TopoLVM carves the cache volumes from it)."""
+    return f"pvcreate /dev/nvme1n1 && vgcreate {name} /dev/nvme1n1   # list every cache drive of the host"
 
 
 def node_labels(book: Runbook, apps: VariantApps, cluster: ClusterLayout) -> None:
@@ -17,11 +29,7 @@ def node_labels(book: Runbook, apps: VariantApps, cluster: ClusterLayout) -> Non
         if apps.context(cluster).has(Namespaces)
         else ""
     )
-    label_lines = "\n".join(
-        f"kubectl label node --overwrite {' '.join(h.name for h in pool.hosts)} \\\n  "
-        + " ".join(f"{k}={v}" for k, v in sorted(pool.labels.items()))
-        for pool in cluster.pools
-    )
+    label_lines = "\n".join(label_nodes(pool, [h.name for h in pool.hosts]) for pool in cluster.pools)
     book.step(
         "Node labels and namespaces",
         f"""
@@ -51,7 +59,7 @@ TopoLVM carves cache volumes out of one LVM volume group per node. On every {nam
 local NVMe drives (never the OS disk):
 
 ```sh
-pvcreate /dev/nvme1n1 && vgcreate {local_cache.volume_group} /dev/nvme1n1   # list every cache drive of the host
+{volume_group(local_cache.volume_group)}
 ```
 """,
     )

@@ -10,13 +10,15 @@ from sitegen.compose.hosts import PULL_AUTH_PLACEHOLDER
 from sitegen.compose.procedures.book import Runbook
 from sitegen.model import paths
 
+TITLE = "Harbor's pull credential on every host"
+
 
 def pull_credential(book: Runbook, apps: VariantApps) -> None:
     registry = apps.site.services.registry
     kv = apps.site.secrets.vault.path
     mirrors = paths.in_repo(paths.mirrors_dir(apps.layout.name))
     book.step(
-        "Harbor's pull credential on every host",
+        TITLE,
         f"""
 Harbor's proxy-cache projects are private: containerd pulls them as the robot `{ROBOT_PREFIX}{PULL_ROBOT}`
 (pull on every project, nothing else), which the `harbor-config` Job keeps at the vault's secret

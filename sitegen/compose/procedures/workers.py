@@ -8,11 +8,27 @@ from pathlib import PurePosixPath
 from sitegen.compose.apps import VariantApps
 from sitegen.compose.procedures.book import Runbook
 from sitegen.compose.procedures.burn_in import cordoned_at_join
-from sitegen.compose.procedures.control_plane import kubelet_patch
+from sitegen.compose.procedures.control_plane import kubelet_patch, read_join_values, store_join_values
 from sitegen.compose.procedures.gpu_topology import checked_later
-from sitegen.model import ClusterLayout, PoolLayout, paths
+from sitegen.model import ClusterLayout, PoolLayout, Site, paths
 
 JOIN_TOKEN_TTL = "2h"  # per pool: a pool's hosts join in parallel, well within it
+
+
+def join_token(description: str) -> str:
+    """A bootstrap token of its own, made on a control-plane node, for the joins of one pool or host."""
+    return f"export KUBEADM_TOKEN=\"$(kubeadm token create --ttl {JOIN_TOKEN_TTL} --description '{description}')\""
+
+
+def worker_join(
+    site: Site, cluster: ClusterLayout, kdir: PurePosixPath, pool: PoolLayout, name: str, address: str
+) -> str:
+    """A worker's join, on the host, with the token and the CA's hash from the vault."""
+    return f"""{read_join_values(site, cluster, "KUBEADM_TOKEN", "KUBEADM_CA_CERT_HASH")}
+export NODE_NAME={name} NODE_IP={address}
+{kubelet_patch(kdir, pool)}
+envsubst < {kdir}/join-{pool.name}.yaml > /tmp/kubeadm.yaml
+kubeadm join --config /tmp/kubeadm.yaml"""
 
 
 def workers(book: Runbook, apps: VariantApps, cluster: ClusterLayout) -> None:
@@ -20,7 +36,7 @@ def workers(book: Runbook, apps: VariantApps, cluster: ClusterLayout) -> None:
     for pool in cluster.worker_pools:
         if pool.name in apps.site.fabric.nics:
             _fabric_preparation(book, apps, cluster, pool, kdir)
-        _join(book, cluster, pool, kdir)
+        _join(book, apps.site, cluster, pool, kdir)
 
 
 def _fabric_preparation(
@@ -44,26 +60,24 @@ bash {kdir}/fabric-preflight-{pool.name}.sh
     )
 
 
-def _join(book: Runbook, cluster: ClusterLayout, pool: PoolLayout, kdir: PurePosixPath) -> None:
+def _join(book: Runbook, site: Site, cluster: ClusterLayout, pool: PoolLayout, kdir: PurePosixPath) -> None:
     first = cluster.control_plane.hosts[0]
     taints = ", ".join(f"{t.key}={t.value or ''}:{t.effect}" for t in pool.taints) or "none"
     book.step(
         f"Worker join: pool {pool.name} ({len(pool.hosts)} hosts)",
         f"""
 A bootstrap token of the pool's own: the one of `kubeadm init` expires two hours after it, long
-before the last of the site's joins. On {first.name}, then hand `KUBEADM_TOKEN` to the pool's hosts:
+before the last of the site's joins. On {first.name}, into the vault for the pool's hosts:
 
 ```sh
-export KUBEADM_TOKEN="$(kubeadm token create --ttl {JOIN_TOKEN_TTL} --description 'join pool {pool.name}')"
+{join_token(f"join pool {pool.name}")}
+{store_join_values(site, cluster, "KUBEADM_TOKEN")}
 ```
 
 On each host, with `NODE_NAME` and `NODE_IP` from the list in the file's header:
 
 ```sh
-export NODE_NAME=<host> NODE_IP=<address>
-{kubelet_patch(kdir, pool)}
-envsubst < {kdir}/join-{pool.name}.yaml > /tmp/kubeadm.yaml
-kubeadm join --config /tmp/kubeadm.yaml
+{worker_join(site, cluster, kdir, pool, "<host>", "<address>")}
 ```
 
 The pool's taints ({taints}) are set
