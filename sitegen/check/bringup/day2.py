@@ -34,10 +34,11 @@ from urllib.parse import urlparse
 from constructs import gpu_node_guard as guard
 from constructs.objects import pod_account
 from sitegen.check.bringup import delivery_day2 as delivery
+from sitegen.check.bringup import rebuild
 from sitegen.check.bringup.argo import HEALTHY, AppSync
 from sitegen.check.bringup.cluster import Cluster
 from sitegen.check.bringup.events import Blocker, Event, Stop
-from sitegen.check.bringup.kube import NOT_READY, Taint
+from sitegen.check.bringup.kube import CORDONED, NOT_READY
 from sitegen.check.bringup.runbook import commands
 from sitegen.check.bringup.scripts import run_guard_pass
 from sitegen.check.netpol import End
@@ -47,11 +48,9 @@ from sitegen.model.maintenance import Budget
 if TYPE_CHECKING:
     from sitegen.check.bringup.simulate import Simulation
 
-UNSCHEDULABLE = Taint("node.kubernetes.io/unschedulable", "", "NoSchedule")  # what a cordon adds
 GPU = "nvidia.com/gpu"
 XID_REASON = "gpu-fatal-xid"  # the guard's label value for a fatal Xid (constructs/monitoring.py)
 LINK_DOWN = "ndr-link-down"  # and for a fabric port down
-NODE_LOCAL = {"directpv-min-io", "topolvm-provisioner"}  # claims that tie a pod to its node
 _UPGRADE = re.compile(r"^### Upgrading Kubernetes.*?(?=^### )", re.S | re.M)
 _POOL_BATCH = re.compile(r"^  - pool `([\w-]+)` \((\d+) nodes\): (\d+) at a time", re.M)
 _CLUSTER = re.compile(r"^- `([\w-]+)`: control plane", re.M)
@@ -71,6 +70,7 @@ def replay(sim: Simulation, budgets: dict[str, dict[str, Budget]]) -> None:
     delivery.a_spoke_in_trouble(sim)
     gang_job_with_a_node_down(sim)
     a_gpu_breaks(sim)
+    rebuild.hosts_rebuilt(sim)
     a_node_down_while_a_chart_bump_lands(sim)  # last: the node does not come back
 
 
@@ -165,7 +165,8 @@ def _drain_pool(sim: Simulation, cluster: Cluster, pool: str, size: int, budgets
     for start in range(0, len(hosts), size):
         batch = hosts[start : start + size]
         running = [w for w in cluster.workloads.values() if w.running]
-        waiting = _drain(cluster, batch, sim.rails[cluster.name])
+        waiting = cluster.drain(batch)
+        cluster.reconcile(sim.rails[cluster.name])
         stranded = [w for w in running if not w.running and w.template.ref not in waiting]
         if stranded:
             w = stranded[0]
@@ -180,28 +181,10 @@ def _drain_pool(sim: Simulation, cluster: Cluster, pool: str, size: int, budgets
         _uncordon(cluster, batch, sim.rails[cluster.name])
 
 
-def _drain(cluster: Cluster, batch: list[str], rails: dict[str, set[str]]) -> set[str]:
-    """Cordon and evict as `kubectl drain --ignore-daemonsets` does; the workloads whose pods wait for
-    a drained node (node-local claims) are returned."""
-    waiting = set()
-    for name in batch:
-        node = cluster.nodes[name]
-        node.taints = [*node.taints, UNSCHEDULABLE]
-    for w in cluster.workloads.values():
-        if w.template.daemon or w.done or not set(batch) & set(w.placed):
-            continue
-        cluster.evict(w, f"evicted by the drain of {', '.join(sorted(set(batch) & set(w.placed)))}")
-        if NODE_LOCAL & set(w.claim_classes):
-            waiting.add(w.template.ref)
-            w.reason = "waits for its node (its volume is on it)"
-    cluster.reconcile(rails)
-    return waiting
-
-
 def _uncordon(cluster: Cluster, batch: list[str], rails: dict[str, set[str]]) -> None:
     for name in batch:
         node = cluster.nodes[name]
-        node.taints = [t for t in node.taints if t != UNSCHEDULABLE]
+        node.taints = [t for t in node.taints if t != CORDONED]
     cluster.changes += 1
     cluster.reconcile(rails)
 
@@ -278,10 +261,10 @@ def a_gpu_breaks(sim: Simulation) -> None:
         }
         by_hand = gpu_nodes[: int(env.get("MAX_NODES", "0") or 0)]
         for name in by_hand:
-            cluster.nodes[name].taints.append(UNSCHEDULABLE)
+            cluster.nodes[name].taints.append(CORDONED)
         run = run_guard_pass(cluster, deployment, {XID_REASON: [node], LINK_DOWN: by_hand})
         for name in by_hand:
-            cluster.nodes[name].taints.remove(UNSCHEDULABLE)
+            cluster.nodes[name].taints.remove(CORDONED)
         if run is None:
             cluster.assumed.add(
                 f"Deployment {guard.NAME}: its script not run (sh, curl or openssl not found here)"

@@ -70,6 +70,7 @@ NOT_READY = (
     Taint("node.kubernetes.io/not-ready", "", "NoSchedule"),
     Taint("node.kubernetes.io/not-ready", "", "NoExecute"),
 )
+CORDONED = Taint("node.kubernetes.io/unschedulable", "", "NoSchedule")  # what `kubectl cordon` adds
 
 # What the DaemonSet controller adds to every DaemonSet pod (pkg/controller/daemon/util).
 DAEMONSET_TOLERATIONS = (

@@ -6,9 +6,10 @@ allows. A workload Kueue has not admitted does not start (scheduling.py).
 At admission the first flavor that covers the workload's resources is assigned, and its node labels
 and tolerations are injected into the pods, as Kueue does.
 
-waitForPodsReady (all or nothing): an admitted workload whose pods do not all fit on the nodes there
-are (a 12-node job while a GPU node is down) is evicted, giving its nodes and quota back, and requeued
-with backoff; it is admitted again once the nodes change (one comes back, or a cordon lifts). Without it the workload stays admitted and
+waitForPodsReady (all or nothing): an admitted workload whose pods are not all Ready (a 12-node job
+while a GPU node is down, pods a ResourceQuota refuses) is evicted, giving its nodes and quota back,
+and requeued with backoff; it is admitted again once what held its pods changed (a node comes back, a
+cordon lifts, the refusal is another). Without it the workload stays admitted and
 holds what its placed pods took.
 
 Not modelled: cohorts and borrowing, flavor quotas (summed per resource), fair sharing,
@@ -88,7 +89,7 @@ class Kueue(ClusterObjects):
             if w.admitted:
                 continue
             if w.backoff is not None:
-                if w.backoff == nodes:
+                if w.backoff == nodes or w.backoff == ("pods", self.pod_blocker(w)):
                     continue
                 w.backoff = None
             why = self._admission(w, managed) or self._assign_flavor(w)
@@ -110,7 +111,8 @@ class Kueue(ClusterObjects):
             w.unplaced = False
             self._evict(w, f"evicted by Kueue: its pods were not all Ready within waitForPodsReady's {wait} "
                         f"({why}); requeued with backoff, its nodes and quota given back")  # fmt: skip
-            w.backoff = self._node_state()
+            blocked = self.pod_blocker(w)
+            w.backoff = self._node_state() if blocked is None else ("pods", blocked)
 
     def _node_state(self) -> frozenset[tuple[str, tuple[object, ...]]]:
         """What a requeued workload waits to change: which nodes are up, and their taints (a cordon)."""

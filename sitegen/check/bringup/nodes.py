@@ -128,6 +128,7 @@ class Nodes(ClusterObjects):
             if ready and node.reporting and not node.ready:
                 node.ready = True
                 node.taints = [t for t in node.taints if t not in NOT_READY]
+                self.nodes_changed()
                 self.changes += 1
 
     # ---- the CNI's load-balancer addresses -------------------------------------------------------

@@ -58,8 +58,8 @@ class Workload:
     claim_classes: tuple[str | None, ...] = ()  # storage classes of its volume claim templates
     operator: tuple[str, str] | None = None  # (group, kind) of the custom resource an operator expands
     unadmitted: PodTemplate | None = None  # its template before Kueue injected its flavor's placement
-    unplaced: bool = False  # admitted, but its pods do not all fit on the nodes there are
-    backoff: object = None  # requeued by waitForPodsReady: held back until the nodes change
+    unplaced: bool = False  # admitted, but its pods are not all Ready (they do not fit, or are refused)
+    backoff: object = None  # requeued by waitForPodsReady: held back until the nodes or its refusal change
 
 
 class ClusterObjects:

@@ -41,9 +41,10 @@ def runbook_steps(text: str) -> list[RunbookStep]:
     return steps
 
 
-def commands(body: str) -> list[tuple[list[str], list[str]]]:
-    """Each shell command of the step's code blocks as words, with the here-document that follows it."""
-    out: list[tuple[list[str], list[str]]] = []
+def shell_lines(body: str) -> list[tuple[str, list[str]]]:
+    """Each shell line of the step's code blocks (continuations joined, comments cut), with the
+    here-document that follows it."""
+    out: list[tuple[str, list[str]]] = []
     for code in re.findall(r"```sh\n(.*?)```", body, flags=re.S):
         lines = code.replace("\\\n", " ").splitlines()
         i = 0
@@ -60,11 +61,23 @@ def commands(body: str) -> list[tuple[list[str], list[str]]]:
                     i += 1
                 i += 1
                 line = line[: marker.start()]
-            for part in re.split(r"\s*(?:&&|\|)\s*", line):
-                try:
-                    words = shlex.split(part)
-                except ValueError:
-                    words = part.split()
-                if words:
-                    out.append((words, heredoc))
+            out.append((line, heredoc))
     return out
+
+
+def words_of(line: str) -> list[list[str]]:
+    """The commands of one shell line (split at `&&` and pipes) as words."""
+    out = []
+    for part in re.split(r"\s*(?:&&|\|)\s*", line):
+        try:
+            words = shlex.split(part)
+        except ValueError:
+            words = part.split()
+        if words:
+            out.append(words)
+    return out
+
+
+def commands(body: str) -> list[tuple[list[str], list[str]]]:
+    """Each shell command of the step's code blocks as words, with the here-document that follows it."""
+    return [(words, heredoc) for line, heredoc in shell_lines(body) for words in words_of(line)]

@@ -24,8 +24,11 @@ from typing import Any
 
 from constructs.kubeadm import KUBELET_PATCH
 from sitegen.check.bringup.cluster import Cluster
+from sitegen.check.bringup.etcd import Etcd, Member, peer_url
 from sitegen.check.bringup.events import Blocker, Stop
+from sitegen.check.bringup.host import RebuiltHost, api_server_files
 from sitegen.check.bringup.kube import (
+    CORDONED,
     NOT_READY,
     Node,
     Taint,
@@ -40,7 +43,6 @@ from sitegen.check.bringup.runtime import refusal, written_config
 from sitegen.check.bringup.state import SimulationState
 from sitegen.model import paths
 
-CORDONED = Taint("node.kubernetes.io/unschedulable", "", "NoSchedule")  # what `kubectl cordon` adds
 CONTROL_PLANE_TAINT = Taint("node-role.kubernetes.io/control-plane", "", "NoSchedule")
 MAX_PODS = 110  # the kubelet's default
 EVICTION_HARD_MEMORY = 100 * 2**20  # the kubelet's default memory.available threshold
@@ -169,20 +171,33 @@ class RunbookReplay(SimulationState):
         raise Stop(Blocker("-", self.step, str(path), f"no {kind} in the file"))
 
     # ---- hosts ---------------------------------------------------------------------------------
-    def _api_server_files(self, cluster: Cluster, docs: list[dict[str, Any]], config: PurePosixPath) -> None:
-        """kube-apiserver does not start when a file its flags name is missing: the encryption config
-        (which only the runbook writes, its key from the vault) must be on the host before init."""
-        setup = next((d for d in docs if d.get("kind") == "ClusterConfiguration"), {})
-        flags = {a["name"]: a["value"] for a in (setup.get("apiServer") or {}).get("extraArgs") or []}
-        wanted = flags.get("encryption-provider-config")
-        if wanted and wanted not in self.host_files.get(cluster.name, set()):
+    def _api_server_files(self, cluster: Cluster, config: PurePosixPath, files: set[str]) -> None:
+        """kube-apiserver does not start when a file its flags name is missing: the audit policy, the
+        admission and authentication configurations, the encryption config (which only the runbook
+        writes, its key from the vault) must be on the host before init or a control-plane join (a
+        join takes the ClusterConfiguration kubeadm keeps from the init)."""
+        missing = [
+            (flag, f)
+            for flag, f in api_server_files(self.cluster_setup.get(cluster.name, {}))
+            if f not in files
+        ]
+        if missing:
+            flag, wanted = missing[0]
             raise Stop(Blocker(
                 cluster.name, self.step, str(config),
-                f"kube-apiserver does not start: --encryption-provider-config names {wanted}, which no "
-                "runbook step placed on the control-plane hosts",
+                f"kube-apiserver does not start: --{flag} names {wanted}, which no runbook step placed on "
+                "the control-plane host",
             ))  # fmt: skip
 
-    def _join(self, cluster: Cluster, config: PurePosixPath, patch: Mapping[str, Any] | None) -> None:
+    def _join(
+        self,
+        cluster: Cluster,
+        config: PurePosixPath,
+        patch: Mapping[str, Any] | None,
+        rebuilt: RebuiltHost | None = None,
+    ) -> None:
+        """kubeadm init or join with `config`: every host it names on day 1, or the one `rebuilt` host
+        (its runtime, files and rails its own, not its pool's)."""
         docs = self.tree.get(config, [])
         init = next((d for d in docs if d.get("kind") in ("InitConfiguration", "JoinConfiguration")), None)
         if init is None:
@@ -190,7 +205,12 @@ class RunbookReplay(SimulationState):
         registration = init.get("nodeRegistration") or {}
         control_plane = init["kind"] == "InitConfiguration" or "controlPlane" in init
         if init["kind"] == "InitConfiguration":
-            self._api_server_files(cluster, docs, config)
+            self.cluster_setup[cluster.name] = next(
+                (d for d in docs if d.get("kind") == "ClusterConfiguration"), {}
+            )
+        if control_plane:
+            host_files = rebuilt.files if rebuilt else self.host_files.get(cluster.name, set())
+            self._api_server_files(cluster, config, host_files)
         patches = (init.get("patches") or {}).get("directory")
         if patches:
             self.patch_dirs.setdefault(cluster.name, set()).add(patches)
@@ -202,6 +222,8 @@ class RunbookReplay(SimulationState):
         else:
             names = [str(registration["name"])]
             addresses = {names[0]: str(extra.get("node-ip", ""))}
+        if rebuilt is not None:
+            names = [n for n in names if n == rebuilt.name]
         if init["kind"] == "InitConfiguration":  # kubeadm uploads it; every joining kubelet downloads it
             kubelet = next((d for d in docs if d.get("kind") == "KubeletConfiguration"), {})
             cluster.server_tls_bootstrap = bool(kubelet.get("serverTLSBootstrap"))
@@ -228,9 +250,8 @@ class RunbookReplay(SimulationState):
             pool = self.hosts.get(name)
             if pool is None:
                 raise Stop(Blocker(cluster.name, self.step, name, "a host the model does not know joins"))
-            runtime = refusal(
-                self.runtimes.get((cluster.name, pool.name)), self.cgroup_drivers.get(cluster.name, "systemd")
-            )
+            written = rebuilt.runtime if rebuilt else self.runtimes.get((cluster.name, pool.name))
+            runtime = refusal(written, self.cgroup_drivers.get(cluster.name, "systemd"))
             if runtime:
                 raise Stop(
                     Blocker(
@@ -251,9 +272,27 @@ class RunbookReplay(SimulationState):
                 name, pool.name, {**KUBELET_LABELS, "kubernetes.io/hostname": name, **labels},
                 [*pool_taints, *NOT_READY], capacity, dict(reserved), address=addresses.get(name, ""),
             )  # fmt: skip
-            self.rails[cluster.name][name] = self.prepared.get(pool.name, set())
+            self.rails[cluster.name][name] = rebuilt.rails if rebuilt else self.prepared.get(pool.name, set())
+            if control_plane:
+                self._etcd_member(cluster, init, name, addresses.get(name, ""))
+        cluster.nodes_changed()
         cluster.changes += 1
         self._event(cluster.name, f"{len(names)} node(s) joined NotReady: {_names(names)}")
+
+    def _etcd_member(self, cluster: Cluster, init: Mapping[str, Any], name: str, address: str) -> None:
+        """The node's etcd member: the first of the cluster at init, a learner promoted at a join."""
+        endpoint = (init.get("controlPlane") or init).get("localAPIEndpoint") or {}
+        url = peer_url(str(endpoint.get("advertiseAddress") or address))
+        if init["kind"] == "InitConfiguration":
+            self.etcd[cluster.name] = Etcd({name: Member(url)})
+            return
+        refused = self.etcd.setdefault(cluster.name, Etcd()).join(name, url)
+        if refused:
+            raise Stop(
+                Blocker(
+                    cluster.name, self.step, name, f"kubeadm join stops adding its etcd member: {refused}"
+                )
+            )
 
     def _kubectl(self, cluster: Cluster, args: list[str], target: PurePosixPath | None) -> None:
         verb = next(
@@ -276,6 +315,7 @@ class RunbookReplay(SimulationState):
                 if name not in cluster.nodes:
                     raise Stop(Blocker(cluster.name, self.step, name, "labels a node that has not joined"))
                 cluster.nodes[name].labels.update(pairs)
+            cluster.nodes_changed()
             cluster.changes += 1
         elif verb == "apply" and target is not None:
             self._apply(cluster, target)
@@ -341,6 +381,11 @@ class RunbookReplay(SimulationState):
         name = args[args.index("job") + 1]
         source = next((a.split("/", 1)[1] for a in args if a.startswith("--from=cronjob/")), "")
         cron = cluster.find("CronJob", namespace, source)
+        if cluster.find("Job", namespace, name) is not None:
+            raise Stop(Blocker(
+                cluster.name, self.step, f"Job {namespace}/{name}",
+                "kubectl create job: AlreadyExists (the Job of an earlier run is still there: delete it first)",
+            ))  # fmt: skip
         if cron is None:
             raise Stop(Blocker(cluster.name, self.step, f"CronJob {namespace}/{source}", "does not exist"))
         template = copy.deepcopy(cron.body["spec"]["jobTemplate"])

@@ -18,8 +18,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from sitegen.check.bringup.kube import NOT_READY, Node, PodTemplate, add
+from sitegen.check.bringup.kube import CORDONED, NOT_READY, Node, PodTemplate, add
 from sitegen.check.bringup.objects import ClusterObjects, Key, Workload
+
+NODE_LOCAL = {"directpv-min-io", "topolvm-provisioner"}  # storage classes whose claims tie a pod to its node
 
 
 class Scheduling(ClusterObjects):
@@ -39,7 +41,9 @@ class Scheduling(ClusterObjects):
         why = f"its pod on {lost[0]} is not ready: the node is NotReady" if lost else self.pod_blocker(w)
         if why is None:
             why = self._place(w)
-            w.unplaced = why is not None and bool(w.admitted)
+        # waitForPodsReady counts an admitted workload's pods not Ready, whatever keeps them (recovery
+        # of a running one that lost a node aside)
+        w.unplaced = why is not None and bool(w.admitted) and not lost
         if why is None:
             w.running = True
             w.reason = ""
@@ -143,6 +147,44 @@ class Scheduling(ClusterObjects):
                 w.reason = f"evicted from {name} (NotReady)"
             affected.append(w.template.ref)
             self.changes += 1
+        return affected
+
+    def nodes_changed(self) -> None:
+        """A node came, turned Ready or took labels: each DaemonSet's controller looks again for the
+        nodes it should have a pod on."""
+        for w in self.workloads.values():
+            if w.template.daemon and w.running:
+                w.running = False
+                self.changes += 1
+
+    def drain(self, batch: list[str]) -> set[str]:
+        """Cordon and evict as `kubectl drain --ignore-daemonsets` does; the workloads whose pods wait for
+        a drained node (node-local claims) are returned. The caller reconciles."""
+        waiting = set()
+        for name in batch:
+            node = self.nodes[name]
+            node.taints = [*(t for t in node.taints if t != CORDONED), CORDONED]
+        for w in self.workloads.values():
+            if w.template.daemon or w.done or not set(batch) & set(w.placed):
+                continue
+            self.evict(w, f"evicted by the drain of {', '.join(sorted(set(batch) & set(w.placed)))}")
+            if NODE_LOCAL & set(w.claim_classes):
+                waiting.add(w.template.ref)
+                w.reason = "waits for its node (its volume is on it)"
+        return waiting
+
+    def remove_node(self, name: str) -> list[str]:
+        """`kubectl delete node`: the pod garbage collector deletes the pods bound to it. A DaemonSet is
+        complete on the nodes left; another workload's controller makes the pod again where it fits.
+        Returns what it affected."""
+        self.nodes.pop(name)
+        affected = []
+        for w in self.workloads.values():
+            if w.placed.pop(name, 0):
+                w.running = False
+                w.reason = "" if w.template.daemon else f"its pod on {name} went with the Node"
+                affected.append(w.template.ref)
+                self.changes += 1
         return affected
 
     def evict(self, w: Workload, why: str) -> None:

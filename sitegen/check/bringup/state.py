@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from sitegen.check.bringup.argo import AppSync, Providers
 from sitegen.check.bringup.cluster import Cluster
+from sitegen.check.bringup.etcd import Etcd
 from sitegen.check.bringup.events import Blocker, Event, Result, Stop
 from sitegen.check.bringup.health import HealthChecks
 from sitegen.check.bringup.secrets import Vault
@@ -109,6 +110,8 @@ class SimulationState:
         # (cluster, pool) -> the containerd configuration its host preparation wrote (None: none)
         self.runtimes: dict[tuple[str, str], dict[str, Any] | None] = {}
         self.cgroup_drivers: dict[str, str] = {}  # cluster -> the kubelet's cgroup driver (its init)
+        self.etcd: dict[str, Etcd] = {}  # cluster -> its stacked etcd's members
+        self.cluster_setup: dict[str, dict[str, Any]] = {}  # cluster -> its init's ClusterConfiguration
         self.step = "bare hosts"
 
     # ---- inputs --------------------------------------------------------------------------------
