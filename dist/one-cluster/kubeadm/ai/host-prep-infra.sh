@@ -19,10 +19,40 @@ fs.inotify.max_user_watches = 1048576
 net.ipv4.ip_forward = 1
 EOF
 sysctl --system >/dev/null
-# packages at the baseline's versions, from the site's mirror (the OS image's apt sources), held
+# packages at the baseline's versions, from the site's mirror (the OS image's apt sources, and the
+# Kubernetes repository of the running minor), held
+echo 'deb [signed-by=/etc/apt/keyrings/kubernetes-apt-keyring.gpg] https://packages.hpc.example.internal/kubernetes/core/stable/v1.35/deb/ /' > /etc/apt/sources.list.d/kubernetes.list
 apt-get update
 apt-get install -y --allow-downgrades --allow-change-held-packages chrony pciutils nfs-common lvm2 conntrack socat 'containerd.io=2.1.5-1~ubuntu.24.04~noble' kubelet=1.35.9-1.1 kubeadm=1.35.9-1.1 kubectl=1.35.9-1.1 linux-image-6.8.0-90-generic
-apt-mark hold containerd.io kubelet kubeadm kubectl
+apt-mark hold containerd.io kubelet kubeadm kubectl linux-image-6.8.0-90-generic
+# containerd: the CRI on (the package's config.toml disables it), runc on the kubelet's cgroup driver,
+# the sandbox image pinned, images through the registry mirrors of /etc/containerd/certs.d
+install -d -m 0755 /etc/containerd /etc/containerd/certs.d /etc/containerd/conf.d
+cat > /etc/containerd/config.toml <<'EOF'
+version = 3
+required_plugins = ['io.containerd.grpc.v1.cri']
+
+[plugins.'io.containerd.cri.v1.images'.pinned_images]
+  sandbox = 'registry.k8s.io/pause:3.10.1'
+
+[plugins.'io.containerd.cri.v1.images'.registry]
+  config_path = '/etc/containerd/certs.d'
+
+[plugins.'io.containerd.cri.v1.runtime'.containerd]
+  default_runtime_name = 'runc'
+
+[plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]
+  runtime_type = 'io.containerd.runc.v2'
+
+[plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]
+  SystemdCgroup = true
+EOF
+systemctl restart containerd
+# the pinned kernel boots by default, whatever newer kernel the image carries
+cat > /etc/default/grub.d/80-sitegen-kernel.cfg <<'EOF'
+GRUB_DEFAULT="Advanced options for Ubuntu>Ubuntu, with Linux 6.8.0-90-generic"
+EOF
+update-grub
 # time: chrony against the site's servers only
 mkdir -p /etc/chrony/sources.d
 cat > /etc/chrony/sources.d/sitegen.sources <<'EOF'

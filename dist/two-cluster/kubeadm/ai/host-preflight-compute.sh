@@ -39,6 +39,15 @@ EOF
 for module in overlay; do
   [ -d "$sys/module/$module" ] && ok "module $module" || bad "module $module is not loaded"
 done
+# containerd: the CRI answers; its config (as containerd reads it, drop-ins merged) runs runc on the
+# kubelet's cgroup driver and pins the sandbox image
+crictl --runtime-endpoint unix:///var/run/containerd/containerd.sock info >/dev/null 2>&1 && ok "containerd answers on the CRI" \
+  || bad "containerd does not answer on the CRI (unix:///var/run/containerd/containerd.sock): not running, or its config.toml disables the CRI"
+dump=$(containerd config dump 2>/dev/null)
+printf '%s\n' "$dump" | grep -Eq '^[[:space:]]*SystemdCgroup = true' && ok "runc on the systemd cgroup driver (the kubelet's)" \
+  || bad "runc is not on the systemd cgroup driver, the kubelet's: install /etc/containerd/config.toml (host-prep-compute.sh)"
+printf '%s\n' "$dump" | grep -Eq "^[[:space:]]*sandbox = ['\"]registry.k8s.io/pause:3.10.1['\"]" && ok "sandbox image registry.k8s.io/pause:3.10.1" \
+  || bad "the sandbox image is not registry.k8s.io/pause:3.10.1, the one kubeadm expects"
 # time: chrony synchronised, within 100 ms (CSV field 5: the system clock's offset, s)
 chronyc -c tracking 2>/dev/null | awk -F, -v max=100 '
   $14 != "Normal" { print "FAIL time: chrony is " ($14 == "" ? "not running" : $14); bad = 1; exit }
