@@ -159,7 +159,7 @@ def test_the_backup_bucket_is_versioned_and_locked_from_its_creation(site):
     bucket = site.services.backups.bucket
     lock = site.storage.aistor.bucket_protection[bucket].lock_days
     create = runbook.index(f"mc mb --ignore-existing --with-lock site/{bucket}")
-    assert create < runbook.index(f"mc retention set --default GOVERNANCE {lock}d site/{bucket}")
+    assert create < runbook.index(f"mc retention set --default COMPLIANCE {lock}d site/{bucket}")
     assert f"mc version enable site/{bucket}" in runbook
     assert "mc mb --ignore-existing site/loki-chunks" in runbook  # rebuildable: no lock
 

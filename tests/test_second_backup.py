@@ -9,6 +9,7 @@ import re
 import subprocess
 from pathlib import Path
 
+import pytest
 import yaml
 
 from constructs.etcd_backup import KUBEADM_DIR, PKI_SCRIPT, RECIPIENT_MOUNT
@@ -16,7 +17,7 @@ from constructs.host_backup import OUTPUT_DIR
 from sitegen.model import load_site
 from sitegen.report.plan import plan_json, render_plan
 
-from .conftest import CONFIG, DIST, edit_yaml, validate
+from .conftest import CONFIG, DIST, edit_yaml, invoke_sitegen, validate
 
 APP = "one-cluster/apps/ai/etcd-backup"
 PKI_JOB = f"{APP}/etcd-backup.cronjob.pki-backup-powerscale.yaml"
@@ -130,7 +131,7 @@ def test_plan_shows_each_data_class_with_its_recovery_point(config_copy: Path):
     assert {p["data"] for p in points} >= {"etcd", "cluster PKI", "platform objects", "tenant objects",
                                            "tenant volumes", "AIStor objects"}  # fmt: skip
     pki = [p for p in points if p["data"] == "cluster PKI"]
-    assert [p["where"] for p in pki] == ["powerscale s3://site-backups-second/pki/"]
+    assert [p["where"] for p in pki] == ["powerscale s3://site-backups-second-pki/pki/"]
     uncopied = next(p for p in points if p["data"] == "tenant volumes" and p["where"] == "-")
     assert "data mover" in uncopied["how"]
     text = render_plan(load_site(CONFIG))
@@ -138,13 +139,42 @@ def test_plan_shows_each_data_class_with_its_recovery_point(config_copy: Path):
 
 
 def test_the_second_targets_expiry_follows_the_retention_of_config(site):
-    path = DIST / "two-cluster/bootstrap/second-target/powerscale-lifecycle.json"
-    rules = json.loads(path.read_text())["Rules"]
     second = site.services.backups.second
-    assert {r["Filter"]["Prefix"]: r["Expiration"]["Days"] for r in rules} == {
-        "etcd/": second.etcd.retention_days,
-        "pki/": second.pki.retention_days,
-    }
+    folder = DIST / "two-cluster/bootstrap/second-target"
+    expiry = {}
+    for consumer in ("etcd", "pki", "velero"):
+        rules = json.loads((folder / f"{second.bucket_of(consumer)}-lifecycle.json").read_text())["Rules"]
+        expiry.update(
+            {r["Filter"]["Prefix"]: r["Expiration"]["Days"] for r in rules if "Days" in r["Expiration"]}
+        )
+        (cleanup,) = [r for r in rules if "NoncurrentVersionExpiration" in r]
+        assert cleanup["NoncurrentVersionExpiration"]["NoncurrentDays"] >= second.lock_days
+    assert expiry == {"etcd/": second.etcd.retention_days, "pki/": second.pki.retention_days}
+
+
+@pytest.mark.parametrize("variant", ["one-cluster", "two-cluster"])
+def test_no_two_consumers_write_one_bucket_of_the_second_target_and_each_is_locked(variant):
+    """Each consumer's key writes its own bucket only (the RUNBOOK's ACEs), every bucket is created with
+    S3 Object Lock in COMPLIANCE mode: a stolen key erases neither another's copies nor its own."""
+    runbook = (DIST / variant / "bootstrap/RUNBOOK.md").read_text()
+    writers: dict[str, set[str]] = {}
+    for bucket, user in re.findall(
+        r"isi s3 buckets modify (\S+) --zone \S+ --add-ace name=([\w-]+),type=user,perm=WRITE", runbook
+    ):
+        writers.setdefault(bucket, set()).add(user)
+    assert len(writers) >= 3 and all(len(users) == 1 for users in writers.values()), writers
+    for bucket in writers:
+        assert f"create-bucket --bucket {bucket} --object-lock-enabled-for-bucket" in runbook
+        lock = re.search(rf"put-object-lock-configuration --bucket {bucket} .*?\n  '(.*?)'", runbook)
+        assert lock and json.loads(lock.group(1))["Rule"]["DefaultRetention"]["Mode"] == "COMPLIANCE"
+
+
+def test_a_lock_longer_than_a_retention_is_a_config_error(config_copy: Path):
+    edit_yaml(config_copy, "services.yaml", lambda d: d["backups"]["second"].update(lock_days=40))
+    result = invoke_sitegen("plan", "--config", config_copy)
+    assert result.exit_code == 2
+    (line,) = result.output.strip().splitlines()
+    assert "services.yaml: backups.second" in line and "locked for lock_days 40" in line
 
 
 def test_a_claim_the_tenants_backup_cannot_snapshot_is_refused(tree):

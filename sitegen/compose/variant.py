@@ -28,6 +28,7 @@ from sitegen.compose.host_baseline import baseline_files
 from sitegen.compose.hosts import etcd_patches, host_files, mirror_files
 from sitegen.compose.hydrate import Progress, Rendered, RenderedObject, RenderJob, hydrating
 from sitegen.compose.ownership import ALL_WRITES
+from sitegen.compose.procedures.second_target import buckets as second_buckets
 from sitegen.compose.procedures.second_target import lifecycle_text, second_consumers
 from sitegen.compose.runbook import runbook, s3_consumers
 from sitegen.compose.writer import OutputFile
@@ -219,13 +220,12 @@ def _variant_files(
         )
         for access in s3_consumers(apps)
     ]
-    files.append(
-        OutputFile(
-            paths.lifecycle_file(variant, apps.site.services.backups.second.name),
-            [],
-            text=lifecycle_text(second_consumers(apps)),
-        )
-    )
+    second = second_consumers(apps)
+    lock_days = apps.site.services.backups.second.lock_days
+    files += [
+        OutputFile(paths.lifecycle_file(variant, bucket), [], text=lifecycle_text(second, bucket, lock_days))
+        for bucket in second_buckets(second)
+    ]
     files += mirror_files(apps.site, variant)
     files += ansible_files(apps.site, apps.layout)
     return files

@@ -74,9 +74,9 @@ def s3_policy_file(variant: str, user: str) -> PurePosixPath:
     return PurePosixPath(variant, BOOTSTRAP, "s3-policies", f"{user}.json")
 
 
-def lifecycle_file(variant: str, target: str) -> PurePosixPath:
-    """The second backup target's lifecycle configuration, which the runbook applies to its bucket."""
-    return PurePosixPath(variant, BOOTSTRAP, "second-target", f"{target}-lifecycle.json")
+def lifecycle_file(variant: str, bucket: str) -> PurePosixPath:
+    """A second-target bucket's lifecycle configuration, which the runbook applies to it."""
+    return PurePosixPath(variant, BOOTSTRAP, "second-target", f"{bucket}-lifecycle.json")
 
 
 def mirrors_dir(variant: str) -> PurePosixPath:

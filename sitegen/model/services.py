@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Annotated, Literal
 from urllib.parse import urlparse
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from sitegen.model.clusters import Cluster
 from sitegen.model.cron import longest_gap_seconds
@@ -156,6 +156,9 @@ class ExternalS3(Strict):
     port: Annotated[int, Field(ge=1, le=65535)] = 443
 
 
+MAX_SECOND_BUCKET = 53  # a consumer's bucket appends `-<consumer>` (63 characters at most in all)
+
+
 class SecondTarget(Strict):
     """A second copy outside AIStor's failure domain, on its own schedules: each cluster's etcd and its
     PKI (the CAs kubeadm keeps on the control-plane hosts, encrypted to a recipient certificate whose
@@ -166,10 +169,33 @@ class SecondTarget(Strict):
     name: DnsLabel  # Velero's location, the CronJobs' suffix, the vault keys' folder
     s3: Literal["powerscale"] | ExternalS3
     region: str = "us-east-1"  # the region requests are signed for
-    bucket: BucketName
+    bucket: BucketName  # the buckets' common name: one bucket per consumer, `<bucket>-<consumer>`
+    # every copy is locked (S3 Object Lock, COMPLIANCE) this long: no key, the owner's included,
+    # overwrites or deletes it before; shorter than every retention below
+    lock_days: Annotated[int, Field(ge=1)] = 7
     etcd: BackupSchedule
     velero: BackupSchedule
     pki: BackupSchedule
+
+    def bucket_of(self, consumer: str) -> str:
+        """The bucket of one consumer: no key writes where another's copies are."""
+        return f"{self.bucket}-{consumer}"
+
+    @model_validator(mode="after")
+    def _locks_end_before_the_copies_go(self) -> SecondTarget:
+        if len(self.bucket) > MAX_SECOND_BUCKET:
+            raise ValueError(
+                f"bucket: {len(self.bucket)} characters; the consumers' buckets add up to "
+                f"{63 - MAX_SECOND_BUCKET} more (at most {MAX_SECOND_BUCKET})"
+            )
+        for name in ("etcd", "velero", "pki"):
+            schedule: BackupSchedule = getattr(self, name)
+            if schedule.retention_days <= self.lock_days:
+                raise ValueError(
+                    f"{name}.retention_days: {schedule.retention_days} days, but copies are locked for "
+                    f"lock_days {self.lock_days}: keep them longer"
+                )
+        return self
 
 
 class Backups(Strict):

@@ -48,7 +48,8 @@ class AIStorServerPool(Strict):
 
 class BucketProtection(Strict):
     """Versioning keeps overwritten and deleted objects (as noncurrent versions); a lock (WORM,
-    governance mode, needs versioning) keeps every version `lock_days`, even from an admin's delete."""
+    compliance mode, needs versioning) keeps every version `lock_days`, even from the root's delete:
+    governance mode would let the root (or a key with BypassGovernanceRetention) erase them."""
 
     versioning: bool = True
     lock_days: Annotated[int, Field(ge=1)] | None = None

@@ -28,17 +28,20 @@ def recovery_points(site: Site) -> list[Copy]:
     backups = site.services.backups
     second = backups.second
     first = f"AIStor s3://{backups.bucket}"
-    other = f"{second.name} s3://{second.bucket}"
+
+    def other(consumer: str) -> str:
+        return f"{second.name} s3://{second.bucket_of(consumer)}"
+
     velero = backups.velero
     aistor = site.aistor_layout()
     return [
         _scheduled("etcd", f"{first}/etcd/", backups.etcd, "snapshot of a member (etcd-backup)"),
-        _scheduled("etcd", f"{other}/etcd/", second.etcd, "snapshot of a member (etcd-backup)"),
-        _scheduled("cluster PKI", f"{other}/pki/", second.pki, "kubeadm's CAs, CMS-encrypted to an offline key"),
+        _scheduled("etcd", f"{other('etcd')}/etcd/", second.etcd, "snapshot of a member (etcd-backup)"),
+        _scheduled("cluster PKI", f"{other('pki')}/pki/", second.pki, "kubeadm's CAs, CMS-encrypted to an offline key"),
         _scheduled("platform objects", f"{first}/velero/", velero.platform, "Velero, with cluster-scoped objects"),
-        _scheduled("platform objects", f"{other}/velero/", second.velero, "Velero, every namespace"),
+        _scheduled("platform objects", f"{other('velero')}/velero/", second.velero, "Velero, every namespace"),
         _scheduled("tenant objects", f"{first}/velero/", velero.tenants, "Velero"),
-        _scheduled("tenant objects", f"{other}/velero/", second.velero, "Velero, every namespace"),
+        _scheduled("tenant objects", f"{other('velero')}/velero/", second.velero, "Velero, every namespace"),
         _scheduled("tenant volumes", "PowerScale (CSI snapshots)", velero.tenants, "Velero's tenants schedule"),
         Copy("tenant volumes", "-", None, None, "no second copy: Velero's data mover (node agent) is not "
              "deployed; PowerScale's own replication is outside this model"),

@@ -104,7 +104,7 @@ class EtcdBackup(RenderedComponent):
         return [
             S3Access(
                 user,
-                (S3Grant(second.bucket, f"{prefix}/", "write-only"),),
+                (S3Grant(second.bucket_of(prefix), f"{prefix}/", "write-only"),),
                 expire=((f"{prefix}/", schedule.retention_days),),
                 target=second.name,
             )
@@ -145,10 +145,10 @@ class EtcdBackup(RenderedComponent):
             (NAME, backups.etcd.schedule, ETCD_PREFIX,
              S3Target(s3.host, s3.region, backups.bucket, CREDENTIALS, CA_SECRET), etcd, "Snapshots"),
             (etcd_second, second.etcd.schedule, ETCD_PREFIX,
-             S3Target(endpoint.host, endpoint.region, second.bucket, _credentials(etcd_second),
+             S3Target(endpoint.host, endpoint.region, second.bucket_of(ETCD_PREFIX), _credentials(etcd_second),
                       second_target.CA_SECRET), etcd, "SecondSnapshots"),
             (pki_second, second.pki.schedule, PKI_PREFIX,
-             S3Target(endpoint.host, endpoint.region, second.bucket, _credentials(pki_second),
+             S3Target(endpoint.host, endpoint.region, second.bucket_of(PKI_PREFIX), _credentials(pki_second),
                       second_target.CA_SECRET), pki_archive(ctx.image("openssl"), PKI_RECIPIENT), "Pki"),
         )  # fmt: skip
         for name, schedule, prefix, target, producer, id in jobs:

@@ -140,7 +140,7 @@ def _locations(ctx: ClusterContext) -> list[dict[str, Any]]:
     backups = ctx.site.services.backups
     return [
         _location(ctx, LOCATION, backups.bucket, s3_endpoint(ctx.site, ctx.cluster), CA_SECRET, None),
-        _location(ctx, backups.second.name, backups.second.bucket, second_endpoint(ctx.site),
+        _location(ctx, backups.second.name, backups.second.bucket_of(PREFIX), second_endpoint(ctx.site),
                   SECOND_CA_SECRET, second_credentials(ctx)),
     ]  # fmt: skip
 

@@ -34,7 +34,7 @@ class VeleroConfig(RenderedComponent):
 
     def second_copy(self, ctx: ClusterContext) -> list[S3Access]:
         second = ctx.site.services.backups.second
-        return [S3Access(S3_USER, (S3Grant(second.bucket, f"{PREFIX}/"),), target=second.name)]
+        return [S3Access(S3_USER, (S3Grant(second.bucket_of(PREFIX), f"{PREFIX}/"),), target=second.name)]
 
     def render(self, scope: Construct, ctx: ClusterContext) -> None:
         (access,) = self.s3_access(ctx)

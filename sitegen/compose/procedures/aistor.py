@@ -113,7 +113,7 @@ def _buckets(consumers: list[S3Access], site: Site) -> str:
             lines.append(
                 f"mc mb --ignore-existing --with-lock site/{bucket}   # a lock is set at creation only"
             )
-            lines.append(f"mc retention set --default GOVERNANCE {guard.lock_days}d site/{bucket}")
+            lines.append(f"mc retention set --default COMPLIANCE {guard.lock_days}d site/{bucket}")
         else:
             lines.append(f"mc mb --ignore-existing site/{bucket}")
         if guard is not None and guard.versioning:

@@ -23,20 +23,44 @@ def second_consumers(apps: VariantApps) -> list[S3Access]:
     return list(dict.fromkeys(found))
 
 
-def lifecycle(consumers: list[S3Access]) -> dict[str, Any]:
-    """The target bucket's expiry per prefix (S3's lifecycle configuration); Velero expires its own."""
-    rules = sorted({rule for access in consumers for rule in access.expire})
-    return {
-        "Rules": [
-            {"ID": f"expire-{prefix.rstrip('/')}", "Status": "Enabled", "Filter": {"Prefix": prefix},
-             "Expiration": {"Days": days}}
-            for prefix, days in rules
-        ]
-    }  # fmt: skip
+def buckets(consumers: list[S3Access]) -> list[str]:
+    return sorted({g.bucket for access in consumers for g in access.grants})
 
 
-def lifecycle_text(consumers: list[S3Access]) -> str:
-    return json.dumps(lifecycle(consumers), indent=2) + "\n"
+def lifecycle(consumers: list[S3Access], bucket: str, lock_days: int) -> dict[str, Any]:
+    """A consumer bucket's lifecycle (S3's configuration): its copies expire after their retention
+    (Velero deletes its own at their TTL); under versioning that leaves a delete marker and a
+    noncurrent version, which goes once its lock has ended, then the marker."""
+    rules = sorted(
+        {rule for access in consumers for g in access.grants if g.bucket == bucket for rule in access.expire}
+    )
+    expiry = [
+        {"ID": f"expire-{prefix.rstrip('/')}", "Status": "Enabled", "Filter": {"Prefix": prefix},
+         "Expiration": {"Days": days}}
+        for prefix, days in rules
+    ]  # fmt: skip
+    cleanup = {
+        "ID": "remove-deleted-after-their-lock",
+        "Status": "Enabled",
+        "Filter": {"Prefix": ""},
+        "NoncurrentVersionExpiration": {"NoncurrentDays": lock_days},
+        "Expiration": {"ExpiredObjectDeleteMarker": True},
+    }
+    return {"Rules": [*expiry, cleanup]}
+
+
+def lifecycle_text(consumers: list[S3Access], bucket: str, lock_days: int) -> str:
+    return json.dumps(lifecycle(consumers, bucket, lock_days), indent=2) + "\n"
+
+
+def object_lock(lock_days: int) -> str:
+    return json.dumps(
+        {
+            "ObjectLockEnabled": "Enabled",
+            "Rule": {"DefaultRetention": {"Mode": "COMPLIANCE", "Days": lock_days}},
+        },
+        separators=(",", ":"),
+    )
 
 
 def _keys(site: Site, consumers: list[S3Access]) -> list[str]:
@@ -51,7 +75,7 @@ def _keys(site: Site, consumers: list[S3Access]) -> list[str]:
                 f"isi auth users create {access.user} --zone {zone} --enabled yes",
                 f"isi s3 keys create {access.user} --zone {zone}",
                 *(
-                    f"isi s3 buckets modify {second.bucket} --zone {zone} --add-ace "
+                    f"isi s3 buckets modify {grant.bucket} --zone {zone} --add-ace "
                     f"name={access.user},type=user,perm={perm}"
                     for perm in ONEFS_PERMISSIONS[grant.access]
                 ),
@@ -69,37 +93,45 @@ def setup_step(apps: VariantApps, step: int) -> str:
     endpoint = second_endpoint(site)
     kv = site.secrets.vault.path
     folder = f"{kv}/{backup_target_folder(second.name)}"
-    rules = paths.in_repo(paths.lifecycle_file(apps.layout.name, second.name))
+    aws = "s3api"
     if second.s3 == "powerscale":
         powerscale = site.storage.powerscale
         where = (
-            f"PowerScale's S3 service of access zone\n`{powerscale.access_zone}` (OneFS 9.14 or later "
-            "for lifecycle rules, S3 over HTTPS only)"
+            f"PowerScale's S3 service of access zone\n`{powerscale.access_zone}` (OneFS 9.14 or later: "
+            "lifecycle rules and S3 Object Lock; S3 over HTTPS only)"
         )
-        bucket = [
-            f"isi s3 buckets create {second.bucket} {powerscale.base_path}/backups/{second.bucket} "
-            f"--create-path --owner <admin> --zone {powerscale.access_zone}"
-        ]
+        zone = [f"isi s3 settings zone modify --zone {powerscale.access_zone} --object-lock-support true"]
     else:
-        where = "the site's external S3\nservice"
-        bucket = [
-            f"aws --endpoint-url {endpoint.url} s3api create-bucket --bucket {second.bucket}   # as its owner"
-        ]
+        where = "the site's external S3\nservice (with S3 Object Lock)"
+        zone = []
+    per_bucket = [
+        line
+        for bucket in buckets(consumers)
+        for line in (
+            f"{aws} create-bucket --bucket {bucket} --object-lock-enabled-for-bucket",
+            f"{aws} put-object-lock-configuration --bucket {bucket} --object-lock-configuration \\\n"
+            f"  '{object_lock(second.lock_days)}'",
+            f"{aws} put-bucket-lifecycle-configuration --bucket {bucket} \\\n"
+            f"  --lifecycle-configuration file://{paths.in_repo(paths.lifecycle_file(apps.layout.name, bucket))}",
+        )
+    ]
+    names = ", ".join(f"`{b}`" for b in buckets(consumers))
     return f"""### {step}. The second backup target
 
 Each cluster's etcd snapshots, kubeadm's CAs and Velero's objects are copied, away from AIStor and on
 schedules of their own (`sitegen plan` lists the recovery point of each data class), to
-`s3://{second.bucket}` at `{endpoint.url}`, {where}.
-Before the root syncs, create the bucket, a key per
-consumer with only its grant (the snapshot and PKI keys write and cannot read), expiry per prefix as
-the bucket's owner (Velero expires its own backups), and put the keys, the CA of the service's
-certificate and the PKI archive's recipient certificate in the vault:
+{endpoint.url}, {where}: one bucket per consumer ({names}), so no key writes where another's copies
+are, each locked (S3 Object Lock, COMPLIANCE, {second.lock_days} days): no key, its owner's included,
+overwrites or deletes a copy before its lock ends. Before the root syncs, as the buckets' owner, create
+them with their lock and expiry (a copy expires after its retention; what was deleted goes once its
+lock ended), a key per consumer with only its grant on its own bucket (the snapshot and PKI keys write
+and cannot read), and put the keys, the CA of the service's certificate and the PKI archive's
+recipient certificate in the vault:
 
 ```sh
-{chr(10).join(bucket)}
+s3api() {{ aws --endpoint-url {endpoint.url} s3api "$@"; }}
+{chr(10).join(zone + per_bucket)}
 {chr(10).join(_keys(site, consumers))}
-aws --endpoint-url {endpoint.url} s3api put-bucket-lifecycle-configuration --bucket {second.bucket} \\
-  --lifecycle-configuration file://{rules}
 vault kv put {folder}/ca ca.crt=@<CA of the S3 service certificate>.pem
 openssl req -x509 -newkey rsa:4096 -sha256 -days 3650 -nodes -subj /CN=pki-backup \\
   -keyout {RECIPIENT}.key -out {RECIPIENT}.crt
@@ -126,11 +158,11 @@ Proves that the copy outside AIStor restores, as its bucket's owner, one cluster
 
 ```sh
 s3() {{ aws --endpoint-url {endpoint.url} s3 "$@"; }}
-{s3} ls s3://{second.bucket}/etcd/{cluster}/ | tail -1   # the newest snapshot: at most {second.etcd.longest_gap_seconds // 3600} h old
-{s3} cp s3://{second.bucket}/etcd/{cluster}/<newest>.db drill.db
+{s3} ls s3://{second.bucket_of("etcd")}/etcd/{cluster}/ | tail -1   # the newest snapshot: at most {second.etcd.longest_gap_seconds // 3600} h old
+{s3} cp s3://{second.bucket_of("etcd")}/etcd/{cluster}/<newest>.db drill.db
 etcdutl snapshot status drill.db -w table   # hash, revision, keys
-{s3} ls s3://{second.bucket}/pki/{cluster}/ | tail -1
-{s3} cp s3://{second.bucket}/pki/{cluster}/<newest>.tar.cms drill-pki.tar.cms
+{s3} ls s3://{second.bucket_of("pki")}/pki/{cluster}/ | tail -1
+{s3} cp s3://{second.bucket_of("pki")}/pki/{cluster}/<newest>.tar.cms drill-pki.tar.cms
 openssl cms -decrypt -binary -inform DER -in drill-pki.tar.cms -recip {RECIPIENT}.crt -inkey {RECIPIENT}.key \\
   | tar -tvf - | grep -E '(pki/(ca|etcd/ca|front-proxy-ca|sa)\\.key|enc/enc\\.yaml)$'   # the four CA keys, the encryption key
 velero backup get --selector velero.io/schedule-name={second.name}
