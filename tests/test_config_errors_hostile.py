@@ -167,7 +167,11 @@ CASES = [
         set_value(
             "tenants.yaml",
             "kube-system",
-            value={"description": "x", "quota": {"storage_gb": 100, "volumes": 1}},
+            value={
+                "description": "x",
+                "quota": {"storage_gb": 100, "volumes": 1},
+                "object_storage": {"data": {"quota_tb": 1}},
+            },
         ),
         "tenants.yaml",
         "kube-system",
@@ -178,7 +182,11 @@ CASES = [
         set_value(
             "tenants.yaml",
             "monitoring",
-            value={"description": "x", "quota": {"storage_gb": 100, "volumes": 1}},
+            value={
+                "description": "x",
+                "quota": {"storage_gb": 100, "volumes": 1},
+                "object_storage": {"data": {"quota_tb": 1}},
+            },
         ),
         "tenants.yaml",
         "monitoring",
@@ -187,7 +195,13 @@ CASES = [
     case(
         "tenant-named-argocd",
         set_value(
-            "tenants.yaml", "argocd", value={"description": "x", "quota": {"storage_gb": 100, "volumes": 1}}
+            "tenants.yaml",
+            "argocd",
+            value={
+                "description": "x",
+                "quota": {"storage_gb": 100, "volumes": 1},
+                "object_storage": {"data": {"quota_tb": 1}},
+            },
         ),
         "tenants.yaml",
         "argocd",

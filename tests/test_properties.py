@@ -53,6 +53,10 @@ def sites(draw: st.DrawFn) -> dict[str, Any]:
         "storage": draw(st.integers(1, 40).filter(_tolerant_pool)),
     }
     config["storage"]["aistor"]["server_pools"] = [{"servers": counts["storage"]}]
+    for tenant in config["tenants"].values():  # a server's worth of buckets fits every pool drawn
+        tenant["object_storage"] = {
+            name: {**b, "quota_tb": 10} for name, b in tenant["object_storage"].items()
+        }
     address = FIRST_HOST
     for pool, count in counts.items():
         config["pools"][pool]["count"] = count

@@ -119,4 +119,10 @@ def test_every_consumer_has_a_policy_file(site):
 
     with pytest.raises(ValueError, match="has no grant"):
         S3Access("nobody", ())
-    assert sorted(p.stem for p in POLICIES.glob("*.json")) == ["etcd-backup", "harbor", "loki", "velero"]
+    assert sorted(p.stem for p in POLICIES.glob("*.json")) == [
+        "etcd-backup",
+        "harbor",
+        "loki",
+        "tenant-ai-research",
+        "velero",
+    ]

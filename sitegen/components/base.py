@@ -120,6 +120,18 @@ class S3Grant:
 
 
 @dataclass(frozen=True)
+class BucketRules:
+    """What a consumer's bucket keeps and how much: a hard quota (decimal TB), versions of deleted and
+    overwritten objects kept `keep_days`, every object expiring `expire_days` after it was written."""
+
+    bucket: str
+    quota_tb: int | None = None
+    versioning: bool = False
+    keep_days: int | None = None
+    expire_days: int | None = None
+
+
+@dataclass(frozen=True)
 class S3Access:
     """An S3 consumer: its AIStor user and what it may do where (the runbook creates the buckets and a
     key of the user's own, limited by `policy()`; no consumer gets the root's rights)."""
@@ -129,6 +141,7 @@ class S3Access:
     # lifecycle rules of the first bucket: objects under the prefix expire after the days
     expire: tuple[tuple[str, int], ...] = ()
     target: str = "aistor"  # or the second backup target's name
+    rules: tuple[BucketRules, ...] = ()  # of buckets the consumer owns alone
 
     def __post_init__(self) -> None:
         if not self.grants:
@@ -147,6 +160,7 @@ class S3Access:
         bucket's listing limited to its prefix, nothing else (no bucket or admin action, no
         s3:BypassGovernanceRetention: a locked object stays locked for every key but the root)."""
         statements: list[dict[str, Any]] = []
+        versioned = {r.bucket for r in self.rules if r.versioning}
         for g in self.grants:
             bucket = f"arn:aws:s3:::{g.bucket}"
             statements.append(
@@ -159,6 +173,18 @@ class S3Access:
             statements.append(
                 {"Effect": "Allow", "Action": list(_BUCKET_ACTIONS[g.access]), "Resource": [bucket]}
             )
+            if g.bucket in versioned and g.access == "read-write":
+                # earlier versions read back (a checkpoint overwritten by mistake), never deleted for good
+                statements.append(
+                    {
+                        "Effect": "Allow",
+                        "Action": ["s3:GetObjectVersion"],
+                        "Resource": [f"{bucket}/{g.prefix}*"],
+                    }
+                )
+                statements.append(
+                    {"Effect": "Allow", "Action": ["s3:ListBucketVersions"], "Resource": [bucket]}
+                )
             if g.access == "read-write":
                 listing: dict[str, Any] = {
                     "Effect": "Allow",

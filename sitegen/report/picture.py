@@ -203,6 +203,25 @@ def _storage(site: Site, top: float) -> tuple[draw.Group, float]:
     _text(box, x + 8, y + 18, f"PowerScale (external): {ps.nodes}x {ps.model}", 13, font_weight="bold")
     _text(box, x + 8, y + 34, f"{ps.raw_gb / 1e6:g} PB raw, NFS on the Kubernetes plane", 11)
     band.append(box)
+    for tenant, spec in site.tenants.items():  # what each tenant holds in AIStor
+        x += w + PAD
+        if x + w > WIDTH:
+            x, y = PAD, y + 66
+        buckets = spec.object_storage
+        box = draw.Group(id=f"storage-tenant-{tenant}", class_="tenant-buckets")
+        box.append(draw.Rectangle(x, y, w, 58, rx=6, fill="#ffffff", stroke="#7a5ca8", stroke_width=2))
+        _text(
+            box, x + 8, y + 18, f"tenant {tenant}: {len(buckets)} buckets in AIStor", 13, font_weight="bold"
+        )
+        _text(
+            box,
+            x + 8,
+            y + 34,
+            f"{sum(b.quota_tb for b in buckets.values()):,} TB of hard quotas, a key of its own",
+            11,
+        )
+        _text(box, x + 8, y + 49, ", ".join(buckets), 11)
+        band.append(box)
     return band, y + 66
 
 

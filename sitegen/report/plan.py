@@ -139,6 +139,19 @@ def storage_section(site: Site, plan: Plan) -> list[str]:
     )
 
     layouts = site.aistor_layouts()
+    usable_tb = sum(x.usable_gb for x in layouts) / 1000
+    buckets = tenant_buckets(site)
+    out += [
+        "",
+        f"Tenants' buckets in AIStor (hard quotas: {_num(sum(b.quota_tb for b in buckets))} of {_num(round(usable_tb))} TB usable)",
+    ]
+    out += table(
+        ["tenant", "bucket", "quota TB", "keeps", "key"],
+        [
+            [b.tenant, b.bucket, _num(b.quota_tb), b.keeps, f"tenant-{b.tenant} (its buckets only)"]
+            for b in buckets
+        ],
+    )
     out += ["", "AIStor server pools (each keeps the shape it started with; the site grows by adding one)"]
     out += table(
         ["pool", "servers", "drives", "sets", "set size", "parity", "raw TB", "usable TB"],
@@ -205,6 +218,7 @@ def plan_json(site: Site) -> str:
             for pool, x in zip(site.storage.aistor.server_pools, layouts, strict=True)
         ],
         "recovery_points": [asdict(c) for c in recovery_points(site)],
+        "tenant_buckets": [asdict(b) for b in tenant_buckets(site)],
         "s3_paths": [asdict(p) for p in s3_paths(site)],
     }
     return json.dumps(data, indent=2, sort_keys=True) + "\n"
@@ -306,6 +320,25 @@ def render_plan(site: Site) -> str:
         [[s.variant, s.path, str(s.entries), _num(s.gbps)] for s in s3_paths(site)],
     )
     return "\n".join(wrapped_prose(out)) + "\n"
+
+
+@dataclass(frozen=True)
+class TenantBucket:
+    tenant: str
+    bucket: str
+    quota_tb: int
+    keeps: str  # what it keeps of deleted objects, or when its objects expire
+
+
+def tenant_buckets(site: Site) -> list[TenantBucket]:
+    found = []
+    for tenant, spec in site.tenants.items():
+        for name, b in spec.buckets(tenant).items():
+            keeps = f"deleted and overwritten objects {b.keep_days} d" if b.versioning else "nothing deleted"
+            if b.expire_days is not None:
+                keeps += f"; every object expires after {b.expire_days} d"
+            found.append(TenantBucket(tenant, name, b.quota_tb, keeps))
+    return found
 
 
 @dataclass(frozen=True)

@@ -46,7 +46,7 @@ from sitegen.model import paths
 CONTROL_PLANE_TAINT = Taint("node-role.kubernetes.io/control-plane", "", "NoSchedule")
 MAX_PODS = 110  # the kubelet's default
 EVICTION_HARD_MEMORY = 100 * 2**20  # the kubelet's default memory.available threshold
-# What no consumer's key may do: lift a governance lock, change a bucket's protection or policy
+# What no consumer's key may do: lift a lock, erase a version, change a bucket's protection or policy
 FORBIDDEN_S3_ACTIONS = {
     "s3:BypassGovernanceRetention",
     "s3:PutBucketObjectLockConfiguration",
@@ -55,6 +55,7 @@ FORBIDDEN_S3_ACTIONS = {
     "s3:DeleteBucket",
     "s3:PutLifecycleConfiguration",
     "s3:PutBucketVersioning",
+    "s3:DeleteObjectVersion",  # a version deleted for good: versioning kept nothing
 }
 KUBELET_LABELS = {"kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64"}  # set by every kubelet
 

@@ -1,6 +1,12 @@
 """`tenant-<name>`: a tenant's namespace (with its ResourceQuota, from `namespaces`), its Kueue
-LocalQueue, its rail networks (the `fabric` app) and, where config asks, the multi-node NCCL
-all-reduce benchmark."""
+LocalQueue, its rail networks (the `fabric` app), its object storage and, where config asks, the
+multi-node NCCL all-reduce benchmark.
+
+Object storage: the tenant's buckets in AIStor (`<tenant>-<name>`, each with its hard quota, versions
+or expiry; the RUNBOOK makes them with the tenant's key, whose policy reaches those buckets only) and,
+in its namespace, what a workload needs to use them: the key (Secret `object-storage`, from the
+vault), the endpoint and buckets (ConfigMap `object-storage`, as the AWS SDKs' and CLI's environment)
+and the AIStor CA (Secret `aistor-ca`)."""
 
 from __future__ import annotations
 
@@ -8,13 +14,27 @@ from constructs import Construct
 from constructs.gpu_workload import NcclAllReduceJob
 from constructs.kueue import GPU_RESOURCE, TenantQueue
 from constructs.namespaces import Quota
-from sitegen.components.base import Component, Flow, Layer, NamespaceSecurity, RenderedComponent
+from constructs.objects import api_object
+from constructs.secrets import VaultSecret
+from sitegen.components.base import (
+    BucketRules,
+    Component,
+    Flow,
+    Layer,
+    NamespaceSecurity,
+    RenderedComponent,
+    S3Access,
+    S3Grant,
+)
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.edge.gateway import Gateway
 from sitegen.components.gpu import gpu_job_tolerations
 from sitegen.components.gpu.gpu_queues import GpuQueues
-from sitegen.components.storage.aistor import AIStor
+from sitegen.components.storage.aistor import AIStor, ca_secret, s3_endpoint
 from sitegen.components.tenants import PROJECT
+
+OBJECT_STORAGE = "object-storage"  # the Secret of the tenant's key and the ConfigMap of its endpoint
+CA_MOUNT = "/etc/aistor-ca"
 
 
 class Tenant(RenderedComponent):
@@ -44,6 +64,29 @@ class Tenant(RenderedComponent):
     def instances(cls, scope: ClusterScope) -> list[Component]:
         return [cls(name) for name in scope.site.tenants] if scope.has_gpus else []
 
+    def _object_storage(self, scope: Construct, ctx: ClusterContext) -> None:
+        (access,) = self.s3_access(ctx)
+        VaultSecret(
+            scope, "ObjectStorageKey", name=OBJECT_STORAGE, namespace=self.tenant, store=ctx.store,
+            key=access.vault_key, properties=["access_key", "secret_key"],
+            template={"AWS_ACCESS_KEY_ID": "{{ .access_key }}", "AWS_SECRET_ACCESS_KEY": "{{ .secret_key }}"},
+        )  # fmt: skip
+        ca_secret(scope, "AIStorCA", namespace=self.tenant, store=ctx.store)
+        endpoint = s3_endpoint(ctx.site, ctx.cluster)
+        api_object(
+            scope,
+            "ObjectStorage",
+            "v1",
+            "ConfigMap",
+            {"name": OBJECT_STORAGE, "namespace": self.tenant},
+            data={
+                "AWS_ENDPOINT_URL": endpoint.url,
+                "AWS_REGION": endpoint.region,
+                "AWS_CA_BUNDLE": f"{CA_MOUNT}/ca.crt",  # where a workload mounts Secret aistor-ca
+                "BUCKETS": " ".join(access.buckets),
+            },
+        )
+
     def allowed_tolerations(self, ctx: ClusterContext) -> list[dict[str, str]]:
         return gpu_job_tolerations(ctx)
 
@@ -60,8 +103,28 @@ class Tenant(RenderedComponent):
             volumes=quota.volumes,
         )
 
+    def s3_access(self, ctx: ClusterContext) -> list[S3Access]:
+        buckets = ctx.site.tenants[self.tenant].buckets(self.tenant)
+        return [
+            S3Access(
+                f"tenant-{self.tenant}",
+                tuple(S3Grant(name) for name in buckets),
+                rules=tuple(
+                    BucketRules(
+                        name,
+                        quota_tb=b.quota_tb,
+                        versioning=b.versioning,
+                        keep_days=b.keep_days if b.versioning else None,
+                        expire_days=b.expire_days,
+                    )
+                    for name, b in buckets.items()
+                ),
+            )
+        ]
+
     def render(self, scope: Construct, ctx: ClusterContext) -> None:
         TenantQueue(scope, "Queue", tenant=self.tenant)
+        self._object_storage(scope, ctx)
         if ctx.site.tenants[self.tenant].nccl_benchmark:
             NcclAllReduceJob(
                 scope,

@@ -7,7 +7,7 @@ import re
 
 from constructs.aistor import OBJECT_STORE
 from constructs.aistor import root_key as aistor_root_key
-from sitegen.components.base import S3Access
+from sitegen.components.base import BucketRules, S3Access
 from sitegen.components.storage.aistor import AIStor
 from sitegen.components.storage.aistor_volumemanager import AIStorVolumeManager
 from sitegen.compose.apps import VariantApps
@@ -128,7 +128,25 @@ def _buckets(consumers: list[S3Access], site: Site) -> str:
                     f"mc ilm rule add --prefix {prefix} --expire-days {days} site/{bucket}"
                     for prefix, days in access.expire
                 ]
+            for rules in access.rules:
+                if rules.bucket == bucket:
+                    lines += _rules(rules)
     return "\n".join(lines)
+
+
+def _rules(rules: BucketRules) -> list[str]:
+    bucket = f"site/{rules.bucket}"
+    lines = []
+    if rules.quota_tb is not None:
+        lines.append(f"mc quota set {bucket} --size {rules.quota_tb}TB   # writes beyond it are refused")
+    if rules.versioning:
+        lines.append(f"mc version enable {bucket}")
+        lines.append(
+            f"mc ilm rule add --noncurrent-expire-days {rules.keep_days} {bucket}   # deleted and overwritten objects"
+        )
+    if rules.expire_days is not None:
+        lines.append(f"mc ilm rule add --expire-days {rules.expire_days} {bucket}")
+    return lines
 
 
 def _keys(consumers: list[S3Access], site: Site, variant: str) -> str:
