@@ -82,6 +82,7 @@ def a_tenant_with_32_gpus(copy: Path) -> None:
         tenants["vision"] = {
             "description": "Vision models",
             "quota": {"gpus": 32, "storage_gb": 2000, "volumes": 10},
+            "object_storage": {"images": {"quota_tb": 50, "versioning": True, "keep_days": 7}},
         }
 
     edit(copy, "tenants.yaml", change)
