@@ -1,0 +1,121 @@
+"""PostgreSQL for the site's own services: `cloudnative-pg`, the operator that runs each database as
+instances on several nodes with streaming replication and fails over by itself, and `barman-cloud`,
+its plugin that archives every WAL segment and takes base backups to object storage (the operator's
+in-tree Barman Cloud support is deprecated since 1.26 and goes in 1.31). Both on the hub's system
+pool, where the databases' consumers run; the databases themselves belong to their consumers
+(registry/harbor_database.py)."""
+
+from __future__ import annotations
+
+from sitegen.components.base import ChartComponent, Flow, Layer, NamespaceSecurity
+from sitegen.components.context import ClusterContext, ClusterScope
+from sitegen.components.edge.cert_manager import CertManager
+from sitegen.components.networking.cilium import Cilium
+from sitegen.components.platform.namespaces import Namespaces
+from sitegen.components.storage import PROJECT
+from sitegen.components.values import Image, Placed, Resources, Values, image, placed, requests
+
+NAMESPACE = "cnpg-system"  # the plugin must run in the operator's namespace
+PLUGIN = "barman-cloud.cloudnative-pg.io"  # the plugin's name, as a Cluster names it
+INSTANCE_STATUS_PORT = 8000  # each instance's status endpoint, which the operator polls
+PLUGIN_PORT = 9090  # the plugin's gRPC service (mutual TLS, cert-manager's certificates)
+
+
+class Monitoring(Values):
+    podMonitorEnabled: bool = False  # the observability app's, once the stack serves the kind
+
+
+class Config(Values):
+    clusterWide: bool = True
+
+
+class CloudNativePgValues(Placed):
+    replicaCount: int
+    image: Image
+    resources: Resources
+    monitoring: Monitoring = Monitoring()
+    config: Config = Config()
+
+
+class CloudNativePg(ChartComponent):
+    name = "cloudnative-pg"
+    chart = "cloudnative-pg"
+    serves = ("postgresql.cnpg.io/v1",)
+    project = PROJECT
+    layer = Layer.FOUNDATION
+    after = (Cilium, Namespaces)
+    namespace = NAMESPACE
+    security = NamespaceSecurity(
+        "restricted", "the operator and its plugin run as non-root, every capability dropped"
+    )
+    images = {"cloudnative-pg": "the operator, and the instance manager it copies into every PostgreSQL pod"}
+
+    @classmethod
+    def applies(cls, scope: ClusterScope) -> bool:
+        return scope.is_hub  # Harbor's database runs there
+
+    def flows(self, ctx: ClusterContext) -> list[Flow]:
+        # the instances of every database, in the namespaces of the components that come after the
+        # operator (their Clusters): it polls each instance's status endpoint
+        return [
+            Flow(
+                c.namespace,
+                (INSTANCE_STATUS_PORT,),
+                "each PostgreSQL instance's status (the operator's polls)",
+            )
+            for c in ctx.components
+            if type(self) in c.after
+        ]
+
+    def values(self, ctx: ClusterContext) -> CloudNativePgValues:
+        return CloudNativePgValues(
+            # one at a time: the operator elects a leader, a second replica only waits
+            replicaCount=1,
+            image=image(ctx.image("cloudnative-pg")),
+            resources=requests("100m", "256Mi", "1Gi"),
+            **placed(ctx.system_placement),
+        )
+
+
+class PluginImage(Values):
+    registry: str
+    repository: str
+    tag: str
+
+
+def _plugin_image(repository: str, tag: str) -> PluginImage:
+    registry, _, path = repository.partition("/")
+    return PluginImage(registry=registry, repository=path, tag=tag)
+
+
+class BarmanCloudValues(Placed):
+    image: PluginImage
+    sidecarImage: PluginImage
+    resources: Resources
+
+
+class BarmanCloud(ChartComponent):
+    name = "barman-cloud"
+    chart = "plugin-barman-cloud"
+    serves = ("barmancloud.cnpg.io/v1",)
+    project = PROJECT
+    layer = Layer.FOUNDATION
+    after = (CloudNativePg, CertManager)  # its gRPC certificates are cert-manager's
+    namespace = NAMESPACE
+    images = {
+        "barman-cloud": "the plugin the operator calls",
+        "barman-cloud-sidecar": "the sidecar it injects into each PostgreSQL pod, which archives",
+    }
+
+    @classmethod
+    def applies(cls, scope: ClusterScope) -> bool:
+        return CloudNativePg.applies(scope)
+
+    def values(self, ctx: ClusterContext) -> BarmanCloudValues:
+        plugin, sidecar = ctx.image("barman-cloud"), ctx.image("barman-cloud-sidecar")
+        return BarmanCloudValues(
+            image=_plugin_image(plugin.repository, plugin.pinned_tag),
+            sidecarImage=_plugin_image(sidecar.repository, sidecar.pinned_tag),
+            resources=requests("50m", "128Mi", "512Mi"),
+            **placed(ctx.system_placement),
+        )
