@@ -1,9 +1,11 @@
-"""A scheduled copy of something only the control-plane hosts hold, put into an S3 bucket.
+"""A scheduled copy of something put into an S3 bucket: what only the control-plane hosts hold, or a
+database's logical dump.
 
-A CronJob on the control-plane pool: a producer (an init container) writes one file into a scratch
-volume from what it reads on the host, then curl puts that file under `<prefix>/<cluster>/` of the
-target's bucket with an S3 signature (no SDK, no listing: a write-only key is enough). The target's
-lifecycle rule (RUNBOOK) expires old copies. The etcd snapshots and the PKI archive are two producers.
+A CronJob on the given pool: a producer (an init container) writes one file into a scratch volume
+(from the host, or from a database it connects to), then curl puts that file under
+`<prefix>/<cluster>/` of the target's bucket with an S3 signature (no SDK, no listing: a write-only key
+is enough). The target's lifecycle rule (RUNBOOK) expires old copies. The etcd snapshots, the PKI
+archive and Harbor's database dump are producers.
 """
 
 from __future__ import annotations
@@ -59,6 +61,7 @@ class Producer:
     suffix: str  # of the object's key: what the file is
     volumes: tuple[dict[str, Any], ...] = ()
     host_network: bool = False
+    runs_as: int | None = None  # the producer's user, when not root: the upload reads its file as it
 
 
 class HostBackup(Construct):
@@ -110,7 +113,14 @@ class HostBackup(Construct):
                         "requests": {"cpu": "100m", "memory": "64Mi"},
                         "limits": {"memory": "256Mi"},
                     },
-                    "securityContext": ROOT_CONTAINER,  # reads what the producer wrote as root, 0600
+                    # reads what the producer wrote, 0600: as root, or as the producer's own user
+                    "securityContext": ROOT_CONTAINER
+                    if producer.runs_as is None
+                    else {
+                        **RESTRICTED_CONTAINER,
+                        "runAsUser": producer.runs_as,
+                        "readOnlyRootFilesystem": True,
+                    },
                     "volumeMounts": [
                         {"name": "output", "mountPath": OUTPUT_DIR, "readOnly": True},
                         {"name": "s3-ca", "mountPath": CA_MOUNT, "readOnly": True},

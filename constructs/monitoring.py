@@ -83,6 +83,19 @@ class BackupWatch:
 
 
 @dataclass(frozen=True)
+class DatabaseWatch:
+    """A CloudNativePG database: its namespace, its Cluster's name (the instances' pod names start
+    with it), how many instances run, how far its WAL archive may fall behind, and how old its last base
+    backup may get (a restore replays every WAL segment since)."""
+
+    namespace: str
+    name: str
+    instances: int
+    archive_timeout_seconds: int
+    base_backup_stale_after_seconds: int
+
+
+@dataclass(frozen=True)
 class GuardWatch:
     """The GPU node guard of a cluster: its Deployment, how many nodes it cordons at most, and what for."""
 
@@ -104,6 +117,7 @@ class SiteRisks:
     backups: tuple[BackupWatch, ...] = ()  # what must succeed on schedule, in any cluster of the variant
     spoke_token_days: int | None = None  # how long a spoke's Argo CD token lives (None: no spokes)
     guards: tuple[GuardWatch, ...] = ()  # the GPU node guards of the variant's clusters
+    databases: tuple[DatabaseWatch, ...] = ()  # the site's PostgreSQL clusters (CloudNativePG)
     runbook: str = ""  # the RUNBOOK's path in the repository: where each alert's `runbook_url` points
 
 
@@ -311,6 +325,42 @@ def _backup_rules(risks: SiteRisks) -> list[dict[str, Any]]:
     return rules
 
 
+def _database_rules(risks: SiteRisks) -> list[dict[str, Any]]:
+    """A database's WAL archive falling behind (a point in time past it cannot come back; the primary's
+    volume fills with WAL it cannot archive), an instance down (a node lost: the next one lost takes
+    the synchronous standby), a standby that does not stream, a base backup that is late. CloudNativePG's
+    exporter (`cnpg_pg_stat_archiver_*`, `cnpg_collector_up`, `cnpg_pg_replication_*`) and the Barman
+    Cloud plugin's (`barman_cloud_cloudnative_pg_io_*`), on each instance."""
+    rules = []
+    for db in risks.databases:
+        pods = f'namespace="{db.namespace}", pod=~"{db.name}-[0-9]+"'
+        label = "".join(part.title() for part in db.name.split("-"))
+        primary = f"cnpg_pg_stat_archiver_seconds_since_last_archival{{{pods}}} unless on (pod) (cnpg_pg_replication_in_recovery{{{pods}}} == 1)"
+        behind = 3 * db.archive_timeout_seconds
+        rules += [
+            _alert(f"{label}WalArchiveBehind", f"max by (cluster) ({primary}) > {behind}", "critical",
+                   f"{db.name}'s WAL has not reached the archive for more than {behind // 60} min in "
+                   "{{ $labels.cluster }}: the ObjectStore's credentials, AIStor, or the plugin", for_="5m"),
+            _alert(f"{label}WalArchiveFailing",
+                   f"max by (cluster) (increase(cnpg_pg_stat_archiver_failed_count{{{pods}}}[10m])) > 0", "warning",
+                   f"{db.name} fails to archive WAL in {{{{ $labels.cluster }}}} (it retries)", for_="10m"),
+            _alert(f"{label}InstanceDown", f"count by (cluster) (cnpg_collector_up{{{pods}}} == 1) < {db.instances}",
+                   "warning", f"fewer than {db.instances} instances of {db.name} run in {{{{ $labels.cluster }}}}: "
+                   "one more lost leaves no synchronous standby", for_="10m"),
+            _alert(f"{label}StandbyNotStreaming",
+                   f"min by (cluster) (cnpg_pg_replication_streaming_replicas{{{pods}}} unless on (pod) "
+                   f"(cnpg_pg_replication_in_recovery{{{pods}}} == 1)) < {db.instances - 1}", "warning",
+                   f"a standby of {db.name} does not stream from the primary in {{{{ $labels.cluster }}}}", for_="10m"),
+            _alert(f"{label}BaseBackupStale",
+                   f"time() - max by (cluster) (barman_cloud_cloudnative_pg_io_last_available_backup_timestamp{{{pods}}}) "
+                   f"> {db.base_backup_stale_after_seconds}", "warning",
+                   f"{db.name}'s last base backup in {{{{ $labels.cluster }}}} is older than "
+                   f"{db.base_backup_stale_after_seconds // 3600} h: a restore replays every WAL segment since",
+                   for_="30m"),
+        ]  # fmt: skip
+    return rules
+
+
 def _gitops_rules(risks: SiteRisks) -> list[dict[str, Any]]:
     """Delivery that stopped converging: an Application that stays OutOfSync or not Healthy (drift
     self-heal cannot fix, a prune a `Prune=false` object waits for, a sync that keeps failing, a node
@@ -484,6 +534,7 @@ class SiteAlerts(Construct):
                 ("site-health", _health_rules(risks) if risks.health_namespace else []),
                 ("site-gpu-guard", _guard_rules(risks)),
                 ("site-backups", _backup_rules(risks)),
+                ("site-databases", _database_rules(risks)),
                 ("site-network", [POLICY_AUDIT_ALERT] if risks.policy_audit else []),
                 ("site-gitops", _gitops_rules(risks)),
             )

@@ -114,11 +114,14 @@ class VaultSecret(Construct):
         labels: dict[str, str] | None = None,
         annotations: dict[str, str] | None = None,
         metadata_annotations: dict[str, str] | None = None,
+        secret_type: str | None = None,
     ) -> None:
         super().__init__(scope, id)
         target: dict[str, Any] = {"name": name, "creationPolicy": "Owner"}
-        if template is not None or labels or annotations:
+        if template is not None or labels or annotations or secret_type:
             target["template"] = {"engineVersion": "v2"}
+            if secret_type:
+                target["template"]["type"] = secret_type
             meta = {k: v for k, v in (("labels", labels), ("annotations", annotations)) if v}
             if meta:
                 target["template"]["metadata"] = meta

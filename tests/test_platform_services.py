@@ -257,6 +257,8 @@ def test_scrape_targets_dcgm_aistor_cilium_hubble():
         "external-secrets": "metrics",  # ExternalSecretNotReady
         "argocd-application-controller": "metrics",  # the GitOps alerts
         "argocd-applicationset-controller": "metrics",
+        "cloudnative-pg": "metrics",  # the operator's
+        "harbor-db": "metrics",  # the instances': replication, WAL archive, base backups
     }
     cilium = _values("one-cluster", "ai", "cilium")
     assert cilium["prometheus"]["enabled"] and cilium["operator"]["prometheus"]["enabled"]

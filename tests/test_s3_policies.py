@@ -122,6 +122,7 @@ def test_every_consumer_has_a_policy_file(site):
     assert sorted(p.stem for p in POLICIES.glob("*.json")) == [
         "etcd-backup",
         "harbor",
+        "harbor-database",
         "loki",
         "tenant-ai-research",
         "velero",

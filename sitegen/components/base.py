@@ -209,6 +209,23 @@ def backup_target_folder(target: str) -> str:
 
 
 @dataclass(frozen=True)
+class State:
+    """What one workload of a component keeps on its volumes, and how it comes back once they are lost:
+    its copies (each with its place and how far behind it is), or, with none, why none is needed (what
+    it is rebuilt from, or what is lost and why that is accepted). `sitegen plan` lists them; the rule
+    DATA-001 refuses a volume in the tree that no component states."""
+
+    workload: str  # the StatefulSet, claim or custom resource (Cluster, Prometheus, ObjectStore) named
+    holds: str
+    copies: tuple[str, ...] = ()
+    without_copy: str = ""
+
+    def __post_init__(self) -> None:
+        if bool(self.copies) == bool(self.without_copy):
+            raise ValueError(f"{self.workload}: a state has copies or says why it has none, not both")
+
+
+@dataclass(frozen=True)
 class JsonPatch:
     """One RFC 6902 operation (add, replace, remove, test) at a JSON pointer of an object."""
 
@@ -351,6 +368,10 @@ class Component:
 
     def second_copy(self, ctx: ClusterContext) -> list[S3Access]:
         """Its users of the second backup target (services.backups.second), outside AIStor."""
+        return []
+
+    def state(self, ctx: ClusterContext) -> list[State]:
+        """What its workloads keep on volumes, each with its copies or why it needs none."""
         return []
 
     def routes(self, ctx: ClusterContext) -> list[Route]:

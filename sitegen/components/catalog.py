@@ -46,6 +46,7 @@ from sitegen.components.platform_nodes.kubelet_csr_approver import KubeletCsrApp
 from sitegen.components.platform_nodes.node_labels import NodeLabels
 from sitegen.components.registry.harbor import Harbor
 from sitegen.components.registry.harbor_config import HarborConfig
+from sitegen.components.registry.harbor_database import HarborDatabase
 from sitegen.components.serving.models import Models
 from sitegen.components.serving.vllm_stack import VllmStack
 from sitegen.components.storage.aistor import AIStor
@@ -53,6 +54,7 @@ from sitegen.components.storage.aistor_operator import AIStorOperator
 from sitegen.components.storage.aistor_volumemanager import AIStorVolumeManager
 from sitegen.components.storage.csi_isilon import CsiIsilon, CsiIsilonNode
 from sitegen.components.storage.local_nvme import LocalNvme
+from sitegen.components.storage.postgres import BarmanCloud, CloudNativePg
 from sitegen.components.storage.powerscale import PowerScale
 from sitegen.components.storage.snapshot_controller import SnapshotController
 from sitegen.components.storage.topolvm import TopoLvm, TopoLvmNode
@@ -100,6 +102,8 @@ COMPONENTS: tuple[type[Component], ...] = (
     LocalNvme,
     Velero,
     VeleroConfig,
+    CloudNativePg,
+    BarmanCloud,
     # edge
     CertManager,
     EnvoyGateway,
@@ -114,6 +118,7 @@ COMPONENTS: tuple[type[Component], ...] = (
     Grafana,
     Observability,
     # registry and serving
+    HarborDatabase,
     Harbor,
     HarborConfig,
     VllmStack,

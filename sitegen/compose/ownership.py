@@ -34,6 +34,8 @@ KEEPS_DATA = frozenset({
     ("", "PersistentVolumeClaim"),
     ("", "PersistentVolume"),
     ("aistor.min.io", "ObjectStore"),
+    ("postgresql.cnpg.io", "Cluster"),  # its instances' claims go with it
+    ("barmancloud.cnpg.io", "ObjectStore"),  # the archive the Cluster restores from, and writes to
 })  # fmt: skip
 
 # every field a controller of the registry writes: leaving out an empty one is harmless where none runs

@@ -94,35 +94,6 @@ class ProxyCache(Strict):
         return "https://registry-1.docker.io" if self.type == "docker-hub" else self.url
 
 
-class Registry(Strict):
-    hostname: DnsName
-    # Harbor's login through the site's OIDC provider (gitops.argocd.sso's issuer); its client secret
-    # is the vault's (harbor/oidc). The local admin stays for break-glass only.
-    sso_client_id: Annotated[str, Field(min_length=1)]
-    storage: Literal["aistor", "powerscale"]
-    bucket: BucketName  # with storage aistor
-    powerscale_class: str = "archive"  # with storage powerscale: the class of the image volume
-    volume_gb: Annotated[int, Field(ge=1)]  # registry volume with storage powerscale
-    # Harbor projects that pull through to these registries: `<hostname>/<project>/<image>`.
-    proxy_cache: dict[DnsLabel, ProxyCache] = Field(min_length=1)
-
-
-class ServedModel(Strict):
-    name: DnsLabel
-    source: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9._-]+$")]  # Hugging Face id
-    replicas: Annotated[int, Field(ge=1)] = 1
-    max_model_len: Annotated[int, Field(ge=1024)]
-    cache_gb: Annotated[int, Field(ge=1)]  # weights cache on the node's local NVMe
-
-
-class Serving(Strict):
-    hostname: DnsName
-    tenant: DnsLabel  # whose namespace and GPU quota the model servers use
-    router_replicas: Annotated[int, Field(ge=1)] = 2
-    routing: Literal["roundrobin", "session", "prefixaware", "kvaware"] = "roundrobin"
-    models: list[ServedModel] = Field(min_length=1)
-
-
 Cron = Annotated[str, Field(pattern=r"^(\S+\s+){4}\S+$")]  # five fields, as a CronJob takes them
 
 
@@ -139,6 +110,51 @@ class BackupSchedule(Strict):
     @property
     def longest_gap_seconds(self) -> int:
         return longest_gap_seconds(self.schedule)
+
+
+class RegistryDatabase(Strict):
+    """Harbor's PostgreSQL (CloudNativePG): instances on as many system-pool nodes, one primary and
+    synchronous standbys (a commit is on two nodes before Harbor hears of it); every WAL segment
+    archived to `bucket` in AIStor (at most `archive_timeout_minutes` behind), base backups on
+    `backups`; a logical dump on `dump` to the second backup target, outside AIStor."""
+
+    instances: Annotated[int, Field(ge=1, le=5)] = 3  # 1: no standby, a node lost stops Harbor
+    volume_gb: Annotated[int, Field(ge=1)] = 50
+    wal_volume_gb: Annotated[int, Field(ge=1)] = 20
+    bucket: BucketName
+    archive_timeout_minutes: Annotated[int, Field(ge=1, le=60)] = 5
+    backups: BackupSchedule
+    dump: BackupSchedule
+
+
+class Registry(Strict):
+    hostname: DnsName
+    # Harbor's login through the site's OIDC provider (gitops.argocd.sso's issuer); its client secret
+    # is the vault's (harbor/oidc). The local admin stays for break-glass only.
+    sso_client_id: Annotated[str, Field(min_length=1)]
+    storage: Literal["aistor", "powerscale"]
+    bucket: BucketName  # with storage aistor
+    powerscale_class: str = "archive"  # with storage powerscale: the class of the image volume
+    volume_gb: Annotated[int, Field(ge=1)]  # registry volume with storage powerscale
+    # Harbor projects that pull through to these registries: `<hostname>/<project>/<image>`.
+    proxy_cache: dict[DnsLabel, ProxyCache] = Field(min_length=1)
+    database: RegistryDatabase
+
+
+class ServedModel(Strict):
+    name: DnsLabel
+    source: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9._-]+$")]  # Hugging Face id
+    replicas: Annotated[int, Field(ge=1)] = 1
+    max_model_len: Annotated[int, Field(ge=1024)]
+    cache_gb: Annotated[int, Field(ge=1)]  # weights cache on the node's local NVMe
+
+
+class Serving(Strict):
+    hostname: DnsName
+    tenant: DnsLabel  # whose namespace and GPU quota the model servers use
+    router_replicas: Annotated[int, Field(ge=1)] = 2
+    routing: Literal["roundrobin", "session", "prefixaware", "kvaware"] = "roundrobin"
+    models: list[ServedModel] = Field(min_length=1)
 
 
 class VeleroBackups(Strict):
@@ -284,6 +300,7 @@ def check_services(
         services.logs.bucket,
         services.logs.ruler_bucket,
         services.registry.bucket,
+        services.registry.database.bucket,
         services.backups.bucket,
     }
     for name, protection in storage.aistor.bucket_protection.items():
@@ -306,6 +323,20 @@ def check_services(
                     (*field, "lock_days"),
                     f"{protection.lock_days} days outlive the shortest backup retention ({kept} days): expiry would fail",
                 )
+        database = services.registry.database
+        locked = protection.lock_days
+        if name == database.bucket and locked is not None and locked > database.backups.retention_days:
+            raise ConfigError(
+                (*field, "lock_days"),
+                f"{protection.lock_days} days outlive the database's backup retention "
+                f"({database.backups.retention_days} days): the old backups could not go",
+            )
+    system = pools[infra]
+    if services.registry.database.instances > system.count:
+        raise ConfigError(
+            ("services", "registry", "database", "instances"),
+            f"{services.registry.database.instances} instances, one per node, on {system.count} {infra} nodes",
+        )
     quota = tenants[serving.tenant].quota
     caches = sum(m.cache_gb * m.replicas for m in serving.models)
     if caches > quota.storage_gb:

@@ -34,6 +34,7 @@ from sitegen.check.bringup.drift import differences
 from sitegen.check.bringup.health import HealthChecks, LuaHealthError, customization_key, run_health_script
 from sitegen.check.bringup.kube import pod_template, sync_order, sync_phases
 from sitegen.check.bringup.objects import Key, key_of, show
+from sitegen.check.bringup.operators import CNPG_CLUSTER
 from sitegen.check.project_policy import destination_refusal, kind_refusal, source_refusal
 from sitegen.compose.ownership import SYNC_OPTIONS, runs_on_delete
 
@@ -428,6 +429,20 @@ class AppSync:
             why = cluster.load_balancer_blocker()
         elif kind == "APIService" and spec.get("service"):
             why = cluster.service_ready(spec["service"]["namespace"], spec["service"]["name"])
+        elif (group, kind) == CNPG_CLUSTER:
+            # Argo CD's built-in check maps CloudNativePG's phase: healthy, a reconciliation stopped
+            # (Suspended: an unknown plugin), failing over (Degraded), else Progressing
+            phase = str(cluster.controller_status(body).get("phase", ""))
+            if phase == "Cluster in healthy state":
+                return HEALTHY, ""
+            status = (
+                "Suspended"
+                if phase.startswith("Cluster cannot proceed")
+                else ("Degraded" if phase == "Failing over" else "Progressing")
+            )
+            return status, f"{phase or 'no status: the operator is not running'}" + (
+                f" ({cluster.behind_status(body)})" if cluster.behind_status(body) else ""
+            )
         elif kind not in MODELLED_CHECKS and kind != "Service":
             cluster.assumed.add(
                 f"{group + '/' if group else ''}{kind}: Argo CD checks its health; not modelled, Healthy once applied"

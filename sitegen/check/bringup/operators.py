@@ -1,8 +1,10 @@
 """What operators make of their custom resources and write into their status, as Argo CD's health
 checks (argocd-cm, health.py) and the runbook read it: AIStor's ObjectStore (a StatefulSet per server
-pool; a state per pool, and the store's once all are up), the GPU Operator's ClusterPolicy (ready once
-the operator and Node Feature Discovery run) and the Network Operator's NicClusterPolicy (ready once
-the operator runs).
+pool; a state per pool, and the store's once all are up), CloudNativePG's Cluster (its instances, one
+per node, on their volumes; its phase, which Argo CD's built-in check reads: healthy once every
+instance runs, stopped while a plugin it names is not there), the GPU Operator's ClusterPolicy (ready
+once the operator and Node Feature Discovery run) and the Network Operator's NicClusterPolicy (ready
+once the operator runs).
 
 Not modelled: the status of any other custom resource (Argo CD's rules alone judge it), and the operands
 of the GPU and Network Operators as workloads: what they advertise on nodes is nodes.py's.
@@ -16,6 +18,10 @@ from typing import Any
 from sitegen.check.bringup.kube import PodTemplate, group_of
 from sitegen.check.bringup.nodes import KUBELET_SERVING, Nodes
 from sitegen.check.bringup.objects import Key, Workload, key_of
+
+CNPG_CLUSTER = ("postgresql.cnpg.io", "Cluster")
+BARMAN_OBJECT_STORE = ("barmancloud.cnpg.io", "ObjectStore")
+BARMAN_PLUGIN = "barman-cloud.cloudnative-pg.io"
 
 
 class Operators(Nodes):
@@ -43,7 +49,35 @@ class Operators(Nodes):
             return {"state": "ready" if ready else "notReady"}
         if (group, kind) == ("mellanox.com", "NicClusterPolicy"):
             return {"state": "ready" if self.controller_running(group, kind) else "notReady"}
+        if (group, kind) == CNPG_CLUSTER:
+            return self._database_status(body)
         return {}
+
+    def _database_status(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        """As CloudNativePG reports a Cluster: its phase and instances (pkg/apis/v1 cluster_types.go's
+        phase texts). A plugin it names (the WAL archiver) must run before it reconciles at all."""
+        if not self.controller_running(*CNPG_CLUSTER):
+            return {}
+        _, _, ns, name = key_of(body)
+        plugins = [p["name"] for p in (body.get("spec") or {}).get("plugins") or [] if p.get("enabled", True)]
+        if any(p == BARMAN_PLUGIN for p in plugins) and not self.controller_running(*BARMAN_OBJECT_STORE):
+            return {
+                "phase": "Cluster cannot proceed to reconciliation due to an unknown plugin being required"
+            }
+        w = self.workloads.get(("apps", "StatefulSet", ns, name))
+        ready = sum(w.placed.values()) if w is not None and w.placed else 0
+        instances = int((body.get("spec") or {}).get("instances", 1))
+        if w is not None and w.running:
+            phase = "Cluster in healthy state"
+        elif ready == 0:
+            phase = "Setting up primary"
+        else:
+            phase = "Waiting for the instances to become active"
+        return {
+            "phase": phase,
+            "instances": instances,
+            "readyInstances": ready if w is None or not w.running else instances,
+        }
 
     def behind_status(self, body: Mapping[str, Any]) -> str | None:
         """Why the controller reports what it does, as far as the simulation knows (for the blocker:
@@ -59,6 +93,9 @@ class Operators(Nodes):
                 )
             pools = self._pools(ns, name)
             return next((f"{w.template.ref}: {w.reason}" for _, w in pools if not w.running), None)
+        if (group, kind) == CNPG_CLUSTER:
+            w = self.workloads.get(("apps", "StatefulSet", ns, name))
+            return f"its instances: {w.reason}" if w is not None and not w.running else None
         return None
 
     def _certificate_denier(self, body: Mapping[str, Any]) -> Workload | None:
@@ -106,8 +143,40 @@ class Operators(Nodes):
         }
 
 
+def _database_instances(body: Mapping[str, Any], owner: str) -> list[tuple[Key, Workload]]:
+    """CloudNativePG's instances of a Cluster, as one workload: its pods (one per node where the
+    anti-affinity is required), on the classes of its data and WAL volumes, each needing the bootstrap
+    Secret. Not modelled: the operator's own Jobs (initdb, joins), the Services it makes."""
+    meta, spec = body["metadata"], body.get("spec") or {}
+    affinity = spec.get("affinity") or {}
+    labels = {"cnpg.io/cluster": meta["name"]}
+    pod: dict[str, Any] = {
+        "nodeSelector": affinity.get("nodeSelector") or {},
+        "tolerations": affinity.get("tolerations") or [],
+        "containers": [{"name": "postgres", "resources": spec.get("resources") or {}}],
+    }
+    if affinity.get("enablePodAntiAffinity", True) and affinity.get("podAntiAffinityType") == "required":
+        pod["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+            {"topologyKey": affinity.get("topologyKey", "kubernetes.io/hostname"), "labelSelector": {"matchLabels": labels}}
+        ]}}  # fmt: skip
+    secret = (((spec.get("bootstrap") or {}).get("initdb") or {}).get("secret") or {}).get("name")
+    if secret:
+        pod["volumes"] = [{"name": "bootstrap", "secret": {"secretName": secret}}]
+    template = PodTemplate(
+        "StatefulSet", meta["namespace"], meta["name"], int(spec.get("instances", 1)), {"labels": labels}, pod
+    )
+    classes = tuple(
+        c for c in ((spec.get(v) or {}).get("storageClass") for v in ("storage", "walStorage")) if c
+    )
+    workload = Workload(template, owner, claim_classes=classes, operator=CNPG_CLUSTER)
+    return [(("apps", "StatefulSet", meta["namespace"], meta["name"]), workload)]
+
+
 def _operator_workloads(body: Mapping[str, Any], owner: str) -> list[tuple[Key, Workload]]:
-    """The StatefulSets an operator makes of a custom resource: AIStor's server pools."""
+    """The StatefulSets an operator makes of a custom resource: AIStor's server pools, CloudNativePG's
+    instances."""
+    if (group_of(body), body.get("kind")) == CNPG_CLUSTER:
+        return _database_instances(body, owner)
     if group_of(body) != "aistor.min.io" or body.get("kind") != "ObjectStore":
         return []
     meta, found = body["metadata"], []

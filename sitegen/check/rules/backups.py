@@ -3,7 +3,8 @@ every backup that stops succeeding."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from functools import partial
 from typing import Any
 
 import yaml
@@ -22,15 +23,29 @@ def _pod(doc: Document) -> Mapping[str, Any]:
 
 
 def _produces(doc: Document) -> str | None:
-    """What a CronJob backs up from its host: etcd (an etcdctl snapshot) or the cluster PKI (the
-    kubeadm PKI directory mounted), else None."""
+    """What a CronJob backs up: etcd (an etcdctl snapshot), the cluster PKI (the kubeadm PKI directory
+    mounted), a database (`pg_dump` of the server its PGHOST names: `database <host>`), else None."""
     pod = _pod(doc)
     containers = [*pod.get("initContainers", []), *pod.get("containers", [])]
     if any("snapshot" in c.get("command", []) and "save" in c.get("command", []) for c in containers):
         return "etcd"
     if any(v.get("hostPath", {}).get("path") == KUBEADM_PKI for v in pod.get("volumes", [])):
         return "cluster PKI"
+    for c in containers:
+        if c.get("command", [""])[0] == "pg_dump":
+            host = next((e.get("value", "") for e in c.get("env", []) if e.get("name") == "PGHOST"), "")
+            return f"database {host}"
     return None
+
+
+def _same_database(cluster: Document, produced: str) -> bool:
+    """Whether a dump (`database <PGHOST>`) reads the CloudNativePG Cluster: its Services are
+    `<cluster>-rw|-ro|-r`, in its namespace or named with it."""
+    if not produced.startswith("database "):
+        return False
+    host = produced.removeprefix("database ").split(".")
+    service, namespace = host[0], host[1] if len(host) > 1 else cluster.namespace
+    return namespace == cluster.namespace and service.rsplit("-", 1)[0] == cluster.name
 
 
 def _upload_host(doc: Document) -> str | None:
@@ -64,13 +79,23 @@ def _second_copy(ctx: Context) -> Iterator[Violation]:
             continue
         aistor = {s3_endpoint(ctx.site, c).host for c in layout.clusters}
         anchor = min(docs, key=lambda d: (d.file.as_posix(), d.index))
-        copies: dict[str, list[tuple[Document, str | None]]] = {"etcd": [], "cluster PKI": []}
-        for doc in docs:
-            if doc.kind == "CronJob" and (what := _produces(doc)) is not None:
-                copies[what].append((doc, _upload_host(doc)))
-        for what, found in copies.items():
+        produced = [
+            (what, doc, _upload_host(doc))
+            for doc in docs
+            if doc.kind == "CronJob" and (what := _produces(doc)) is not None
+        ]
+        needs: list[tuple[str, Document, Callable[[str], bool]]] = [
+            ("etcd", anchor, "etcd".__eq__),
+            ("cluster PKI", anchor, "cluster PKI".__eq__),
+        ]
+        for database in docs:
+            if database.kind == "Cluster" and database.api_version.startswith("postgresql.cnpg.io/"):
+                needs.append((f"database {database.namespace}/{database.name}", database,
+                              partial(_same_database, database)))  # fmt: skip
+        for what, where, matches in needs:
+            found = [(doc, host) for kind, doc, host in produced if matches(kind)]
             if not any(host is not None and host not in aistor for _, host in found):
-                where = found[0][0] if found else anchor
+                where = found[0][0] if found else where
                 yield Violation(where, "$.spec", f"{what} of cluster {anchor.cluster} has no copy outside "
                                 "AIStor: add a CronJob that puts it on the second backup target")  # fmt: skip
         locations = {
@@ -102,8 +127,8 @@ def _alerted(docs: list[Document]) -> str:
 @rule(
     "BAK-002",
     "backup-alerts",
-    "a backup nobody hears fail is found missing on the day of the restore: each backup CronJob and "
-    "Velero Schedule has an alert on its last success",
+    "a backup nobody hears fail is found missing on the day of the restore: each backup CronJob, "
+    "Velero Schedule and database ScheduledBackup has an alert on its last success",
 )
 def _backup_alerts(ctx: Context) -> Iterator[Violation]:
     by_variant: dict[str, list[Document]] = {}
@@ -117,6 +142,10 @@ def _backup_alerts(ctx: Context) -> Iterator[Violation]:
                 watched = f'kube_cronjob_status_last_successful_time{{namespace="{doc.namespace}", cronjob="{doc.name}"}}'
             elif doc.kind == "Schedule" and doc.api_version.startswith("velero.io/"):
                 watched = f'velero_backup_last_successful_timestamp{{schedule="{doc.name}"}}'
+            elif doc.kind == "ScheduledBackup" and doc.api_version.startswith("postgresql.cnpg.io/"):
+                cluster = doc.body["spec"]["cluster"]["name"]
+                watched = (f'barman_cloud_cloudnative_pg_io_last_available_backup_timestamp{{namespace="{doc.namespace}", '
+                           f'pod=~"{cluster}-[0-9]+"}}')  # fmt: skip
             else:
                 continue
             if watched not in exprs:

@@ -8,7 +8,7 @@ from pydantic import Field
 
 from constructs.edge import Backend, Route
 from constructs.local_cache import CLASS_NAME as LOCAL_NVME
-from sitegen.components.base import WORLD, ChartComponent, Flow, Layer, NamespaceSecurity
+from sitegen.components.base import WORLD, ChartComponent, Flow, Layer, NamespaceSecurity, State
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.observability import PROJECT
 from sitegen.components.observability.kube_prometheus_stack import (
@@ -281,6 +281,13 @@ class Grafana(ChartComponent):
             role_attribute_path=path,
             groups_attribute_path=claim,
         )
+
+    def state(self, ctx: ClusterContext) -> list[State]:
+        return [
+            State(self.name, "Grafana's database: users' preferences, dashboards made in the UI",
+                  without_copy="dashboards and data sources are provisioned from git; what users made "
+                  "in the UI alone is lost with the node (export it to git to keep it)"),
+        ]  # fmt: skip
 
     def values(self, ctx: ClusterContext) -> GrafanaValues:
         monitoring = ctx.site.services.monitoring

@@ -22,6 +22,7 @@ from sitegen.components.base import (
     Layer,
     NamespaceSecurity,
     NodeAgent,
+    State,
 )
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.networking.cilium import Cilium
@@ -311,6 +312,19 @@ class KubePrometheusStack(ChartComponent):
                 "DaemonSet", f"{self.name}-prometheus-node-exporter", namespace=AGENTS_NAMESPACE
             ): NodeAgent(frozenset({EVERY_POOL}), "node metrics (InfiniBand ports included) of every node")
         }
+
+    def state(self, ctx: ClusterContext) -> list[State]:
+        if not ctx.is_hub:
+            return []  # the spokes' agents keep no volume
+        monitoring = ctx.site.services.monitoring
+        prom = monitoring.prometheus
+        return [
+            State(f"{self.name}-prometheus", f"the site's metrics, {prom.retention_days} days",
+                  without_copy=f"{prom.replicas} replicas scrape the same targets, each on its own node: "
+                  "one lost, its twin still has the history (it starts empty); metrics are not backed up"),
+            State(f"{self.name}-alertmanager", "silences and the notification log",
+                  without_copy=f"{monitoring.alertmanager_replicas} replicas gossip them to each other"),
+        ]  # fmt: skip
 
     def values(self, ctx: ClusterContext) -> KubePrometheusStackValues:
         system = placed(ctx.system_placement)

@@ -14,6 +14,7 @@ from sitegen.components.base import (
     NamespaceSecurity,
     S3Access,
     S3Grant,
+    State,
     s3_vault_key,
 )
 from sitegen.components.context import ClusterContext, ClusterScope
@@ -196,6 +197,16 @@ class Loki(ChartComponent):
     @classmethod
     def applies(cls, scope: ClusterScope) -> bool:
         return scope.is_hub
+
+    def state(self, ctx: ClusterContext) -> list[State]:
+        bucket = ctx.site.services.logs.bucket
+        return [
+            State(f"{self.name}-write", "logs received and not yet flushed to AIStor (the ingesters' WAL)",
+                  without_copy=f"each stream is written to 3 writers (replication factor 3) and flushed "
+                  f"to s3://{bucket}/ in chunks: a node lost loses none"),
+            State(f"{self.name}-backend", "the compactor's and the index gateway's working files",
+                  without_copy=f"rebuilt from the index and chunks in s3://{bucket}/"),
+        ]  # fmt: skip
 
     def s3_access(self, ctx: ClusterContext) -> list[S3Access]:
         logs = ctx.site.services.logs

@@ -17,6 +17,7 @@ from constructs.monitoring import (
     BackupWatch,
     DashboardReader,
     Dashboards,
+    DatabaseWatch,
     FabricPool,
     GuardWatch,
     PodMonitors,
@@ -68,7 +69,10 @@ from sitegen.components.platform.external_secrets import ExternalSecrets
 from sitegen.components.platform.secret_store import SecretStore
 from sitegen.components.platform_nodes import etcd_backup
 from sitegen.components.platform_nodes.etcd_backup import EtcdBackup
+from sitegen.components.registry import harbor_database
+from sitegen.components.registry.harbor_database import HarborDatabase
 from sitegen.components.storage.aistor import ca_secret as aistor_ca
+from sitegen.components.storage.postgres import CloudNativePg
 from sitegen.model import Site, VariantLayout, paths
 
 
@@ -83,6 +87,21 @@ class Observability(RenderedComponent):
 
     def render(self, scope: Construct, ctx: ClusterContext) -> None:
         PodMonitors(scope, "Cilium", namespace=self.namespace, targets=CILIUM_TARGETS)
+        if ctx.has(CloudNativePg):  # the operator's, and each database's instances'
+            databases = [
+                PodTarget(
+                    "cloudnative-pg",
+                    CloudNativePg.namespace,
+                    {"app.kubernetes.io/name": "cloudnative-pg"},
+                    "metrics",
+                ),
+                *(
+                    PodTarget(db.name, db.namespace, {"cnpg.io/cluster": db.name}, "metrics")
+                    for db in _databases(ctx.site)
+                    if ctx.has(HarborDatabase)
+                ),
+            ]
+            PodMonitors(scope, "Databases", namespace=self.namespace, targets=databases)
         if ctx.has(ExternalSecrets):  # externalsecret_status_condition: ExternalSecretNotReady
             eso = ctx.get(ExternalSecrets).namespace
             target = PodTarget(
@@ -243,6 +262,7 @@ def site_risks(site: Site, variant: VariantLayout) -> SiteRisks:
         health_max_age_days=site.services.health.max_age_days,
         policy_audit=site.network.kubernetes.network_policy == "audit",
         backups=_backups(site),
+        databases=_databases(site),
         spoke_token_days=site.gitops.argocd.spoke_token_days if variant.spokes else None,
         runbook=str(paths.in_repo(paths.bootstrap_dir(variant.name) / paths.RUNBOOK)),
         guards=tuple(
@@ -258,16 +278,34 @@ def site_risks(site: Site, variant: VariantLayout) -> SiteRisks:
     )
 
 
+BACKUP_MARGIN_SECONDS = 3600  # a run takes time, and Prometheus scrapes every so often
+
+
+def _databases(site: Site) -> tuple[DatabaseWatch, ...]:
+    database = site.services.registry.database
+    return (
+        DatabaseWatch(
+            HarborDatabase.namespace,
+            harbor_database.CLUSTER,
+            database.instances,
+            database.archive_timeout_minutes * 60,
+            database.backups.longest_gap_seconds + BACKUP_MARGIN_SECONDS,
+        ),
+    )
+
+
 def _backups(site: Site) -> tuple[BackupWatch, ...]:
     backups = site.services.backups
-    margin = 3600  # a run takes time, and Prometheus scrapes every so often
+    margin = BACKUP_MARGIN_SECONDS
     second = backups.second
     etcd_second, pki_second = etcd_backup.second_names(second.name)
     cronjobs = (
-        (etcd_backup.NAME, "the etcd snapshot", backups.etcd),
-        (etcd_second, f"the etcd snapshot to {second.name}", second.etcd),
-        (pki_second, f"the PKI archive to {second.name}", second.pki),
-    )
+        (etcd_backup.NAME, "the etcd snapshot", backups.etcd, EtcdBackup.namespace),
+        (etcd_second, f"the etcd snapshot to {second.name}", second.etcd, EtcdBackup.namespace),
+        (pki_second, f"the PKI archive to {second.name}", second.pki, EtcdBackup.namespace),
+        (harbor_database.dump_name(second.name), f"the dump of Harbor's database to {second.name}",
+         site.services.registry.database.dump, HarborDatabase.namespace),
+    )  # fmt: skip
     schedules = (
         ("platform", backups.velero.platform),
         ("tenants", backups.velero.tenants),
@@ -275,8 +313,8 @@ def _backups(site: Site) -> tuple[BackupWatch, ...]:
     )
     return (
         *(
-            BackupWatch("cronjob", name, subject, schedule.longest_gap_seconds + margin, EtcdBackup.namespace)
-            for name, subject, schedule in cronjobs
+            BackupWatch("cronjob", name, subject, schedule.longest_gap_seconds + margin, namespace)
+            for name, subject, schedule, namespace in cronjobs
         ),
         *(
             BackupWatch("velero", name, f"Velero's {name} backup", schedule.longest_gap_seconds + margin)

@@ -67,6 +67,10 @@ SECRET_READERS: Mapping[str, str] = {
     "cert-manager-controller-clusterissuers": "the ClusterIssuers' CA and credentials",
     "cert-manager-controller-issuers": "each Issuer's CA and credentials, in its namespace",
     "cert-manager-controller-orders": "ACME account keys",
+    "barman-cloud-plugin-barman-cloud": "the Barman Cloud plugin reads the S3 keys and CA each ObjectStore "
+    "names, in its database's namespace",
+    "cloudnative-pg": "CloudNativePG writes and reads each database's credentials and certificates in its "
+    "namespace (the chart binds its ClusterRole cluster-wide: clusterWide)",
     "cilium-operator": "Cilium's TLS Secrets (Hubble, ingress and Gateway listeners) in any namespace",
     "directpv-min-io": "DirectPV's CSI controller: the chart's role reads Secrets a volume request names",
     "envoy-gateway-gateway-helm-envoy-gateway-role": "the certificates and credentials Gateways and "

@@ -23,6 +23,7 @@ from sitegen.components.base import (
     ObjectPatch,
     S3Access,
     S3Grant,
+    State,
     s3_vault_key,
 )
 from sitegen.components.context import ClusterContext, ClusterScope
@@ -34,6 +35,11 @@ from sitegen.components.values import ON, Placed, Resources, Toggle, Values, pla
 from sitegen.model import Site
 
 SERVICE = "harbor"
+# harbor-database's Cluster (harbor_database.py): its name, its primary's Service, owner and database
+DATABASE_CLUSTER = "harbor-db"
+DATABASE_HOST = f"{DATABASE_CLUSTER}-rw"  # the operator's Service that follows the primary
+DATABASE_OWNER = "harbor"
+CORE_DATABASE = "registry"
 POD = "/spec/template/spec"
 
 
@@ -71,8 +77,6 @@ REGISTRY_CREDENTIALS = VaultCopy(
     {"REGISTRY_PASSWD": "password", "REGISTRY_HTPASSWD": "htpasswd"},
 )
 DATABASE_PASSWORD = VaultCopy("harbor-database-password", "harbor/database", {"password": "password"})
-# The internal database's own Secret: the chart's copy is left out (it would carry the password).
-DATABASE = VaultCopy("harbor-database", "harbor/database", {"POSTGRES_PASSWORD": "password"})
 S3_USER = "harbor"
 S3 = VaultCopy(
     "harbor-s3",
@@ -178,9 +182,9 @@ def oidc_settings(site: Site) -> dict[str, object]:
     }
 
 
-DATABASE_CREDENTIALS = (DATABASE_PASSWORD, DATABASE)
+DATABASE_CREDENTIALS = (DATABASE_PASSWORD,)
 # Secrets the chart renders that the vault's copies replace
-CHART_SECRETS = (DATABASE, REGISTRY_REDIS, TRIVY_REDIS)
+CHART_SECRETS = (REGISTRY_REDIS, TRIVY_REDIS)
 
 
 def vault_copies(registry_storage: str) -> tuple[VaultCopy, ...]:
@@ -208,7 +212,6 @@ class Claim(Values):
 
 
 class Claims(Values):
-    database: Claim
     redis: Claim
     trivy: Claim
     registry: Claim | None = None
@@ -298,17 +301,21 @@ class Registry(Replicated):
 
 
 class ExternalDatabase(Values):
-    # read by core and the exporter for the internal database too (the chart has no other knob)
-    existingSecret: str = DATABASE_PASSWORD.name
+    host: str
+    port: str = "5432"
+    username: str
+    coreDatabase: str
+    existingSecret: str = DATABASE_PASSWORD.name  # its key `password`, from the vault
+    # encrypted; the instances' certificates are the operator's own CA's, which Harbor does not trust
+    sslmode: Literal["require"] = "require"
 
 
-class Internal(Values):
-    type: Literal["internal"]
-    internal: Placed
-
-
-class Database(Internal):
-    external: ExternalDatabase = ExternalDatabase()
+class Database(Values):
+    type: Literal["external"] = "external"  # harbor-database: replicated, its WAL archived
+    external: ExternalDatabase
+    # per pod of core and the exporter: together below the database's max_connections
+    maxIdleConns: int = 20
+    maxOpenConns: int = 100
 
 
 class RedisServer(Placed):
@@ -410,6 +417,15 @@ class Harbor(ChartComponent):
             ),
         ]  # fmt: skip
 
+    def state(self, ctx: ClusterContext) -> list[State]:
+        return [
+            State("harbor-redis", "the job service's queue, sessions, the registry's layer cache",
+                  without_copy="a cache: refilled as images are pulled; queued jobs (scans, garbage "
+                  "collection) run again on their schedules"),
+            State("harbor-trivy", "Trivy's vulnerability database",
+                  without_copy="downloaded again by the scanner on its next update"),
+        ]  # fmt: skip
+
     def values(self, ctx: ClusterContext) -> HarborValues:
         registry = ctx.site.services.registry
         system = placed(ctx.system_placement)
@@ -437,12 +453,12 @@ class Harbor(ChartComponent):
                 size=f"{registry.volume_gb}G",
             )
         claims = Claims(
-            database=Claim(storageClass=LOCAL_NVME, size="50G"),
             redis=Claim(storageClass=LOCAL_NVME, size="5G"),
             trivy=Claim(storageClass=LOCAL_NVME, size="20G"),
             registry=registry_claim,
         )
-        # Stateless parts run twice; the internal database and Redis are single pods by design of the chart.
+        # Stateless parts run twice; Redis (a cache and job queue) is a single pod by design of the chart,
+        # the database is harbor-database's.
         return HarborValues(
             # TLS ends at the site Gateway; Harbor's own nginx is plain HTTP behind it
             expose=Expose(type="clusterIP", tls=ExposeTls(enabled=False), clusterIP=ClusterIP(name=SERVICE)),
@@ -459,6 +475,10 @@ class Harbor(ChartComponent):
             registry=Registry(replicas=2, **system),
             trivy=Replicated(replicas=1, resources=requests("200m", "512Mi", "2Gi"), **system),
             exporter=Exporter(replicas=1, **system),
-            database=Database(type="internal", internal=Placed(**system)),
+            database=Database(
+                external=ExternalDatabase(
+                    host=DATABASE_HOST, username=DATABASE_OWNER, coreDatabase=CORE_DATABASE
+                )
+            ),
             redis=Redis(type="internal", internal=RedisServer(**system)),
         )

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from constructs import Construct
 from constructs.serving import ServingModels
-from sitegen.components.base import WORLD, Component, Flow, Layer, RenderedComponent
+from sitegen.components.base import WORLD, Component, Flow, Layer, RenderedComponent, State
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.serving import PROJECT
 from sitegen.components.serving.vllm_stack import VllmStack
@@ -38,6 +38,16 @@ class Models(RenderedComponent):
     def instances(cls, scope: ClusterScope) -> list[Component]:
         serving = scope.site.services.serving
         return [cls(serving.tenant)] if scope.is_hub and scope.has_gpus else []
+
+    def state(self, ctx: ClusterContext) -> list[State]:
+        return [
+            State(
+                m.name,
+                f"the weights of {m.source}",
+                without_copy="a cache: downloaded again from the Hugging Face hub at start",
+            )
+            for m in ctx.site.services.serving.models
+        ]
 
     def render(self, scope: Construct, ctx: ClusterContext) -> None:
         ServingModels(

@@ -14,7 +14,7 @@ from constructs import Construct
 from constructs.aistor import OBJECT_STORE, ObjectStore, license_secret
 from constructs.s3_front_doors import S3FrontDoors, front_door_addresses
 from constructs.secrets import VaultSecret
-from sitegen.components.base import Flow, Layer, NamespaceSecurity, RenderedComponent
+from sitegen.components.base import Flow, Layer, NamespaceSecurity, RenderedComponent, State
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.platform.secret_store import SecretStore
 from sitegen.components.storage import PROJECT
@@ -115,6 +115,19 @@ class AIStor(RenderedComponent):
     @classmethod
     def applies(cls, scope: ClusterScope) -> bool:
         return scope.site.storage.aistor.pool in scope.pool_names
+
+    def state(self, ctx: ClusterContext) -> list[State]:
+        parity = ctx.site.aistor_layout().parity
+        second = ctx.site.services.backups.second.name
+        return [
+            State(
+                OBJECT_STORE,
+                "every bucket: backups, Harbor's blobs and WAL, logs, tenants' buckets",
+                without_copy=f"erasure coded in place (EC:{parity}), no copy of the whole: the backups "
+                f"in it have theirs on {second}, images come back through the proxy caches and models "
+                "from their sources, logs expire; tenants' buckets keep versions, not copies",
+            ),
+        ]
 
     def render(self, scope: Construct, ctx: ClusterContext) -> None:
         site = ctx.site
