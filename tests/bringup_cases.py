@@ -83,3 +83,12 @@ def installed(site, inputs, variant: str = ONE) -> Simulation:
     sim = Simulation(resolve(site, variant), tree, texts, argocd_namespace=site.gitops.argocd.namespace)
     assert sim.run().ok
     return sim
+
+
+def with_runbook_edited(sim: Simulation, variant: str, edit: Callable[[str], str]) -> None:
+    """The simulation reads the variant's RUNBOOK as `edit` leaves it (it must change something)."""
+    path = PurePosixPath(variant, "bootstrap", "RUNBOOK.md")
+    texts = dict(sim.texts)
+    texts[path] = edit(texts[path])
+    assert texts[path] != sim.texts[path]
+    sim.texts = texts

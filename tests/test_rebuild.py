@@ -9,7 +9,7 @@ import os
 import re
 import shutil
 import subprocess
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 import pytest
 
@@ -17,7 +17,7 @@ from sitegen.check.bringup import rebuild
 from sitegen.check.bringup.events import Stop
 from sitegen.report.diff import compare, render_text
 
-from .bringup_cases import ONE, TWO, installed
+from .bringup_cases import ONE, TWO, installed, with_runbook_edited
 from .conftest import DIST, SITEGEN, edit_yaml
 
 
@@ -30,12 +30,8 @@ def replayed(up, variant: str = ONE, edit=None):
     """The day-2 rebuilds on a copy of the installed variant, its RUNBOOK edited first; the blocker's
     text, or None."""
     sim = copy.deepcopy(up[variant])
-    path = PurePosixPath(variant, "bootstrap", "RUNBOOK.md")
     if edit is not None:
-        texts = dict(sim.texts)
-        texts[path] = edit(texts[path])
-        assert texts[path] != sim.texts[path]
-        sim.texts = texts
+        with_runbook_edited(sim, variant, edit)
     sim.day2 = True
     try:
         rebuild.hosts_rebuilt(sim)

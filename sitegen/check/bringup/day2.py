@@ -1,7 +1,8 @@
 """Day 2 on the running model, once the first install is up: the RUNBOOK's Kubernetes upgrade, replayed
 batch by batch; the delivery's day 2 (delivery_day2.py: commits, drift, renames, failures, spokes in
-trouble); a whole-node job while a node is down; a GPU breaking; and a node down for good while a
-chart bump lands.
+trouble); a whole-node job while a node is down; a GPU breaking; hosts rebuilt (rebuild.py); the node
+of Harbor's database primary lost (database_day2.py); and a node down for good while a chart bump
+lands.
 
 - The upgrade: every `kubeadm upgrade` of the RUNBOOK must carry `--patches` with the directory the
   nodes joined with (kubeadm keeps no node's patches in the cluster: without the flag etcd's manifest
@@ -33,6 +34,7 @@ from urllib.parse import urlparse
 
 from constructs import gpu_node_guard as guard
 from constructs.objects import pod_account
+from sitegen.check.bringup import database_day2 as database
 from sitegen.check.bringup import delivery_day2 as delivery
 from sitegen.check.bringup import rebuild
 from sitegen.check.bringup.argo import HEALTHY, AppSync
@@ -71,6 +73,7 @@ def replay(sim: Simulation, budgets: dict[str, dict[str, Budget]]) -> None:
     gang_job_with_a_node_down(sim)
     a_gpu_breaks(sim)
     rebuild.hosts_rebuilt(sim)
+    database.a_database_node_lost(sim)
     a_node_down_while_a_chart_bump_lands(sim)  # last: the node does not come back
 
 

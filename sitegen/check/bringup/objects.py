@@ -59,6 +59,7 @@ class Workload:
     operator: tuple[str, str] | None = None  # (group, kind) of the custom resource an operator expands
     unadmitted: PodTemplate | None = None  # its template before Kueue injected its flavor's placement
     unplaced: bool = False  # admitted, but its pods are not all Ready (they do not fit, or are refused)
+    stranded_on: str | None = None  # a deleted Node its node-local claim's volume stays on
     backoff: object = None  # requeued by waitForPodsReady: held back until the nodes or its refusal change
 
 

@@ -21,7 +21,9 @@ from collections.abc import Mapping
 from sitegen.check.bringup.kube import CORDONED, NOT_READY, Node, PodTemplate, add
 from sitegen.check.bringup.objects import ClusterObjects, Key, Workload
 
-NODE_LOCAL = {"directpv-min-io", "topolvm-provisioner"}  # storage classes whose claims tie a pod to its node
+# the CSI drivers whose volumes live on one node's drives (DirectPV, TopoLVM): a claim of a class they
+# provision ties its pod to that node
+NODE_LOCAL_PROVISIONERS = frozenset({"directpv-min-io", "topolvm.io"})
 
 
 class Scheduling(ClusterObjects):
@@ -37,8 +39,17 @@ class Scheduling(ClusterObjects):
         if w.admitted is None and (self.objects_body(w).get("spec") or {}).get("suspend"):
             w.reason = "suspended, and no Kueue manages its namespace to admit it"
             return
+        if w.stranded_on is not None and w.stranded_on in self.nodes:
+            w.stranded_on = None  # the host joined again under its name: the volume's node is back
         lost = [n for n in sorted(w.placed) if not self.nodes[n].reporting]
-        why = f"its pod on {lost[0]} is not ready: the node is NotReady" if lost else self.pod_blocker(w)
+        if w.stranded_on is not None:
+            why: str | None = (
+                f"its claim's volume is on {w.stranded_on}, whose Node is deleted: delete the claim"
+            )
+        elif lost:
+            why = f"its pod on {lost[0]} is not ready: the node is NotReady"
+        else:
+            why = self.pod_blocker(w)
         if why is None:
             why = self._place(w)
         # waitForPodsReady counts an admitted workload's pods not Ready, whatever keeps them (recovery
@@ -127,6 +138,14 @@ class Scheduling(ClusterObjects):
             )
         return f"one pod per node and only {len(ready)} candidate nodes"
 
+    def node_local(self, w: Workload) -> bool:
+        """Whether a claim of the workload is of a class whose volumes stay on one node."""
+        for name in w.claim_classes:
+            found = self.find("StorageClass", "", name) if name else None
+            if found is not None and found.body.get("provisioner") in NODE_LOCAL_PROVISIONERS:
+                return True
+        return False
+
     def lose_node(self, name: str) -> list[str]:
         """A node stops reporting (a GPU node rebooting for a driver upgrade, a host down for an hour):
         the node lifecycle controller taints it not-ready. A DaemonSet's pod there is unavailable and a
@@ -168,21 +187,24 @@ class Scheduling(ClusterObjects):
             if w.template.daemon or w.done or not set(batch) & set(w.placed):
                 continue
             self.evict(w, f"evicted by the drain of {', '.join(sorted(set(batch) & set(w.placed)))}")
-            if NODE_LOCAL & set(w.claim_classes):
+            if self.node_local(w):
                 waiting.add(w.template.ref)
                 w.reason = "waits for its node (its volume is on it)"
         return waiting
 
     def remove_node(self, name: str) -> list[str]:
         """`kubectl delete node`: the pod garbage collector deletes the pods bound to it. A DaemonSet is
-        complete on the nodes left; another workload's controller makes the pod again where it fits.
-        Returns what it affected."""
+        complete on the nodes left; another workload's controller makes the pod again where it fits,
+        but one whose claim's volume is node-local waits for that node (the volume's node affinity)
+        until the claim is deleted or a node of that name joins again. Returns what it affected."""
         self.nodes.pop(name)
         affected = []
         for w in self.workloads.values():
             if w.placed.pop(name, 0):
                 w.running = False
                 w.reason = "" if w.template.daemon else f"its pod on {name} went with the Node"
+                if not w.template.daemon and self.node_local(w):
+                    w.stranded_on = name
                 affected.append(w.template.ref)
                 self.changes += 1
         return affected
@@ -190,6 +212,17 @@ class Scheduling(ClusterObjects):
     def evict(self, w: Workload, why: str) -> None:
         """Its pods are deleted (a drain): the controller creates them again where they fit."""
         self._release(w)
+        w.reason = why
+        self.changes += 1
+
+    def delete_pods_on(self, w: Workload, node: str, why: str) -> None:
+        """Its pods on one node are deleted with what bound them there (an operator's instance whose
+        claims are gone): the controller creates them again where they fit; the others stay."""
+        pods = w.placed.pop(node, 0)
+        requests = {**w.template.requests, "pods": 1}
+        if node in self.nodes:
+            add(self.nodes[node].used, {k: v * pods for k, v in requests.items()}, -1)
+        w.running = False
         w.reason = why
         self.changes += 1
 

@@ -1,0 +1,115 @@
+"""The RUNBOOK's section on Harbor's database (CloudNativePG): what a lost node costs and what to do
+when it does not come back, a restore to a point in time from the archive in AIStor, and one from
+the logical dump on the second target after AIStor itself is lost.
+
+The bring-up simulation replays the lost-node section (database_day2.py): `INSTANCE` is the
+placeholder it fills with the lost instance's number.
+"""
+
+from __future__ import annotations
+
+from sitegen.components.registry import harbor_database as db
+from sitegen.components.storage.postgres import PLUGIN
+from sitegen.components.storage.second_target import second_endpoint
+from sitegen.compose.apps import VariantApps
+from sitegen.model import ClusterLayout
+
+INSTANCE = "<n>"
+RESTORED = f"{db.CLUSTER}-restore"
+RESTORED_DB = f"{db.DATABASE}_restored"
+
+
+def title(cluster: str) -> str:
+    return f"Harbor's database on `{cluster}`: a node lost"
+
+
+def restore_title(cluster: str) -> str:
+    return f"Harbor's database on `{cluster}`: a restore"
+
+
+def harbor_database(apps: VariantApps, layout: ClusterLayout) -> str:
+    site = apps.site
+    database = site.services.registry.database
+    pool = layout.system_pool
+    second = site.services.backups.second
+    dump_bucket = second.bucket_of(db.DUMP_PREFIX)
+    ns, name = db.HarborDatabase.namespace, db.CLUSTER
+    return f"""### {title(layout.name)}
+
+`{name}` runs {database.instances} PostgreSQL instances on as many `{pool.name}` nodes (never two on one),
+each on its node's NVMe. A commit is acknowledged once a standby has it too (synchronous, durability
+required), so a node that dies takes no committed transaction with it: CloudNativePG promotes the most
+advanced standby once the primary's pod is not Ready (the node monitor's grace period, then the
+primary's lease, 15 s), `{name}-rw` follows it and Harbor reconnects. Nothing to do but watch:
+
+```sh
+kubectl -n {ns} get cluster {name}   # PRIMARY: the promoted instance; READY one short
+```
+
+A node that comes back with its disks brings its instance back as a standby (pg_rewind). One that does
+not (a host to rebuild or replace: its NVMe volumes are gone with it) is deleted: its pods go, those of
+Deployments and StatefulSets start elsewhere, and the instance's claims, bound to the node's volumes,
+are deleted so the operator clones a new instance from the primary onto another `{pool.name}` node
+({len(pool.hosts) - database.instances} of the {len(pool.hosts)} have none). Any other claim of a
+node-local class the node held (`kubectl get pvc -A -o wide`, its volume's node) waits for the host's
+rebuild, or is deleted the same way when its data may go:
+
+```sh
+kubectl delete node <node>
+kubectl -n {ns} delete pvc {name}-{INSTANCE} {name}-{INSTANCE}-wal --wait=false
+kubectl -n {ns} delete pod {name}-{INSTANCE} --ignore-not-found   # made again for the old claims; goes with them
+kubectl -n {ns} wait cluster/{name} --for=jsonpath='{{.status.readyInstances}}'={database.instances} --timeout=30m
+```
+
+While one instance is missing, commits wait for the one standby left; with none left they stop (no
+write is acknowledged on one node alone) until the new instance has caught up.
+
+### {restore_title(layout.name)}
+
+A bad change, or every instance lost: CloudNativePG restores into a new Cluster, never in
+place. Restore beside it from the archive in AIStor (base backups kept {database.backups.retention_days}
+days, every WAL segment since, at most {database.archive_timeout_minutes} min behind), copy it into a new
+database of `{name}` and swap the names (Argo CD keeps managing `{name}` and Harbor throughout); drop
+`{db.DATABASE}_before_restore` once Harbor is checked:
+
+```sh
+kubectl -n {ns} apply -f - <<EOF
+apiVersion: {db.CNPG_API}
+kind: Cluster
+metadata: {{name: {RESTORED}, namespace: {ns}}}
+spec:
+  instances: 1
+  imageName: {site.versions.images["postgresql"].ref}
+  storage: {{storageClass: {db.LOCAL_NVME}, size: {database.volume_gb}Gi}}
+  affinity: {{nodeSelector: {dict(pool.placement.node_selector)}, tolerations: {[dict(t) for t in pool.placement.tolerations]}}}
+  bootstrap:
+    recovery:
+      source: archive
+      recoveryTarget: {{targetTime: "<UTC time before the bad change, or drop it for the newest>"}}
+  externalClusters:
+    - name: archive
+      plugin: {{name: {PLUGIN}, parameters: {{barmanObjectName: {db.ARCHIVE}, serverName: {name}}}}}
+EOF
+kubectl -n {ns} wait cluster/{RESTORED} --for=jsonpath='{{.status.readyInstances}}'=1 --timeout=2h
+kubectl -n {ns} exec {RESTORED}-1 -c postgres -- pg_dump --format=custom {db.DATABASE} > harbor.dump
+primary=$(kubectl -n {ns} get cluster {name} -o jsonpath='{{.status.currentPrimary}}')
+psql() {{ kubectl -n {ns} exec -i "$primary" -c postgres -- psql -v ON_ERROR_STOP=1 "$@"; }}
+psql -c 'CREATE DATABASE {RESTORED_DB} OWNER {db.OWNER}'
+kubectl -n {ns} exec -i "$primary" -c postgres -- pg_restore --no-owner --role={db.OWNER} -d {RESTORED_DB} < harbor.dump
+psql <<'SQL'   # Harbor's connections end; they come back to the restored database
+ALTER DATABASE {db.DATABASE} WITH ALLOW_CONNECTIONS false;
+SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{db.DATABASE}';
+ALTER DATABASE {db.DATABASE} RENAME TO {db.DATABASE}_before_restore;
+ALTER DATABASE {RESTORED_DB} RENAME TO {db.DATABASE};
+SQL
+kubectl -n {ns} delete cluster {RESTORED}; shred -u harbor.dump
+```
+
+Without AIStor (its archive gone with it), the newest logical dump on the second target (every run of
+`{db.dump_name(second.name)}`, kept {database.dump.retention_days} days, at most
+{database.dump.longest_gap_seconds // 3600} h old) restores the same way, read with the key of its
+bucket's owner: `aws --endpoint-url {second_endpoint(site).url} s3 cp
+s3://{dump_bucket}/{db.DUMP_PREFIX}/{layout.name}/<newest>.dump harbor.dump`, then from `primary=` on. The artifacts whose blobs AIStor lost stay in the index:
+Harbor's garbage collection does not remove them; delete their repositories, and push or pull them again
+through the proxy caches.
+"""
