@@ -10,7 +10,7 @@ from sitegen.components.gpu.gpu_health import expected_busbw_gbps
 from sitegen.components.storage.aistor import front_door_hosts
 from sitegen.model import Site
 from sitegen.model.layout import resolve
-from sitegen.report.recovery import recovery_points
+from sitegen.report.recovery import recovery_points, stated_volumes
 from sitegen.report.table import table, wrapped_prose
 
 
@@ -218,6 +218,7 @@ def plan_json(site: Site) -> str:
             for pool, x in zip(site.storage.aistor.server_pools, layouts, strict=True)
         ],
         "recovery_points": [asdict(c) for c in recovery_points(site)],
+        "stateful_volumes": [asdict(v) for v in stated_volumes(site)],
         "tenant_buckets": [asdict(b) for b in tenant_buckets(site)],
         "s3_paths": [asdict(p) for p in s3_paths(site)],
     }
@@ -291,6 +292,14 @@ def render_plan(site: Site) -> str:
             for c in recovery_points(site)
         ],
     )  # fmt: skip
+    out += ["", "Stateful volumes: what each holds, and its copies or why it needs none"]
+    out += table(
+        ["app", "workload", "holds", "copies, or why none"],
+        [
+            [v.app, v.workload, v.holds, "; ".join(v.copies) if v.copies else f"none: {v.without_copy}"]
+            for v in stated_volumes(site)
+        ],
+    )
     health = site.services.health
     gpu_pools = [name for name, pool in site.pools.items() if site.hardware[pool.hardware].gpu is not None]
     if gpu_pools:

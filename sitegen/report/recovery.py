@@ -7,7 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sitegen.components.storage.velero import UNSNAPSHOTTED_CLASSES
-from sitegen.model import Site
+from sitegen.compose.apps import variant_apps
+from sitegen.model import Site, resolve
 from sitegen.model.services import BackupSchedule
 
 
@@ -51,3 +52,30 @@ def recovery_points(site: Site) -> list[Copy]:
              "and images come back from their sources, logs and metrics expire"),
         Copy("secrets, site CA", "-", None, None, "in the vault, outside the site: its own snapshots"),
     ]  # fmt: skip
+
+
+@dataclass(frozen=True)
+class StatedVolume:
+    where: str  # the variants' clusters that run it: `<variant>/<cluster>, ...`
+    app: str
+    workload: str
+    holds: str
+    copies: tuple[str, ...]
+    without_copy: str
+
+
+def stated_volumes(site: Site) -> list[StatedVolume]:
+    """Every workload with volumes, as its component states it (Component.state; the rule DATA-001
+    holds the tree to it), once for all the variants' clusters that run it."""
+    found: dict[tuple[str, str, str, tuple[str, ...], str], list[str]] = {}
+    for name in site.variants:
+        apps = variant_apps(site, resolve(site, name))
+        for ctx in apps.contexts:
+            for component in ctx.components:
+                for s in component.state(ctx):
+                    key = (component.name, s.workload, s.holds, s.copies, s.without_copy)
+                    found.setdefault(key, []).append(f"{name}/{ctx.cluster.name}")
+    return [
+        StatedVolume(", ".join(where), app, workload, holds, copies, without)
+        for (app, workload, holds, copies, without), where in sorted(found.items())
+    ]

@@ -10,6 +10,7 @@ from sitegen.check.rules import (  # noqa: F401
     applications,
     backups,
     budgets,
+    data,
     delivery,
     fabric,
     front_doors,
