@@ -313,7 +313,7 @@ def test_a_runbook_change_shows_its_lines(site_repo):
     _commit(site_repo, "runbook")
     text = render_text(compare(site_repo, "HEAD~1", "HEAD"))
     assert (
-        "~ one-cluster/bootstrap/RUNBOOK.md\n      § Harbor's database on `ai`: a restore:\n"
+        "~ one-cluster/bootstrap/RUNBOOK.md\n      § The database `harbor-db` on `ai`: a restore:\n"
         "        + One more line."
     ) in text, text
 

@@ -259,6 +259,7 @@ def test_scrape_targets_dcgm_aistor_cilium_hubble():
         "argocd-applicationset-controller": "metrics",
         "cloudnative-pg": "metrics",  # the operator's
         "harbor-db": "metrics",  # the instances': replication, WAL archive, base backups
+        "grafana-db": "metrics",
     }
     cilium = _values("one-cluster", "ai", "cilium")
     assert cilium["prometheus"]["enabled"] and cilium["operator"]["prometheus"]["enabled"]

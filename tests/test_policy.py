@@ -339,7 +339,8 @@ def test_every_rule_has_a_breaker():
         "BAK-001",  # test_second_backup.py: a backup only in AIStor
         "BAK-002",  # test_second_backup.py: a backup without its alert
         "BAK-003",  # test_second_backup.py: a claim the tenants' backup cannot snapshot
-        "DATA-001",  # test_harbor_database.py: a volume no component states
+        "DATA-001",  # test_databases.py: a volume no component states
+        "DATA-002",  # test_databases.py: state with no copy
         "PDB-001",  # test_operations.py: a model server a drain may evict
         "S3-001",  # test_s3_front_doors.py: S3 from another cluster through one address
     }  # test_network_policy.py: NET-*

@@ -121,6 +121,7 @@ def test_every_consumer_has_a_policy_file(site):
         S3Access("nobody", ())
     assert sorted(p.stem for p in POLICIES.glob("*.json")) == [
         "etcd-backup",
+        "grafana-database",
         "harbor",
         "harbor-database",
         "loki",

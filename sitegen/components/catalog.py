@@ -26,6 +26,7 @@ from sitegen.components.networking.fabric import Fabric
 from sitegen.components.networking.network_operator import NetworkOperator
 from sitegen.components.networking.network_policies import NetworkPolicies
 from sitegen.components.observability.grafana import Grafana
+from sitegen.components.observability.grafana_database import GrafanaDatabase
 from sitegen.components.observability.kube_prometheus_stack import KubePrometheusStack
 from sitegen.components.observability.loki import Loki
 from sitegen.components.observability.observability import Observability
@@ -115,6 +116,7 @@ COMPONENTS: tuple[type[Component], ...] = (
     OpentelemetryOperator,
     Loki,
     OtelGateway,
+    GrafanaDatabase,
     Grafana,
     Observability,
     # registry and serving

@@ -12,13 +12,13 @@ import shlex
 from constructs.gpu_workload import BATCH_LABEL
 from constructs.kubeadm import PATCHES_DIR
 from sitegen.components.platform_nodes.etcd_backup import EtcdBackup
-from sitegen.components.registry.harbor_database import HarborDatabase
 from sitegen.components.storage.aistor import OBJECT_STORE
+from sitegen.components.storage.database import PostgresDatabase
 from sitegen.compose.apps import VariantApps
 from sitegen.compose.ownership import KEEP_ON_DELETE, SYNC_OPTIONS
-from sitegen.compose.procedures.harbor_database import harbor_database
+from sitegen.compose.procedures.databases import database_sections
 from sitegen.compose.procedures.replacement import replacements
-from sitegen.compose.procedures.second_target import restore_drill
+from sitegen.compose.procedures.second_target import after_losing_aistor, restore_drill
 from sitegen.model import ClusterLayout, PoolLayout, paths
 from sitegen.model.maintenance import Budget
 
@@ -78,7 +78,13 @@ def day2(apps: VariantApps) -> str:
     out.append(_etcd(apps))
     out.append(_velero(apps))
     out.append(restore_drill(apps))
-    out += [harbor_database(apps, ctx.cluster) for ctx in apps.contexts if ctx.has(HarborDatabase)]
+    out.append(after_losing_aistor(apps))
+    out += [
+        database_sections(apps, ctx.cluster, type(c))
+        for ctx in apps.contexts
+        for c in ctx.components
+        if isinstance(c, PostgresDatabase)
+    ]
     return "\n".join(out)
 
 

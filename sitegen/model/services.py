@@ -70,6 +70,8 @@ class Monitoring(Strict):
     # Where the agents of other clusters deliver to the hub, through the Gateway: metrics by Prometheus
     # remote write, logs by OTLP.
     telemetry_hostname: DnsName
+    # Grafana's users, preferences, service accounts and the dashboards made in its UI
+    grafana_database: Database
 
 
 class Logs(Strict):
@@ -112,8 +114,8 @@ class BackupSchedule(Strict):
         return longest_gap_seconds(self.schedule)
 
 
-class RegistryDatabase(Strict):
-    """Harbor's PostgreSQL (CloudNativePG): instances on as many system-pool nodes, one primary and
+class Database(Strict):
+    """A service's PostgreSQL (CloudNativePG): instances on as many system-pool nodes, one primary and
     synchronous standbys (a commit is on two nodes before Harbor hears of it); every WAL segment
     archived to `bucket` in AIStor (at most `archive_timeout_minutes` behind), base backups on
     `backups`; a logical dump on `dump` to the second backup target, outside AIStor."""
@@ -138,7 +140,7 @@ class Registry(Strict):
     volume_gb: Annotated[int, Field(ge=1)]  # registry volume with storage powerscale
     # Harbor projects that pull through to these registries: `<hostname>/<project>/<image>`.
     proxy_cache: dict[DnsLabel, ProxyCache] = Field(min_length=1)
-    database: RegistryDatabase
+    database: Database
 
 
 class ServedModel(Strict):
@@ -260,6 +262,14 @@ class Services(Strict):
     backups: Backups
     health: Health
 
+    @property
+    def databases(self) -> dict[tuple[str, ...], Database]:
+        """The site's PostgreSQL databases, by their field in services.yaml."""
+        return {
+            ("services", "registry", "database"): self.registry.database,
+            ("services", "monitoring", "grafana_database"): self.monitoring.grafana_database,
+        }
+
 
 def check_services(
     services: Services,
@@ -300,7 +310,7 @@ def check_services(
         services.logs.bucket,
         services.logs.ruler_bucket,
         services.registry.bucket,
-        services.registry.database.bucket,
+        *(d.bucket for d in services.databases.values()),
         services.backups.bucket,
     }
     for name, protection in storage.aistor.bucket_protection.items():
@@ -323,20 +333,21 @@ def check_services(
                     (*field, "lock_days"),
                     f"{protection.lock_days} days outlive the shortest backup retention ({kept} days): expiry would fail",
                 )
-        database = services.registry.database
         locked = protection.lock_days
-        if name == database.bucket and locked is not None and locked > database.backups.retention_days:
-            raise ConfigError(
-                (*field, "lock_days"),
-                f"{protection.lock_days} days outlive the database's backup retention "
-                f"({database.backups.retention_days} days): the old backups could not go",
-            )
+        for database in services.databases.values():
+            if name == database.bucket and locked is not None and locked > database.backups.retention_days:
+                raise ConfigError(
+                    (*field, "lock_days"),
+                    f"{protection.lock_days} days outlive the database's backup retention "
+                    f"({database.backups.retention_days} days): the old backups could not go",
+                )
     system = pools[infra]
-    if services.registry.database.instances > system.count:
-        raise ConfigError(
-            ("services", "registry", "database", "instances"),
-            f"{services.registry.database.instances} instances, one per node, on {system.count} {infra} nodes",
-        )
+    for at, database in services.databases.items():
+        if database.instances > system.count:
+            raise ConfigError(
+                (*at, "instances"),
+                f"{database.instances} instances, one per node, on {system.count} {infra} nodes",
+            )
     quota = tenants[serving.tenant].quota
     caches = sum(m.cache_gb * m.replicas for m in serving.models)
     if caches > quota.storage_gb:

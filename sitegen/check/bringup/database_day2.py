@@ -1,5 +1,6 @@
-"""Day 2 of a database: the node that holds the primary of a CloudNativePG Cluster (Harbor's) is lost
-for good, and Harbor must come back with every commit it was told was committed.
+"""Day 2 of a database: the node that holds the primary of each CloudNativePG Cluster (Harbor's,
+Grafana's) is lost for good, and its service must come back with every commit it was told was
+committed.
 
 From CloudNativePG 1.30's documented behaviour (docs/src/failover.md, replication.md):
 - a commit is acknowledged once the primary has it and, under `postgresql.synchronous`, as many
@@ -19,12 +20,13 @@ From CloudNativePG 1.30's documented behaviour (docs/src/failover.md, replicatio
 
 The RUNBOOK's section for the lost node is replayed (its `kubectl` lines; `<n>`, the lost instance);
 then the database must run every instance, take writes, have lost nothing acknowledged (the RPO a node
-loss promises is none), and every Application with objects in its namespace (Harbor's) be Healthy.
+loss promises is none), and every Application with objects in its namespace (its service's) be
+Healthy.
 The host joins again at the end, rebuilt, for the scenarios after this one.
 
 Not modelled: time (the grace period, the lease, the clone's copy), the WAL archive's part (a standby
 that lags reads from it; its gap is the archive's, `archive_timeout`), queries in flight at the
-failover (they fail and Harbor retries), pg_rewind of a former primary that returns with its disks.
+failover (they fail and the service retries), pg_rewind of a former primary that returns with its disks.
 """
 
 from __future__ import annotations
@@ -41,12 +43,12 @@ from sitegen.check.bringup.kube import NOT_READY, Node
 from sitegen.check.bringup.objects import Workload
 from sitegen.check.bringup.operators import CNPG_CLUSTER
 from sitegen.check.bringup.runbook import commands
-from sitegen.compose.procedures.harbor_database import INSTANCE, title
+from sitegen.compose.procedures.databases import INSTANCE, title
 
 if TYPE_CHECKING:
     from sitegen.check.bringup.simulate import Simulation
 
-COMMITS = 1000  # Harbor's writes before the node goes (pushes, scans, robot logins)
+COMMITS = 1000  # its service's writes before the node goes (Harbor's pushes, Grafana's sessions)
 
 
 @dataclass
@@ -71,7 +73,7 @@ class Replication:
         return sorted(n for n in self.nodes if n != self.primary and n in running)
 
     def commit(self, count: int, running: set[int]) -> str | None:
-        """`count` commits by Harbor: each lands on the primary and on the synchronous standbys it waits
+        """`count` commits by the service: each lands on the primary and on the synchronous standbys it waits
         for; the others get none (the worst lag). Returns why no commit is acknowledged, if none is."""
         number, durability = self.synchronous
         standbys = self.standbys(running)
@@ -124,11 +126,11 @@ def _lose_the_primary(sim: Simulation, cluster: Cluster, w: Workload) -> None:
     lost = replication.fail_over(running)
     if lost:
         raise Stop(Blocker(cluster.name, sim.step, w.owner, (
-            f"{lost} of {replication.acknowledged} commits Harbor was told were committed are not on any "
+            f"{lost} of {replication.acknowledged} commits its clients were told were committed are not on any "
             f"standby: {t.name}-{replication.primary} is promoted without them (no synchronous standby); "
             "a node lost must lose none"
         )))  # fmt: skip
-    stalled = replication.commit(1, running)  # Harbor's next write, before the section is followed
+    stalled = replication.commit(1, running)  # the next write, before the section is followed
     _replay(sim, cluster, w, lost_instance, node)
     cluster.reconcile(sim.rails[cluster.name])
     instances = int((found.body.get("spec") or {}).get("instances", 1))
@@ -163,7 +165,11 @@ def _replay(sim: Simulation, cluster: Cluster, w: Workload, instance: int, node:
     """The section's `kubectl` lines: the Node deleted (its pods go with it), the lost instance's claims
     deleted and its pod deleted or gone; then the operator clones a new instance elsewhere."""
     t = w.template
-    text = rebuild._section(sim, title(cluster.name)).replace(INSTANCE, str(instance)).replace("<node>", node)
+    text = (
+        rebuild._section(sim, title(t.name, cluster.name))
+        .replace(INSTANCE, str(instance))
+        .replace("<node>", node)
+    )
     pod = f"{t.name}-{instance}"
     claims = {f"{t.name}-{instance}"} | ({f"{t.name}-{instance}-wal"} if _has_wal(cluster, t) else set())
     pod_gone, deleted = False, set()
@@ -183,7 +189,7 @@ def _replay(sim: Simulation, cluster: Cluster, w: Workload, instance: int, node:
     if not pod_gone or deleted != claims:
         left = sorted(claims - deleted) + ([] if pod_gone else [f"pod {pod}"])
         raise Stop(Blocker(cluster.name, sim.step, "RUNBOOK.md", (
-            f"{title(cluster.name)}: {', '.join(left)} stay, so {pod} waits for {node} for good "
+            f"{title(t.name, cluster.name)}: {', '.join(left)} stay, so {pod} waits for {node} for good "
             "(its volumes are on it)"
         )))  # fmt: skip
     w.stranded_on = None  # the operator clones a new instance from the primary where the anti-affinity allows
@@ -199,7 +205,7 @@ def _has_wal(cluster: Cluster, t: Any) -> bool:
 
 
 def _healthy(sim: Simulation, cluster: Cluster, namespace: str) -> None:
-    """Every app with objects in the database's namespace (its clients: Harbor) is Healthy."""
+    """Every app with objects in the database's namespace (its service) is Healthy."""
     sim.settle()
     for app in sorted(sim.apps.values(), key=lambda a: a.name):
         if app.cluster is not cluster or not any(

@@ -7,8 +7,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from constructs.edge import Backend, Route
-from constructs.local_cache import CLASS_NAME as LOCAL_NVME
-from sitegen.components.base import WORLD, ChartComponent, Flow, Layer, NamespaceSecurity, State
+from sitegen.components.base import WORLD, ChartComponent, Flow, Layer, NamespaceSecurity
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.observability import PROJECT
 from sitegen.components.observability.kube_prometheus_stack import (
@@ -18,7 +17,6 @@ from sitegen.components.observability.kube_prometheus_stack import (
 )
 from sitegen.components.observability.loki import GATEWAY_SERVICE as LOKI_GATEWAY
 from sitegen.components.observability.loki import LOKI_CLIENT, Loki
-from sitegen.components.storage.local_nvme import LocalNvme
 from sitegen.components.values import OFF, Placed, Resources, Toggle, Values, placed, requests
 
 SERVICE = "grafana"
@@ -33,13 +31,16 @@ OIDC_ENV = "GF_AUTH_GENERIC_OAUTH_CLIENT_SECRET"  # Grafana reads any ini key fr
 DASHBOARD_LABEL = ("grafana_dashboard", "1")
 SERVICE_ACCOUNT = "grafana"  # the chart's, from its release name
 FOLDER_ANNOTATION = "grafana_folder"
+# grafana-database's Cluster (grafana_database.py): its name, owner and database; its owner's Secret
+DATABASE_CLUSTER = "grafana-db"
+DATABASE_OWNER = "grafana"
+DATABASE_NAME = "grafana"
+DATABASE_VAULT_KEY = "grafana/database"
+DATABASE_PASSWORD_ENV = "GF_DATABASE_PASSWORD"
 
 
 class Persistence(Values):
     enabled: bool
-    type: Literal["pvc"]
-    storageClassName: str
-    size: str
 
 
 class Admin(Values):
@@ -80,8 +81,21 @@ class GenericOauthIni(Values):
     groups_attribute_path: str
 
 
+class DatabaseIni(Values):
+    """Its users, preferences, service accounts and UI-made dashboards in grafana-database's primary;
+    the password from the environment."""
+
+    type: Literal["postgres"] = "postgres"
+    host: str
+    name: str = DATABASE_NAME
+    user: str = DATABASE_OWNER
+    ssl_mode: Literal["require"] = "require"
+    max_open_conn: int = 20  # per replica: the two together below the Cluster's max_connections
+
+
 class GrafanaIni(Values):
     server: ServerIni
+    database: DatabaseIni
     analytics: AnalyticsIni
     auth_anonymous: Toggle = Field(alias="auth.anonymous")
     auth: AuthIni = AuthIni()
@@ -186,11 +200,11 @@ class Sidecar(Values):
 
 
 class GrafanaValues(Placed):
-    # one replica: a second needs a shared SQL database, which the site does not run (state is in a
-    # local volume and everything that matters is provisioned from the repo)
-    replicas: int = 1
+    # two replicas on one database (grafana-database): sessions and what users make in the UI are
+    # there, not in a pod's volume
+    replicas: int = 2
     resources: Resources
-    persistence: Persistence
+    persistence: Persistence = Persistence(enabled=False)
     admin: Admin = Admin(existingSecret=ADMIN_SECRET, userKey="admin-user", passwordKey="admin-password")
     envFromSecret: str = LOKI_CLIENT  # provisioning expands ${LOKI_*} in the Loki datasource
     envValueFrom: dict[str, EnvSecret]  # the OIDC client secret, from the vault
@@ -205,8 +219,7 @@ class GrafanaValues(Placed):
     # dashboards are read through a Role in theirs (see observability.py)
     rbac: Rbac = Rbac(namespaced=True)
     testFramework: Toggle = OFF  # a helm-test pod Argo CD would never run
-    # no root init container chowning the data volume: the kubelet gives the TopoLVM volume (a CSI
-    # volume with an fsType) to the pod's fsGroup 472 itself
+    # no root init container chowning a data volume: there is none
     initChownData: Toggle = OFF
 
 
@@ -215,11 +228,7 @@ class Grafana(ChartComponent):
     chart = "grafana"
     project = PROJECT
     layer = Layer.SERVICES
-    after = (
-        KubePrometheusStack,
-        Loki,
-        LocalNvme,
-    )  # data sources; its volume; its admin and dashboards
+    after = (KubePrometheusStack, Loki)  # its data sources
     namespace = "grafana"
     security = NamespaceSecurity("baseline", "the chart's pods are not verified against restricted")
 
@@ -282,13 +291,6 @@ class Grafana(ChartComponent):
             groups_attribute_path=claim,
         )
 
-    def state(self, ctx: ClusterContext) -> list[State]:
-        return [
-            State(self.name, "Grafana's database: users' preferences, dashboards made in the UI",
-                  without_copy="dashboards and data sources are provisioned from git; what users made "
-                  "in the UI alone is lost with the node (export it to git to keep it)"),
-        ]  # fmt: skip
-
     def values(self, ctx: ClusterContext) -> GrafanaValues:
         monitoring = ctx.site.services.monitoring
         prometheus = ctx.get(KubePrometheusStack).namespace
@@ -305,15 +307,18 @@ class Grafana(ChartComponent):
         return GrafanaValues(
             **https,
             resources=requests("200m", "512Mi", "2Gi"),
-            persistence=Persistence(enabled=True, type="pvc", storageClassName=LOCAL_NVME, size="20G"),
             grafana_ini=GrafanaIni(
                 server=server,
+                database=DatabaseIni(host=f"{DATABASE_CLUSTER}-rw:5432"),
                 analytics=AnalyticsIni(check_for_updates=False, reporting_enabled=False),
                 auth_anonymous=OFF,
                 auth_generic_oauth=self._oauth(ctx),
             ),
             envValueFrom={
-                OIDC_ENV: EnvSecret(secretKeyRef=SecretKeyRef(name=OIDC_SECRET, key=OIDC_SECRET_KEY))
+                OIDC_ENV: EnvSecret(secretKeyRef=SecretKeyRef(name=OIDC_SECRET, key=OIDC_SECRET_KEY)),
+                DATABASE_PASSWORD_ENV: EnvSecret(
+                    secretKeyRef=SecretKeyRef(name=f"{DATABASE_CLUSTER}-app", key="password")
+                ),
             },
             datasources=Datasources(
                 datasources_yaml=DatasourcesFile(

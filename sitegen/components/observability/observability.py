@@ -40,6 +40,7 @@ from sitegen.components.observability.grafana import (
     SERVICE_ACCOUNT,
     Grafana,
 )
+from sitegen.components.observability.grafana_database import GrafanaDatabase
 from sitegen.components.observability.kube_prometheus_stack import (
     ALERTMANAGER_CONFIG,
     ALERTMANAGER_VAULT_KEY,
@@ -69,7 +70,6 @@ from sitegen.components.platform.external_secrets import ExternalSecrets
 from sitegen.components.platform.secret_store import SecretStore
 from sitegen.components.platform_nodes import etcd_backup
 from sitegen.components.platform_nodes.etcd_backup import EtcdBackup
-from sitegen.components.registry import harbor_database
 from sitegen.components.registry.harbor_database import HarborDatabase
 from sitegen.components.storage.aistor import ca_secret as aistor_ca
 from sitegen.components.storage.postgres import CloudNativePg
@@ -96,9 +96,9 @@ class Observability(RenderedComponent):
                     "metrics",
                 ),
                 *(
-                    PodTarget(db.name, db.namespace, {"cnpg.io/cluster": db.name}, "metrics")
-                    for db in _databases(ctx.site)
-                    if ctx.has(HarborDatabase)
+                    PodTarget(db.cluster, db.namespace, {"cnpg.io/cluster": db.cluster}, "metrics")
+                    for db in DATABASES
+                    if ctx.has(db)
                 ),
             ]
             PodMonitors(scope, "Databases", namespace=self.namespace, targets=databases)
@@ -278,19 +278,20 @@ def site_risks(site: Site, variant: VariantLayout) -> SiteRisks:
     )
 
 
+DATABASES = (HarborDatabase, GrafanaDatabase)  # the site's PostgreSQL databases (storage/database.py)
 BACKUP_MARGIN_SECONDS = 3600  # a run takes time, and Prometheus scrapes every so often
 
 
 def _databases(site: Site) -> tuple[DatabaseWatch, ...]:
-    database = site.services.registry.database
-    return (
+    return tuple(
         DatabaseWatch(
-            HarborDatabase.namespace,
-            harbor_database.CLUSTER,
-            database.instances,
-            database.archive_timeout_minutes * 60,
-            database.backups.longest_gap_seconds + BACKUP_MARGIN_SECONDS,
-        ),
+            db.namespace,
+            db.cluster,
+            db.spec(site).instances,
+            db.spec(site).archive_timeout_minutes * 60,
+            db.spec(site).backups.longest_gap_seconds + BACKUP_MARGIN_SECONDS,
+        )
+        for db in DATABASES
     )
 
 
@@ -303,8 +304,8 @@ def _backups(site: Site) -> tuple[BackupWatch, ...]:
         (etcd_backup.NAME, "the etcd snapshot", backups.etcd, EtcdBackup.namespace),
         (etcd_second, f"the etcd snapshot to {second.name}", second.etcd, EtcdBackup.namespace),
         (pki_second, f"the PKI archive to {second.name}", second.pki, EtcdBackup.namespace),
-        (harbor_database.dump_name(second.name), f"the dump of Harbor's database to {second.name}",
-         site.services.registry.database.dump, HarborDatabase.namespace),
+        *((db.dump_name(second.name), f"the dump of {db.name} to {second.name}", db.spec(site).dump, db.namespace)
+          for db in DATABASES),
     )  # fmt: skip
     schedules = (
         ("platform", backups.velero.platform),

@@ -8,6 +8,8 @@ import json
 from typing import Any
 
 from sitegen.components.base import S3Access, backup_target_folder
+from sitegen.components.storage.database import CNPG_API, PostgresDatabase
+from sitegen.components.storage.postgres import PLUGIN
 from sitegen.components.storage.second_target import second_endpoint
 from sitegen.compose.apps import VariantApps
 from sitegen.model import Site, paths
@@ -151,6 +153,20 @@ def restore_drill(apps: VariantApps) -> str:
     cluster = apps.layout.hub.name
     tenant = next(iter(site.tenants), "<namespace>")
     s3 = "s3"
+    databases = _databases(apps)
+    namespace_of = {type(c): ctx for ctx in apps.contexts for c in ctx.components}
+    dumps = [
+        line
+        for db in databases
+        for line in (
+            f"{s3} ls s3://{second.bucket_of(db.cluster)}/{db.cluster}/{namespace_of[db].cluster.name}/ | tail -1"
+            f"   # the newest dump of {db.cluster}: at most {db.spec(site).dump.longest_gap_seconds // 3600} h old",
+            f"{s3} cp s3://{second.bucket_of(db.cluster)}/{db.cluster}/{namespace_of[db].cluster.name}/<newest>.dump drill-{db.cluster}.dump",
+            f'kubectl -n {db.namespace} exec -i "$(kubectl -n {db.namespace} get cluster {db.cluster} -o '
+            f"jsonpath='{{.status.currentPrimary}}')\" -c postgres -- pg_restore --list < drill-{db.cluster}.dump"
+            " | grep -c 'TABLE DATA'   # its tables, readable",
+        )
+    ]
     return f"""### Restore drill from the second target (every quarter)
 
 Proves that the copy outside AIStor restores, as its bucket's owner, one cluster at a time
@@ -165,16 +181,63 @@ etcdutl snapshot status drill.db -w table   # hash, revision, keys
 {s3} cp s3://{second.bucket_of("pki")}/pki/{cluster}/<newest>.tar.cms drill-pki.tar.cms
 openssl cms -decrypt -binary -inform DER -in drill-pki.tar.cms -recip {RECIPIENT}.crt -inkey {RECIPIENT}.key \\
   | tar -tvf - | grep -E '(pki/(ca|etcd/ca|front-proxy-ca|sa)\\.key|enc/enc\\.yaml)$'   # the four CA keys, the encryption key
+{chr(10).join(dumps)}
 velero backup get --selector velero.io/schedule-name={second.name}
 velero restore create drill-{second.name}-$(date +%Y%m) --from-schedule {second.name} \\
   --include-namespaces {tenant} --namespace-mappings {tenant}:{tenant}-drill --wait
-kubectl delete namespace {tenant}-drill; shred -u drill.db drill-pki.tar.cms
+kubectl delete namespace {tenant}-drill; shred -u drill.db drill-pki.tar.cms{"".join(f" drill-{db.cluster}.dump" for db in databases)}
 ```
 
-After losing AIStor: restore etcd (above) from the newest snapshot of this bucket, with the CAs of the
-newest PKI archive put back in `/etc/kubernetes/pki` first and its encryption configuration in
-`/etc/kubernetes/enc` on every control-plane host (the key of the Secrets in the snapshot, there even
-when the vault is lost), then Velero's objects from the `{second.name}`
-location (`velero restore create --from-schedule {second.name}`). Tenant volumes come back from their
-PowerScale snapshots, not from here.
 """
+
+
+def after_losing_aistor(apps: VariantApps) -> str:
+    """What comes back from where once AIStor's data is gone (its servers rebuilt, the ObjectStore
+    Healthy and empty): the buckets and keys anew, the databases' archives restarted, Harbor's index
+    cleaned of the blobs it lost; etcd and Velero from the second target only where their cluster is
+    lost too."""
+    site = apps.site
+    second = site.services.backups.second
+    databases = _databases(apps)
+    backups = "\n".join(
+        f"kubectl -n {db.namespace} create -f - <<EOF\napiVersion: {CNPG_API}\nkind: Backup\n"
+        f"metadata: {{generateName: {db.cluster}-after-aistor-, namespace: {db.namespace}}}\n"
+        f"spec: {{cluster: {{name: {db.cluster}}}, method: plugin, pluginConfiguration: {{name: {PLUGIN}}}}}\nEOF"
+        for db in databases
+    )
+    return f"""### After losing AIStor
+
+AIStor's servers rebuilt and its ObjectStore Healthy again, empty: every bucket and every key went with
+it. What runs on the clusters' own volumes (etcd, the databases, the Prometheus TSDB) did not.
+
+1. Run the step "AIStor buckets and keys" again, whole: the buckets come back with their locks,
+   quotas, versioning and lifecycle rules, and each consumer gets a new key (the old ones no longer
+   exist), put in the vault as it says. The ExternalSecrets take the new keys within their refresh
+   interval; restart what reads its key only at start (`kubectl rollout restart` of Loki's, Velero's
+   and Harbor's registry's workloads; the tenants' own).
+2. The databases' WAL archives start again in their empty buckets; take a base backup of each at
+   once, or no point in time before the next scheduled one can be restored:
+
+```sh
+{backups}
+```
+
+3. Harbor's database still lists the artifacts whose blobs are gone: pulls of them fail. Delete the
+   repositories of the proxy-cache projects (they fill again on the next pull) and have the tenants
+   push their own images again; Harbor's garbage collection removes nothing that is still listed.
+4. Tenants' buckets have no copy outside AIStor (versions only, lost with it): their owners restore
+   them from their own sources.
+5. etcd and Velero's objects were not in danger unless a cluster was lost with AIStor: then restore
+   etcd (above) from the newest snapshot in `s3://{second.bucket_of("etcd")}/`, with the CAs of the
+   newest PKI archive put back in `/etc/kubernetes/pki` first and its encryption configuration in
+   `/etc/kubernetes/enc` on every control-plane host (the key of the Secrets in the snapshot, there
+   even when the vault is lost), then Velero's objects from the `{second.name}` location (`velero
+   restore create --from-schedule {second.name}`), and a database lost with it from its newest dump
+   on {second.name} (its section: a restore). Tenant volumes come back from their PowerScale
+   snapshots, not from here.
+"""
+
+
+def _databases(apps: VariantApps) -> list[type[PostgresDatabase]]:
+    found = {type(c) for ctx in apps.contexts for c in ctx.components if isinstance(c, PostgresDatabase)}
+    return sorted(found, key=lambda db: db.cluster)

@@ -1,6 +1,6 @@
-"""The RUNBOOK's section on Harbor's database (CloudNativePG): what a lost node costs and what to do
-when it does not come back, a restore to a point in time from the archive in AIStor, and one from
-the logical dump on the second target after AIStor itself is lost.
+"""The RUNBOOK's sections on each database of the site (CloudNativePG, storage/database.py): what a
+lost node costs and what to do when it does not come back, a restore to a point in time from the
+archive in AIStor, and one from the logical dump on the second target after AIStor itself is lost.
 
 The bring-up simulation replays the lost-node section (database_day2.py): `INSTANCE` is the
 placeholder it fills with the lost instance's number.
@@ -8,39 +8,40 @@ placeholder it fills with the lost instance's number.
 
 from __future__ import annotations
 
-from sitegen.components.registry import harbor_database as db
+from constructs.local_cache import CLASS_NAME as LOCAL_NVME
+from sitegen.components.storage.database import CNPG_API, PostgresDatabase
 from sitegen.components.storage.postgres import PLUGIN
 from sitegen.components.storage.second_target import second_endpoint
 from sitegen.compose.apps import VariantApps
 from sitegen.model import ClusterLayout
 
 INSTANCE = "<n>"
-RESTORED = f"{db.CLUSTER}-restore"
-RESTORED_DB = f"{db.DATABASE}_restored"
 
 
-def title(cluster: str) -> str:
-    return f"Harbor's database on `{cluster}`: a node lost"
+def title(database: str, cluster: str) -> str:
+    """`database`: the CloudNativePG Cluster's name; `cluster`: the Kubernetes cluster's."""
+    return f"The database `{database}` on `{cluster}`: a node lost"
 
 
-def restore_title(cluster: str) -> str:
-    return f"Harbor's database on `{cluster}`: a restore"
+def restore_title(database: str, cluster: str) -> str:
+    return f"The database `{database}` on `{cluster}`: a restore"
 
 
-def harbor_database(apps: VariantApps, layout: ClusterLayout) -> str:
+def database_sections(apps: VariantApps, layout: ClusterLayout, db: type[PostgresDatabase]) -> str:
     site = apps.site
-    database = site.services.registry.database
+    database = db.spec(site)
     pool = layout.system_pool
     second = site.services.backups.second
-    dump_bucket = second.bucket_of(db.DUMP_PREFIX)
-    ns, name = db.HarborDatabase.namespace, db.CLUSTER
-    return f"""### {title(layout.name)}
+    dump_bucket = second.bucket_of(db.cluster)
+    ns, name, consumer = db.namespace, db.cluster, db.consumer.name
+    restored, restored_db = f"{name}-restore", f"{db.database}_restored"
+    return f"""### {title(db.cluster, layout.name)}
 
 `{name}` runs {database.instances} PostgreSQL instances on as many `{pool.name}` nodes (never two on one),
 each on its node's NVMe. A commit is acknowledged once a standby has it too (synchronous, durability
 required), so a node that dies takes no committed transaction with it: CloudNativePG promotes the most
 advanced standby once the primary's pod is not Ready (the node monitor's grace period, then the
-primary's lease, 15 s), `{name}-rw` follows it and Harbor reconnects. Nothing to do but watch:
+primary's lease, 15 s), `{name}-rw` follows it and {consumer} reconnects. Nothing to do but watch:
 
 ```sh
 kubectl -n {ns} get cluster {name}   # PRIMARY: the promoted instance; READY one short
@@ -64,23 +65,23 @@ kubectl -n {ns} wait cluster/{name} --for=jsonpath='{{.status.readyInstances}}'=
 While one instance is missing, commits wait for the one standby left; with none left they stop (no
 write is acknowledged on one node alone) until the new instance has caught up.
 
-### {restore_title(layout.name)}
+### {restore_title(db.cluster, layout.name)}
 
 A bad change, or every instance lost: CloudNativePG restores into a new Cluster, never in
 place. Restore beside it from the archive in AIStor (base backups kept {database.backups.retention_days}
 days, every WAL segment since, at most {database.archive_timeout_minutes} min behind), copy it into a new
-database of `{name}` and swap the names (Argo CD keeps managing `{name}` and Harbor throughout); drop
-`{db.DATABASE}_before_restore` once Harbor is checked:
+database of `{name}` and swap the names (Argo CD keeps managing `{name}` and {consumer} throughout); drop
+`{db.database}_before_restore` once {consumer} is checked:
 
 ```sh
 kubectl -n {ns} apply -f - <<EOF
-apiVersion: {db.CNPG_API}
+apiVersion: {CNPG_API}
 kind: Cluster
-metadata: {{name: {RESTORED}, namespace: {ns}}}
+metadata: {{name: {restored}, namespace: {ns}}}
 spec:
   instances: 1
   imageName: {site.versions.images["postgresql"].ref}
-  storage: {{storageClass: {db.LOCAL_NVME}, size: {database.volume_gb}Gi}}
+  storage: {{storageClass: {LOCAL_NVME}, size: {database.volume_gb}Gi}}
   affinity: {{nodeSelector: {dict(pool.placement.node_selector)}, tolerations: {[dict(t) for t in pool.placement.tolerations]}}}
   bootstrap:
     recovery:
@@ -88,28 +89,26 @@ spec:
       recoveryTarget: {{targetTime: "<UTC time before the bad change, or drop it for the newest>"}}
   externalClusters:
     - name: archive
-      plugin: {{name: {PLUGIN}, parameters: {{barmanObjectName: {db.ARCHIVE}, serverName: {name}}}}}
+      plugin: {{name: {PLUGIN}, parameters: {{barmanObjectName: {db.archive()}, serverName: {name}}}}}
 EOF
-kubectl -n {ns} wait cluster/{RESTORED} --for=jsonpath='{{.status.readyInstances}}'=1 --timeout=2h
-kubectl -n {ns} exec {RESTORED}-1 -c postgres -- pg_dump --format=custom {db.DATABASE} > harbor.dump
+kubectl -n {ns} wait cluster/{restored} --for=jsonpath='{{.status.readyInstances}}'=1 --timeout=2h
+kubectl -n {ns} exec {restored}-1 -c postgres -- pg_dump --format=custom {db.database} > {db.cluster}.dump
 primary=$(kubectl -n {ns} get cluster {name} -o jsonpath='{{.status.currentPrimary}}')
 psql() {{ kubectl -n {ns} exec -i "$primary" -c postgres -- psql -v ON_ERROR_STOP=1 "$@"; }}
-psql -c 'CREATE DATABASE {RESTORED_DB} OWNER {db.OWNER}'
-kubectl -n {ns} exec -i "$primary" -c postgres -- pg_restore --no-owner --role={db.OWNER} -d {RESTORED_DB} < harbor.dump
-psql <<'SQL'   # Harbor's connections end; they come back to the restored database
-ALTER DATABASE {db.DATABASE} WITH ALLOW_CONNECTIONS false;
-SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{db.DATABASE}';
-ALTER DATABASE {db.DATABASE} RENAME TO {db.DATABASE}_before_restore;
-ALTER DATABASE {RESTORED_DB} RENAME TO {db.DATABASE};
+psql -c 'CREATE DATABASE {restored_db} OWNER {db.owner}'
+kubectl -n {ns} exec -i "$primary" -c postgres -- pg_restore --no-owner --role={db.owner} -d {restored_db} < {db.cluster}.dump
+psql <<'SQL'   # {consumer}'s connections end; they come back to the restored database
+ALTER DATABASE {db.database} WITH ALLOW_CONNECTIONS false;
+SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{db.database}';
+ALTER DATABASE {db.database} RENAME TO {db.database}_before_restore;
+ALTER DATABASE {restored_db} RENAME TO {db.database};
 SQL
-kubectl -n {ns} delete cluster {RESTORED}; shred -u harbor.dump
+kubectl -n {ns} delete cluster {restored}; shred -u {db.cluster}.dump
 ```
 
 Without AIStor (its archive gone with it), the newest logical dump on the second target (every run of
 `{db.dump_name(second.name)}`, kept {database.dump.retention_days} days, at most
 {database.dump.longest_gap_seconds // 3600} h old) restores the same way, read with the key of its
 bucket's owner: `aws --endpoint-url {second_endpoint(site).url} s3 cp
-s3://{dump_bucket}/{db.DUMP_PREFIX}/{layout.name}/<newest>.dump harbor.dump`, then from `primary=` on. The artifacts whose blobs AIStor lost stay in the index:
-Harbor's garbage collection does not remove them; delete their repositories, and push or pull them again
-through the proxy caches.
+s3://{dump_bucket}/{db.cluster}/{layout.name}/<newest>.dump {db.cluster}.dump`, then from `primary=` on.{(" " + db.after_aistor_loss) if db.after_aistor_loss else ""}
 """

@@ -1,4 +1,4 @@
-"""Harbor's database: CloudNativePG instances on as many nodes with synchronous standbys, the WAL archived
+"""The site's databases (Harbor's, Grafana's): CloudNativePG instances on as many nodes with synchronous standbys, the WAL archived
 into AIStor and a logical dump on the second target, each watched; the loss of the primary's node
 replayed by bringup with the RUNBOOK's section, and each part that keeps the commits put back out."""
 
@@ -12,10 +12,10 @@ import yaml
 from sitegen.check.bringup import database_day2
 from sitegen.check.bringup.events import Stop
 from sitegen.check.bringup.operators import CNPG_CLUSTER
-from sitegen.compose.procedures.harbor_database import title
+from sitegen.compose.procedures.databases import title
 
 from .bringup_cases import ONE, TWO, installed, with_runbook_edited
-from .conftest import DIST, validate
+from .conftest import DIST, edit_yaml, invoke_sitegen, validate
 
 APP = "one-cluster/apps/ai/harbor-database"
 RULES = "one-cluster/apps/ai/observability/monitoring.prometheusrule.site.yaml"
@@ -43,9 +43,9 @@ def lost(up, variant: str = ONE, *, database=None, runbook=None):
     return None, sim
 
 
-def instances(sim):
+def instances(sim, name: str = "harbor-db"):
     hub = sim.clusters[sim.layout.hub.name]
-    (w,) = [w for w in hub.workloads.values() if w.operator == CNPG_CLUSTER]
+    (w,) = [w for w in hub.workloads.values() if w.operator == CNPG_CLUSTER and w.template.name == name]
     return hub, w
 
 
@@ -55,9 +55,11 @@ def test_the_primarys_node_lost_loses_no_commit_and_harbor_comes_back(up, varian
     primary_node = sorted(before.placed)[0]
     blocker, sim = lost(up, variant)
     assert blocker is None, blocker
-    (said,) = [e.what for e in sim.result.timeline if "promoted" in e.what]
-    assert "with all 1000 acknowledged commits (lost: 0)" in said and "writes went on" in said
-    assert "the apps of harbor Healthy" in said
+    said = {e.what.split("-", 1)[0]: e.what for e in sim.result.timeline if "promoted" in e.what}
+    assert sorted(said) == ["grafana", "harbor"]
+    for service, what in said.items():
+        assert "with all 1000 acknowledged commits (lost: 0)" in what and "writes went on" in what
+        assert f"the apps of {service} Healthy" in what
     _, after = instances(sim)
     assert after.running and sum(after.placed.values()) == 3
     # the new instance is on a node that held none; the node joined again afterwards
@@ -71,7 +73,7 @@ def test_asynchronous_standbys_lose_acknowledged_commits(up):
 
     blocker, _ = lost(up, database=asynchronous)
     assert blocker is not None
-    assert "1000 of 1000 commits Harbor was told were committed are not on any standby" in blocker
+    assert "1000 of 1000 commits its clients were told were committed are not on any standby" in blocker
 
 
 def test_one_synchronous_standby_of_two_instances_stops_writes_until_the_new_instance():
@@ -120,7 +122,7 @@ def test_the_section_must_delete_every_claim_of_the_lost_instance(up, line, left
     replacement = "" if line.endswith("\n") else "harbor-db-<n> --wait=false"
 
     def edit(text: str) -> str:
-        start = text.index(f"### {title('ai')}")
+        start = text.index(f"### {title('harbor-db', 'ai')}")
         end = text.index("\n### ", start + 1)
         assert line in text[start:end]
         return text[:start] + text[start:end].replace(line, replacement) + text[end:]
@@ -139,9 +141,24 @@ def test_drains_wait_for_the_instances_on_local_nvme(up):
     assert not hub.node_local(by_ref["Deployment harbor/harbor-jobservice"])
 
 
-def test_harbor_has_no_database_of_its_own_and_reads_the_clusters_primary():
+def test_harbor_and_grafana_keep_their_state_in_their_databases_alone():
+    """Harbor's caches in emptyDir (its images in AIStor), Grafana's SQLite gone: no volume of theirs
+    is node-local any more, and each reads its Cluster's primary."""
     harbor = DIST / "one-cluster/apps/ai/harbor"
     assert not list(harbor.glob("*statefulset.harbor-database*"))
+    for name in ("harbor-redis", "harbor-trivy"):
+        (sts,) = yaml.safe_load_all((harbor / f"harbor.statefulset.{name}.yaml").read_text())
+        assert "volumeClaimTemplates" not in sts["spec"], name
+    grafana = DIST / "one-cluster/apps/ai/grafana"
+    assert not list(grafana.glob("*persistentvolumeclaim*"))
+    (deployment,) = yaml.safe_load_all((grafana / "grafana.deployment.grafana.yaml").read_text())
+    env = {
+        e["name"]: e for c in deployment["spec"]["template"]["spec"]["containers"] for e in c.get("env", [])
+    }
+    assert env["GF_DATABASE_PASSWORD"]["valueFrom"]["secretKeyRef"] == {
+        "name": "grafana-db-app",
+        "key": "password",
+    }
     (core,) = yaml.safe_load_all((harbor / "harbor.configmap.harbor-core.yaml").read_text())
     assert core["data"]["POSTGRESQL_HOST"] == "harbor-db-rw"
     assert core["data"]["POSTGRESQL_SSLMODE"] == "require"
@@ -179,6 +196,13 @@ def test_a_volume_no_component_states_is_refused(tree):
     path = tree / "one-cluster/apps/ai/harbor/harbor.statefulset.harbor-redis.yaml"
     (redis,) = yaml.safe_load_all(path.read_text())
     redis["metadata"]["name"] = "harbor-database"
+    redis["spec"]["template"]["spec"]["volumes"] = [
+        v for v in redis["spec"]["template"]["spec"]["volumes"] if v["name"] != "data"
+    ]
+    redis["spec"]["volumeClaimTemplates"] = [{
+        "metadata": {"name": "data"},
+        "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "local-nvme", "resources": {"requests": {"storage": "5G"}}},
+    }]  # fmt: skip
     (path.parent / "harbor.statefulset.harbor-database.yaml").write_text(yaml.safe_dump(redis))
     result = validate(tree)
     (found,) = [line for line in result.stdout.splitlines() if "DATA-001" in line]
@@ -190,10 +214,45 @@ def test_every_stated_volume_is_in_the_plan_with_its_copies_or_why_none(site):
     from sitegen.report.recovery import stated_volumes
 
     found = {(v.app, v.workload): v for v in stated_volumes(site)}
-    assert set(found) >= {("harbor-database", "harbor-db"), ("grafana", "grafana"), ("aistor", "aistor")}
+    assert set(found) >= {
+        ("harbor-database", "harbor-db"),
+        ("grafana-database", "grafana-db"),
+        ("aistor", "aistor"),
+    }
     database = found[("harbor-database", "harbor-db")]
     assert len(database.copies) == 3 and "s3://site-backups-second-harbor-db/" in database.copies[2]
-    assert found[("grafana", "grafana")].without_copy.startswith(
-        "dashboards and data sources are provisioned"
-    )
+    assert found[("loki", "loki-write")].data == "logs" and found[("models", "llama-3-3-70b")].data == "cache"
+    assert {v.data for v in found.values() if not v.copies} <= {"cache", "metrics", "logs"}
+    assert not any(app in ("harbor", "grafana") for app, _ in found)  # their state is in their databases
     assert database.where == "one-cluster/ai, two-cluster/ai"
+
+
+@pytest.mark.parametrize("app", ["harbor-database", "grafana-database"])
+def test_every_secret_a_database_reads_is_made_beside_it(app):
+    """The Cluster's bootstrap secret and the plugin's keys and CA are in its own app: the operator and
+    the plugin read them from its namespace."""
+    docs = [
+        d
+        for p in (DIST / "one-cluster/apps/ai" / app).glob("*.yaml")
+        for d in yaml.safe_load_all(p.read_text())
+        if d
+    ]
+    made = {d["spec"]["target"]["name"] for d in docs if d["kind"] == "ExternalSecret"}
+    (store,) = [d for d in docs if d["kind"] == "ObjectStore"]
+    config = store["spec"]["configuration"]
+    read = {config["endpointCA"]["name"], *(ref["name"] for ref in config["s3Credentials"].values())}
+    (cluster,) = [d for d in docs if d["kind"] == "Cluster"]
+    read.add(cluster["spec"]["bootstrap"]["initdb"]["secret"]["name"])
+    assert read <= made, read - made
+
+
+def test_state_without_a_copy_is_refused(config_copy, tmp_path):
+    """Harbor's images on a PowerScale class: state (pushed images have no other source) that nothing
+    copies."""
+    edit_yaml(config_copy, "services.yaml", lambda d: d["registry"].update(storage="powerscale"))
+    out = tmp_path / "dist"
+    assert invoke_sitegen("synth", "--config", config_copy, "--out", out, "--variant", ONE).exit_code == 0
+    result = invoke_sitegen("validate", "--config", config_copy, "--dist", out)
+    (found,) = [line for line in result.stdout.splitlines() if "DATA-" in line]
+    assert "PersistentVolumeClaim harbor/harbor-registry: DATA-002" in found
+    assert "harbor-registry holds state (the image layers and manifests) with no copy" in found
