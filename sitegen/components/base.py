@@ -208,15 +208,20 @@ def backup_target_folder(target: str) -> str:
     return f"backups/{target}"
 
 
+DataClass = Literal["state", "cache", "metrics", "logs"]
+
+
 @dataclass(frozen=True)
 class State:
-    """What one workload of a component keeps on its volumes, and how it comes back once they are lost:
-    its copies (each with its place and how far behind it is), or, with none, why none is needed (what
-    it is rebuilt from, or what is lost and why that is accepted). `sitegen plan` lists them; the rule
-    DATA-001 refuses a volume in the tree that no component states."""
+    """What one workload of a component keeps on its volumes, of which class (`state`: it has no other
+    source; a `cache` is rebuilt from one; `metrics` and `logs` age out), and how it comes back once
+    they are lost: its copies (each with its place and how far behind it is), or, with none, why none
+    is needed. `sitegen plan` lists them; DATA-001 refuses a volume in the tree that no component
+    states, DATA-002 state without a copy."""
 
     workload: str  # the StatefulSet, claim or custom resource (Cluster, Prometheus, ObjectStore) named
     holds: str
+    data: DataClass
     copies: tuple[str, ...] = ()
     without_copy: str = ""
 

@@ -292,11 +292,17 @@ def render_plan(site: Site) -> str:
             for c in recovery_points(site)
         ],
     )  # fmt: skip
-    out += ["", "Stateful volumes: what each holds, and its copies or why it needs none"]
+    out += ["", "Stateful volumes: what each holds, its class, and its copies or why it needs none"]
     out += table(
-        ["app", "workload", "holds", "copies, or why none"],
+        ["app", "workload", "holds", "class", "copies, or why none"],
         [
-            [v.app, v.workload, v.holds, "; ".join(v.copies) if v.copies else f"none: {v.without_copy}"]
+            [
+                v.app,
+                v.workload,
+                v.holds,
+                v.data,
+                "; ".join(v.copies) if v.copies else f"none: {v.without_copy}",
+            ]
             for v in stated_volumes(site)
         ],
     )

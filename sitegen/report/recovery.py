@@ -60,6 +60,7 @@ class StatedVolume:
     app: str
     workload: str
     holds: str
+    data: str
     copies: tuple[str, ...]
     without_copy: str
 
@@ -67,15 +68,15 @@ class StatedVolume:
 def stated_volumes(site: Site) -> list[StatedVolume]:
     """Every workload with volumes, as its component states it (Component.state; the rule DATA-001
     holds the tree to it), once for all the variants' clusters that run it."""
-    found: dict[tuple[str, str, str, tuple[str, ...], str], list[str]] = {}
+    found: dict[tuple[str, str, str, str, tuple[str, ...], str], list[str]] = {}
     for name in site.variants:
         apps = variant_apps(site, resolve(site, name))
         for ctx in apps.contexts:
             for component in ctx.components:
                 for s in component.state(ctx):
-                    key = (component.name, s.workload, s.holds, s.copies, s.without_copy)
+                    key = (component.name, s.workload, s.holds, s.data, s.copies, s.without_copy)
                     found.setdefault(key, []).append(f"{name}/{ctx.cluster.name}")
     return [
-        StatedVolume(", ".join(where), app, workload, holds, copies, without)
-        for (app, workload, holds, copies, without), where in sorted(found.items())
+        StatedVolume(", ".join(where), app, workload, holds, data, copies, without)
+        for (app, workload, holds, data, copies, without), where in sorted(found.items())
     ]

@@ -319,11 +319,11 @@ class KubePrometheusStack(ChartComponent):
         monitoring = ctx.site.services.monitoring
         prom = monitoring.prometheus
         return [
-            State(f"{self.name}-prometheus", f"the site's metrics, {prom.retention_days} days",
+            State(f"{self.name}-prometheus", f"the site's metrics, {prom.retention_days} days", "metrics",
                   without_copy=f"{prom.replicas} replicas scrape the same targets, each on its own node: "
                   "one lost, its twin still has the history (it starts empty); metrics are not backed up"),
-            State(f"{self.name}-alertmanager", "silences and the notification log",
-                  without_copy=f"{monitoring.alertmanager_replicas} replicas gossip them to each other"),
+            State(f"{self.name}-alertmanager", "silences and the notification log", "state",
+                  copies=(f"on each of {monitoring.alertmanager_replicas} replicas, on as many nodes (gossip)",)),
         ]  # fmt: skip
 
     def values(self, ctx: ClusterContext) -> KubePrometheusStackValues:

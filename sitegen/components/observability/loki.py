@@ -201,10 +201,10 @@ class Loki(ChartComponent):
     def state(self, ctx: ClusterContext) -> list[State]:
         bucket = ctx.site.services.logs.bucket
         return [
-            State(f"{self.name}-write", "logs received and not yet flushed to AIStor (the ingesters' WAL)",
-                  without_copy=f"each stream is written to 3 writers (replication factor 3) and flushed "
-                  f"to s3://{bucket}/ in chunks: a node lost loses none"),
-            State(f"{self.name}-backend", "the compactor's and the index gateway's working files",
+            State(f"{self.name}-write", "logs received and not yet flushed to AIStor (the ingesters' WAL)", "logs",
+                  copies=("each stream on 3 writers (replication factor 3): a node lost loses none",
+                          f"flushed to s3://{bucket}/ in chunks")),
+            State(f"{self.name}-backend", "the compactor's and the index gateway's working files", "cache",
                   without_copy=f"rebuilt from the index and chunks in s3://{bucket}/"),
         ]  # fmt: skip
 

@@ -11,11 +11,11 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from constructs.edge import Backend, Route
-from constructs.local_cache import CLASS_NAME as LOCAL_NVME
 from constructs.registry import ADMIN_PASSWORD_KEY
 from sitegen.components.base import (
     WORLD,
     ChartComponent,
+    Component,
     Flow,
     JsonPatch,
     Layer,
@@ -30,7 +30,7 @@ from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.registry import PROJECT
 from sitegen.components.storage.aistor import CA_SECRET as AISTOR_CA_SECRET
 from sitegen.components.storage.aistor import AIStor, s3_endpoint
-from sitegen.components.storage.local_nvme import LocalNvme
+from sitegen.components.storage.powerscale import PowerScale
 from sitegen.components.values import ON, Placed, Resources, Toggle, Values, placed, requests
 from sitegen.model import Site
 
@@ -355,7 +355,12 @@ class Harbor(ChartComponent):
     chart = "harbor"
     project = PROJECT
     layer = Layer.SERVICES
-    after = (LocalNvme,)  # its volumes' class
+    after = ()  # its database is harbor-database (before it); no volume of its own on a node
+
+    def dependencies(self, ctx: ClusterContext) -> tuple[type[Component], ...]:
+        # with its images on a PowerScale class, its claims need the class
+        return (PowerScale,) if self.persistent(ctx) else ()
+
     namespace = "harbor"
     security = NamespaceSecurity("baseline", "the chart's pods are not verified against restricted")
 
@@ -384,6 +389,9 @@ class Harbor(ChartComponent):
     def patches(self, ctx: ClusterContext) -> list[ObjectPatch]:
         from_vault = "written from the vault by harbor-config"
         passwordless = "the chart's Redis URLs carry no password: the containers read them from the vault"
+        persistent = self.persistent(ctx)
+        auth = {"name": "auth", "secret": {"secretName": REDIS.name, "defaultMode": 0o440,
+                                           "items": [{"key": REDIS_AUTH_FILE, "path": REDIS_AUTH_FILE}]}}  # fmt: skip
         return [
             *(ObjectPatch("Secret", copy.name, from_vault, drop=True) for copy in CHART_SECRETS),
             ObjectPatch(
@@ -397,7 +405,8 @@ class Harbor(ChartComponent):
                 "StatefulSet", REDIS_SERVICE, "the chart starts Redis without a password",
                 (
                     JsonPatch("test", f"{POD}/containers/0/name", "redis"),
-                    JsonPatch("test", f"{POD}/volumes", None),  # the chart mounts nothing but its claim
+                    # the chart mounts nothing but its data: a claim, or with no persistence an emptyDir
+                    JsonPatch("test", f"{POD}/volumes", None if persistent else [{"name": "data", "emptyDir": {}}]),
                     # the image's own CMD, then the password's file on top of its configuration
                     JsonPatch(
                         "add", f"{POD}/containers/0/command",
@@ -407,22 +416,27 @@ class Harbor(ChartComponent):
                         "add", f"{POD}/containers/0/volumeMounts/-",
                         {"name": "auth", "mountPath": REDIS_AUTH_DIR, "readOnly": True},
                     ),
-                    JsonPatch(
-                        "add", f"{POD}/volumes",
-                        # the pod's fsGroup (the redis user's) reads it, nobody else
-                        [{"name": "auth", "secret": {"secretName": REDIS.name, "defaultMode": 0o440,
-                                                     "items": [{"key": REDIS_AUTH_FILE, "path": REDIS_AUTH_FILE}]}}],
-                    ),
+                    # the pod's fsGroup (the redis user's) reads it, nobody else
+                    JsonPatch("add", f"{POD}/volumes", [auth]) if persistent else JsonPatch("add", f"{POD}/volumes/-", auth),
                 ),
             ),
         ]  # fmt: skip
 
+    @staticmethod
+    def persistent(ctx: ClusterContext) -> bool:
+        """Whether the chart's volumes are claims: only with the images on a PowerScale class."""
+        return ctx.site.services.registry.storage != "aistor"
+
     def state(self, ctx: ClusterContext) -> list[State]:
+        if not self.persistent(ctx):
+            return []  # its caches in emptyDir, its images in AIStor, its database harbor-database's
+        images = "its images, on PowerScale: the array's snapshots and replication, outside this model"
         return [
-            State("harbor-redis", "the job service's queue, sessions, the registry's layer cache",
-                  without_copy="a cache: refilled as images are pulled; queued jobs (scans, garbage "
+            State("harbor-registry", "the image layers and manifests", "state", without_copy=images),
+            State("harbor-redis", "the job service's queue, sessions, the registry's layer cache", "cache",
+                  without_copy="refilled as images are pulled; queued jobs (scans, garbage "
                   "collection) run again on their schedules"),
-            State("harbor-trivy", "Trivy's vulnerability database",
+            State("harbor-trivy", "Trivy's vulnerability database", "cache",
                   without_copy="downloaded again by the scanner on its next update"),
         ]  # fmt: skip
 
@@ -452,9 +466,13 @@ class Harbor(ChartComponent):
                 accessMode="ReadWriteMany",  # NFS: every registry replica mounts it
                 size=f"{registry.volume_gb}G",
             )
+        # Redis (the job queue, sessions, the layer cache) and Trivy's database are caches: with the
+        # images in AIStor nothing of Harbor but its database needs a volume, and a node lost strands
+        # none (emptyDir); on PowerScale they share its class, which no node holds
+        caches = None if registry_claim is None else registry.powerscale_class
         claims = Claims(
-            redis=Claim(storageClass=LOCAL_NVME, size="5G"),
-            trivy=Claim(storageClass=LOCAL_NVME, size="20G"),
+            redis=Claim(storageClass=caches or "", size="5G"),
+            trivy=Claim(storageClass=caches or "", size="20G"),
             registry=registry_claim,
         )
         # Stateless parts run twice; Redis (a cache and job queue) is a single pod by design of the chart,
@@ -464,7 +482,9 @@ class Harbor(ChartComponent):
             expose=Expose(type="clusterIP", tls=ExposeTls(enabled=False), clusterIP=ClusterIP(name=SERVICE)),
             externalURL=f"https://{registry.hostname}",
             persistence=Persistence(
-                enabled=True, persistentVolumeClaim=claims, imageChartStorage=image_storage
+                enabled=registry_claim is not None,
+                persistentVolumeClaim=claims,
+                imageChartStorage=image_storage,
             ),
             caBundleSecretName=ca,
             nginx=Replicated(replicas=2, **system),

@@ -44,7 +44,8 @@ class Models(RenderedComponent):
             State(
                 m.name,
                 f"the weights of {m.source}",
-                without_copy="a cache: downloaded again from the Hugging Face hub at start",
+                "cache",
+                without_copy="downloaded again from the Hugging Face hub at start",
             )
             for m in ctx.site.services.serving.models
         ]

@@ -52,10 +52,10 @@ def front_door_hosts(scope: ClusterScope) -> list[str]:
     return [h.name for h in scope.cluster.pool(tier.pool).hosts]
 
 
-def ca_secret(scope: Construct, id: str, *, namespace: str, store: str) -> None:
-    """The AIStor CA as the Secret `aistor-ca` in a consumer's namespace."""
+def ca_secret(scope: Construct, id: str, *, namespace: str, store: str, name: str = CA_SECRET) -> None:
+    """The AIStor CA as a Secret (`aistor-ca`, or `name` beside another's) in a consumer's namespace."""
     VaultSecret(
-        scope, id, name=CA_SECRET, namespace=namespace, store=store, key="aistor/ca", properties=["ca.crt"]
+        scope, id, name=name, namespace=namespace, store=store, key="aistor/ca", properties=["ca.crt"]
     )
 
 
@@ -122,10 +122,14 @@ class AIStor(RenderedComponent):
         return [
             State(
                 OBJECT_STORE,
-                "every bucket: backups, Harbor's blobs and WAL, logs, tenants' buckets",
-                without_copy=f"erasure coded in place (EC:{parity}), no copy of the whole: the backups "
-                f"in it have theirs on {second}, images come back through the proxy caches and models "
-                "from their sources, logs expire; tenants' buckets keep versions, not copies",
+                "every bucket: backups, Harbor's blobs, the databases' WAL, logs, tenants' buckets",
+                "state",
+                copies=(
+                    f"erasure coded in place (EC:{parity}): each object readable with {parity} drives of its "
+                    "set lost (`sitegen plan`'s budget says how many servers)",
+                    f"outside AIStor, on {second}: the backups' and the databases' copies; none of tenants' "
+                    "buckets (versions only) nor of Harbor's blobs (pulled again through the proxy caches)",
+                ),
             ),
         ]
 
