@@ -182,6 +182,7 @@ class KubeletConfiguration(HostConfig):
     readOnlyPort: int | None = None
     rotateCertificates: bool | None = None
     serverTLSBootstrap: bool | None = None
+    seccompDefault: bool | None = None
     clusterDomain: str | None = None
     kubeReserved: dict[str, str] | None = None
     evictionHard: dict[str, str] | None = None

@@ -245,6 +245,9 @@ class KubeletConfiguration(Construct):
                 # serving certificate from the cluster CA (approved by kubelet-csr-approver), not
                 # self-signed: the kubelet's clients verify it
                 serverTLSBootstrap=True,
+                # a pod that names no seccomp profile runs under the runtime's default, not unconfined
+                # (privileged containers stay unconfined, as the kubelet does for them)
+                seccompDefault=True,
                 clusterDomain=cluster.spec.dns_domain,
             ),
         )

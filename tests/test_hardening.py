@@ -32,6 +32,14 @@ def test_the_api_server_verifies_the_kubelets_serving_certificates(docs):
         assert kubelets and all(k.body.get("serverTLSBootstrap") is True for k in kubelets), doc.file
 
 
+def test_every_kubelet_defaults_to_the_runtimes_seccomp_profile(docs):
+    """A pod that names no seccomp profile runs confined (RuntimeDefault), on every node of both
+    variants: the cluster-wide KubeletConfiguration every node downloads at its join says so."""
+    kubelets = [d for d in docs if d.kind == "KubeletConfiguration" and d.body.get("cgroupDriver")]
+    assert {d.variant for d in kubelets} == {"one-cluster", "two-cluster"}
+    assert all(d.body.get("seccompDefault") is True for d in kubelets), [d.file for d in kubelets]
+
+
 def _as_root(spec: dict) -> bool:
     """Some container may run as root (uid 0, or no user and no runAsNonRoot): the keys are 0600 root."""
     pod = spec.get("securityContext") or {}
