@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from constructs.kube_vip import NAMESPACE as KUBE_VIP_NAMESPACE
 from constructs.kube_vip import POD_NAME as KUBE_VIP_POD
 from sitegen.components.base import NodeAgent
+from sitegen.components.privilege import Reviewed
 from sitegen.compose.apps import variant_apps
 from sitegen.model import Site, resolve
 
@@ -30,6 +31,8 @@ class AllowLists:
     node_rbac: Mapping[str, str] = field(default_factory=dict)
     # privileged namespaces that hold controllers (pods without host access) beside the agents -> why
     privileged_controllers: Mapping[str, str] = field(default_factory=dict)
+    # `<namespace>/<account>` -> the primitives of components/privilege.py it may hold, and why
+    powers: Mapping[str, Reviewed] = field(default_factory=dict)
 
     def agents_of(self, variant: str, cluster: str | None) -> Mapping[str, NodeAgent]:
         return self.agents.get((variant, cluster or ""), {})
@@ -56,6 +59,10 @@ class AllowLists:
         out += [f"  {key}: {why}" for key, why in sorted(critical.items())]
         out.append("node identities that reach the cluster (tenant-reachable nodes):")
         out += [f"  {key}: {why}" for key, why in sorted(self.node_rbac.items())]
+        out.append("accounts with power beyond their namespace:")
+        out += [
+            f"  {account}: {'; '.join(r.primitives)}: {r.why}" for account, r in sorted(self.powers.items())
+        ]
         return out
 
 
@@ -63,6 +70,7 @@ def allow_lists(site: Site) -> AllowLists:
     agents: dict[tuple[str, str], dict[str, NodeAgent]] = {}
     critical: dict[tuple[str, str], dict[str, str]] = {}
     node_rbac: dict[str, str] = {}
+    powers: dict[str, Reviewed] = {}
     workloads = {
         f"Pod/{KUBE_VIP_NAMESPACE}/{KUBE_VIP_POD}": "ARP and IPVS for the API VIP need host networking "
         "and NET_ADMIN/NET_RAW"
@@ -80,6 +88,7 @@ def allow_lists(site: Site) -> AllowLists:
             agents.setdefault((variant, ctx.cluster.name), {}).update(component.node_agents(ctx))
             critical.setdefault((variant, ctx.cluster.name), {}).update(component.bootstrap_critical(ctx))
             node_rbac.update(component.node_rbac(ctx))
+            powers.update(component.powers(ctx))
             workloads.update(component.privileged_workloads(ctx))
             if component.security is not None and component.security.level == "privileged":
                 privileged.setdefault(component.namespace, component.security.why)
@@ -92,4 +101,5 @@ def allow_lists(site: Site) -> AllowLists:
         privileged_workloads=workloads,
         bootstrap_critical=critical,
         node_rbac=node_rbac,
+        powers=powers,
     )

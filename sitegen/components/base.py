@@ -23,6 +23,7 @@ from sitegen.model import Placement
 
 if TYPE_CHECKING:
     from sitegen.components.context import ClusterContext, ClusterScope
+    from sitegen.components.privilege import Reviewed
     from sitegen.components.values import Values
 
 
@@ -361,6 +362,11 @@ class Component:
     def node_rbac(self, scope: ClusterScope) -> Mapping[str, str]:
         """Grants of this component's accounts that reach past a node its pods run tenant-reachable
         nodes on (`<namespace>/<account>: <capability>`, see check/node_rbac.py), and why each is needed."""
+        return {}
+
+    def powers(self, scope: ClusterScope) -> Mapping[str, Reviewed]:
+        """Its accounts (`<namespace>/<account>`) that hold power beyond their namespace (the primitives
+        of components/privilege.py, found in the rendered RBAC), and why the software needs each."""
         return {}
 
     def vault_formats(self, scope: ClusterScope) -> Mapping[str, str]:

@@ -20,6 +20,7 @@ from sitegen.compose.procedures.burn_in import burn_in
 from sitegen.compose.procedures.cluster import cluster_bring_up
 from sitegen.compose.procedures.every_host import every_host
 from sitegen.compose.procedures.gpu_topology import gpu_topology
+from sitegen.compose.procedures.powers import account_powers
 from sitegen.compose.procedures.pull_credential import pull_credential
 from sitegen.compose.procedures.second_target import setup_step as second_target_setup
 from sitegen.compose.procedures.spoke_credentials import spoke_credentials
@@ -47,6 +48,7 @@ def runbook(apps: VariantApps, by_cluster: Mapping[str, list[dict[str, Any]]]) -
     gpu_topology(book, apps)
     burn_in(book, apps)
     aistor(book, apps)
+    account_powers(book, apps)
     book.write(day2(apps))
     return book.text()
 

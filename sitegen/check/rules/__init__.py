@@ -21,6 +21,7 @@ from sitegen.check.rules import (  # noqa: F401
     pins,
     placement,
     pod_security,
+    power,
     s3_paths,
     secrets,
     values,

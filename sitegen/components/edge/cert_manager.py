@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Literal
 
 from sitegen.components.base import ChartComponent, Layer, NamespaceSecurity
@@ -11,6 +12,13 @@ from sitegen.components.networking.cilium import Cilium
 from sitegen.components.observability.kube_prometheus_stack import KubePrometheusStack
 from sitegen.components.ownership import WrittenField
 from sitegen.components.platform.namespaces import Namespaces
+from sitegen.components.privilege import (
+    MAKES_PRIVILEGED_PODS,
+    READS_SECRETS,
+    REWRITES_ADMISSION,
+    UPDATES_CRDS,
+    Reviewed,
+)
 from sitegen.components.values import ON, Pdb, Placed, Resources, Toggle, Values, placed, requests
 
 _INJECT = (
@@ -92,3 +100,15 @@ class CertManager(ChartComponent):
             startupapicheck=Placed(**system),
             **system,
         )
+
+    def powers(self, scope: ClusterScope) -> Mapping[str, Reviewed]:
+        return {
+            f"{self.namespace}/cert-manager": Reviewed(
+                (READS_SECRETS, MAKES_PRIVILEGED_PODS),
+                "writes the Secret of every Certificate in its namespace and reads issuer keys; creates ACME solver pods where a Certificate lives (none here: the site CA issues)",
+            ),
+            f"{self.namespace}/cert-manager-cainjector": Reviewed(
+                (READS_SECRETS, REWRITES_ADMISSION, UPDATES_CRDS),
+                "injects CA bundles into webhook configurations and CRD conversion webhooks from the Secrets they name: its whole job",
+            ),
+        }

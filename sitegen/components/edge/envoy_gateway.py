@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from sitegen.components.base import ChartComponent, Layer, NamespaceSecurity
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.edge import PROJECT
 from sitegen.components.networking.cilium import Cilium
 from sitegen.components.platform.namespaces import Namespaces
+from sitegen.components.privilege import PATCHES_PRIVILEGED_PODS, READS_SECRETS, Reviewed
 from sitegen.components.values import Placed, Resources, Values, placed, requests
 
 
@@ -67,3 +70,11 @@ class EnvoyGateway(ChartComponent):
                 job=CertgenJob(resources=requests("10m", "32Mi"), **placed(ctx.system_placement))
             ),
         )
+
+    def powers(self, scope: ClusterScope) -> Mapping[str, Reviewed]:
+        return {
+            f"{self.namespace}/envoy-gateway": Reviewed(
+                (READS_SECRETS, PATCHES_PRIVILEGED_PODS),
+                "reads the TLS Secrets Gateways and policies name, wherever they live, and patches its proxies' pods (topology labels); the chart binds it cluster-wide",
+            ),
+        }

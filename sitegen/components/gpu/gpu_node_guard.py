@@ -3,6 +3,8 @@ constructs/gpu_node_guard.py); the same conditions alert (constructs/monitoring.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from constructs import Construct
 from constructs.gpu_node_guard import GpuNodeGuard as Guard
 from constructs.monitoring import FabricPool, cordon_conditions
@@ -14,6 +16,7 @@ from sitegen.components.observability.kube_prometheus_stack import (
     PROMETHEUS_SERVICE,
     KubePrometheusStack,
 )
+from sitegen.components.privilege import CHANGES_NODES, Reviewed
 from sitegen.model import ClusterLayout, Site
 
 IMAGE = "curl"
@@ -58,3 +61,11 @@ class GpuNodeGuard(RenderedComponent):
             image=ctx.image(IMAGE),
             placement=ctx.system_placement,
         )
+
+    def powers(self, scope: ClusterScope) -> Mapping[str, Reviewed]:
+        return {
+            f"{self.namespace}/gpu-node-guard": Reviewed(
+                (CHANGES_NODES,),
+                "cordons a GPU node whose health check fails (spec.unschedulable), at most the limit the site sets",
+            ),
+        }

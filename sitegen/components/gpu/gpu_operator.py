@@ -6,16 +6,40 @@ from collections.abc import Mapping
 from typing import Literal
 
 from constructs.gpu_workload import BATCH_LABEL, RUNTIME_CLASS
-from sitegen.components.base import WORLD, ChartComponent, Flow, Layer, NamespaceSecurity, NodeAgent
+from sitegen.components.base import (
+    WORLD,
+    ChartComponent,
+    Flow,
+    Layer,
+    NamespaceSecurity,
+    NodeAgent,
+    ObjectPatch,
+)
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.gpu import PROJECT
 from sitegen.components.hardware.node_feature_discovery import NodeFeatureDiscoveryWorker
 from sitegen.components.observability.kube_prometheus_stack import KubePrometheusStack
+from sitegen.components.privilege import (
+    CHANGES_NODES,
+    MAKES_PRIVILEGED_PODS,
+    PATCHES_PRIVILEGED_PODS,
+    RELABELS_NAMESPACES,
+    UPDATES_CRDS,
+    Reviewed,
+    narrow_rule,
+)
 from sitegen.components.values import OFF, ON, Placed, Resources, Toggle, Toleration, Values, placed, requests
 
 # The operator labels every node with an NVIDIA PCI device; its operands select on these labels.
 GPU_PRESENT = {"nvidia.com/gpu.present": "true"}
 # What `daemonsets.tolerations` replaces: the operator's own default toleration.
+# The one admission policy the operator writes (its DRA driver's state, manifests/state-dra-driver/0700):
+# the policy and its binding share the name.
+DRA_POLICY = "resourceslices-policy-nvidia-dra-driver"
+POLICIES = {
+    "apiGroups": ["admissionregistration.k8s.io"],
+    "resources": ["validatingadmissionpolicies", "validatingadmissionpolicybindings"],
+}
 DEFAULT_OPERAND_TOLERATION = Toleration(key="nvidia.com/gpu", operator="Exists", effect="NoSchedule")
 
 
@@ -171,6 +195,21 @@ class GpuOperator(ChartComponent):
             )
         }
 
+    def patches(self, ctx: ClusterContext) -> list[ObjectPatch]:
+        return [
+            narrow_rule(
+                "gpu-operator",
+                21,
+                {**POLICIES, "verbs": ["get", "list", "watch", "create", "update", "delete"]},
+                [
+                    {**POLICIES, "verbs": ["get", "list", "watch", "create"]},
+                    {**POLICIES, "verbs": ["update", "delete"], "resourceNames": [DRA_POLICY]},
+                ],
+                why="the operator changes only its DRA driver's policy; update and delete of every policy "
+                "would let it (or its stolen token) switch off the site's guard rails",
+            )
+        ]
+
     def values(self, ctx: ClusterContext) -> GpuOperatorValues:
         driver = ctx.tag_only_image(
             "nvidia-driver", "the GPU Operator (driver.version, with the OS appended)"
@@ -210,3 +249,21 @@ class GpuOperator(ChartComponent):
                 ),
             ),
         )
+
+    def powers(self, scope: ClusterScope) -> Mapping[str, Reviewed]:
+        return {
+            f"{self.namespace}/gpu-operator": Reviewed(
+                (
+                    MAKES_PRIVILEGED_PODS,
+                    PATCHES_PRIVILEGED_PODS,
+                    CHANGES_NODES,
+                    RELABELS_NAMESPACES,
+                    UPDATES_CRDS,
+                ),
+                "deploys the privileged driver, toolkit and device plugin into its own namespace, labels GPU nodes and its namespace, evicts and labels pods for driver upgrades, upgrades its CRDs; its admission-policy writes are narrowed to its DRA policy",
+            ),
+            f"{self.namespace}/gpu-operator-upgrade-crd-hook-sa": Reviewed(
+                (UPDATES_CRDS,),
+                "the chart's pre-upgrade hook applies the operator's CRDs (Helm does not upgrade CRDs)",
+            ),
+        }

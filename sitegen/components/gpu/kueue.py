@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import yaml
 
 from constructs.kueue import MANAGED_NAMESPACE_LABEL, QUEUE_LABEL
@@ -11,6 +13,7 @@ from sitegen.components.gpu import PROJECT
 from sitegen.components.networking.cilium import Cilium
 from sitegen.components.ownership import WrittenField
 from sitegen.components.platform.namespaces import Namespaces
+from sitegen.components.privilege import PATCHES_PRIVILEGED_PODS, Reviewed
 from sitegen.components.values import Image, Placed, Resources, Values, placed, requests
 
 
@@ -119,3 +122,11 @@ class Kueue(ChartComponent):
             ),
             managerConfig=ManagerConfig(controllerManagerConfigYaml=manager_config()),
         )
+
+    def powers(self, scope: ClusterScope) -> Mapping[str, Reviewed]:
+        return {
+            f"{self.namespace}/kueue-controller-manager": Reviewed(
+                (PATCHES_PRIVILEGED_PODS,),
+                "ungates and labels the pods of the workloads it admits, in every namespace it manages",
+            ),
+        }

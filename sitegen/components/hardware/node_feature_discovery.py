@@ -10,6 +10,7 @@ from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.hardware import PROJECT
 from sitegen.components.networking.cilium import Cilium
 from sitegen.components.platform.namespaces import Namespaces
+from sitegen.components.privilege import CHANGES_NODES, Reviewed
 from sitegen.components.values import (
     Placed,
     PodSecurityContext,
@@ -113,6 +114,14 @@ class NodeFeatureDiscovery(ChartComponent):
             ),
             gc=Gc(resources=requests("10m", "64Mi", "256Mi"), **system),
         )
+
+    def powers(self, scope: ClusterScope) -> Mapping[str, Reviewed]:
+        return {
+            f"{self.namespace}/node-feature-discovery": Reviewed(
+                (CHANGES_NODES,),
+                "NFD's master writes the feature labels the GPU Operator and the pools select by",
+            ),
+        }
 
 
 class NodeFeatureDiscoveryWorker(ChartComponent):

@@ -12,6 +12,7 @@ from sitegen.components.base import EVERY_POOL, ChartComponent, Layer, NodeAgent
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.networking import PROJECT
 from sitegen.components.platform.namespaces import Namespaces
+from sitegen.components.privilege import CHANGES_NODES, MAKES_PRIVILEGED_PODS, READS_SECRETS, Reviewed
 from sitegen.components.values import (
     EVERY_TAINT,
     NOT_READY,
@@ -191,3 +192,11 @@ class Cilium(ChartComponent):
             certgen=Certgen(resources=requests("10m", "32Mi"), **system),
             secretsNamespaceLabels=psa_labels("restricted", ctx.site.versions.kubernetes_minor),
         )
+
+    def powers(self, scope: ClusterScope) -> Mapping[str, Reviewed]:
+        return {
+            f"{self.namespace}/cilium-operator": Reviewed(
+                (READS_SECRETS, CHANGES_NODES, MAKES_PRIVILEGED_PODS),
+                "manages the Cilium identities, node annotations (IPAM) and the TLS Secrets of Hubble and the mesh; runs in kube-system as the CNI's operator",
+            ),
+        }

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from sitegen.components.base import (
     WORLD,
     ChartComponent,
@@ -14,6 +16,16 @@ from sitegen.components.base import (
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.hardware.node_feature_discovery import NodeFeatureDiscoveryWorker
 from sitegen.components.networking import PROJECT
+from sitegen.components.privilege import (
+    CHANGES_NODES,
+    MAKES_PRIVILEGED_PODS,
+    PATCHES_PRIVILEGED_PODS,
+    READS_SECRETS,
+    RELABELS_NAMESPACES,
+    REWRITES_ADMISSION,
+    UPDATES_CRDS,
+    Reviewed,
+)
 from sitegen.components.values import OFF, Placed, Resources, Toggle, Values, placed, requests
 
 
@@ -81,3 +93,23 @@ class NetworkOperator(ChartComponent):
         return NetworkOperatorValues(
             operator=Operator(resources=requests("100m", "256Mi", "1Gi"), **placed(ctx.system_placement))
         )
+
+    def powers(self, scope: ClusterScope) -> Mapping[str, Reviewed]:
+        return {
+            f"{self.namespace}/network-operator": Reviewed(
+                (
+                    READS_SECRETS,
+                    MAKES_PRIVILEGED_PODS,
+                    PATCHES_PRIVILEGED_PODS,
+                    REWRITES_ADMISSION,
+                    CHANGES_NODES,
+                    RELABELS_NAMESPACES,
+                    UPDATES_CRDS,
+                ),
+                "deploys the DOCA driver, RDMA device plugin and IPAM agents (privileged) from the NicClusterPolicy, labels the fabric nodes, evicts pods for driver upgrades and manages its webhook and CRDs",
+            ),
+            f"{self.namespace}/network-operator-hooks-sa": Reviewed(
+                (UPDATES_CRDS,),
+                "the chart's pre-upgrade hook applies the operator's CRDs (Helm does not upgrade CRDs)",
+            ),
+        }

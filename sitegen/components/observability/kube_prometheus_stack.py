@@ -30,6 +30,7 @@ from sitegen.components.observability import PROJECT
 from sitegen.components.observability.telemetry import REMOTE_WRITE_SECRET, SITE_CA_KEY, SITE_CA_SECRET
 from sitegen.components.ownership import WrittenField
 from sitegen.components.platform.namespaces import Namespaces
+from sitegen.components.privilege import MAKES_PRIVILEGED_PODS, READS_SECRETS, REWRITES_ADMISSION, Reviewed
 from sitegen.components.values import (
     EVERY_TAINT,
     OFF,
@@ -419,6 +420,18 @@ class KubePrometheusStack(ChartComponent):
                 ),
             ),
         )
+
+    def powers(self, scope: ClusterScope) -> Mapping[str, Reviewed]:
+        return {
+            f"{self.namespace}/kube-prometheus-stack-admission": Reviewed(
+                (REWRITES_ADMISSION,),
+                "the chart's hook Job writes the CA bundle of the operator's webhook configurations",
+            ),
+            f"{self.namespace}/kube-prometheus-stack-operator": Reviewed(
+                (READS_SECRETS, MAKES_PRIVILEGED_PODS),
+                "the Prometheus operator makes the Prometheus and Alertmanager StatefulSets and reads the Secrets their scrape and alert configurations name, wherever they live",
+            ),
+        }
 
 
 LOCAL_RETENTION = "6h"  # a spoke's own queryable series (its GPU node guard's); the hub keeps them all

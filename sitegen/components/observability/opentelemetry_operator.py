@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from sitegen.components.base import ChartComponent, Layer, NamespaceSecurity
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.edge.cert_manager import CertManager
 from sitegen.components.observability import PROJECT
 from sitegen.components.observability.collector import COLLECTOR_IMAGE
 from sitegen.components.observability.kube_prometheus_stack import KubePrometheusStack
+from sitegen.components.privilege import (
+    CREATES_VOLUMES,
+    MAKES_PRIVILEGED_PODS,
+    PATCHES_PRIVILEGED_PODS,
+    Reviewed,
+)
 from sitegen.components.values import (
     OFF,
     ON,
@@ -69,3 +77,11 @@ class OpentelemetryOperator(ChartComponent):
             ),
             **placed(ctx.system_placement),
         )
+
+    def powers(self, scope: ClusterScope) -> Mapping[str, Reviewed]:
+        return {
+            f"{self.namespace}/opentelemetry-operator": Reviewed(
+                (MAKES_PRIVILEGED_PODS, PATCHES_PRIVILEGED_PODS, CREATES_VOLUMES),
+                "makes the collectors' DaemonSets and Deployments and injects instrumentation into pods, in the namespaces their custom resources live in; the chart grants PersistentVolume writes for collector storage, which this site does not use",
+            ),
+        }

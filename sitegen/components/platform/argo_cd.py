@@ -15,6 +15,17 @@ from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.networking.cilium import Cilium
 from sitegen.components.platform import PROJECT
 from sitegen.components.platform.namespaces import Namespaces
+from sitegen.components.privilege import (
+    CHANGES_NODES,
+    EVERYTHING,
+    MAKES_PRIVILEGED_PODS,
+    PATCHES_PRIVILEGED_PODS,
+    READS_SECRETS,
+    RELABELS_NAMESPACES,
+    REWRITES_ADMISSION,
+    UPDATES_CRDS,
+    Reviewed,
+)
 from sitegen.components.values import (
     OFF,
     Image,
@@ -335,3 +346,27 @@ class ArgoCd(ChartComponent):
             applicationSet=ArgoComponent(replicas=2, resources=requests("100m", "128Mi", "512Mi")),
             redis_ha=RedisHa(**on_system),
         )
+
+    def powers(self, scope: ClusterScope) -> Mapping[str, Reviewed]:
+        return {
+            f"{self.namespace}/argocd-application-controller": Reviewed(
+                EVERYTHING,
+                "Argo CD applies every object of dist/ to the hub, its own managed cluster: it holds every kind it syncs",
+            ),
+            f"{self.namespace}/argocd-server": Reviewed(
+                (
+                    READS_SECRETS,
+                    MAKES_PRIVILEGED_PODS,
+                    PATCHES_PRIVILEGED_PODS,
+                    REWRITES_ADMISSION,
+                    CHANGES_NODES,
+                    RELABELS_NAMESPACES,
+                    UPDATES_CRDS,
+                ),
+                "the API behind the UI and CLI: resource actions, deletes and logs on every managed object, each checked against Argo CD's own RBAC (SSO groups) first",
+            ),
+            f"{self.namespace}/argocd-notifications-controller": Reviewed(
+                (READS_SECRETS,),
+                "the chart's ClusterRole lists and watches Secrets in every namespace (notifications for Applications in any namespace); it gets only its own Secret by name",
+            ),
+        }

@@ -5,6 +5,7 @@ an expiring token of it in the vault before the spoke is registered; from then o
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping
 
 from constructs import Construct
 from constructs.cluster_manager import NAME, ClusterManager, resource_of
@@ -12,6 +13,15 @@ from sitegen.components.base import Layer, NamespaceSecurity, RenderedComponent
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.platform import PROJECT
 from sitegen.components.platform.namespaces import Namespaces
+from sitegen.components.privilege import (
+    GRANTS_ANY_ROLE,
+    MAKES_PRIVILEGED_PODS,
+    READS_SECRETS,
+    RELABELS_NAMESPACES,
+    REWRITES_ADMISSION,
+    UPDATES_CRDS,
+    Reviewed,
+)
 
 ACCOUNT = NAME
 
@@ -62,3 +72,18 @@ class ArgocdManager(RenderedComponent):
         ClusterManager(
             scope, "Manager", namespace=self.namespace, managed=self.managed(ctx), roles=self.roles(ctx)
         )
+
+    def powers(self, scope: ClusterScope) -> Mapping[str, Reviewed]:
+        return {
+            f"{self.namespace}/argocd-manager": Reviewed(
+                (
+                    READS_SECRETS,
+                    MAKES_PRIVILEGED_PODS,
+                    REWRITES_ADMISSION,
+                    GRANTS_ANY_ROLE,
+                    RELABELS_NAMESPACES,
+                    UPDATES_CRDS,
+                ),
+                "Argo CD's deployer on the spoke applies every kind the spoke's apps render: admission policies, CRDs, Namespaces and the bindings among them; its token lives in the vault only and expires (the RUNBOOK's credential step)",
+            ),
+        }

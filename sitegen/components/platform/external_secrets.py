@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from urllib.parse import urlsplit
 
-from sitegen.components.base import WORLD, ChartComponent, Flow, Layer, NamespaceSecurity
-from sitegen.components.context import ClusterContext
+from constructs.secrets import READER_SERVICE_ACCOUNT
+from sitegen.components.base import WORLD, ChartComponent, Flow, Layer, NamespaceSecurity, ObjectPatch
+from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.networking.cilium import Cilium
 from sitegen.components.platform import PROJECT
 from sitegen.components.platform.namespaces import Namespaces
+from sitegen.components.privilege import READS_SECRETS, RELABELS_NAMESPACES, Reviewed, narrow_rule
 from sitegen.components.values import Placed, Resources, placed, requests
 
 
@@ -47,6 +50,19 @@ class ExternalSecrets(ChartComponent):
         vault = urlsplit(ctx.site.secrets.vault.server)
         return [Flow(WORLD, (vault.port or 443,), "the site vault")]
 
+    def patches(self, ctx: ClusterContext) -> list[ObjectPatch]:
+        tokens = {"apiGroups": [""], "resources": ["serviceaccounts/token"], "verbs": ["create"]}
+        return [
+            narrow_rule(
+                "external-secrets-controller",
+                8,
+                tokens,
+                [{**tokens, "resourceNames": [READER_SERVICE_ACCOUNT]}],
+                why="every SecretStore logs in to the vault as its namespace's reader account; a token "
+                "for any account of any namespace is every namespace's power",
+            )
+        ]
+
     def values(self, ctx: ClusterContext) -> ExternalSecretsValues:
         system = placed(ctx.system_placement)
         return ExternalSecretsValues(
@@ -55,3 +71,15 @@ class ExternalSecrets(ChartComponent):
             certController=CertController(resources=requests("50m", "64Mi", "256Mi"), **system),
             **system,
         )
+
+    def powers(self, scope: ClusterScope) -> Mapping[str, Reviewed]:
+        return {
+            f"{self.namespace}/external-secrets": Reviewed(
+                (READS_SECRETS, RELABELS_NAMESPACES),
+                "writes every ExternalSecret's target Secret in the ExternalSecret's namespace; the chart grants namespace writes for its cluster-scoped kinds (ClusterExternalSecret), which this site does not use, and its use of them at this version is not verified: left as the chart has it",
+            ),
+            f"{self.namespace}/external-secrets-cert-controller": Reviewed(
+                (READS_SECRETS,),
+                "rotates the webhook's serving certificate Secret; the chart binds its reads cluster-wide",
+            ),
+        }

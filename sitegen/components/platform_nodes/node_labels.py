@@ -3,13 +3,16 @@ constructs/node_labels.py); no Node object is in Git."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from constructs import Construct
 from constructs.node_labels import NodeLabeler
 from sitegen.components.base import Layer, NamespaceSecurity, RenderedComponent
-from sitegen.components.context import ClusterContext
+from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.networking.cilium import Cilium
 from sitegen.components.platform.namespaces import Namespaces
 from sitegen.components.platform_nodes import PROJECT
+from sitegen.components.privilege import CHANGES_NODES, Reviewed
 
 
 class NodeLabels(RenderedComponent):
@@ -31,3 +34,11 @@ class NodeLabels(RenderedComponent):
             image=ctx.image("curl"),
             placement=ctx.system_placement,
         )
+
+    def powers(self, scope: ClusterScope) -> Mapping[str, Reviewed]:
+        return {
+            f"{self.namespace}/node-labeler": Reviewed(
+                (CHANGES_NODES,),
+                "writes each node's pool and role labels from config (the pools' placement)",
+            ),
+        }

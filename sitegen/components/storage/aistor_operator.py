@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from pydantic import Field
 
 from constructs.aistor import OBJECT_STORE
@@ -17,8 +19,18 @@ from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.networking.cilium import Cilium
 from sitegen.components.ownership import WrittenField
 from sitegen.components.platform.namespaces import Namespaces
+from sitegen.components.privilege import MAKES_PRIVILEGED_PODS, READS_SECRETS, Reviewed, narrow_rule
 from sitegen.components.storage import PROJECT
 from sitegen.components.values import Placed, Resources, Values, placed, requests
+
+SIGNERS = {"apiGroups": ["certificates.k8s.io"], "resources": ["signers"], "verbs": ["approve"]}
+KUBELET_SERVING = "kubernetes.io/kubelet-serving"
+WEBHOOK_CONFIGURATION = "object-store-operator-webhook"
+WEBHOOK_CONFIGURATIONS = {
+    "apiGroups": ["admissionregistration.k8s.io"],
+    "resources": ["mutatingwebhookconfigurations"],
+    "verbs": ["get", "update"],
+}
 
 
 class Operator(Placed):
@@ -68,7 +80,22 @@ class AIStorOperator(ChartComponent):
                 "object-store-webhook",
                 ctx.system_placement,
                 why="the chart places the webhook by affinity only: no toleration for a tainted system pool",
-            )
+            ),
+            narrow_rule(
+                "aistor-certificate-management",
+                3,
+                SIGNERS,
+                [{**SIGNERS, "resourceNames": [KUBELET_SERVING]}],
+                why="the operator signs its TLS through kubelet-serving CSRs only; approval for any signer "
+                "is one cluster-admin client certificate away",
+            ),
+            narrow_rule(
+                "aistor-object-store-webhook-cluster",
+                0,
+                WEBHOOK_CONFIGURATIONS,
+                [{**WEBHOOK_CONFIGURATIONS, "resourceNames": [WEBHOOK_CONFIGURATION]}],
+                why="the webhook writes the caBundle of its own configuration, not every webhook's",
+            ),
         ]
 
     def values(self, ctx: ClusterContext) -> AIStorOperatorValues:
@@ -79,3 +106,15 @@ class AIStorOperator(ChartComponent):
                 )
             )
         )
+
+    def powers(self, scope: ClusterScope) -> Mapping[str, Reviewed]:
+        return {
+            f"{self.namespace}/adminjob": Reviewed(
+                (READS_SECRETS, MAKES_PRIVILEGED_PODS),
+                "AIStor's admin-job controller runs the Jobs an ObjectStore asks for and reads their credentials in the ObjectStore's namespace; the chart binds it cluster-wide (no namespaced mode in this release)",
+            ),
+            f"{self.namespace}/object-store": Reviewed(
+                (READS_SECRETS, MAKES_PRIVILEGED_PODS),
+                "the operator makes each ObjectStore's StatefulSets and reads its credential and TLS Secrets wherever one lives; the chart binds it cluster-wide (no namespaced mode in this release)",
+            ),
+        }

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from sitegen.components.base import (
     ChartComponent,
     JsonPatch,
@@ -13,6 +15,13 @@ from sitegen.components.base import (
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.networking.cilium import Cilium
 from sitegen.components.platform.namespaces import Namespaces
+from sitegen.components.privilege import (
+    CREATES_VOLUMES,
+    READS_SECRETS,
+    UPDATES_CRDS,
+    Reviewed,
+    persistent_only,
+)
 from sitegen.components.storage import PROJECT
 from sitegen.components.values import Placed, Values, placed
 
@@ -22,6 +31,7 @@ from sitegen.components.values import Placed, Values, placed
 # DirectPV's own resources and events (DirectPV's node server and node controller write nothing else:
 # minio/directpv pkg/csi/node, pkg/drive, pkg/initrequest; the license comes as a mounted Secret).
 CHART_ACCOUNT = "directpv-min-io"
+DRIVER = "directpv-min-io"
 NODE_ACCOUNT = "directpv-node-server"
 NODE_SERVER = "node-server"
 _READ = ["get", "list", "watch"]
@@ -75,6 +85,7 @@ class AIStorVolumeManager(ChartComponent):
                 why="the chart has no placement values for it",
             ),
             *self._node_account(),
+            persistent_only(DRIVER),
         ]
 
     def _node_account(self) -> list[ObjectPatch]:
@@ -109,3 +120,11 @@ class AIStorVolumeManager(ChartComponent):
             # the node server manages the drives, so it runs exactly where AIStor runs
             nodeserver=Placed(**placed(storage.placement)),
         )
+
+    def powers(self, scope: ClusterScope) -> Mapping[str, Reviewed]:
+        return {
+            f"{self.namespace}/directpv-min-io": Reviewed(
+                (READS_SECRETS, CREATES_VOLUMES, UPDATES_CRDS),
+                "DirectPV's CSI controller creates the drives' PersistentVolumes and upgrades its own CRDs; it reads the Secrets a volume request names; it runs on system nodes only (the node server has its own account)",
+            ),
+        }

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from constructs.powerscale import PROVISIONER
 from sitegen.components.base import (
     CHANGES_NODES,
     WORLD,
@@ -13,10 +14,12 @@ from sitegen.components.base import (
     Layer,
     NamespaceSecurity,
     NodeAgent,
+    ObjectPatch,
 )
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.networking.cilium import Cilium
 from sitegen.components.platform.namespaces import Namespaces
+from sitegen.components.privilege import CREATES_VOLUMES, Reviewed, persistent_only
 from sitegen.components.storage import PROJECT
 from sitegen.components.values import Placed, Toleration, Values, placed, tolerations_of
 
@@ -62,6 +65,9 @@ class CsiIsilon(ChartComponent):
     def keeps(self, kind: str, name: str) -> bool:
         return CsiIsilonNode.controllers_keep(kind, name)
 
+    def patches(self, ctx: ClusterContext) -> list[ObjectPatch]:
+        return [persistent_only(PROVISIONER)]
+
     def values(self, ctx: ClusterContext) -> CsiIsilonValues:
         ps = ctx.site.storage.powerscale
         mounting = [p for p in ctx.cluster.pools if p.name in ps.mount_pools]
@@ -75,6 +81,14 @@ class CsiIsilon(ChartComponent):
             # NFS exports only to the Kubernetes plane, where the node IPs live
             allowedNetworks=f"[{ctx.site.network.kubernetes.cidr}]",
         )
+
+    def powers(self, scope: ClusterScope) -> Mapping[str, Reviewed]:
+        return {
+            f"{self.namespace}/csi-isilon-controller": Reviewed(
+                (CREATES_VOLUMES,),
+                "the CSI provisioner creates a PersistentVolume per export it makes",
+            ),
+        }
 
 
 class CsiIsilonNode(ChartAgents):
@@ -113,4 +127,12 @@ class CsiIsilonNode(ChartAgents):
                 frozenset(scope.site.storage.powerscale.mount_pools),
                 "PowerScale CSI node plugin on the pools that mount NFS",
             )
+        }
+
+    def powers(self, scope: ClusterScope) -> Mapping[str, Reviewed]:
+        return {
+            f"{self.namespace}/csi-isilon-node": Reviewed(
+                (CHANGES_NODES, CREATES_VOLUMES),
+                "the node plugin labels its Node with the PowerScale topology keys; the chart's ClusterRole also creates PersistentVolumes, which the node plugin never does: left as the chart has it, with the node-agent policy bounding the Node writes",
+            ),
         }

@@ -7,11 +7,20 @@ pool, where the databases' consumers run; the databases themselves belong to the
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from sitegen.components.base import ChartComponent, Flow, Layer, NamespaceSecurity
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.edge.cert_manager import CertManager
 from sitegen.components.networking.cilium import Cilium
 from sitegen.components.platform.namespaces import Namespaces
+from sitegen.components.privilege import (
+    MAKES_PRIVILEGED_PODS,
+    PATCHES_PRIVILEGED_PODS,
+    READS_SECRETS,
+    REWRITES_ADMISSION,
+    Reviewed,
+)
 from sitegen.components.storage import PROJECT
 from sitegen.components.values import Image, Placed, Resources, Values, image, placed, requests
 
@@ -76,6 +85,14 @@ class CloudNativePg(ChartComponent):
             **placed(ctx.system_placement),
         )
 
+    def powers(self, scope: ClusterScope) -> Mapping[str, Reviewed]:
+        return {
+            f"{self.namespace}/cloudnative-pg": Reviewed(
+                (READS_SECRETS, MAKES_PRIVILEGED_PODS, PATCHES_PRIVILEGED_PODS, REWRITES_ADMISSION),
+                "the operator makes each Cluster's pods and Secrets in the Cluster's namespace and patches its own webhook configurations' CA bundle; the chart binds it cluster-wide",
+            ),
+        }
+
 
 class PluginImage(Values):
     registry: str
@@ -119,3 +136,11 @@ class BarmanCloud(ChartComponent):
             resources=requests("50m", "128Mi", "512Mi"),
             **placed(ctx.system_placement),
         )
+
+    def powers(self, scope: ClusterScope) -> Mapping[str, Reviewed]:
+        return {
+            f"{self.namespace}/barman-cloud-plugin-barman-cloud": Reviewed(
+                (READS_SECRETS,),
+                "reads each Cluster's object-store credentials from the Cluster's namespace; the chart binds it cluster-wide",
+            ),
+        }

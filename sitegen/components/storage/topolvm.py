@@ -20,6 +20,7 @@ from sitegen.components.base import (
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.networking.cilium import Cilium
 from sitegen.components.platform.namespaces import Namespaces
+from sitegen.components.privilege import CREATES_VOLUMES, PATCHES_PRIVILEGED_PODS, Reviewed
 from sitegen.components.storage import PROJECT
 from sitegen.components.values import (
     OFF,
@@ -127,6 +128,14 @@ class TopoLvm(ChartComponent):
             ),
         )
 
+    def powers(self, scope: ClusterScope) -> Mapping[str, Reviewed]:
+        return {
+            f"{self.namespace}/topolvm-controller": Reviewed(
+                (CREATES_VOLUMES, PATCHES_PRIVILEGED_PODS, CHANGES_NODES),
+                "the CSI provisioner creates each claim's PersistentVolume; the controller clears finalizers of Nodes it removed and updates pods whose volumes it resizes",
+            ),
+        }
+
 
 class TopoLvmNode(ChartAgents):
     name = "topolvm-node"
@@ -169,4 +178,12 @@ class TopoLvmNode(ChartAgents):
             "capacity into the Node's annotations, which the scheduler's capacity check reads; "
             "a stolen token could rewrite any Node (labels included): the ValidatingAdmissionPolicy "
             "work of the security issue is what narrows it to the node's own",
+        }
+
+    def powers(self, scope: ClusterScope) -> Mapping[str, Reviewed]:
+        return {
+            f"{self.namespace}/topolvm-node": Reviewed(
+                (CHANGES_NODES,),
+                "writes its Node's capacity annotations (topolvm.io/<class>) the scheduler places claims by",
+            ),
         }

@@ -9,6 +9,7 @@ Schedule of every namespace's objects. Its keys: `velero-config`."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import yaml
@@ -16,10 +17,11 @@ import yaml
 from constructs.aistor import DRIVE_CLASS
 from constructs.local_cache import CLASS_NAME as LOCAL_CACHE_CLASS
 from sitegen.components.base import ChartComponent, Flow, Layer, NamespaceSecurity
-from sitegen.components.context import ClusterContext
+from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.networking.cilium import Cilium
 from sitegen.components.observability.kube_prometheus_stack import KubePrometheusStack
 from sitegen.components.platform.namespaces import Namespaces
+from sitegen.components.privilege import EVERYTHING, Reviewed
 from sitegen.components.storage import PROJECT
 from sitegen.components.storage.aistor import CA_SECRET, AIStor, S3Endpoint, s3_endpoint
 from sitegen.components.storage.second_target import CA_SECRET as SECOND_CA_SECRET
@@ -278,3 +280,11 @@ class Velero(ChartComponent):
             extraObjects=[*_locations(ctx), _volume_policy(), *_schedules(ctx)],
             **placed(ctx.system_placement),
         )
+
+    def powers(self, scope: ClusterScope) -> Mapping[str, Reviewed]:
+        return {
+            f"{self.namespace}/velero-server": Reviewed(
+                EVERYTHING,
+                "restores any object of a backup, of any kind, into any namespace: the chart binds it to cluster-admin",
+            ),
+        }
