@@ -196,3 +196,65 @@ def host_access_expression(accounts: Sequence[str], namespaces: Sequence[str]) -
         "request.userInfo.username.startsWith('system:node:') || "
         f"!({host}) || {account} in {_cel_list(accounts)} || object.metadata.namespace in {_cel_list(namespaces)}"
     )
+
+
+NODE_NAME_EXTRA = "authentication.kubernetes.io/node-name"  # on a pod-bound token (Kubernetes 1.32+ GA)
+
+
+def node_agent_expression(accounts: Sequence[str], protected_labels: Sequence[str], role_prefix: str) -> str:
+    """What a node agent that may patch Nodes (its ClusterRole cannot say which) may change: only the
+    Node its pod runs on (its token's node name), and there no taint, no `unschedulable`, no role or pool
+    label: the marks the scheduler places platform components by."""
+    extra = "request.userInfo.extra"
+    labels = "(has({0}.metadata.labels) ? {0}.metadata.labels : {{}})"
+    new, old = labels.format("object"), labels.format("oldObject")
+    protected = f"k.startsWith('{role_prefix}') || k in {_cel_list(protected_labels)}"
+    taints = "(has({0}.spec.taints) ? {0}.spec.taints : [])"
+    unschedulable = "(has({0}.spec.unschedulable) && {0}.spec.unschedulable)"
+    return (
+        f"!(request.userInfo.username in {_cel_list(accounts)}) || ("
+        f"has({extra}) && '{NODE_NAME_EXTRA}' in {extra} && "
+        f"object.metadata.name in {extra}['{NODE_NAME_EXTRA}'] && "
+        f"{taints.format('object')} == {taints.format('oldObject')} && "
+        f"{unschedulable.format('object')} == {unschedulable.format('oldObject')} && "
+        f"{new}.all(k, !({protected}) || (k in {old} && {old}[k] == {new}[k])) && "
+        f"{old}.all(k, !({protected}) || k in {new}))"
+    )
+
+
+# Volume types a tenant pod may not use: in-tree network and host volumes (the kubelet mounts them from
+# the node, outside Cilium and the namespace's quota) and inline CSI; what remains is Pod Security
+# restricted's list without `csi`.
+TENANT_DENIED_VOLUMES = (
+    "awsElasticBlockStore", "azureDisk", "azureFile", "cephfs", "cinder", "csi", "fc", "flexVolume",
+    "flocker", "gcePersistentDisk", "gitRepo", "glusterfs", "hostPath", "iscsi", "nfs",
+    "photonPersistentDisk", "portworxVolume", "quobyte", "rbd", "scaleIO", "storageos", "vsphereVolume",
+)  # fmt: skip
+DEVICE_ENV_PREFIX = "NVIDIA_"  # NVIDIA_VISIBLE_DEVICES and friends select devices past the device plugin
+
+
+def tenant_pods_expression() -> str:
+    """A tenant pod gets storage only through claims (or emptyDir, ephemeral, configMap, secret,
+    projected, downwardAPI) and GPUs only by the device plugin's allocation: no volume of a denied type,
+    no container of any kind with an NVIDIA_* variable."""
+    volumes = "(has(object.spec.volumes) ? object.spec.volumes : [])"
+    denied = " || ".join(f"has(v.{t})" for t in TENANT_DENIED_VOLUMES)
+    containers = [
+        f"(has(object.spec.{kind}) ? object.spec.{kind} : [])"
+        for kind in ("containers", "initContainers", "ephemeralContainers")
+    ]
+    no_device_env = " && ".join(
+        f"{c}.all(c, !has(c.env) || c.env.all(e, !e.name.startsWith('{DEVICE_ENV_PREFIX}')))"
+        for c in containers
+    )
+    return f"{volumes}.all(v, !({denied})) && {no_device_env}"
+
+
+def persistent_volume_expression(appliers: Sequence[str], provisioners: Sequence[str]) -> str:
+    """PersistentVolumes come from Git or from the CSI provisioners (and Velero's restores); a volume of
+    the host or of a network server named inline (hostPath, local, nfs) from Git only."""
+    host = "has(object.spec.hostPath) || has(object.spec.local) || has(object.spec.nfs)"
+    return (
+        f"request.userInfo.username in {_cel_list(appliers)} || "
+        f"(request.userInfo.username in {_cel_list(provisioners)} && !({host}))"
+    )

@@ -283,10 +283,10 @@ def test_a_tenant_pod_without_a_cpu_request_under_the_quota(site, inputs):
         for c in doc["spec"]["template"]["spec"]["containers"]:
             c["resources"]["requests"].pop("cpu")
 
-    tree = edited(inputs, ONE, "one-cluster/apps/ai/vllm-stack/ai-research.deployment", no_cpu)
+    tree = edited(inputs, ONE, "one-cluster/apps/ai/models/ai-research.statefulset", no_cpu)
     blocked(
         run(site, inputs, tree=tree),
-        "ai-vllm-stack", "ResourceQuota quota bounds cpu: container router-container requests none",
+        "ai-models", "ResourceQuota quota bounds cpu: container vllm requests none",
     )  # fmt: skip
 
 

@@ -81,6 +81,13 @@ CASES = [
     ),
     # --- shape and types -----------------------------------------------------------------------
     case(
+        "untainted-system-pool",
+        set_value("pools.yaml", "infra", "taints", value=[]),
+        "pools.yaml",
+        "infra.taints",
+        "the system pools need a NoSchedule taint",
+    ),
+    case(
         "unknown-key-pool",
         set_value("pools.yaml", "compute", "rack", value="r1"),
         "pools.yaml",

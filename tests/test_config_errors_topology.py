@@ -438,14 +438,23 @@ CASES = [
     ),
     case(
         "carve-empties-pool",
-        set_value(
-            "variants.yaml",
-            *AISTOR_CARVE,
-            value={"from_pool": "infra", "hosts": ["infra01", "infra02", "infra03", "infra04", "infra05"]},
+        both(
+            set_value("pools.yaml", "compute", "count", value=3),
+            set_value(
+                "pools.yaml",
+                "compute",
+                "hosts",
+                value=[{"names": "cmp{01..03}", "first_address": "10.20.1.1"}],
+            ),
+            set_value(
+                "variants.yaml",
+                *AISTOR_CARVE,
+                value={"from_pool": "compute", "hosts": ["cmp01", "cmp02", "cmp03"]},
+            ),
         ),
         "variants.yaml",
         "two-cluster.clusters.aistor.control_plane.hosts",
-        "would leave pool 'infra' empty",
+        "would leave pool 'compute' empty",
     ),
     case(
         "variant-unknown-cluster",

@@ -72,6 +72,7 @@ def test_exactly_one_node_feature_discovery():
     assert keys == {
         ("dedicated", "gpu"),
         ("dedicated", "aistor"),
+        ("dedicated", "infra"),
         ("node-role.kubernetes.io/control-plane", None),
     }
 

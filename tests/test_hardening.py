@@ -67,47 +67,11 @@ def test_no_root_pod_mounts_a_host_folder_with_a_ca_key(docs):
                 continue
             path = PurePosixPath(host["path"])
             if (PKI.is_relative_to(path) or path.is_relative_to(PKI)) and _as_root(dict(template.spec)):
-                if _encrypts_the_pki(dict(template.spec), volume["name"]):
-                    continue
                 mounted.append((doc.ref, str(path), host.get("type")))
     assert mounted, "the etcd backup reads etcd's client certificate from the host"
     for ref, path, kind in mounted:
         assert kind == "File", (ref, path, kind)  # never a folder: nothing beside the files it names
         assert not path.endswith(".key") or path.endswith("-client.key"), (ref, path)
-
-
-def _encrypts_the_pki(spec: dict, volume: str) -> bool:
-    """The PKI archive, the one reviewed reader of the CA keys: no API token, and the folder only in
-    the container that encrypts it to the offline recipient (`openssl cms -encrypt`); the uploader
-    sees ciphertext."""
-    readers = [
-        c for c in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]
-        if any(m["name"] == volume for m in c.get("volumeMounts") or [])
-    ]  # fmt: skip
-    return (
-        spec.get("automountServiceAccountToken") is False
-        and len(readers) == 1
-        and "openssl cms -encrypt" in " ".join(readers[0].get("command") or [])
-    )
-
-
-def test_the_pki_archive_is_the_only_reader_of_the_ca_keys(docs):
-    """Its exception above holds only while it encrypts: a plain tar of the folder is a root pod with
-    every CA key, and fails."""
-    (job,) = [
-        d for d in docs
-        if d.variant == "one-cluster" and d.kind == "CronJob" and d.name.startswith("pki-backup-")
-    ]  # fmt: skip
-    spec = pod_template(job.body).spec
-    assert _encrypts_the_pki(dict(spec), "kubeadm-pki")
-    (archive,) = spec["initContainers"]
-    plain = {**archive, "command": ["/bin/sh", "-c", "tar -C /etc/kubernetes -cf /backup/pki.tar pki"]}
-    assert not _encrypts_the_pki({**spec, "initContainers": [plain]}, "kubeadm-pki")
-    leaky = {
-        **spec["containers"][0],
-        "volumeMounts": [*spec["containers"][0]["volumeMounts"], archive["volumeMounts"][0]],
-    }
-    assert not _encrypts_the_pki({**spec, "containers": [leaky]}, "kubeadm-pki")
 
 
 def _manager_bind_rule(docs):

@@ -95,7 +95,7 @@ def test_cluster_configuration(site):
     [
         ("gpu", [{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}]),
         ("storage", [{"key": "dedicated", "value": "aistor", "effect": "NoSchedule"}]),
-        ("infra", []),
+        ("infra", [{"key": "dedicated", "value": "infra", "effect": "NoSchedule"}]),
         ("compute", []),
     ],
 )

@@ -84,7 +84,8 @@ def test_the_labeler_labels_joined_nodes_skips_the_others_and_checks_taints(site
     taint = {"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}
     lines = host_lines([gpu, infra])
     with fake_apiserver(tmp_path / "api") as api:
-        api.nodes = {"gpu01": node("gpu01", taints=[taint]), "infra01": node("infra01")}
+        infra_taint = {"key": "dedicated", "value": "infra", "effect": "NoSchedule"}
+        api.nodes = {"gpu01": node("gpu01", taints=[taint]), "infra01": node("infra01", taints=[infra_taint])}
         result = _run_labeler(api, lines, tmp_path)
         assert result.returncode == 0, result.stderr
         assert "labeled 2 nodes; 15 listed hosts have not joined; 0 taints missing" in result.stdout
@@ -113,7 +114,11 @@ def test_the_labeler_stops_on_an_answer_it_does_not_expect(site, tmp_path):
 @pytest.mark.parametrize(
     ("pool", "selector", "tolerations"),
     [
-        ("infra", {"node-role.kubernetes.io/infra": "true"}, ()),
+        (
+            "infra",
+            {"node-role.kubernetes.io/infra": "true"},
+            ({"key": "dedicated", "operator": "Equal", "value": "infra", "effect": "NoSchedule"},),
+        ),
         (
             "gpu",
             {"node-role.kubernetes.io/gpu": "true"},

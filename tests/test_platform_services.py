@@ -136,11 +136,11 @@ def test_chart_images_are_pinned_in_the_rendered_objects(tree):
     """Images a chart renders are judged like ours: on the object, whatever values produced them."""
     from .conftest import validate
 
-    rel = "one-cluster/apps/ai/vllm-stack/ai-research.deployment.vllm-stack-deployment-router.yaml"
+    rel = "one-cluster/apps/ai/vllm-stack/vllm-router.deployment.vllm-stack-deployment-router.yaml"
     path = tree / rel
     path.write_text(path.read_text().replace("lmstack-router:v0.1.12", "lmstack-router:latest"))
     result = validate(tree)
-    assert f"{rel} [doc 0] Deployment ai-research/vllm-stack-deployment-router: PIN-001" in result.stdout
+    assert f"{rel} [doc 0] Deployment vllm-router/vllm-stack-deployment-router: PIN-001" in result.stdout
 
 
 def _values(variant: str, cluster: str, app: str) -> dict[str, Any]:
@@ -355,7 +355,7 @@ def test_model_servers_use_the_gpu_template_and_the_router_lists_every_replica(s
     assert router["tag"] != "latest" and router["serviceDiscovery"] == "static"
     replicas = sum(m.replicas for m in site.services.serving.models)
     assert len(router["staticBackends"].split(",")) == len(router["staticModels"].split(",")) == replicas
-    route = _one(DIST / "one-cluster/apps/ai/gateway/ai-research.httproute.llm.yaml")
+    route = _one(DIST / "one-cluster/apps/ai/gateway/vllm-router.httproute.llm.yaml")
     assert route["spec"]["rules"][0]["backendRefs"] == [{"name": "vllm-stack-router-service", "port": 80}]
 
 
@@ -433,19 +433,19 @@ def test_the_llm_endpoint_requires_an_api_key():
     """The OpenAI-compatible API answers only requests carrying a client's key (x-api-key), the keys
     coming from the vault (one property per client) into the route's namespace."""
     gateway = DIST / "one-cluster/apps/ai/gateway"
-    policy = _one(gateway / "ai-research.securitypolicy.llm.yaml")
+    policy = _one(gateway / "vllm-router.securitypolicy.llm.yaml")
     assert policy["spec"]["targetRefs"] == [
         {"group": "gateway.networking.k8s.io", "kind": "HTTPRoute", "name": "llm"}
     ]
     auth = policy["spec"]["apiKeyAuth"]
     assert auth == {"credentialRefs": [{"name": "llm-api-keys"}], "extractFrom": [{"headers": ["x-api-key"]}]}
-    keys = _one(gateway / "ai-research.externalsecret.llm-api-keys.yaml")
+    keys = _one(gateway / "vllm-router.externalsecret.llm-api-keys.yaml")
     assert keys["spec"]["target"]["name"] == "llm-api-keys"
     assert keys["spec"]["dataFrom"] == [{"extract": {"key": "serving/api-keys"}}]
     runbook = (DIST / "one-cluster/bootstrap/RUNBOOK.md").read_text()
     assert (
         'path "secret/data/serving/api-keys"'
-        in runbook.split("external-secrets-ai-ai-research - <<'EOF'", 1)[1].split("EOF", 1)[0]
+        in runbook.split("external-secrets-ai-vllm-router - <<'EOF'", 1)[1].split("EOF", 1)[0]
     )
 
 

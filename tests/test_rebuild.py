@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from constructs.etcd_backup import ARCHIVED_FILES, HOST_ARCHIVE_DIR
 from sitegen.check.bringup import rebuild
 from sitegen.check.bringup.events import Stop
 from sitegen.report.diff import compare, render_text
@@ -124,7 +125,7 @@ def test_each_step_of_a_rebuild_is_needed(up, defect):
 
 def test_the_encryption_key_is_escrowed_with_the_pki(up):
     """The PKI archive the second target keeps, encrypted to the offline key, holds the API server's
-    encryption configuration beside the CAs."""
+    encryption configuration beside the CAs: the host archives both, the CronJob uploads the result."""
     sim = up[ONE]
     jobs = [
         body
@@ -137,7 +138,10 @@ def test_the_encryption_key_is_escrowed_with_the_pki(up):
     for job in jobs:
         spec = job["spec"]["jobTemplate"]["spec"]["template"]["spec"]
         paths = {v["hostPath"]["path"] for v in spec["volumes"] if "hostPath" in v}
-        assert {"/etc/kubernetes/pki", "/etc/kubernetes/enc"} <= paths
+        assert paths == {HOST_ARCHIVE_DIR}
+    assert {"enc", "pki/ca.key", "pki/etcd/ca.key", "pki/front-proxy-ca.key", "pki/sa.key"} <= set(
+        ARCHIVED_FILES
+    )
 
 
 def _commit(repo: Path, message: str) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from constructs.etcd_backup import KUBEADM_DIR, PKI_SCRIPT, RECIPIENT_MOUNT
+from constructs.etcd_backup import FRESH_ARCHIVE, HOST_ARCHIVE_DIR, HOST_ARCHIVER, HOST_RECIPIENT, KUBEADM_DIR
 from constructs.host_backup import OUTPUT_DIR
 from sitegen.model import load_site
 from sitegen.report.plan import plan_json, render_plan
@@ -69,47 +69,85 @@ def test_a_backup_without_an_alert_is_refused(tree):
     assert 'cronjob="pki-backup-powerscale"' in found
 
 
-def test_the_clusters_hold_the_recipient_certificate_never_its_key(docs):
-    readers = [d for d in docs if d.kind == "ExternalSecret" and d.name == "pki-backup-recipient"]
-    assert {d.variant for d in readers} == {"one-cluster", "two-cluster"}
-    for doc in readers:
-        assert [item["remoteRef"]["property"] for item in doc.body["spec"]["data"]] == ["tls.crt"]
+def test_the_ca_keys_stay_on_the_host(docs):
+    """The clusters hold neither the recipient's key nor the CA keys: no recipient Secret, and the
+    CronJob mounts only the host's ciphertext, as nobody (security review M4)."""
+    assert not [d for d in docs if d.kind == "ExternalSecret" and d.name == "pki-backup-recipient"]
+    jobs = [d for d in docs if d.kind == "CronJob" and d.name == "pki-backup-powerscale"]
+    assert {d.variant for d in jobs} == {"one-cluster", "two-cluster"}
+    for job in jobs:
+        pod = job.body["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+        assert [v["hostPath"]["path"] for v in pod["volumes"] if "hostPath" in v] == [HOST_ARCHIVE_DIR]
+        for container in [*pod["initContainers"], *pod["containers"]]:
+            assert container["securityContext"]["runAsUser"] != 0
+
+
+def test_a_third_party_image_that_reads_the_ca_keys_is_refused(tree):
+    """The archive of the review's time put back: alpine/openssl over kubeadm's PKI folder, as root."""
+    path = tree / PKI_JOB
+    (job,) = yaml.safe_load_all(path.read_text())
+    pod = job["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+    pod["volumes"].append(
+        {"name": "kubeadm-pki", "hostPath": {"path": "/etc/kubernetes/pki", "type": "Directory"}}
+    )
+    archive = pod["initContainers"][0]
+    archive["image"] = "alpine/openssl:3.5.8"
+    archive["securityContext"]["runAsUser"] = 0
+    archive["volumeMounts"].append(
+        {"name": "kubeadm-pki", "mountPath": "/etc/kubernetes/pki", "readOnly": True}
+    )
+    path.write_text(yaml.safe_dump(job))
+    result = validate(tree)
+    (found,) = _findings(result, "SEC-008")
+    assert found.startswith(f"{PKI_JOB} [doc 0] CronJob etcd-backup/pki-backup-powerscale")
+    assert "alpine/openssl:3.5.8 mounts /etc/kubernetes/pki/ca.key from the host" in found
+
+
+def _heredoc(script: str, target: str) -> str:
+    return script.split(f"cat > {target} <<'EOF'\n", 1)[1].split("\nEOF\n", 1)[0] + "\n"
 
 
 def test_the_pki_archive_decrypts_with_the_offline_key_as_the_drill_says(tmp_path: Path):
-    """The archive script, run with the host's tar and openssl over a stand-in PKI folder; then the
-    RUNBOOK drill's decrypt command, verbatim but for file names, gives the four CA keys back and the
-    encryption key of the Secrets at rest (escrowed with them, for a restore without the vault)."""
-    pki = tmp_path / "etc/kubernetes/pki"
-    (pki / "etcd").mkdir(parents=True)
-    for key in ("ca.key", "sa.key", "front-proxy-ca.key", "etcd/ca.key"):
-        (pki / key).write_text(f"secret of {key}\n")
-    (tmp_path / "etc/kubernetes/enc").mkdir()
-    (tmp_path / "etc/kubernetes/enc/enc.yaml").write_text("secret of the encryption key\n")
-    recipient, out = tmp_path / "recipient", tmp_path / "backup"
-    recipient.mkdir()
+    """The host's archiver as host-prep installs it, run with the host's tar and openssl over a stand-in
+    kubeadm folder; the CronJob's freshness check hands it on; then the RUNBOOK drill's decrypt command,
+    verbatim but for file names, gives the four CA keys back and the encryption key of the Secrets at
+    rest (escrowed with them, for a restore without the vault), and nothing kubeadm makes anew."""
+    kubeadm = tmp_path / "etc/kubernetes"
+    (kubeadm / "pki/etcd").mkdir(parents=True)
+    for name in ("ca", "sa", "front-proxy-ca", "etcd/ca", "apiserver", "etcd/server"):
+        (kubeadm / f"pki/{name}.key").write_text(f"secret of {name}\n")
+    for name in ("ca.crt", "front-proxy-ca.crt", "etcd/ca.crt", "sa.pub"):
+        (kubeadm / f"pki/{name}").write_text(f"public {name}\n")
+    (kubeadm / "enc").mkdir()
+    (kubeadm / "enc/enc.yaml").write_text("secret of the encryption key\n")
+    archive_dir, out = tmp_path / "archive", tmp_path / "backup"
+    archive_dir.mkdir()
     out.mkdir()
+    recipient = tmp_path / "recipient.crt"
     subprocess.run(
         ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=pki-backup",
-         "-days", "1", "-keyout", tmp_path / "pki-backup.key", "-out", recipient / "tls.crt"],
+         "-days", "1", "-keyout", tmp_path / "pki-backup.key", "-out", recipient],
         check=True, capture_output=True,
     )  # fmt: skip
-    script = (
-        PKI_SCRIPT.replace(str(KUBEADM_DIR), str(tmp_path / "etc/kubernetes"))
-        .replace(RECIPIENT_MOUNT, str(recipient))
-        .replace(OUTPUT_DIR, str(out))
-        .replace("set -eu -o pipefail", "set -eu")  # the host's sh may lack pipefail; busybox has it
+    prep = (DIST / "one-cluster/kubeadm/ai/host-prep-control-plane.sh").read_text()
+    archiver = (
+        _heredoc(prep, HOST_ARCHIVER)
+        .replace(HOST_RECIPIENT, str(recipient))
+        .replace(str(KUBEADM_DIR), str(kubeadm))
+        .replace(HOST_ARCHIVE_DIR, str(archive_dir))
     )
-    subprocess.run(["sh", "-c", script], check=True, capture_output=True)
+    subprocess.run(["bash", "-c", archiver], check=True, capture_output=True)
+    assert b"secret of" not in (archive_dir / "pki.tar.cms").read_bytes()
+    fresh = FRESH_ARCHIVE.replace(HOST_ARCHIVE_DIR, str(archive_dir)).replace(OUTPUT_DIR, str(out))
+    subprocess.run(["sh", "-c", fresh], check=True, capture_output=True)
     archive = out / "pki.tar.cms"
-    assert b"secret of" not in archive.read_bytes()
 
     runbook = (DIST / "one-cluster/bootstrap/RUNBOOK.md").read_text()
     (decrypt,) = re.findall(r"^openssl cms -decrypt .*\\\n.*$", runbook, flags=re.M)
     command = (
         decrypt.replace("\\\n", " ")
         .replace("drill-pki.tar.cms", str(archive))
-        .replace("pki-backup.crt", str(recipient / "tls.crt"))
+        .replace("pki-backup.crt", str(recipient))
         .replace("pki-backup.key", str(tmp_path / "pki-backup.key"))
         .split("   #")[0]
     )
@@ -117,6 +155,10 @@ def test_the_pki_archive_decrypts_with_the_offline_key_as_the_drill_says(tmp_pat
     assert sorted(line.split()[-1] for line in listed.splitlines()) == [
         "enc/enc.yaml", "pki/ca.key", "pki/etcd/ca.key", "pki/front-proxy-ca.key", "pki/sa.key",
     ]  # fmt: skip
+    everything = subprocess.run(
+        ["bash", "-c", command.split("| grep")[0]], check=True, capture_output=True, text=True
+    ).stdout
+    assert "apiserver.key" not in everything and "server.key" not in everything
 
 
 def test_plan_shows_each_data_class_with_its_recovery_point(config_copy: Path):

@@ -102,8 +102,8 @@ def test_csi_node_plugin_reaches_exactly_the_configured_pools(config_copy, mount
 
 
 def test_untainted_pool_missing_from_mount_pools_is_refused(config_copy):
-    edit_yaml(config_copy, "storage.yaml", lambda d: d["powerscale"].update(mount_pools=["compute", "gpu"]))
-    with pytest.raises(Exception, match="untainted pool 'infra'"):
+    edit_yaml(config_copy, "storage.yaml", lambda d: d["powerscale"].update(mount_pools=["infra", "gpu"]))
+    with pytest.raises(Exception, match="untainted pool 'compute'"):
         load_site(config_copy)
 
 

@@ -62,12 +62,18 @@ class Request:
     user: str
     groups: tuple[str, ...] = ()
     operation: str = "CREATE"
+    # userInfo.extra: a pod-bound token's `authentication.kubernetes.io/node-name`, for one
+    extra: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     def activation(self, obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> dict[str, Any]:
         group, resource = resource_of(obj.get("apiVersion", ""), obj.get("kind", ""))
         request = {
             "operation": self.operation,
-            "userInfo": {"username": self.user, "groups": list(self.groups)},
+            "userInfo": {
+                "username": self.user,
+                "groups": list(self.groups),
+                "extra": {k: list(v) for k, v in self.extra},
+            },
             "resource": {"group": group, "resource": resource},
             "namespace": (obj.get("metadata") or {}).get("namespace", ""),
             "name": (obj.get("metadata") or {}).get("name", ""),
@@ -129,7 +135,14 @@ class Policy:
             json.dumps([obj, old], sort_keys=True, default=str).encode(), digest_size=16
         )
         key = "|".join(
-            [self.digest, content.hexdigest(), request.user, ",".join(request.groups), request.operation]
+            [
+                self.digest,
+                content.hexdigest(),
+                request.user,
+                ",".join(request.groups),
+                request.operation,
+                json.dumps(request.extra),
+            ]
         )
         verdicts = _verdicts()
         if key not in verdicts:

@@ -135,6 +135,27 @@ class PodSecurityContext(Values):
     seccompProfile: Seccomp = Seccomp()
 
 
+class DropAll(Values):
+    drop: list[str] = ["ALL"]
+
+
+class RestrictedContainer(Values):
+    """A container as Pod Security `restricted` wants it, and a read-only root."""
+
+    allowPrivilegeEscalation: bool = False
+    capabilities: DropAll = DropAll()
+    readOnlyRootFilesystem: bool = True
+
+
+class NonRootPod(PodSecurityContext):
+    """A pod that runs as a non-root user (of no image's /etc/passwd: the default for a chart's pod)."""
+
+    runAsNonRoot: bool = True
+    runAsUser: int = 65532
+    runAsGroup: int = 65532
+    fsGroup: int = 65532
+
+
 class Toggle(Values):
     enabled: bool
 

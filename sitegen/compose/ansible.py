@@ -16,6 +16,7 @@ from typing import Any
 
 import yaml
 
+from constructs.etcd_backup import HOST_RECIPIENT
 from constructs.kubeadm import (
     ADMISSION_CONFIG,
     AUDIT_POLICY,
@@ -30,6 +31,7 @@ from sitegen.model import Site, VariantLayout, paths
 
 INVENTORY = "inventory.yml"
 PLAYBOOK = "site.yml"
+PKI_RECIPIENT_TAG = "pki-recipient"
 
 
 def group(cluster: str, pool: str) -> str:
@@ -166,6 +168,7 @@ def playbook() -> list[dict[str, Any]]:
             "vars": {
                 "sitegen_encryption": f"{kubeadm}/encryption-config.yaml",
                 "sitegen_encryption_key": "{{ lookup('ansible.builtin.env', 'ENCRYPTION_KEY') }}",
+                "sitegen_pki_recipient": "{{ lookup('ansible.builtin.env', 'PKI_RECIPIENT') }}",
             },
             "tasks": [
                 {
@@ -193,6 +196,17 @@ def playbook() -> list[dict[str, Any]]:
                         ),
                         "dest": ENCRYPTION_CONFIG,
                         "mode": "0600",
+                    },
+                },
+                {
+                    # public; until the second-target step has made it, the archive's timer skips
+                    "name": f"Install {HOST_RECIPIENT}, the PKI archive's recipient (PKI_RECIPIENT)",
+                    "when": "sitegen_control_plane and sitegen_pki_recipient | length > 0",
+                    "tags": [PKI_RECIPIENT_TAG],
+                    "ansible.builtin.copy": {
+                        "content": "{{ sitegen_pki_recipient }}\n",
+                        "dest": HOST_RECIPIENT,
+                        "mode": "0644",
                     },
                 },
             ],
@@ -224,7 +238,8 @@ def ansible_files(site: Site, layout: VariantLayout) -> list[OutputFile]:
         OutputFile(
             folder / PLAYBOOK, [],
             f"The RUNBOOK's per-host steps, pool by pool: {run}\n"
-            "(ENCRYPTION_KEY in the environment from the vault for the control plane; see the RUNBOOK).",
+            "(ENCRYPTION_KEY, and PKI_RECIPIENT once it exists, in the environment from the vault for the\n"
+            "control plane; see the RUNBOOK).",
             text=_text(playbook()),
         ),
     ]  # fmt: skip

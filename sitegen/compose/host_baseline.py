@@ -4,7 +4,8 @@
   against the site's servers, the packages at their versions (Kubernetes' at versions.yaml's release)
   held against upgrades, containerd's configuration (containerd.py: the package's own disables the
   CRI), the pinned kernel made GRUB's default and held, and the kernel arguments of the pool's
-  hardware. A reboot follows it (kernel, arguments).
+  hardware; on the control plane, the hourly timer of the PKI archive. A reboot follows it (kernel,
+  arguments).
 - `host-preflight-<pool>.sh` checks every point of the baseline on the host, the firmware and PCIe
   settings no script applies included (BIOS and ConnectX firmware levels, ACS redirect on the PCIe
   switches), one line per point; its exit status says whether the host may join.
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import shlex
 
+from constructs import etcd_backup
 from sitegen.compose import containerd
 from sitegen.compose.writer import OutputFile
 from sitegen.model import ClusterLayout, PoolLayout, Site, paths
@@ -64,7 +66,41 @@ cat > /etc/chrony/sources.d/sitegen.sources <<'EOF'
 sed -i 's/^\\(pool\\|server\\) /# sitegen: \\1 /' /etc/chrony/chrony.conf
 systemctl enable --now chrony
 chronyc reload sources
-{kernel_args}echo "baseline applied; reboot (kernel {kernel}), then run host-preflight-{pool}.sh"
+{kernel_args}{pki}echo "baseline applied; reboot (kernel {kernel}), then run host-preflight-{pool}.sh"
+"""
+
+# The control plane's PKI archive (constructs/etcd_backup.py): made here, hourly, with the host's tar and
+# openssl, so the CA keys never enter a container; skipped until the second-target step has put the
+# recipient certificate on the host.
+PKI_ARCHIVE = """\
+# the PKI archive of the second backup target: the CA keys stay on the host
+install -d -m 0755 {archive_dir}
+cat > {archiver} <<'EOF'
+{script}EOF
+chmod 0700 {archiver}
+cat > /etc/systemd/system/{unit}.service <<'EOF'
+[Unit]
+Description=Encrypt kubeadm's CAs and the encryption configuration for the second backup target
+ConditionPathExists={recipient}
+
+[Service]
+Type=oneshot
+ExecStart={archiver}
+EOF
+cat > /etc/systemd/system/{unit}.timer <<'EOF'
+[Unit]
+Description=The PKI archive, hourly
+
+[Timer]
+OnCalendar=hourly
+RandomizedDelaySec=300
+Persistent=true
+
+[Install]
+WantedBy=timers.target
+EOF
+systemctl daemon-reload
+systemctl enable --now {unit}.timer
 """
 
 KERNEL_ARGS = """\
@@ -193,9 +229,17 @@ def prep_script(site: Site, pool: PoolLayout) -> str:
         packages=" ".join(shlex.quote(p) for p in packages), held=" ".join(HELD),
         time="".join(f"server {s} iburst\n" for s in hosts.time.servers),
         kernel_args=KERNEL_ARGS.format(args=" ".join(args)) if args else "",
+        pki=_pki_archive() if pool.is_control_plane else "",
         kubernetes_source=shlex.quote(hosts.packages.kubernetes_source(site.versions.kubernetes_minor)),
         certs_d=containerd.CERTS_D, drop_ins=containerd.DROP_INS.rsplit("/", 1)[0],
         config_path=containerd.CONFIG_PATH, containerd=containerd.containerd_config(site, pool),
+    )  # fmt: skip
+
+
+def _pki_archive() -> str:
+    return PKI_ARCHIVE.format(
+        archive_dir=etcd_backup.HOST_ARCHIVE_DIR, archiver=etcd_backup.HOST_ARCHIVER,
+        script=etcd_backup.PKI_SCRIPT, unit=etcd_backup.ARCHIVE_UNIT, recipient=etcd_backup.HOST_RECIPIENT,
     )  # fmt: skip
 
 

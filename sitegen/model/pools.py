@@ -162,6 +162,15 @@ def check_pool_hardware(pools: dict[str, Pool], hardware: dict[str, Hardware]) -
         raise ConfigError(
             ("pools",), f"exactly one pool must carry the role {INFRA_ROLE!r} (cluster services)"
         )
+    for name, pool in pools.items():
+        if pool.role in (CONTROL_PLANE_ROLE, INFRA_ROLE) and not any(
+            t.effect in ("NoSchedule", "NoExecute") for t in pool.taints
+        ):
+            raise ConfigError(
+                ("pools", name, "taints"),
+                "the system pools need a NoSchedule taint: platform components tolerate it, tenant "
+                "pods (which may not, by their namespace's tolerationsWhitelist) never land beside them",
+            )
 
 
 def check_hosts(pools: dict[str, Pool], network: Network) -> None:

@@ -115,14 +115,15 @@ def test_metrics_server_and_coredns_on_infra(one):
 
 def test_coredns_tolerates_the_control_plane_where_that_is_the_system_pool(one, two):
     """On the AIStor cluster the system pool is the control plane: without its toleration CoreDNS
-    could not schedule (PLC-006 found it). Where infra is untainted no list is set: an empty one would
-    take kubeadm's own tolerations away under server-side apply."""
+    could not schedule (PLC-006 found it). On the AI cluster the system pool is the tainted infra pool."""
     (aistor,) = render(two, "aistor", CoreDns)
     spec = aistor["spec"]["template"]["spec"]
     assert spec["tolerations"] == list(context(two, "aistor").system_placement.tolerations)
     assert any(t["key"] == "node-role.kubernetes.io/control-plane" for t in spec["tolerations"])
     (ai,) = render(one, "ai", CoreDns)
-    assert "tolerations" not in ai["spec"]["template"]["spec"]
+    assert ai["spec"]["template"]["spec"]["tolerations"] == list(
+        context(one, "ai").system_placement.tolerations
+    )
 
 
 def test_argo_cd_signs_in_only_through_sso_with_rbac_from_config(one, small):

@@ -1,5 +1,7 @@
 """Kueue: which workloads it manages (a queue-name label, in a namespace its managedJobsNamespaceSelector
-selects), and their admission in priority order into the nominal quota of their LocalQueue's
+selects; with manageJobsWithoutQueueName, every workload of an enabled integration there, an unlabeled
+one in the namespace's LocalQueue `default` if it exists, else held for good: kueue v0.19
+jobframework.ApplyDefaultLocalQueue and WorkloadShouldBeSuspended), and their admission in priority order into the nominal quota of their LocalQueue's
 ClusterQueue, preempting lower priorities of the same ClusterQueue where its withinClusterQueue policy
 allows. A workload Kueue has not admitted does not start (scheduling.py).
 
@@ -36,6 +38,15 @@ from sitegen.compose.kube_yaml import KubeLoader
 KUEUE_QUEUE = "kueue.x-k8s.io/queue-name"
 KUEUE_PRIORITY = "kueue.x-k8s.io/priority-class"
 PREEMPTING = {"LowerPriority", "LowerOrNewerEqualPriority", "Any"}
+DEFAULT_QUEUE = "default"  # constants.DefaultLocalQueueName
+# Kueue's integration names (config `integrations.frameworks`) -> the kinds of our templates they manage
+# (a CronJob's Jobs are Jobs).
+INTEGRATION_KINDS = {
+    "batch/job": ("Job", "CronJob"),
+    "pod": ("Pod",),
+    "deployment": ("Deployment",),
+    "statefulset": ("StatefulSet",),
+}
 
 
 class Kueue(ClusterObjects):
@@ -44,17 +55,29 @@ class Kueue(ClusterObjects):
 
     # ---- Kueue -----------------------------------------------------------------------------------
     def queue_of(self, w: Workload) -> str | None:
-        """The queue of a workload Kueue manages: labelled, in a namespace Kueue's configuration selects."""
+        """The queue of a workload Kueue manages (in a namespace Kueue's configuration selects): its
+        label; without one, when Kueue manages unlabeled jobs, `default` if that LocalQueue exists, else
+        "" (a queue no LocalQueue has: held). None: Kueue leaves it alone."""
         body = self.objects_body(w)
         labels = {**w.template.labels, **((body.get("metadata") or {}).get("labels") or {})}
-        if KUEUE_QUEUE not in labels:
-            return None
         selector = self._kueue_namespaces()
         if selector is None or not label_selector_matches(
             selector, self.namespace_labels(w.template.namespace)
         ):
             return None
-        return labels[KUEUE_QUEUE]
+        if KUEUE_QUEUE in labels:
+            return labels[KUEUE_QUEUE]
+        if w.template.kind not in self._unlabeled_kinds():
+            return None
+        return DEFAULT_QUEUE if self.find("LocalQueue", w.template.namespace, DEFAULT_QUEUE) else ""
+
+    def _unlabeled_kinds(self) -> frozenset[str]:
+        """The kinds Kueue manages without a queue label: none unless manageJobsWithoutQueueName."""
+        found = self._kueue_configuration()
+        if found is None or not found[0].get("manageJobsWithoutQueueName"):
+            return frozenset()
+        frameworks = (found[0].get("integrations") or {}).get("frameworks") or []
+        return frozenset(kind for f in frameworks for kind in INTEGRATION_KINDS.get(f, ()))
 
     def _kueue_configuration(self) -> tuple[Mapping[str, Any], str] | None:
         """Kueue's controller configuration and the namespace it runs in; None without Kueue."""
@@ -76,7 +99,9 @@ class Kueue(ClusterObjects):
         return config.get("managedJobsNamespaceSelector") or default
 
     def _admit(self) -> None:
-        managed = [(k, w) for k, w in sorted(self.workloads.items()) if self.queue_of(w) and not w.done]
+        managed = [
+            (k, w) for k, w in sorted(self.workloads.items()) if self.queue_of(w) is not None and not w.done
+        ]
         if not managed:
             return
         for _, w in managed:
@@ -137,7 +162,12 @@ class Kueue(ClusterObjects):
         if not self.controller_running("kueue.x-k8s.io", "ClusterQueue"):
             return "Kueue is not running"
         queue_name = self.queue_of(w)
-        local = self.find("LocalQueue", w.template.namespace, queue_name or "")
+        if not queue_name:
+            return (
+                f"held by Kueue: no queue-name label, and {w.template.namespace} has no LocalQueue "
+                f"`{DEFAULT_QUEUE}` (manageJobsWithoutQueueName)"
+            )
+        local = self.find("LocalQueue", w.template.namespace, queue_name)
         if local is None:
             return f"LocalQueue {w.template.namespace}/{queue_name} does not exist"
         cq_name = local.body["spec"]["clusterQueue"]

@@ -143,7 +143,8 @@ class Nodes(ClusterObjects):
     # ---- kubelet serving certificates -----------------------------------------------------------
     def _approvers(self) -> list[Workload]:
         """Running workloads whose service account is bound to approve kubelet-serving requests by name
-        (an operator that may approve any signer, like AIStor's for its own CSRs, approves no kubelet)."""
+        (an operator that may approve any signer approves no kubelet; one that also creates CSRs, like
+        AIStor's, signs its own TLS through kubelet-serving and approves only its own requests)."""
         roles = {
             a.body["metadata"]["name"]
             for _, a in self.of_kind("ClusterRole")
@@ -151,6 +152,11 @@ class Nodes(ClusterObjects):
                 "signers" in (r.get("resources") or [])
                 and "approve" in (r.get("verbs") or [])
                 and KUBELET_SERVING in (r.get("resourceNames") or [])  # named: not any signer's approver
+                for r in a.body.get("rules") or []
+            )
+            and not any(
+                "certificatesigningrequests" in (r.get("resources") or [])
+                and "create" in (r.get("verbs") or [])
                 for r in a.body.get("rules") or []
             )
         }

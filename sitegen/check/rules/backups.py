@@ -9,12 +9,11 @@ from typing import Any
 
 import yaml
 
+from constructs.etcd_backup import HOST_ARCHIVE_DIR
 from sitegen.check.bringup.kube import pod_template
 from sitegen.check.rules.base import Context, Violation, rule
 from sitegen.check.tree import Document
 from sitegen.components.storage.aistor import s3_endpoint
-
-KUBEADM_PKI = "/etc/kubernetes/pki"
 
 
 def _pod(doc: Document) -> Mapping[str, Any]:
@@ -23,13 +22,13 @@ def _pod(doc: Document) -> Mapping[str, Any]:
 
 
 def _produces(doc: Document) -> str | None:
-    """What a CronJob backs up: etcd (an etcdctl snapshot), the cluster PKI (the kubeadm PKI directory
-    mounted), a database (`pg_dump` of the server its PGHOST names: `database <host>`), else None."""
+    """What a CronJob backs up: etcd (an etcdctl snapshot), the cluster PKI (the host's encrypted PKI
+    archive, which the control-plane hosts make from kubeadm's PKI directory, mounted), a database (`pg_dump` of the server its PGHOST names: `database <host>`), else None."""
     pod = _pod(doc)
     containers = [*pod.get("initContainers", []), *pod.get("containers", [])]
     if any("snapshot" in c.get("command", []) and "save" in c.get("command", []) for c in containers):
         return "etcd"
-    if any(v.get("hostPath", {}).get("path") == KUBEADM_PKI for v in pod.get("volumes", [])):
+    if any(v.get("hostPath", {}).get("path") == HOST_ARCHIVE_DIR for v in pod.get("volumes", [])):
         return "cluster PKI"
     for c in containers:
         if c.get("command", [""])[0] == "pg_dump":

@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from itertools import pairwise
 
 from constructs.edge import ISSUING_CA_VAULT_KEY, SITE_CA_KEY_PAIR
+from constructs.kubeadm import ENCRYPTION_CONFIG, KUBEADM_PKI
 from constructs.secrets import vault_role
 from sitegen.check.placement import pod_spec
 from sitegen.check.rules.base import Context, Violation, rule
@@ -135,3 +136,61 @@ def _redis_password(ctx: Context) -> Iterator[Violation]:
             for flag, value in pairwise(line):
                 if flag == "--requirepass" and value.removeprefix("$(").removesuffix(")") not in secret_vars:
                     yield Violation(doc, where, f"Redis container {name} requires a password written in git")
+
+
+# What a rebuilt control plane cannot do without, and what no image of a third party may read.
+CA_KEY_FILES = (
+    *(f"{KUBEADM_PKI}/{ca}.key" for ca in ("ca", "front-proxy-ca", "etcd/ca", "sa")),
+    ENCRYPTION_CONFIG,
+)
+# The control plane's own publisher: the images kubeadm runs with these keys anyway.
+KUBERNETES_REGISTRY = "registry.k8s.io/"
+
+
+def _reaches_ca_key(path: str) -> str | None:
+    path = path.rstrip("/") or "/"
+    prefix = path if path.endswith("/") else path + "/"
+    return next((f for f in CA_KEY_FILES if f == path or f.startswith(prefix)), None)
+
+
+def _reads_as_other(spec: dict, container: dict) -> bool:
+    """The container runs as a user other than root, without the capabilities that bypass file modes:
+    kubeadm writes the keys 0600, root's, so it cannot read them (node-exporter's view of the host)."""
+    user = (container.get("securityContext") or {}).get(
+        "runAsUser", (spec.get("securityContext") or {}).get("runAsUser")
+    )
+    added = set(((container.get("securityContext") or {}).get("capabilities") or {}).get("add") or [])
+    return user not in (None, 0) and not added & {"DAC_OVERRIDE", "DAC_READ_SEARCH", "SYS_ADMIN", "ALL"}
+
+
+@rule(
+    "SEC-008",
+    "kubeadm-ca-keys",
+    "a container that may read kubeadm's CA keys or the encryption configuration from the host (root, "
+    "or a capability past file modes) runs an image of the control plane's own publisher "
+    "(registry.k8s.io), never a third party's",
+)
+def _kubeadm_ca_keys(ctx: Context) -> Iterator[Violation]:
+    for doc in ctx.docs:
+        found = pod_spec(doc)
+        if found is None:
+            continue
+        path, spec = found
+        reaching = {
+            v["name"]: key
+            for v in spec.get("volumes") or []
+            if "hostPath" in v and (key := _reaches_ca_key(v["hostPath"].get("path", "")))
+        }
+        for where, container in containers(path, spec):
+            image = container.get("image", "")
+            if image.startswith(KUBERNETES_REGISTRY) or _reads_as_other(spec, container):
+                continue
+            for mount in container.get("volumeMounts") or []:
+                if mount.get("name") in reaching:
+                    yield Violation(
+                        doc,
+                        f"{where}.image",
+                        f"{image} mounts {reaching[mount['name']]} from the host (volume {mount['name']}): "
+                        "make what needs the CA keys on the host, or with a registry.k8s.io image",
+                    )
+                    break

@@ -117,13 +117,23 @@ class Validator(Values):
     plugin: ValidatorPlugin
 
 
+class Toolkit(Values):
+    enabled: bool = True
+    env: list[EnvVar]
+
+
 class GpuOperatorValues(Values):
     nfd: Toggle = OFF  # the cluster's single NFD is its own app
     operator: Operator
     cdi: Toggle = ON
     daemonsets: Daemonsets
     driver: Driver
-    toolkit: Toggle = ON
+    # GPUs only by the device plugin's allocation (CDI, the operator's default: the device plugin's
+    # strategy is cdi-annotations,cdi-cri): an unprivileged container's NVIDIA_VISIBLE_DEVICES selects
+    # nothing, so a pod that requested no GPU sees none (the installer's default accepts the variable)
+    toolkit: Toolkit = Toolkit(
+        env=[EnvVar(name="ACCEPT_NVIDIA_VISIBLE_DEVICES_ENVVAR_WHEN_UNPRIVILEGED", value="false")]
+    )
     devicePlugin: Toggle = ON
     gfd: Toggle = ON
     dcgm: Toggle = OFF  # the exporter embeds its own host engine

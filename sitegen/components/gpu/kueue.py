@@ -67,6 +67,10 @@ def manager_config() -> str:
         },
         "clientConnection": {"qps": 300, "burst": 500},
         "managedJobsNamespaceSelector": {"matchLabels": {MANAGED_NAMESPACE_LABEL: "true"}},
+        # Every job and pod of a tenant namespace goes through Kueue: one without a queue label is
+        # suspended (its pods gated) and never admitted, since no tenant has a LocalQueue `default`;
+        # without this, a Job that names no queue runs outside every quota.
+        "manageJobsWithoutQueueName": True,
         # what the site's tenants run: Jobs, and pods of StatefulSets and Deployments (model servers)
         "integrations": {"frameworks": ["batch/job", "pod", "deployment", "statefulset"]},
         # All or nothing for whole-node jobs: a workload whose pods are not all Ready in time (a job of

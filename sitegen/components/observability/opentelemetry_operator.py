@@ -4,17 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from sitegen.components.base import ChartComponent, Layer, NamespaceSecurity
+from sitegen.components.base import ChartComponent, Layer, NamespaceSecurity, ObjectPatch
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.edge.cert_manager import CertManager
 from sitegen.components.observability import PROJECT
 from sitegen.components.observability.collector import COLLECTOR_IMAGE
 from sitegen.components.observability.kube_prometheus_stack import KubePrometheusStack
 from sitegen.components.privilege import (
-    CREATES_VOLUMES,
     MAKES_PRIVILEGED_PODS,
     PATCHES_PRIVILEGED_PODS,
     Reviewed,
+    narrow_rule,
 )
 from sitegen.components.values import (
     OFF,
@@ -78,10 +78,34 @@ class OpentelemetryOperator(ChartComponent):
             **placed(ctx.system_placement),
         )
 
+    def patches(self, ctx: ClusterContext) -> list[ObjectPatch]:
+        core = {
+            "apiGroups": [""],
+            "resources": [
+                "configmaps",
+                "persistentvolumeclaims",
+                "persistentvolumes",
+                "pods",
+                "serviceaccounts",
+                "services",
+            ],
+            "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"],
+        }
+        return [
+            narrow_rule(
+                "opentelemetry-operator-manager",
+                0,
+                core,
+                [{**core, "resources": [r for r in core["resources"] if r != "persistentvolumes"]}],
+                why="collectors keep state in claims of their StatefulSets; the operator never makes a "
+                "PersistentVolume, and one it could make would be any host's path",
+            )
+        ]
+
     def powers(self, scope: ClusterScope) -> Mapping[str, Reviewed]:
         return {
             f"{self.namespace}/opentelemetry-operator": Reviewed(
-                (MAKES_PRIVILEGED_PODS, PATCHES_PRIVILEGED_PODS, CREATES_VOLUMES),
-                "makes the collectors' DaemonSets and Deployments and injects instrumentation into pods, in the namespaces their custom resources live in; the chart grants PersistentVolume writes for collector storage, which this site does not use",
+                (MAKES_PRIVILEGED_PODS, PATCHES_PRIVILEGED_PODS),
+                "makes the collectors' DaemonSets and Deployments and injects instrumentation into pods, in the namespaces their custom resources live in",
             ),
         }

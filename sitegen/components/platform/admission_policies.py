@@ -20,10 +20,13 @@ from constructs.admission import (
     cluster_admin_binding_expression,
     host_access_expression,
     kube_system_workloads_expression,
+    node_agent_expression,
     node_cordon_only_expression,
+    persistent_volume_expression,
     rbac_escalation_expression,
     reserved_priorities_expression,
     secret_readers_expression,
+    tenant_pods_expression,
 )
 from constructs.argocd import application_name
 from constructs.cluster_manager import NAME as SPOKE_MANAGER
@@ -36,6 +39,8 @@ from sitegen.components.edge.cert_manager import CertManager
 from sitegen.components.edge.gateway import Gateway, site_routes
 from sitegen.components.platform import PROJECT
 from sitegen.components.platform.argocd_manager import ArgocdManager
+from sitegen.components.privilege import CHANGES_NODES, CREATES_VOLUMES
+from sitegen.model import ROLE_PREFIX
 
 # Bindings of cluster-admin the site accepts, by binding name, and why.
 CLUSTER_ADMIN_BINDINGS: Mapping[str, str] = {
@@ -182,6 +187,22 @@ class AdmissionPolicies(RenderedComponent):
         self._host_access(scope, ctx)
         self._kube_system_workloads(scope, ctx)
         self._guard_cordons_only(scope, ctx)
+        self._node_agents_own_node(scope, ctx)
+        self._persistent_volumes(scope, ctx)
+        if ctx.has_gpus:
+            AdmissionPolicy(
+                scope,
+                "TenantPods",
+                name="sitegen-tenant-pods",
+                rules=[
+                    {**_rule("", "pods"), "operations": ["CREATE"]},
+                    {**_rule("", "pods/ephemeralcontainers"), "operations": ["UPDATE"]},
+                ],
+                namespace_labels={MANAGED_NAMESPACE_LABEL: "true"},
+                expression=tenant_pods_expression(),
+                message="a tenant pod mounts storage through claims only (no inline CSI, NFS or host "
+                "volume) and gets GPUs only from the device plugin (no NVIDIA_* variable)",
+            )
         AdmissionPolicy(
             scope,
             "GrantingRoles",
@@ -261,6 +282,54 @@ class AdmissionPolicies(RenderedComponent):
                 message="the GPU node guard cordons a Node and sets its label; it changes nothing else "
                 "(no taint, no other label or annotation, no uncordon)",
             )
+
+    @staticmethod
+    def _node_agents_own_node(scope: Construct, ctx: ClusterContext) -> None:
+        """The node agents reviewed to patch Nodes (Component.node_rbac) change only their own."""
+        suffix = f": {CHANGES_NODES}"
+        agents = sorted(
+            "system:serviceaccount:" + key.removesuffix(suffix).replace("/", ":")
+            for c in ctx.components
+            for key in c.node_rbac(ctx)
+            if key.endswith(suffix)
+        )
+        if not agents:
+            return
+        pool_labels = sorted(
+            {k for p in ctx.cluster.pools for k in p.labels if not k.startswith(ROLE_PREFIX)}
+        )
+        AdmissionPolicy(
+            scope,
+            "NodeAgentsOwnNode",
+            name="sitegen-node-agents-own-node",
+            rules=[{**_rule("", "nodes"), "operations": ["UPDATE"]}],
+            expression=node_agent_expression(agents, pool_labels, ROLE_PREFIX),
+            message="a node agent changes only the Node it runs on, and never its taints, unschedulable, "
+            "role or pool labels",
+        )
+
+    @staticmethod
+    def _persistent_volumes(scope: Construct, ctx: ClusterContext) -> None:
+        """PersistentVolumes from Git or the provisioners reviewed to create them (Component.powers),
+        but the node agents among them (Component.node_rbac): a node plugin never provisions."""
+        agents = {key.split(":", 1)[0] for c in ctx.components for key in c.node_rbac(ctx)}
+        provisioners = sorted(
+            "system:serviceaccount:" + account.replace("/", ":")
+            for c in ctx.components
+            for account, review in c.powers(ctx).items()
+            if CREATES_VOLUMES in review.primitives and account not in agents
+        )
+        AdmissionPolicy(
+            scope,
+            "PersistentVolumes",
+            name="sitegen-persistent-volumes",
+            rules=[{**_rule("", "persistentvolumes"), "operations": ["CREATE"]}],
+            expression=persistent_volume_expression(
+                [applier(ctx.site.gitops.argocd.namespace, hub=ctx.is_hub)], provisioners
+            ),
+            message="PersistentVolumes come from Git or a CSI provisioner; hostPath, local and NFS "
+            "volumes from Git only",
+        )
 
     @staticmethod
     def _certificates(scope: Construct, ctx: ClusterContext) -> None:

@@ -20,7 +20,6 @@ from sitegen.components.base import (
     RenderedComponent,
     S3Access,
     S3Grant,
-    backup_target_folder,
 )
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.platform.namespaces import Namespaces
@@ -33,7 +32,6 @@ NAME = "etcd-backup"  # into AIStor
 S3_USER = "etcd-backup"
 PKI_USER = "pki-backup"
 CREDENTIALS = "etcd-backup-s3"
-PKI_RECIPIENT = "pki-backup-recipient"  # the certificate the archive is encrypted to (no key)
 
 
 def second_names(second: str) -> tuple[str, str]:
@@ -51,13 +49,12 @@ class EtcdBackup(RenderedComponent):
     layer = Layer.RESOURCES
     namespace = "etcd-backup"
     security = NamespaceSecurity(
-        "privileged", "reads etcd's client certificate and kubeadm's CAs from the host and reaches etcd "
-        "on the host network"
+        "privileged", "reads etcd's client certificate and the host's encrypted PKI archive from the host "
+        "and reaches etcd on the host network"
     )  # fmt: skip
     images = {
         "etcd": "etcdctl for the snapshots",
-        "openssl": "the PKI archive's encryption",
-        "curl": "the uploads to AIStor and the second target",
+        "curl": "the uploads to AIStor and the second target (the PKI archive's freshness check too)",
     }
     after = (Namespaces, SecretStore)
     skip_dry_run = True  # its ExternalSecrets arrive with External Secrets' CRDs
@@ -71,8 +68,8 @@ class EtcdBackup(RenderedComponent):
             "root (no capabilities) to read etcd's client key from the host, host network to reach etcd "
             "on loopback",
         )
-        pki = ("archives kubeadm's CAs from its node", "root (no capabilities) to read kubeadm's CA keys "
-               "from the host, read-only")  # fmt: skip
+        pki = ("uploads the PKI archive its node's timer encrypted", "reads the host's encrypted PKI archive "
+               "(hostPath, read-only), as nobody")  # fmt: skip
         return {NAME: etcd, etcd_second: etcd, pki_second: pki}
 
     def node_agents(self, scope: ClusterScope) -> Mapping[str, NodeAgent]:
@@ -134,10 +131,6 @@ class EtcdBackup(RenderedComponent):
         second_target.second_ca_secret(
             scope, "SecondCA", site=ctx.site, namespace=self.namespace, store=ctx.store
         )
-        VaultSecret(
-            scope, "PkiRecipient", name=PKI_RECIPIENT, namespace=self.namespace, store=ctx.store,
-            key=f"{backup_target_folder(second.name)}/pki-recipient", properties=["tls.crt"],
-        )  # fmt: skip
         endpoint = second_target.second_endpoint(ctx.site)
         etcd_second, pki_second = second_names(second.name)
         etcd = etcd_snapshot(ctx.image("etcd"))
@@ -149,7 +142,7 @@ class EtcdBackup(RenderedComponent):
                       second_target.CA_SECRET), etcd, "SecondSnapshots"),
             (pki_second, second.pki.schedule, PKI_PREFIX,
              S3Target(endpoint.host, endpoint.region, second.bucket_of(PKI_PREFIX), _credentials(pki_second),
-                      second_target.CA_SECRET), pki_archive(ctx.image("openssl"), PKI_RECIPIENT), "Pki"),
+                      second_target.CA_SECRET), pki_archive(ctx.image("curl")), "Pki"),
         )  # fmt: skip
         for name, schedule, prefix, target, producer, id in jobs:
             HostBackup(

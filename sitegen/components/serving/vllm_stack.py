@@ -1,5 +1,9 @@
 """`vllm-stack`: the vLLM production-stack router on the hub's system pool, in front of the model servers
-(the `models` app), each engine replica listed by its stable DNS name."""
+(the `models` app), each engine replica listed by its stable DNS name.
+
+The router runs in a namespace of its own, not the serving tenant's: a platform component on the system
+pool, whose taint a tenant namespace's pods must never tolerate, and whose API keys the tenant's
+accounts have no reason to read."""
 
 from __future__ import annotations
 
@@ -7,15 +11,24 @@ from typing import Literal
 
 from constructs.edge import ApiKeys, Backend, Route
 from constructs.serving import ENGINE_PORT
-from sitegen.components.base import ChartComponent, Component, Layer
+from sitegen.components.base import (
+    ChartComponent,
+    Flow,
+    Layer,
+    NamespaceSecurity,
+    ObjectPatch,
+    placement_patch,
+)
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.observability.kube_prometheus_stack import KubePrometheusStack
 from sitegen.components.serving import PROJECT
 from sitegen.components.values import (
     ON,
     Affinity,
+    NonRootPod,
     Pdb,
     Resources,
+    RestrictedContainer,
     Toggle,
     Values,
     requests,
@@ -56,8 +69,10 @@ class RouterSpec(Values):
     staticBackends: str
     staticModels: str
     resources: Resources
-    # the chart has no nodeSelector or tolerations for the router
+    # the chart has no nodeSelector or tolerations for the router: affinity here, tolerations by patch
     affinity: Affinity
+    securityContext: NonRootPod
+    containerSecurityContext: RestrictedContainer
     serviceMonitor: Toggle
 
 
@@ -76,15 +91,27 @@ class VllmStack(ChartComponent):
     after = (KubePrometheusStack,)  # its ServiceMonitor
     images = {"vllm-router": "the vLLM router"}
 
+    namespace = "vllm-router"
+    security = NamespaceSecurity("restricted", "the router is a plain Python web service")
+
     talks_to_api = False  # static service discovery: the router never calls the API server
 
-    def __init__(self, namespace: str) -> None:
-        self.namespace = namespace
-
     @classmethod
-    def instances(cls, scope: ClusterScope) -> list[Component]:
-        serving = scope.site.services.serving
-        return [cls(serving.tenant)] if scope.is_hub and scope.has_gpus else []
+    def applies(cls, scope: ClusterScope) -> bool:
+        return scope.is_hub and scope.has_gpus
+
+    def flows(self, ctx: ClusterContext) -> list[Flow]:
+        return [Flow(ctx.site.services.serving.tenant, (ENGINE_PORT,), "the engines it routes to")]
+
+    def patches(self, ctx: ClusterContext) -> list[ObjectPatch]:
+        return [
+            placement_patch(
+                "Deployment",
+                f"{self.release_name}-deployment-router",
+                ctx.system_placement,
+                why="the chart has no tolerations value for the router: the system pool is tainted",
+            )
+        ]
 
     def routes(self, ctx: ClusterContext) -> list[Route]:
         hostname = ctx.site.services.serving.hostname
@@ -117,6 +144,9 @@ class VllmStack(ChartComponent):
                 staticModels=",".join(model for _, model in backends),
                 resources=requests("1", "2Gi", "4Gi"),
                 affinity=required_affinity([ctx.cluster.system_pool]),
+                securityContext=NonRootPod(),
+                # the router's libraries write caches under its home directory
+                containerSecurityContext=RestrictedContainer(readOnlyRootFilesystem=False),
                 serviceMonitor=ON,
             )
         )

@@ -117,8 +117,8 @@ class CsiIsilonNode(ChartAgents):
         return {
             f"{self.namespace}/csi-isilon-node: {CHANGES_NODES}": "the node plugin labels its Node with the "
             "PowerScale topology keys (csi-isilon.dellemc.com/<endpoint>) the controller provisions by; "
-            "a stolen token could rewrite any Node: the admission-policy work of the security issue "
-            "narrows it",
+            "the policy sitegen-node-agents-own-node lets its token change only the Node its pod runs "
+            "on, never taints, unschedulable, role or pool labels",
         }
 
     def node_agents(self, scope: ClusterScope) -> Mapping[str, NodeAgent]:
@@ -133,6 +133,6 @@ class CsiIsilonNode(ChartAgents):
         return {
             f"{self.namespace}/csi-isilon-node": Reviewed(
                 (CHANGES_NODES, CREATES_VOLUMES),
-                "the node plugin labels its Node with the PowerScale topology keys; the chart's ClusterRole also creates PersistentVolumes, which the node plugin never does: left as the chart has it, with the node-agent policy bounding the Node writes",
+                "the node plugin labels its Node with the PowerScale topology keys (sitegen-node-agents-own-node bounds it to its own Node); the chart's ClusterRole also creates PersistentVolumes, which a node plugin never does and sitegen-persistent-volumes refuses it",
             ),
         }

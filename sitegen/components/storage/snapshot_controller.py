@@ -10,19 +10,20 @@ from sitegen.components.observability.kube_prometheus_stack import KubePrometheu
 from sitegen.components.platform.namespaces import Namespaces
 from sitegen.components.storage import PROJECT
 from sitegen.components.storage.csi_isilon import CsiIsilon
-from sitegen.components.values import Placed, PodSecurityContext, Resources, Values, placed, requests
+from sitegen.components.values import (
+    Placed,
+    PodSecurityContext,
+    Resources,
+    RestrictedContainer,
+    Values,
+    placed,
+    requests,
+)
 
 
-class Capabilities(Values):
-    drop: list[str] = ["ALL"]
-
-
-class SecurityContext(Values):
+class SecurityContext(RestrictedContainer):
     """The chart's default (non-root, read-only root) plus what `restricted` also asks for."""
 
-    allowPrivilegeEscalation: bool = False
-    capabilities: Capabilities = Capabilities()
-    readOnlyRootFilesystem: bool = True
     runAsNonRoot: bool = True
     runAsUser: int = 1000
 

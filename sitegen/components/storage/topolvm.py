@@ -176,8 +176,8 @@ class TopoLvmNode(ChartAgents):
         return {
             f"{self.namespace}/topolvm-node: {CHANGES_NODES}": "topolvm-node writes its node's free VG "
             "capacity into the Node's annotations, which the scheduler's capacity check reads; "
-            "a stolen token could rewrite any Node (labels included): the ValidatingAdmissionPolicy "
-            "work of the security issue is what narrows it to the node's own",
+            "the policy sitegen-node-agents-own-node lets its token change only the Node its pod runs "
+            "on, never taints, unschedulable, role or pool labels",
         }
 
     def powers(self, scope: ClusterScope) -> Mapping[str, Reviewed]:

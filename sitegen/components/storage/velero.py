@@ -28,9 +28,10 @@ from sitegen.components.storage.second_target import CA_SECRET as SECOND_CA_SECR
 from sitegen.components.storage.second_target import second_endpoint, second_flow
 from sitegen.components.values import (
     Image,
+    NonRootPod,
     Placed,
-    PodSecurityContext,
     Resources,
+    RestrictedContainer,
     Values,
     image,
     placed,
@@ -52,23 +53,6 @@ UNSNAPSHOTTED_CLASSES = {
 }
 
 
-class Capabilities(Values):
-    drop: list[str] = ["ALL"]
-
-
-class ContainerSecurity(Values):
-    allowPrivilegeEscalation: bool = False
-    readOnlyRootFilesystem: bool = True
-    capabilities: Capabilities = Capabilities()
-
-
-class PodSecurity(PodSecurityContext):
-    runAsNonRoot: bool = True
-    runAsUser: int = 65532
-    runAsGroup: int = 65532
-    fsGroup: int = 65532
-
-
 class Mount(Values):
     name: str
     mountPath: str
@@ -79,7 +63,7 @@ class PluginContainer(Values):
 
     name: str
     image: str
-    securityContext: ContainerSecurity = ContainerSecurity()
+    securityContext: RestrictedContainer = RestrictedContainer()
     resources: Resources
     volumeMounts: list[Mount]
 
@@ -233,8 +217,8 @@ class VeleroValues(Placed):
     upgradeCRDs: bool = False
     cleanUpCRDs: bool = False
     initContainers: list[PluginContainer]
-    podSecurityContext: PodSecurity = PodSecurity()
-    containerSecurityContext: ContainerSecurity = ContainerSecurity()
+    podSecurityContext: NonRootPod = NonRootPod()
+    containerSecurityContext: RestrictedContainer = RestrictedContainer()
     resources: Resources
     extraVolumes: list[ScratchVolume] = [ScratchVolume(name="udmrepo")]  # read-only root: its repo cache
     extraVolumeMounts: list[Mount] = [Mount(name="udmrepo", mountPath="/udmrepo")]

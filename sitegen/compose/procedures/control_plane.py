@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import PurePosixPath
 
+from constructs.etcd_backup import HOST_RECIPIENT
 from constructs.kubeadm import (
     ADMISSION_CONFIG,
     AUDIT_POLICY,
@@ -20,6 +21,7 @@ from constructs.kubeadm import (
     etcd_patch_file,
     kubelet_patch_file,
 )
+from sitegen.components.base import backup_target_folder
 from sitegen.compose.apps import VariantApps
 from sitegen.compose.procedures.book import Runbook
 from sitegen.model import ClusterLayout, Host, PoolLayout, Site, paths
@@ -73,6 +75,12 @@ install -D -m 0600 {kdir}/authentication-config.yaml {AUTHENTICATION_CONFIG}
 export {ENCRYPTION_KEY_VAR}="$(vault kv get -field=key {encryption_key(site, cluster)})"
 envsubst < {kdir}/encryption-config.yaml | install -D -m 0600 /dev/stdin {ENCRYPTION_CONFIG}
 unset {ENCRYPTION_KEY_VAR}"""
+
+
+def pki_recipient(site: Site) -> str:
+    """The PKI archive's recipient certificate on a rebuilt control-plane host (its timer encrypts to it)."""
+    key = f"{site.secrets.vault.path}/{backup_target_folder(site.services.backups.second.name)}/pki-recipient"
+    return f"vault kv get -field=tls.crt {key} | install -D -m 0644 /dev/stdin {HOST_RECIPIENT}"
 
 
 def control_plane_join(site: Site, kdir: PurePosixPath, cluster: ClusterLayout, host: str) -> str:

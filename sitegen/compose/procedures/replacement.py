@@ -22,6 +22,7 @@ from sitegen.compose.procedures.control_plane import (
     JOIN_VALUES,
     api_server_files,
     control_plane_join,
+    pki_recipient,
     store_join_values,
 )
 from sitegen.compose.procedures.nodes import label_nodes, volume_group
@@ -131,6 +132,7 @@ day 1: a new one reads none of the Secrets in etcd):
 
 ```sh
 {api_server_files(apps.site, cluster, kdir)}
+{pki_recipient(apps.site)}
 ```
 
 {_certificates(apps, cluster, HEALTHY, f"replace {MEMBER}")}
@@ -184,6 +186,7 @@ On {new}, the API server's files with the cluster's encryption key from the vaul
 
 ```sh
 {api_server_files(apps.site, cluster, kdir)}
+{pki_recipient(apps.site)}
 ```
 
 {_certificates(apps, cluster, healthy, f"move {old} to {new}")}

@@ -7,10 +7,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from constructs.etcd_backup import ARCHIVE_UNIT, HOST_RECIPIENT
 from sitegen.components.base import S3Access, backup_target_folder
 from sitegen.components.storage.database import CNPG_API, PostgresDatabase
 from sitegen.components.storage.postgres import PLUGIN
 from sitegen.components.storage.second_target import second_endpoint
+from sitegen.compose.ansible import INVENTORY, PKI_RECIPIENT_TAG, PLAYBOOK, group
 from sitegen.compose.apps import VariantApps
 from sitegen.model import Site, paths
 
@@ -95,6 +97,7 @@ def setup_step(apps: VariantApps, step: int) -> str:
     endpoint = second_endpoint(site)
     kv = site.secrets.vault.path
     folder = f"{kv}/{backup_target_folder(second.name)}"
+    control_planes = " ".join(group(c.name, c.control_plane.name) for c in apps.layout.clusters)
     aws = "s3api"
     if second.s3 == "powerscale":
         powerscale = site.storage.powerscale
@@ -138,11 +141,16 @@ vault kv put {folder}/ca ca.crt=@<CA of the S3 service certificate>.pem
 openssl req -x509 -newkey rsa:4096 -sha256 -days 3650 -nodes -subj /CN=pki-backup \\
   -keyout {RECIPIENT}.key -out {RECIPIENT}.crt
 vault kv put {folder}/pki-recipient tls.crt=@{RECIPIENT}.crt
+export PKI_RECIPIENT="$(cat {RECIPIENT}.crt)"
+(cd {paths.in_repo(paths.ansible_dir(apps.layout.name))} && for hosts in {control_planes}; do
+  ansible-playbook -i {INVENTORY} {PLAYBOOK} --tags {PKI_RECIPIENT_TAG} -e sitegen_hosts="$hosts"; done)
 ```
 
 `{RECIPIENT}.key` decrypts every PKI archive, and so the CAs and the key of the Secrets at rest: keep it
-offline (two sealed copies), never in the vault the clusters read; the clusters hold only the
-certificate.
+offline (two sealed copies), never in the vault the clusters read. The control-plane hosts hold only
+the certificate (`{HOST_RECIPIENT}`): each encrypts its CAs to it hourly with its own tar and openssl
+(the `{ARCHIVE_UNIT}` timer of the host baseline), so the CA keys never enter a container; the
+CronJob uploads the ciphertext.
 """
 
 
