@@ -62,4 +62,40 @@ EOF
 sed -i 's/^\(pool\|server\) /# sitegen: \1 /' /etc/chrony/chrony.conf
 systemctl enable --now chrony
 chronyc reload sources
+# the PKI archive of the second backup target: the CA keys stay on the host
+install -d -m 0755 /var/lib/sitegen/pki-backup
+cat > /usr/local/sbin/sitegen-pki-archive <<'EOF'
+#!/bin/bash
+set -euo pipefail
+umask 077
+tmp="$(mktemp /var/lib/sitegen/pki-backup/.pki.tar.cms.XXXXXX)"
+tar -C /etc/kubernetes -cf - pki/ca.crt pki/ca.key pki/front-proxy-ca.crt pki/front-proxy-ca.key pki/etcd/ca.crt pki/etcd/ca.key pki/sa.key pki/sa.pub enc \
+  | openssl cms -encrypt -binary -aes-256-gcm -outform DER -out "$tmp" /etc/kubernetes/pki-backup-recipient.crt
+chmod 0644 "$tmp"  # ciphertext: the upload reads it without root
+mv "$tmp" /var/lib/sitegen/pki-backup/pki.tar.cms
+EOF
+chmod 0700 /usr/local/sbin/sitegen-pki-archive
+cat > /etc/systemd/system/sitegen-pki-archive.service <<'EOF'
+[Unit]
+Description=Encrypt kubeadm's CAs and the encryption configuration for the second backup target
+ConditionPathExists=/etc/kubernetes/pki-backup-recipient.crt
+
+[Service]
+Type=oneshot
+ExecStart=/usr/local/sbin/sitegen-pki-archive
+EOF
+cat > /etc/systemd/system/sitegen-pki-archive.timer <<'EOF'
+[Unit]
+Description=The PKI archive, hourly
+
+[Timer]
+OnCalendar=hourly
+RandomizedDelaySec=300
+Persistent=true
+
+[Install]
+WantedBy=timers.target
+EOF
+systemctl daemon-reload
+systemctl enable --now sitegen-pki-archive.timer
 echo "baseline applied; reboot (kernel 6.8.0-90-generic), then run host-preflight-control-plane.sh"
