@@ -32,6 +32,7 @@ from sitegen.model import Site, VariantLayout, paths
 INVENTORY = "inventory.yml"
 PLAYBOOK = "site.yml"
 PKI_RECIPIENT_TAG = "pki-recipient"
+HOST_SCRIPTS = "/var/lib/sitegen/scripts"  # where the play copies the host scripts it runs (root's only)
 
 
 def group(cluster: str, pool: str) -> str:
@@ -66,13 +67,13 @@ def _copy_and_run(script: str, what: str) -> list[dict[str, Any]]:
             "name": f"Copy {what}",
             "ansible.builtin.copy": {
                 "src": f"{{{{ sitegen_kubeadm }}}}/{script}",
-                "dest": f"/root/sitegen/{script}",
+                "dest": f"{HOST_SCRIPTS}/{script}",
                 "mode": "0700",
             },
         },
         {
             "name": f"Run {what}",
-            "ansible.builtin.command": {"cmd": f"bash /root/sitegen/{script}"},
+            "ansible.builtin.command": {"cmd": f"bash {HOST_SCRIPTS}/{script}"},
             "register": "sitegen_run",
             "changed_when": True,
         },
@@ -84,7 +85,7 @@ def _check(script: str, what: str) -> list[dict[str, Any]]:
         *_copy_and_run(script, what)[:1],
         {
             "name": f"Check {what}",
-            "ansible.builtin.command": {"cmd": f"bash /root/sitegen/{script}"},
+            "ansible.builtin.command": {"cmd": f"bash {HOST_SCRIPTS}/{script}"},
             "register": "sitegen_check",
             "changed_when": False,
         },
@@ -107,7 +108,7 @@ def playbook() -> list[dict[str, Any]]:
     hosts = "{{ sitegen_hosts | default('all') }}"
     directory = {
         "name": "Make the folder of the scripts",
-        "ansible.builtin.file": {"path": "/root/sitegen", "state": "directory", "mode": "0700"},
+        "ansible.builtin.file": {"path": HOST_SCRIPTS, "state": "directory", "mode": "0700"},
     }
     return [
         {
