@@ -44,7 +44,6 @@ from sitegen.components.privilege import (
     APPROVES_CLIENT_CSRS,
     CHANGES_NODES,
     CREATES_VOLUMES,
-    EQUIVALENT,
     GRANTS_ANY_ROLE,
     MAKES_PRIVILEGED_PODS,
     MINTS_TOKENS,
@@ -167,10 +166,6 @@ class Power:
     primitive: str
     via: str  # the binding and the role
     doc: Document  # the binding
-
-    @property
-    def equivalent(self) -> bool:
-        return self.primitive in EQUIVALENT
 
 
 def _accounts(binding: Mapping[str, Any], namespaces: Iterable[str]) -> set[tuple[str, str]]:

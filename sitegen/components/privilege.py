@@ -54,10 +54,6 @@ class Reviewed:
         if unknown:
             raise ValueError(f"not a primitive of check/power.py: {sorted(unknown)}")
 
-    @property
-    def equivalent(self) -> bool:
-        return any(p in EQUIVALENT for p in self.primitives)
-
 
 def narrow_rule(
     cluster_role: str, index: int, rule: Mapping[str, Any], into: Sequence[Mapping[str, Any]], *, why: str
