@@ -35,6 +35,7 @@ from sitegen.check.bringup.health import HealthChecks, LuaHealthError, customiza
 from sitegen.check.bringup.kube import pod_template, sync_order, sync_phases
 from sitegen.check.bringup.objects import Key, key_of, show
 from sitegen.check.bringup.operators import CNPG_CLUSTER
+from sitegen.check.bringup.refusals import create_refusal
 from sitegen.check.project_policy import destination_refusal, kind_refusal, source_refusal
 from sitegen.compose.ownership import SYNC_OPTIONS, runs_on_delete
 
@@ -274,6 +275,9 @@ class AppSync:
         if ns and not self.cluster.has_namespace(ns) and not (dry_run and ns in self._own_namespaces()):
             provider = self.providers.namespaces.get((where, ns))
             return Failure(self.name, show(key_of(body)), f"namespace {ns} does not exist", provider)
+        refused = create_refusal(body, self.cluster)
+        if refused:
+            return Failure(self.name, show(key_of(body)), refused, None)
         blocked = self.cluster.admission_blocker(tracked(dict(body), self.name))
         if blocked:
             config = blocked.split(" ", 2)[1]

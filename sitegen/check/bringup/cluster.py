@@ -19,6 +19,7 @@ from sitegen.check.bringup.kube import claim_refs, config_map_refs, secret_refs
 from sitegen.check.bringup.kueue import Kueue
 from sitegen.check.bringup.objects import Key, Workload
 from sitegen.check.bringup.operators import Operators
+from sitegen.check.bringup.refusals import pod_refusal
 from sitegen.check.bringup.scheduling import Scheduling
 from sitegen.check.bringup.secrets import Secrets
 from sitegen.check.bringup.storage import Storage
@@ -86,7 +87,7 @@ class Cluster(Scheduling, Kueue, Admission, Secrets, Storage, Operators):
                 return f"volume claim: {why}"
         if w.operator and not self.controller_running(*w.operator):
             return f"the {w.operator[1]} operator is not running"
-        return self.quota_blocker(w) or self.kubelet_client_blocker(w)
+        return pod_refusal(w, self) or self.quota_blocker(w) or self.kubelet_client_blocker(w)
 
     def pod_security_refusal(self, namespace: str, spec: Mapping[str, Any]) -> str | None:
         """PodSecurity admission: the namespace's enforce label, else the API server's default level;

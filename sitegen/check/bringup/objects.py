@@ -86,6 +86,8 @@ class ClusterObjects:
         # PodSecurity admission: the API server's default enforced level and its exempt namespaces
         self.pod_security: tuple[str, frozenset[str]] = ("privileged", frozenset())
         self.manager: tuple[str, str] | None = None  # the account that Argo CD manages it as
+        # the API server's --enable-admission-plugins (beside those on by default)
+        self.admission_plugins: frozenset[str] = frozenset()
         self._producers: dict[tuple[str, str], Applied] = {}
         self._producers_at = -1
         self.cni_app = ""

@@ -38,6 +38,7 @@ from sitegen.check.bringup.kube import (
     quantity,
 )
 from sitegen.check.bringup.objects import key_of, show
+from sitegen.check.bringup.refusals import create_refusal
 from sitegen.check.bringup.runbook import RunbookStep, commands
 from sitegen.check.bringup.runtime import refusal, written_config
 from sitegen.check.bringup.state import SimulationState
@@ -361,6 +362,9 @@ class RunbookReplay(SimulationState):
                 raise Stop(
                     Blocker(cluster.name, self.step, show(key_of(body)), f"the cluster serves no {kind}")
                 )
+            refused = create_refusal(body, cluster)
+            if refused:
+                raise Stop(Blocker(cluster.name, self.step, show(key_of(body)), refused))
             cluster.apply(body, owner)
         cluster.reconcile(self.rails[cluster.name])
         self._event(cluster.name, f"applied {target.name}: {len(bodies)} objects")

@@ -10,7 +10,7 @@ Nothing here runs a step or a sync: runbook_replay.py and convergence.py do, com
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from functools import cached_property
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any
@@ -50,6 +50,17 @@ def _pod_security(docs: list[dict[str, Any]]) -> tuple[str, frozenset[str]]:
     return "privileged", frozenset()
 
 
+def _admission_plugins(files: Iterable[list[dict[str, Any]]]) -> frozenset[str]:
+    """The API server's --enable-admission-plugins, as the init's ClusterConfiguration sets them."""
+    for docs in files:
+        for doc in docs:
+            if doc.get("kind") == "ClusterConfiguration":
+                for arg in (doc.get("apiServer") or {}).get("extraArgs") or []:
+                    if arg.get("name") == "enable-admission-plugins":
+                        return frozenset(str(arg["value"]).split(","))
+    return frozenset()
+
+
 class SimulationState:
     """The inputs and the shared state of a `Simulation` (simulate.py)."""
 
@@ -84,6 +95,10 @@ class SimulationState:
                 if made is not None:
                     cluster_of.made_later.setdefault(made, owner)
         for name, cluster in self.clusters.items():
+            cluster.admission_plugins = _admission_plugins(
+                docs for path, docs in tree.items()
+                if path.parent == paths.kubeadm_dir(self.variant, name) and path.name.startswith("init-")
+            )  # fmt: skip
             cluster.pod_security = _pod_security(
                 tree.get(paths.kubeadm_dir(self.variant, name) / ADMISSION_CONFIG, [])
             )
