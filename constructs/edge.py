@@ -1,5 +1,5 @@
 """Certificates and the Gateway: cert-manager's ClusterIssuer, Envoy Gateway's class, the site Gateway
-with its certificate, and HTTPRoutes to the platform's web front ends."""
+with its certificate, and (apart: SiteRoutes) HTTPRoutes to the platform's web front ends."""
 
 from __future__ import annotations
 
@@ -132,7 +132,6 @@ class SiteGateway(Construct):
         placement: Placement,
         address: str,
         routes: list[Route],
-        store: str,
         cluster_domain: str,
         replicas: int = 2,
     ) -> None:
@@ -255,6 +254,25 @@ class SiteGateway(Construct):
             },
         )
         for route in routes:
+            for backend in route.backends:
+                if backend.tls_secret:
+                    BackendTls(
+                        self, f"Tls-{route.name}-{backend.service}", namespace=route.namespace,
+                        backend=backend, cluster_domain=cluster_domain,
+                    )  # fmt: skip
+
+
+class SiteRoutes(Construct):
+    """The HTTPRoutes to the front ends and their SecurityPolicies (API keys, basic auth). Apart from the
+    Gateway: Envoy Gateway reports a route whose backend Service is not there ResolvedRefs=False, which
+    Argo CD's HTTPRoute check reads as Degraded, so the routes sync after the apps that serve them."""
+
+    def __init__(
+        self, scope: Construct, id: str, *, gateway: tuple[str, str], routes: list[Route], store: str
+    ) -> None:
+        super().__init__(scope, id)
+        name, namespace = gateway
+        for route in routes:
             _object(
                 self,
                 f"Route-{route.name}",
@@ -291,12 +309,6 @@ class SiteGateway(Construct):
                         },
                     },
                 )
-            for backend in route.backends:
-                if backend.tls_secret:
-                    BackendTls(
-                        self, f"Tls-{route.name}-{backend.service}", namespace=route.namespace,
-                        backend=backend, cluster_domain=cluster_domain,
-                    )  # fmt: skip
             if route.basic_auth:
                 _object(
                     self,

@@ -18,6 +18,13 @@ DEFAULT_TOLERATIONS = (
     {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute"},
     {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute"},
 )
+# What PodTolerationRestriction itself adds to every pod that is not BestEffort (it requests or limits
+# CPU or memory) before it checks the whitelist (kubernetes#55251): a whitelist must admit it too.
+MEMORY_PRESSURE_TOLERATION = {
+    "key": "node.kubernetes.io/memory-pressure",
+    "operator": "Exists",
+    "effect": "NoSchedule",
+}
 PsaLevel = Literal["privileged", "baseline", "restricted"]
 
 

@@ -10,7 +10,7 @@ import yaml
 from sitegen.check import validate as validate_module
 from sitegen.check.allowlists import allow_lists
 from sitegen.check.node_rbac import capabilities
-from sitegen.components.base import CHANGES_NODES, CREATES_PODS, GRANTS_RBAC, READS_SECRETS
+from sitegen.components.node_access import CHANGES_NODES, CREATES_PODS, GRANTS_RBAC, READS_SECRETS
 
 from .conftest import DIST, add, validate
 

@@ -182,11 +182,11 @@ def test_the_aistor_cluster_runs_agents_that_deliver_to_the_hub(site):
     apps = {p.stem for p in (DIST / "two-cluster/values/aistor").glob("*.yaml")}
     assert not apps & {"grafana", "loki", "otel-gateway", "harbor", "argo-cd", "cert-manager", "vllm-stack"}
     # the hub lets exactly those two paths in, behind basic authentication
-    route = _one(DIST / "two-cluster/apps/ai/gateway/monitoring.httproute.telemetry.yaml")
+    route = _one(DIST / "two-cluster/apps/ai/gateway-routes/monitoring.httproute.telemetry.yaml")
     assert [r["matches"][0]["path"]["value"] for r in route["spec"]["rules"]] == ["/api/v1/write", "/v1/logs"]
-    policy = _one(DIST / "two-cluster/apps/ai/gateway/monitoring.securitypolicy.telemetry.yaml")
+    policy = _one(DIST / "two-cluster/apps/ai/gateway-routes/monitoring.securitypolicy.telemetry.yaml")
     assert policy["spec"]["targetRefs"][0]["name"] == "telemetry"
-    assert not list((DIST / "one-cluster/apps/ai/gateway").glob("*telemetry*"))
+    assert not list((DIST / "one-cluster/apps/ai/gateway-routes").glob("*telemetry*"))
 
 
 def _rules() -> dict[str, list[dict[str, Any]]]:
@@ -297,7 +297,7 @@ def test_grafana_has_both_data_sources_and_the_repo_dashboards(site):
         assert cm["metadata"]["labels"] == {"grafana_dashboard": "1"}
         assert json.loads(cm["data"][f"{name}.json"])["uid"] == dashboard.uid
     assert {"gpu", "aistor", "cluster"} <= set(site.dashboards)
-    route = _one(DIST / "one-cluster/apps/ai/gateway/grafana.httproute.grafana.yaml")
+    route = _one(DIST / "one-cluster/apps/ai/gateway-routes/grafana.httproute.grafana.yaml")
     assert route["spec"]["hostnames"] == [site.services.monitoring.grafana_hostname]
 
 
@@ -355,7 +355,7 @@ def test_model_servers_use_the_gpu_template_and_the_router_lists_every_replica(s
     assert router["tag"] != "latest" and router["serviceDiscovery"] == "static"
     replicas = sum(m.replicas for m in site.services.serving.models)
     assert len(router["staticBackends"].split(",")) == len(router["staticModels"].split(",")) == replicas
-    route = _one(DIST / "one-cluster/apps/ai/gateway/vllm-router.httproute.llm.yaml")
+    route = _one(DIST / "one-cluster/apps/ai/gateway-routes/vllm-router.httproute.llm.yaml")
     assert route["spec"]["rules"][0]["backendRefs"] == [{"name": "vllm-stack-router-service", "port": 80}]
 
 
@@ -432,7 +432,7 @@ def test_grafana_reads_dashboards_of_two_namespaces_not_every_secret(docs):
 def test_the_llm_endpoint_requires_an_api_key():
     """The OpenAI-compatible API answers only requests carrying a client's key (x-api-key), the keys
     coming from the vault (one property per client) into the route's namespace."""
-    gateway = DIST / "one-cluster/apps/ai/gateway"
+    gateway = DIST / "one-cluster/apps/ai/gateway-routes"
     policy = _one(gateway / "vllm-router.securitypolicy.llm.yaml")
     assert policy["spec"]["targetRefs"] == [
         {"group": "gateway.networking.k8s.io", "kind": "HTTPRoute", "name": "llm"}

@@ -21,6 +21,7 @@ def _one(path: Path) -> dict[str, Any]:
 
 
 GATEWAY = DIST / "one-cluster/apps/ai/gateway"
+ROUTES = DIST / "one-cluster/apps/ai/gateway-routes"  # after the front ends they route to
 
 
 def test_cluster_issuer_kind_is_config(config_copy):
@@ -42,7 +43,7 @@ def test_gateway_terminates_tls_with_a_cert_manager_certificate(site):
     assert {h["tls"]["certificateRefs"][0]["name"] for h in https} == {certificate["spec"]["secretName"]}
     assert sorted(h["hostname"] for h in https) == certificate["spec"]["dnsNames"]
     assert site.gitops.argocd.hostname in certificate["spec"]["dnsNames"]
-    route = _one(GATEWAY / "argocd.httproute.argocd.yaml")
+    route = _one(ROUTES / "argocd.httproute.argocd.yaml")
     assert route["spec"]["hostnames"] == [site.gitops.argocd.hostname]
     # with the internal CA the server serves HTTPS too, verified by Envoy (BackendTLSPolicy)
     assert route["spec"]["rules"][0]["backendRefs"] == [{"name": "argocd-server", "port": 443}]

@@ -18,7 +18,10 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 from constructs import Construct
 from constructs.edge import Route
 from constructs.namespaces import PsaLevel, Quota
+from sitegen.components.operands import Operand
 from sitegen.components.ownership import WrittenField
+from sitegen.components.patches import JsonPatch, ObjectPatch
+from sitegen.components.runtime_needs import RuntimeNeeds
 from sitegen.model import Placement
 
 if TYPE_CHECKING:
@@ -68,13 +71,6 @@ class NodeAgent:
     # Where the chart places the agent by itself, when its values have no node selector.
     implied_selector: Mapping[str, str] = field(default_factory=dict)
 
-
-# What an account on a node that runs tenant code may do to the rest of the cluster (check/node_rbac.py
-# finds these in the rendered RBAC; `Component.node_rbac` reviews the ones a component needs).
-READS_SECRETS = "reads Secrets in every namespace"
-CREATES_PODS = "creates pods outside its namespace"
-CHANGES_NODES = "patches Nodes"
-GRANTS_RBAC = "grants RBAC (bind, escalate, impersonate or new bindings)"
 
 WORLD = "world"  # outside the cluster (vault, git, registries, PowerScale, another cluster's address)
 NODES = "nodes"  # the nodes themselves (host network: kubelet, node-exporter, etcd metrics)
@@ -231,29 +227,6 @@ class State:
             raise ValueError(f"{self.workload}: a state has copies or says why it has none, not both")
 
 
-@dataclass(frozen=True)
-class JsonPatch:
-    """One RFC 6902 operation (add, replace, remove, test) at a JSON pointer of an object."""
-
-    op: str
-    path: str
-    value: Any = None
-
-
-@dataclass(frozen=True)
-class ObjectPatch:
-    """What a chart cannot express: operations on its objects of one kind and name, or (`drop`) the
-    objects left out, because another component owns them, or (`copy_as`) a copy of the object under
-    another name, the operations applied to the copy. Every patch must match an object."""
-
-    kind: str
-    name: str
-    why: str
-    ops: tuple[JsonPatch, ...] = ()
-    drop: bool = False
-    copy_as: str | None = None
-
-
 def placement_patch(kind: str, name: str, placement: Placement, *, why: str) -> ObjectPatch:
     """Place the pods of a workload the chart gives no placement values for."""
     spec = "/spec/template/spec"
@@ -309,6 +282,8 @@ class Component:
     health_checks: ClassVar[Mapping[tuple[str, str], str]] = {}
     # Fields of objects in Git that this component's controllers rewrite once they run (see WrittenField).
     writes: ClassVar[tuple[WrittenField, ...]] = ()
+    # The workloads its operator makes of its custom resources (see Operand).
+    operands: ClassVar[tuple[Operand, ...]] = ()
     # versions.yaml images this component sets, each with what uses it (a missing pin names it).
     images: ClassVar[Mapping[str, str]] = {}
     # Components of the same cluster this one must come after (each must be present).
@@ -318,6 +293,8 @@ class Component:
     before: ClassVar[tuple[type[Component], ...]] = ()
     # CRs whose CRD another app installs: skip the dry run (Argo CD dry-runs before any wave applies).
     skip_dry_run: ClassVar[bool] = False
+    # The API calls its controllers make that its RBAC must grant, and which of them read the vault.
+    runtime_needs: ClassVar[RuntimeNeeds] = RuntimeNeeds()
 
     @classmethod
     def applies(cls, scope: ClusterScope) -> bool:

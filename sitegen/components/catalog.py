@@ -9,7 +9,7 @@ from __future__ import annotations
 from sitegen.components.base import Component
 from sitegen.components.edge.cert_manager import CertManager
 from sitegen.components.edge.envoy_gateway import EnvoyGateway
-from sitegen.components.edge.gateway import Gateway
+from sitegen.components.edge.gateway import Gateway, GatewayRoutes
 from sitegen.components.extensions.extra_app import ExtraApp
 from sitegen.components.gpu.gpu_health import GpuHealth
 from sitegen.components.gpu.gpu_node_guard import GpuNodeGuard
@@ -109,6 +109,7 @@ COMPONENTS: tuple[type[Component], ...] = (
     CertManager,
     EnvoyGateway,
     Gateway,
+    GatewayRoutes,
     # observability
     KubePrometheusStack,
     PrometheusSmartctlExporter,

@@ -8,12 +8,26 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
-from sitegen.components.base import Component
 from sitegen.model import ClusterLayout, ConfigError, ImagePin, Placement, PoolLayout, Site, VariantLayout
 
-C = TypeVar("C", bound=Component)
+
+class Part(Protocol):
+    """What the context reads of a component (base.py's `Component`, which takes a context in every
+    hook: the context knows components only by this, so that neither module imports the other)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def namespace(self) -> str: ...
+
+    @property
+    def security(self) -> object | None: ...
+
+
+C = TypeVar("C")
 
 
 @dataclass(frozen=True)
@@ -78,14 +92,14 @@ class ClusterScope:
 
 @dataclass(frozen=True)
 class ClusterContext(ClusterScope):
-    components: tuple[Component, ...]  # this cluster's, in sync order
-    variant_components: Mapping[str, tuple[Component, ...]]  # every cluster's of the variant
+    components: tuple[Part, ...]  # this cluster's, in sync order
+    variant_components: Mapping[str, tuple[Part, ...]]  # every cluster's of the variant
     waves: Mapping[str, int]  # sync wave by component name, computed from the declared dependencies
     # what the cluster's other apps rendered (app -> objects): given only to a component that
     # `reads_rendered`, which compose renders after the others
     rendered: Mapping[str, list[dict[str, Any]]] = field(default_factory=dict)
 
-    def wave(self, component: Component) -> int:
+    def wave(self, component: Part) -> int:
         return self.waves[component.name]
 
     def find(self, kind: type[C]) -> C | None:
@@ -104,5 +118,5 @@ class ClusterContext(ClusterScope):
         """The namespaces this cluster's components create (the `namespaces` app renders them)."""
         return sorted({c.namespace for c in self.components if c.security is not None})
 
-    def has(self, kind: type[Component]) -> bool:
+    def has(self, kind: type) -> bool:
         return self.find(kind) is not None

@@ -12,7 +12,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sitegen.components.base import CHANGES_NODES, JsonPatch, ObjectPatch
+from sitegen.components.node_access import CHANGES_NODES
+from sitegen.components.patches import JsonPatch, ObjectPatch
 
 # Cluster-admin-equivalent: each turns into every other grant in a step or two.
 READS_SECRETS = "reads every Secret"

@@ -188,6 +188,7 @@ def test_tenants_may_tolerate_the_gpu_taint_and_nothing_else(one):
             assert {a["key"] for a in allowed[len(gpu) :]} == {
                 "node.kubernetes.io/not-ready",
                 "node.kubernetes.io/unreachable",
+                "node.kubernetes.io/memory-pressure",  # PodTolerationRestriction's own, on non-BestEffort pods
                 *cordon,  # the burn-in runs on its cordoned node; no tenant's pod may
             }
 

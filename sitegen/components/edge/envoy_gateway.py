@@ -8,6 +8,7 @@ from sitegen.components.base import ChartComponent, Layer, NamespaceSecurity
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.edge import PROJECT
 from sitegen.components.networking.cilium import Cilium
+from sitegen.components.operands import Operand, Ref
 from sitegen.components.platform.namespaces import Namespaces
 from sitegen.components.privilege import PATCHES_PRIVILEGED_PODS, READS_SECRETS, Reviewed
 from sitegen.components.values import Placed, Resources, Values, placed, requests
@@ -38,6 +39,52 @@ class EnvoyGatewayValues(Values):
     certgen: Certgen
 
 
+# The Envoy fleet Envoy Gateway v1.9 makes of each Gateway of its GatewayClass (the default
+# controllerName): a Deployment `envoy-<hashed namespace-name>` in its own namespace
+# (internal/infrastructure/kubernetes/proxy/resource_provider.go, ExpectedResourceHashedName), pods
+# labelled as below, placed and sized by the EnvoyProxy the Gateway's infrastructure.parametersRef or
+# its class's parametersRef names (envoyDeployment: replicas, pod, container), else by its defaults
+# (api/v1alpha1/shared_types.go: 1 replica, 100m and 512Mi; the shutdown-manager sidecar's 10m/32Mi
+# are not counted).
+_ENVOY_DEPLOYMENT = "/spec/provider/kubernetes/envoyDeployment"
+ENVOY_PROXIES = Operand(
+    "gateway.networking.k8s.io", "Gateway", "Deployment", "envoy-{hashed}",
+    why="Envoy Gateway v1.9.0",
+    namespace="envoy-gateway-system",
+    labels={
+        "app.kubernetes.io/name": "envoy", "app.kubernetes.io/component": "proxy",
+        "app.kubernetes.io/managed-by": "envoy-gateway",
+        "gateway.envoyproxy.io/owning-gateway-name": "{name}",
+        "gateway.envoyproxy.io/owning-gateway-namespace": "{namespace}",
+    },
+    only_if=(
+        (Ref("GatewayClass", "/spec/gatewayClassName", cluster_scoped=True),),
+        "/spec/controllerName", "gateway.envoyproxy.io/gatewayclass-controller",
+    ),
+    config=(
+        (Ref("EnvoyProxy", "/spec/infrastructure/parametersRef/name"),),
+        (
+            Ref("GatewayClass", "/spec/gatewayClassName", cluster_scoped=True),
+            Ref("EnvoyProxy", "/spec/parametersRef/name", "/spec/parametersRef/namespace"),
+        ),
+    ),
+    pod={
+        f: f"{_ENVOY_DEPLOYMENT}/pod/{f}"
+        for f in ("nodeSelector", "tolerations", "affinity", "topologySpreadConstraints", "securityContext",
+                  "priorityClassName", "imagePullSecrets")
+    },
+    pod_labels=f"{_ENVOY_DEPLOYMENT}/pod/labels",
+    replicas=f"{_ENVOY_DEPLOYMENT}/replicas",
+    resources=f"{_ENVOY_DEPLOYMENT}/container/resources",
+    default_resources={"requests": {"cpu": "100m", "memory": "512Mi"}},
+    container={"securityContext": {
+        "allowPrivilegeEscalation": False, "privileged": False, "capabilities": {"drop": ["ALL"]},
+        "runAsNonRoot": True, "runAsUser": 65532, "runAsGroup": 65532,
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }},
+)  # fmt: skip
+
+
 class EnvoyGateway(ChartComponent):
     name = "envoy-gateway"
     chart = "envoy-gateway"
@@ -54,6 +101,7 @@ class EnvoyGateway(ChartComponent):
     after = (Cilium, Namespaces)
     namespace = "envoy-gateway-system"
     security = NamespaceSecurity("baseline", "the Envoy data plane is not verified against restricted")
+    operands = (ENVOY_PROXIES,)
 
     @classmethod
     def applies(cls, scope: ClusterScope) -> bool:

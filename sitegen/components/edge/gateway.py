@@ -1,12 +1,13 @@
-"""`gateway`: the site's ClusterIssuer, the Gateway with its certificate and Envoy data plane, and an
-HTTPRoute for every web front end a component of the cluster declares (`Component.routes`).
+"""`gateway`: the site's ClusterIssuer, the Gateway with its certificate and Envoy data plane, a
+listener for every web front end a component of the cluster declares (`Component.routes`); and
+`gateway-routes`: the HTTPRoutes to those front ends, after the apps that serve them.
 """
 
 from __future__ import annotations
 
 from constructs import Construct
-from constructs.edge import Route, SiteGateway, SiteIssuer
-from sitegen.components.base import Flow, Layer, RenderedComponent
+from constructs.edge import Route, SiteGateway, SiteIssuer, SiteRoutes
+from sitegen.components.base import Component, Flow, Layer, RenderedComponent
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.edge import PROJECT
 from sitegen.components.edge.cert_manager import CertManager
@@ -60,6 +61,32 @@ class Gateway(RenderedComponent):
             placement=ctx.system_placement,
             address=str(ctx.site.services.gateway.address),
             routes=site_routes(ctx),
-            store=ctx.store,
             cluster_domain=ctx.cluster.spec.dns_domain,
+        )
+
+
+class GatewayRoutes(RenderedComponent):
+    """The HTTPRoutes (and their SecurityPolicies) of the site's front ends, in an app after every app
+    that serves one: Envoy Gateway v1.9.0 reports a route whose backend Service is not there
+    ResolvedRefs=False (BackendNotFound), which Argo CD v3.4.7's HTTPRoute check reads as Degraded; in
+    the gateway app, before the front ends' waves, that app would never be Healthy and those waves
+    would never start."""
+
+    name = "gateway-routes"
+    project = PROJECT
+    layer = Layer.SERVICES
+    after = (Gateway,)
+    namespace = EnvoyGateway.namespace
+    skip_dry_run = True
+
+    def dependencies(self, ctx: ClusterContext) -> tuple[type[Component], ...]:
+        return (Gateway, *sorted({type(c) for c in ctx.components if c.routes(ctx)}, key=lambda t: t.name))
+
+    @classmethod
+    def applies(cls, scope: ClusterScope) -> bool:
+        return scope.is_hub
+
+    def render(self, scope: Construct, ctx: ClusterContext) -> None:
+        SiteRoutes(
+            scope, "Routes", gateway=(GATEWAY, self.namespace), routes=site_routes(ctx), store=ctx.store
         )

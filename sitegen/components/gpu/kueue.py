@@ -14,6 +14,7 @@ from sitegen.components.networking.cilium import Cilium
 from sitegen.components.ownership import WrittenField
 from sitegen.components.platform.namespaces import Namespaces
 from sitegen.components.privilege import PATCHES_PRIVILEGED_PODS, Reviewed
+from sitegen.components.runtime_needs import ApiCall, RuntimeNeeds
 from sitegen.components.values import Image, Placed, Resources, Values, placed, requests
 
 
@@ -99,6 +100,23 @@ class Kueue(ChartComponent):
     namespace = "kueue-system"
     security = NamespaceSecurity("baseline", "the chart's pods are not verified against restricted")
     images = {"kueue": "the Kueue controller (the chart defaults to a staging build)"}
+    # kueue v0.19.2, the kubebuilder RBAC markers of the controllers its manager starts: Workloads
+    # (pkg/controller/core/workload_controller.go), ClusterQueues (clusterqueue_controller.go),
+    # LocalQueues (localqueue_controller.go), ResourceFlavors (resourceflavor_controller.go), batch Jobs
+    # (pkg/controller/jobs/job/job_controller.go); their informers list and watch each kind.
+    runtime_needs = RuntimeNeeds(
+        api=tuple(
+            ApiCall("kueue-controller-manager", verb, resource, group, source=f"kueue v0.19.2 {source}")
+            for resource, group, source in (
+                ("workloads", "kueue.x-k8s.io", "pkg/controller/core/workload_controller.go"),
+                ("clusterqueues", "kueue.x-k8s.io", "pkg/controller/core/clusterqueue_controller.go"),
+                ("localqueues", "kueue.x-k8s.io", "pkg/controller/core/localqueue_controller.go"),
+                ("resourceflavors", "kueue.x-k8s.io", "pkg/controller/core/resourceflavor_controller.go"),
+                ("jobs", "batch", "pkg/controller/jobs/job/job_controller.go"),
+            )
+            for verb in ("list", "watch")
+        )
+    )
     writes = (
         WrittenField(
             "batch", "Job", "/spec/suspend", label=QUEUE_LABEL,

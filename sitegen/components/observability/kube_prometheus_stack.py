@@ -28,6 +28,7 @@ from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.networking.cilium import Cilium
 from sitegen.components.observability import PROJECT
 from sitegen.components.observability.telemetry import REMOTE_WRITE_SECRET, SITE_CA_KEY, SITE_CA_SECRET
+from sitegen.components.operands import Operand
 from sitegen.components.ownership import WrittenField
 from sitegen.components.platform.namespaces import Namespaces
 from sitegen.components.privilege import MAKES_PRIVILEGED_PODS, READS_SECRETS, REWRITES_ADMISSION, Reviewed
@@ -276,6 +277,44 @@ def pool_relabelings(pools: tuple[PoolLayout, ...]) -> list[Relabeling]:
     return rules
 
 
+# What prometheus-operator v0.93 makes of its resources (pkg/prometheus/server/statefulset.go,
+# pkg/prometheus/agent/statefulset.go, pkg/alertmanager/statefulset.go): a StatefulSet of shard 0 (one
+# shard here), its pods labelled as below plus podMetadata's, placed and sized by the resource's own
+# fields, its data on a claim of `storage.volumeClaimTemplate` (none: an emptyDir); the main container
+# runs read-only without privilege escalation or capabilities (operator.DefaultSecurityContext...).
+_OPERATOR_POD = {
+    f: f"/spec/{f}"
+    for f in (
+        "nodeSelector", "tolerations", "affinity", "topologySpreadConstraints", "securityContext",
+        "serviceAccountName", "priorityClassName", "hostNetwork", "imagePullSecrets",
+    )
+}  # fmt: skip
+_OPERATOR_CONTAINER = {
+    "securityContext": {
+        "allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True, "capabilities": {"drop": ["ALL"]},
+    }
+}  # fmt: skip
+PROMETHEUS_OPERANDS = tuple(
+    Operand(
+        "monitoring.coreos.com", kind, "StatefulSet", name,
+        why="prometheus-operator v0.93 (kube-prometheus-stack 88.5.3)",
+        labels={
+            "app.kubernetes.io/name": app, "app.kubernetes.io/instance": "{name}",
+            "app.kubernetes.io/managed-by": "prometheus-operator", **extra,
+        },
+        pod=_OPERATOR_POD, pod_labels="/spec/podMetadata/labels", container=_OPERATOR_CONTAINER,
+        claim="" if kind == "PrometheusAgent" else "/spec/storage/volumeClaimTemplate",
+    )
+    for kind, name, app, extra in (
+        ("Prometheus", "prometheus-{name}", "prometheus",
+         {"prometheus": "{name}", "operator.prometheus.io/name": "{name}", "operator.prometheus.io/shard": "0"}),
+        ("PrometheusAgent", "prom-agent-{name}", "prometheus-agent",
+         {"operator.prometheus.io/name": "{name}", "operator.prometheus.io/shard": "0"}),
+        ("Alertmanager", "alertmanager-{name}", "alertmanager", {"alertmanager": "{name}"}),
+    )
+)  # fmt: skip
+
+
 class KubePrometheusStack(ChartComponent):
     name = "kube-prometheus-stack"
     chart = "kube-prometheus-stack"
@@ -290,6 +329,7 @@ class KubePrometheusStack(ChartComponent):
     security = NamespaceSecurity(
         "restricted", "Prometheus, Alertmanager and their operator (the node agents: monitoring-agents)"
     )
+    operands = PROMETHEUS_OPERANDS
     writes = tuple(
         WrittenField(
             "admissionregistration.k8s.io", kind, "/webhooks/*/clientConfig/caBundle",

@@ -12,6 +12,7 @@ from sitegen.components.networking.cilium import Cilium
 from sitegen.components.platform import PROJECT
 from sitegen.components.platform.namespaces import Namespaces
 from sitegen.components.privilege import READS_SECRETS, RELABELS_NAMESPACES, Reviewed, narrow_rule
+from sitegen.components.runtime_needs import VAULT_LOGIN, ApiCall, RuntimeNeeds
 from sitegen.components.values import Placed, Resources, placed, requests
 
 
@@ -45,6 +46,30 @@ class ExternalSecrets(ChartComponent):
     after = (Cilium, Namespaces)
     namespace = "external-secrets"
     security = NamespaceSecurity("baseline", "the chart's pods are not verified against restricted")
+    # external-secrets v2.9.0: the controller's caches list and watch ExternalSecrets
+    # (pkg/controllers/externalsecret/externalsecret_controller.go SetupWithManager, For ExternalSecret),
+    # the metadata of Secrets (WatchesMetadata there) and SecretStores
+    # (pkg/controllers/secretstore/secretstore_controller.go, For SecretStore); a store's Kubernetes auth
+    # asks a token for its serviceAccountRef (providers/v1/vault/auth_kubernetes.go getJwtString ->
+    # auth.go createServiceAccountToken, CreateToken); the controller itself calls the vault.
+    runtime_needs = RuntimeNeeds(
+        api=(
+            *(
+                ApiCall("external-secrets", verb, resource, group, source=source)
+                for resource, group, source in (
+                    ("externalsecrets", "external-secrets.io", "externalsecret_controller.go SetupWithManager"),
+                    ("secretstores", "external-secrets.io", "secretstore_controller.go SetupWithManager"),
+                    ("secrets", "", "externalsecret_controller.go SetupWithManager, WatchesMetadata Secret"),
+                )
+                for verb in ("list", "watch")
+            ),
+            ApiCall(
+                "external-secrets", "create", "serviceaccounts/token", at=VAULT_LOGIN,
+                source="providers/v1/vault/auth.go createServiceAccountToken",
+            ),
+        ),
+        vault=("external-secrets",),
+    )  # fmt: skip
 
     def flows(self, ctx: ClusterContext) -> list[Flow]:
         vault = urlsplit(ctx.site.secrets.vault.server)

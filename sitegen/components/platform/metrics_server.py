@@ -8,6 +8,7 @@ from sitegen.components.networking.cilium import Cilium
 from sitegen.components.observability.kube_prometheus_stack import KubePrometheusStack
 from sitegen.components.platform import PROJECT
 from sitegen.components.platform_nodes.kubelet_csr_approver import KubeletCsrApprover
+from sitegen.components.runtime_needs import ApiCall, RuntimeNeeds
 from sitegen.components.values import ON, Pdb, Placed, Resources, Toggle, placed, requests
 
 
@@ -28,6 +29,14 @@ class MetricsServer(ChartComponent):
     project = PROJECT
     layer = Layer.FOUNDATION
     after = (Cilium, KubePrometheusStack, KubeletCsrApprover)  # its ServiceMonitor; kubelet certificates
+    # metrics-server v0.8.1 (chart 3.13.1): pkg/server/config.go lists the nodes it scrapes through a
+    # Node informer (`informer.Core().V1().Nodes()`); its readyz waits for that informer to sync.
+    runtime_needs = RuntimeNeeds(
+        api=tuple(
+            ApiCall("metrics-server", verb, "nodes", source="metrics-server v0.8.1 pkg/server/config.go")
+            for verb in ("list", "watch")
+        )
+    )
 
     def values(self, ctx: ClusterContext) -> MetricsServerValues:
         return MetricsServerValues(resources=requests("100m", "200Mi", "1Gi"), **placed(ctx.system_placement))

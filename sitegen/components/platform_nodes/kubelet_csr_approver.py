@@ -10,6 +10,7 @@ from sitegen.components.context import ClusterContext
 from sitegen.components.networking.cilium import Cilium
 from sitegen.components.platform.namespaces import Namespaces
 from sitegen.components.platform_nodes import PROJECT
+from sitegen.components.runtime_needs import ApiCall, RuntimeNeeds
 
 IMAGE = "kubelet-csr-approver"
 
@@ -22,6 +23,18 @@ class KubeletCsrApprover(RenderedComponent):
     security = NamespaceSecurity("restricted", "one controller, restricted")
     images = {IMAGE: "approves kubelet serving certificates"}
     after = (Namespaces, Cilium)  # a pod-network controller
+    # postfinance/kubelet-csr-approver internal/controller/csr_controller.go (v1.2.14, the newest tag the
+    # mirror holds; the pin is v1.2.15): SetupWithManager watches CertificateSigningRequests (For), its
+    # marker `groups=certificates.k8s.io,resources=certificatesigningrequests,verbs=get;watch;list`.
+    runtime_needs = RuntimeNeeds(
+        api=tuple(
+            ApiCall(
+                "kubelet-csr-approver", verb, "certificatesigningrequests", "certificates.k8s.io",
+                source="kubelet-csr-approver internal/controller/csr_controller.go SetupWithManager",
+            )
+            for verb in ("list", "watch")
+        )
+    )  # fmt: skip
 
     def render(self, scope: Construct, ctx: ClusterContext) -> None:
         Approver(

@@ -8,7 +8,6 @@ from pydantic import Field
 
 from constructs.local_cache import DEVICE_CLASS
 from sitegen.components.base import (
-    CHANGES_NODES,
     ChartAgents,
     ChartComponent,
     JsonPatch,
@@ -19,8 +18,10 @@ from sitegen.components.base import (
 )
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.networking.cilium import Cilium
+from sitegen.components.node_access import CHANGES_NODES
 from sitegen.components.platform.namespaces import Namespaces
 from sitegen.components.privilege import CREATES_VOLUMES, PATCHES_PRIVILEGED_PODS, Reviewed
+from sitegen.components.runtime_needs import ApiCall, HostVolumeGroups, RuntimeNeeds
 from sitegen.components.storage import PROJECT
 from sitegen.components.values import (
     OFF,
@@ -34,6 +35,17 @@ from sitegen.components.values import (
     required_affinity,
     tolerations_of,
 )
+
+# The access modes TopoLVM's CreateVolume accepts (the bring-up's refusals/csi.py reads them): topolvm/topolvm
+# v0.41.0 internal/driver/controller.go takes SINGLE_NODE_WRITER only ("unsupported access mode: %s") and
+# its controller does not advertise SINGLE_NODE_MULTI_WRITER (so the provisioner maps ReadWriteOnce and
+# ReadWriteOncePod to SINGLE_NODE_WRITER; ReadOnlyMany and ReadWriteMany are refused).
+CSI_ACCESS = {
+    "driver": "topolvm.io",
+    "single_node_multi_writer": False,
+    "modes": ("SINGLE_NODE_WRITER",),
+    "refusal": "unsupported access mode: {mode}",
+}
 
 
 class DeviceClass(Values):
@@ -146,6 +158,25 @@ class TopoLvmNode(ChartAgents):
     after = (TopoLvm,)  # its PriorityClass and CSIDriver
     namespace = "topolvm-node"
     security = NamespaceSecurity("privileged", "lvmd manages the LVM volume group of the local NVMe cache")
+    # topolvm v0.41.0 (chart 17.1.0): the node plugin's LogicalVolume controller, whose marker in
+    # internal/controller/logicalvolume_controller.go is
+    # `groups=topolvm.io,resources=logicalvolumes,verbs=get;list;watch;update;patch`; lvmd (the chart's
+    # topolvm-lvmd-<idx> DaemonSets) exits at start when a device class's volume group is not on its
+    # host (cmd/lvmd/app/root.go: SearchVolumeGroupList, "volume group not found").
+    runtime_needs = RuntimeNeeds(
+        api=tuple(
+            ApiCall(
+                "topolvm-node", verb, "logicalvolumes", "topolvm.io",
+                source="topolvm v0.41.0 internal/controller/logicalvolume_controller.go",
+            )
+            for verb in ("list", "watch")
+        ),
+        volume_groups=HostVolumeGroups(
+            "topolvm-lvmd", "lvmd.yaml", "device-classes", "volume-group",
+            refusal='lvmd: "volume group not found" (volume_group: {group}): it exits',
+            source="topolvm v0.41.0 cmd/lvmd/app/root.go",
+        ),
+    )  # fmt: skip
 
     @staticmethod
     def is_agent(kind: str, name: str) -> bool:
