@@ -88,7 +88,7 @@ def installed(site, inputs, variant: str = ONE) -> Simulation:
 def with_runbook_edited(sim: Simulation, variant: str, edit: Callable[[str], str]) -> None:
     """The simulation reads the variant's RUNBOOK as `edit` leaves it (it must change something)."""
     path = PurePosixPath(variant, "bootstrap", "RUNBOOK.md")
-    texts = dict(sim.texts)
+    texts = dict(sim.state.texts)
     texts[path] = edit(texts[path])
-    assert texts[path] != sim.texts[path]
-    sim.texts = texts
+    assert texts[path] != sim.state.texts[path]
+    sim.state.texts = texts

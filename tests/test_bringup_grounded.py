@@ -66,7 +66,7 @@ def test_without_application_health_the_sets_still_order(site, inputs):
     first_install = result.timeline[: next(i for i, e in enumerate(result.timeline) if e.step == "done")]
     healthy = [n for e in first_install if e.what.startswith("Healthy: ") for n in e.what[9:].split(", ")]
     generated = [n for n in healthy if n not in ("ai-namespaces", "ai-cilium", "ai-argo-cd")]
-    waves = {n: a.wave for n, a in installed(site, inputs).apps.items()}
+    waves = {n: a.wave for n, a in installed(site, inputs).state.apps.items()}
     assert [waves[n] for n in generated] == sorted(waves[n] for n in generated)
 
 

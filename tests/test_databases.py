@@ -30,12 +30,12 @@ def lost(up, variant: str = ONE, *, database=None, runbook=None):
     """The primary's node lost on a copy of the installed variant, its Cluster or RUNBOOK edited first;
     the blocker's text (or None) and the simulation."""
     sim = copy.deepcopy(up[variant])
-    hub = sim.clusters[sim.layout.hub.name]
+    hub = sim.state.clusters[sim.state.layout.hub.name]
     if database is not None:
         database(hub.find("Cluster", "harbor", "harbor-db").body)
     if runbook is not None:
         with_runbook_edited(sim, variant, runbook)
-    sim.day2 = True
+    sim.state.day2 = True
     try:
         database_day2.a_database_node_lost(sim)
     except Stop as stop:
@@ -44,7 +44,7 @@ def lost(up, variant: str = ONE, *, database=None, runbook=None):
 
 
 def instances(sim, name: str = "harbor-db"):
-    hub = sim.clusters[sim.layout.hub.name]
+    hub = sim.state.clusters[sim.state.layout.hub.name]
     (w,) = [w for w in hub.workloads.values() if w.operator == CNPG_CLUSTER and w.template.name == name]
     return hub, w
 
@@ -55,7 +55,7 @@ def test_the_primarys_node_lost_loses_no_commit_and_harbor_comes_back(up, varian
     primary_node = sorted(before.placed)[0]
     blocker, sim = lost(up, variant)
     assert blocker is None, blocker
-    said = {e.what.split("-", 1)[0]: e.what for e in sim.result.timeline if "promoted" in e.what}
+    said = {e.what.split("-", 1)[0]: e.what for e in sim.state.result.timeline if "promoted" in e.what}
     assert sorted(said) == ["grafana", "harbor"]
     for service, what in said.items():
         assert "with all 1000 acknowledged commits (lost: 0)" in what and "writes went on" in what
@@ -64,7 +64,7 @@ def test_the_primarys_node_lost_loses_no_commit_and_harbor_comes_back(up, varian
     assert after.running and sum(after.placed.values()) == 3
     # the new instance is on a node that held none; the node joined again afterwards
     assert len(set(after.placed) - set(before.placed)) == 1
-    assert primary_node in sim.clusters[hub.name].nodes
+    assert primary_node in sim.state.clusters[hub.name].nodes
 
 
 def test_asynchronous_standbys_lose_acknowledged_commits(up):

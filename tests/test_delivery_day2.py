@@ -165,8 +165,8 @@ def test_the_day_two_scenarios_pass(site, inputs):
 
 def test_a_consumer_refreshed_first_without_retries(site, inputs):
     sim = installed(site, inputs, ONE)
-    sim.day2 = True
-    consumer = sim.apps["ai-cert-manager"]
+    sim.state.day2 = True
+    consumer = sim.state.apps["ai-cert-manager"]
     consumer.retry_limit = 0
     consumer.timed = True
     try:

@@ -33,7 +33,7 @@ def replayed(up, variant: str = ONE, edit=None):
     sim = copy.deepcopy(up[variant])
     if edit is not None:
         with_runbook_edited(sim, variant, edit)
-    sim.day2 = True
+    sim.state.day2 = True
     try:
         rebuild.hosts_rebuilt(sim)
     except Stop as stop:
@@ -61,12 +61,14 @@ REPLACE = "Replacing a control-plane member of `ai`"
 def test_a_member_and_a_host_of_each_pool_come_back_from_empty_hosts(up, variant):
     blocker, sim = replayed(up, variant)
     assert blocker is None, blocker
-    said = [e.what for e in sim.result.timeline if "rebuilt empty" in e.what]
-    layout = sim.layout
+    said = [e.what for e in sim.state.result.timeline if "rebuilt empty" in e.what]
+    layout = sim.state.layout
     assert len(said) == sum(1 + len(c.worker_pools) for c in layout.clusters)
     for cluster in layout.clusters:
-        assert sorted(sim.etcd[cluster.name].members) == sorted(h.name for h in cluster.control_plane.hosts)
-        assert sim.etcd[cluster.name].healthy()
+        assert sorted(sim.state.etcd[cluster.name].members) == sorted(
+            h.name for h in cluster.control_plane.hosts
+        )
+        assert sim.state.etcd[cluster.name].healthy()
 
 
 GPU = "Rebuilding a host of pool `gpu` (`ai`)"
@@ -129,7 +131,7 @@ def test_the_encryption_key_is_escrowed_with_the_pki(up):
     sim = up[ONE]
     jobs = [
         body
-        for path, docs in sim.tree.items()
+        for path, docs in sim.state.tree.items()
         if "etcd-backup" in str(path)
         for body in docs
         if body.get("kind") == "CronJob" and body["metadata"]["name"].startswith("pki-backup")

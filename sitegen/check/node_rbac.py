@@ -23,7 +23,7 @@ from typing import Any
 from constructs.objects import pod_account
 from sitegen.check.placement import Workload, taints_of, targeted_pools, tolerated_taints
 from sitegen.check.tree import Document
-from sitegen.components.base import CHANGES_NODES, CREATES_PODS, GRANTS_RBAC, READS_SECRETS
+from sitegen.components.node_access import CHANGES_NODES, CREATES_PODS, GRANTS_RBAC, READS_SECRETS
 from sitegen.model import PoolLayout
 
 CAPABILITIES = (READS_SECRETS, CREATES_PODS, CHANGES_NODES, GRANTS_RBAC)

@@ -4,7 +4,9 @@ a cluster-scoped kind must be in clusterResourceWhitelist (empty: none; an entry
 has one, must match the object's) and not in its blacklist; a
 namespaced kind in namespaceResourceWhitelist when one is given (absent: every kind; empty: none) and
 not in namespaceResourceBlacklist; every resource's namespace, with the app's server, must match a
-destination; the app's repository a sourceRepos entry. Patterns are globs as Argo CD matches them."""
+destination, and so must the Application's own spec.destination (util/argo ValidatePermissions, before
+any sync); the app's repository a sourceRepos entry. Patterns are globs as Argo CD matches them, a
+destination's `!` patterns deny (isDestinationMatched)."""
 
 from __future__ import annotations
 
@@ -45,11 +47,46 @@ def kind_refusal(
     return f"{what}{named} is not permitted in project {project['metadata']['name']}"
 
 
+def _glob(pattern: str, value: str) -> bool:
+    """globMatch with negation: `!pattern` matches what the pattern does not."""
+    return not fnmatchcase(value, pattern[1:]) if pattern.startswith("!") else fnmatchcase(value, pattern)
+
+
+def destination_permitted(spec: Mapping[str, Any], server: str, namespace: str, name: str = "") -> bool:
+    """isDestinationMatched: a destination whose server (or cluster name) and namespace match, and no
+    deny pattern (`!`) that excludes them."""
+    matched = False
+    for d in spec.get("destinations") or []:
+        by_name = bool(name) and _glob(d.get("name", ""), name)
+        by_server = bool(server) and _glob(d.get("server", ""), server)
+        in_namespace = _glob(d.get("namespace", ""), namespace)
+        denied_cluster = (not by_name and d.get("name", "").startswith("!")) or (
+            not by_server and d.get("server", "").startswith("!") and in_namespace
+        )
+        denied_namespace = not in_namespace and d.get("namespace", "").startswith("!") and by_server
+        if (by_server or by_name) and in_namespace:
+            matched = True
+        elif denied_cluster or denied_namespace:
+            return False
+    return matched
+
+
 def destination_refusal(project: Mapping[str, Any], server: str, namespace: str) -> str | None:
-    for d in (project.get("spec") or {}).get("destinations") or []:
-        if fnmatchcase(server, d.get("server", "")) and fnmatchcase(namespace, d.get("namespace", "")):
-            return None
+    """A resource's namespace (controller/sync.go's permission validator)."""
+    if destination_permitted(project.get("spec") or {}, server, namespace):
+        return None
     return f"namespace {namespace or '(cluster)'} on {server} is not permitted in project {project['metadata']['name']}"
+
+
+def application_destination_refusal(project: Mapping[str, Any], server: str, namespace: str) -> str | None:
+    """The Application's own spec.destination (util/argo ValidatePermissions): refused, the app gets an
+    InvalidSpecError condition and the controller syncs none of its resources, whatever they are."""
+    if destination_permitted(project.get("spec") or {}, server, namespace):
+        return None
+    return (
+        f"application destination server '{server}' and namespace '{namespace}' do not match any of the "
+        f"allowed destinations in project '{project['metadata']['name']}'"
+    )
 
 
 def source_refusal(project: Mapping[str, Any], repo: str) -> str | None:

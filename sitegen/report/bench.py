@@ -6,7 +6,9 @@
 - edit loop: a config change that touches no chart (composition, cdk8s, cached renders, write) against
   the same bare app (budget 3x);
 - growth: the full path (composition, cdk8s, cached renders, write) of a site with every pool scaled
-  10x against the site itself (budget 1.5x).
+  10x against the site itself (budget 1.5x);
+- bring-up: `sitegen bringup` of every variant (first install and day 2) against a bare cdk8s app that
+  synthesizes as many objects as the simulation reads (budget 3x).
 
 Not a test: numbers depend on the machine. Run it before and after a heavy change and compare.
 """
@@ -27,6 +29,7 @@ from pathlib import Path
 
 import yaml
 
+from sitegen.check.bringup import from_dist
 from sitegen.compose.hydrate import RenderJob, helm_arguments
 from sitegen.compose.variant import render_jobs
 from sitegen.model import load_site
@@ -37,6 +40,15 @@ import sys
 from cdk8s import ApiObject, App, Chart
 app = App(outdir=sys.argv[1])
 ApiObject(Chart(app, "one"), "cm", api_version="v1", kind="ConfigMap", metadata={"name": "one"})
+app.synth()
+"""
+MANY_OBJECTS_APP = """
+import sys
+from cdk8s import ApiObject, App, Chart
+app = App(outdir=sys.argv[1])
+chart = Chart(app, "objects")
+for i in range(int(sys.argv[2])):
+    ApiObject(chart, f"cm{i}", api_version="v1", kind="ConfigMap", metadata={"name": f"cm-{i}"})
 app.synth()
 """
 
@@ -105,6 +117,12 @@ def scaled_config(source: Path, target: Path, factor: int) -> int:
     return nodes
 
 
+def _objects_read(dist: Path) -> int:
+    """The objects the bring-up simulation reads: every document of every variant's YAML files."""
+    variants = [v.name for v in sorted(dist.iterdir()) if v.is_dir()]
+    return sum(len(docs) for variant in variants for docs in from_dist(dist, variant)[0].values())
+
+
 def _report(name: str, measured: float, base_name: str, base: float, budget: float) -> None:
     ratio = measured / base
     verdict = "within" if ratio <= budget else "OVER"
@@ -145,6 +163,11 @@ def main(runs: int = 3) -> None:
         full(root / "scaled")  # its charts rendered once: growth is about nodes
         full_times = _timed(runs, lambda: full(config))
         scaled_times = _timed(runs, lambda: full(root / "scaled"))
+        many = root / "many.py"
+        many.write_text(MANY_OBJECTS_APP)
+        read = _objects_read(root / "cold")
+        many_times = _timed(runs, lambda: _run(sys.executable, many, root / "many", str(read)))
+        bringup_times = _timed(runs, lambda: _run(SITEGEN, "bringup", "--dist", root / "cold"))
         sizes = {
             variant.name: sum(p.stat().st_size for p in variant.rglob("*") if p.is_file())
             for variant in sorted((root / "cold").iterdir())
@@ -166,6 +189,13 @@ def main(runs: int = 3) -> None:
     own = sum(p.count for p in site.pools.values())
     _report(
         f"full path, {nodes} nodes", statistics.median(scaled_times), f"full path, {own} nodes", base, 1.5
+    )
+    _report(
+        "bring-up, every variant",
+        statistics.median(bringup_times),
+        f"cdk8s app of {read} objects",
+        statistics.median(many_times),
+        3.0,
     )
     for variant, size in sizes.items():
         print(f"dist/{variant}: {size / 1e6:.1f} MB")

@@ -6,7 +6,8 @@ from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from sitegen.check.bringup.events import Blocker, Event, Result
+from sitegen.check.bringup.day2 import replay as replay_day2
+from sitegen.check.bringup.events import Blocker, Event, Result, Stop
 from sitegen.check.bringup.simulate import Simulation
 from sitegen.check.bringup.state import Texts, Tree
 from sitegen.check.tree import parse_documents
@@ -63,8 +64,11 @@ def bringup(site: Site, variant: str, tree: Tree, texts: Texts, *, day2: bool = 
     simulation = Simulation(layout, tree, texts, argocd_namespace=site.gitops.argocd.namespace)
     result = simulation.run()
     if result.ok and day2:
-        simulation.replay_day2(_budgets(site, layout))
-    result.assumed = sorted({a for cluster in simulation.clusters.values() for a in cluster.assumed})
+        try:
+            replay_day2(simulation, _budgets(site, layout))
+        except Stop as stop:
+            simulation.state.result.blocker = stop.blocker
+    result.assumed = sorted({a for cluster in simulation.state.clusters.values() for a in cluster.assumed})
     return result
 
 

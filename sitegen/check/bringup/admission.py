@@ -1,10 +1,10 @@
 """Admission: whether the API server would accept an object now. A webhook whose failurePolicy is Fail
 refuses what its rules and its namespace and object selectors match while it cannot answer: its Service
-has no running pod, or the CA cert-manager injects into it is not issued. A namespace's ResourceQuotas
-refuse pods that leave out a request they bound (in any container), or that ask more than is left beside
-the namespace's running pods, and claims (a PersistentVolumeClaim, or a StatefulSet pod's claim
-templates) beyond `persistentvolumeclaims` or `requests.storage`. `service_ready` also serves an
-APIService's health (argo.py).
+has no running pod, or none serves the port it calls (refusals/wiring.py), or the CA cert-manager
+injects into it is not issued. A namespace's ResourceQuotas refuse pods that leave out a request they
+bound (in any container), or that ask more than is left beside the namespace's running pods, and
+claims (a PersistentVolumeClaim, or a StatefulSet pod's claim templates) beyond `persistentvolumeclaims`
+or `requests.storage`. `service_ready` also serves an APIService's health (argo.py).
 
 ValidatingAdmissionPolicies in force (applied, with a Deny binding) judge every create by its CEL
 (admission_policy.py): Argo CD's applies as the cluster's applier, pods as the kube-system controller
@@ -24,6 +24,7 @@ from typing import Any
 from sitegen.check.admission_policy import Request, denying_policies
 from sitegen.check.bringup.kube import add, label_selector_matches, quantity, requests_of
 from sitegen.check.bringup.objects import ClusterObjects, Workload, key_of
+from sitegen.check.bringup.refusals.wiring import DEFAULT_PORT, unserved
 from sitegen.check.bringup.scheduling import usage
 from sitegen.check.netpol import End, PolicyView
 from sitegen.check.tree import Document
@@ -33,22 +34,27 @@ class Admission(ClusterObjects):
     """Mixed into `Cluster` (cluster.py); a webhook's CA comes from `Secrets.certificate_ready`."""
 
     # ---- webhooks --------------------------------------------------------------------------------
-    def service_ready(self, namespace: str, name: str) -> str | None:
-        """None when the Service has a running backend, else why not."""
+    def service_ready(self, namespace: str, name: str, port: int) -> str | None:
+        """None when the Service has a running backend that serves its `port` (refusals/wiring.py),
+        else why not."""
         service = self.find("Service", namespace, name)
         if service is None:
             return f"Service {namespace}/{name} does not exist"
         selector = (service.body.get("spec") or {}).get("selector") or {}
-        for w in self.workloads.values():
-            labels = w.template.labels
-            if (
-                w.template.namespace == namespace
-                and w.running
-                and selector
-                and all(labels.get(k) == str(v) for k, v in selector.items())
-            ):
-                return None
-        return f"no running pod behind Service {namespace}/{name}"
+        backends = [
+            w.template
+            for w in self.workloads.values()
+            if w.template.namespace == namespace
+            and w.running
+            and selector
+            and all(w.template.labels.get(k) == str(v) for k, v in selector.items())
+        ]
+        if not backends:
+            return f"no running pod behind Service {namespace}/{name}"
+        why, assumed = unserved(service.body, port, backends)
+        if assumed:
+            self.assumed.add(assumed)
+        return why
 
     def admission_blocker(
         self, body: Mapping[str, Any], resource: str | None = None, user: str | None = None
@@ -106,7 +112,8 @@ class Admission(ClusterObjects):
     def webhook_down(self, config: Mapping[str, Any], hook: Mapping[str, Any]) -> str | None:
         service = (hook.get("clientConfig") or {}).get("service")
         if service:
-            down = self.service_ready(service["namespace"], service["name"]) or self.api_server_denied(
+            port = int(service.get("port", DEFAULT_PORT))
+            down = self.service_ready(service["namespace"], service["name"], port) or self.api_server_denied(
                 service
             )
             if down:

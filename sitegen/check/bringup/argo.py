@@ -31,12 +31,23 @@ from typing import Any
 from constructs.argocd import tracked
 from sitegen.check.bringup.cluster import Cluster
 from sitegen.check.bringup.drift import differences
-from sitegen.check.bringup.health import HealthChecks, LuaHealthError, customization_key, run_health_script
+from sitegen.check.bringup.health import (
+    HealthChecks,
+    LuaHealthError,
+    builtin_script,
+    customization_key,
+    run_health_script,
+)
 from sitegen.check.bringup.kube import pod_template, sync_order, sync_phases
 from sitegen.check.bringup.objects import Key, key_of, show
 from sitegen.check.bringup.operators import CNPG_CLUSTER
 from sitegen.check.bringup.refusals import create_refusal
-from sitegen.check.project_policy import destination_refusal, kind_refusal, source_refusal
+from sitegen.check.project_policy import (
+    application_destination_refusal,
+    destination_refusal,
+    kind_refusal,
+    source_refusal,
+)
 from sitegen.compose.ownership import SYNC_OPTIONS, runs_on_delete
 
 HEALTHY = "Healthy"
@@ -152,6 +163,9 @@ class AppSync:
         self._dry_run_passed = False
         self._applied_group = -1
         self._changes_at_failure = -1
+        # the last comparison per object: (Git's body, the live body, the ignores, differs). Bodies are
+        # never changed in place (a write makes a new live body), so the same three compare the same.
+        self._compared: dict[Key, tuple[object, object, object, bool]] = {}
         self.waiting = ""
 
     # ---- sync ----------------------------------------------------------------------------------
@@ -221,6 +235,7 @@ class AppSync:
         group, kind, ns, name = key_of(body)
         return (
             source_refusal(project, repo)
+            or application_destination_refusal(project, server, self.destination_namespace)
             or kind_refusal(project, group, kind, namespaced=bool(ns), name=name)
             or (destination_refusal(project, server, ns) if ns else None)
         )
@@ -373,7 +388,16 @@ class AppSync:
         for body in self.objects:
             key = key_of(body)
             live = self.cluster.objects.get(key)
-            if live is None or differences(body, live.body, self.ignore_differences):
+            if live is None:
+                found.append(key)
+                continue
+            seen = self._compared.get(key)
+            if seen and seen[0] is body and seen[1] is live.body and seen[2] is self.ignore_differences:
+                differs = seen[3]
+            else:
+                differs = bool(differences(body, live.body, self.ignore_differences))
+                self._compared[key] = (body, live.body, self.ignore_differences, differs)
+            if differs:
                 found.append(key)
         return found
 
@@ -399,12 +423,14 @@ class AppSync:
         if key not in cluster.objects:
             return "Missing", "not applied"
         group, kind = key[0], key[1]
-        script = self.checks.script(group, kind)
+        script, source = self.checks.script(group, kind), f"{customization_key(group, kind)} in argocd-cm"
+        if script is None and self.checks.checked(group, kind):  # Argo CD's own Lua, where vendored
+            script, source = builtin_script(group, kind), f"Argo CD's built-in {group}/{kind} check"
         if script is not None:
             try:
                 status, message = run_health_script(script, {**body, "status": self.live_status(body)})
             except LuaHealthError as error:
-                return "Unknown", f"{error} ({customization_key(group, kind)} in argocd-cm)"
+                return "Unknown", f"{error} ({source})"
             why = cluster.behind_status(body) if status != HEALTHY else None
             return status, f"{message} ({why})" if why else message
         if not self.checks.checked(group, kind):
@@ -432,7 +458,8 @@ class AppSync:
         elif kind == "Service" and spec.get("type") == "LoadBalancer":
             why = cluster.load_balancer_blocker()
         elif kind == "APIService" and spec.get("service"):
-            why = cluster.service_ready(spec["service"]["namespace"], spec["service"]["name"])
+            ref = spec["service"]
+            why = cluster.service_ready(ref["namespace"], ref["name"], int(ref.get("port", 443)))
         elif (group, kind) == CNPG_CLUSTER:
             # Argo CD's built-in check maps CloudNativePG's phase: healthy, a reconciliation stopped
             # (Suspended: an unknown plugin), failing over (Degraded), else Progressing

@@ -12,7 +12,7 @@ Argo CD's own components (they are the root's objects like any other).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -23,8 +23,8 @@ from sitegen.check.bringup.argo import HEALTHY, AppSync, Failure
 from sitegen.check.bringup.cluster import Cluster
 from sitegen.check.bringup.drift import has, ignored, value_at
 from sitegen.check.bringup.events import Blocker, Event, Stop
+from sitegen.check.bringup.finish import check_node_identity
 from sitegen.check.bringup.health import HealthChecks
-from sitegen.check.bringup.kube import Taint
 from sitegen.check.bringup.objects import key_of, show
 from sitegen.check.bringup.roots import RootSync
 from sitegen.check.bringup.runbook import RunbookStep
@@ -36,35 +36,38 @@ from sitegen.compose.delivery import RESPECT_IGNORES
 CLUSTER_SECRET_LABEL = "argocd.argoproj.io/secret-type"
 
 
-class Convergence(SimulationState):
-    """Mixed into `Simulation` (simulate.py) with `RunbookReplay`, whose `_run_step` runs the steps that
-    wait on an Application."""
+class Convergence:
+    """Argo CD and the clusters' controllers over the simulation's state; the runbook's steps that wait
+    on an Application are run by the replay it is given (`converge`)."""
+
+    def __init__(self, state: SimulationState) -> None:
+        self.state = state
 
     # ---- Argo CD -------------------------------------------------------------------------------
-    def _start_root(self, root: Mapping[str, Any]) -> None:
+    def start_root(self, root: Mapping[str, Any]) -> None:
         """The runbook applied the hub's root: every Application and ApplicationSet under it, nested
         roots included, is known from here on (each created once its parent applies it)."""
-        hub = self.clusters[self.layout.hub.name]
-        config = hub.find("ConfigMap", self.argocd_namespace, "argocd-cm")
-        self.checks = HealthChecks.from_config_map((config.body.get("data") or {}) if config else {})
-        bootstrap = self._repo_path(root["spec"]["source"]["path"])
-        self.projects = {
-            b["metadata"]["name"]: b for b in self._docs_in(bootstrap) if b.get("kind") == "AppProject"
+        hub = self.state.clusters[self.state.layout.hub.name]
+        config = hub.find("ConfigMap", self.state.argocd_namespace, "argocd-cm")
+        self.state.checks = HealthChecks.from_config_map((config.body.get("data") or {}) if config else {})
+        bootstrap = self.state.repo_path(root["spec"]["source"]["path"])
+        self.state.projects = {
+            b["metadata"]["name"]: b for b in self.state.docs_in(bootstrap) if b.get("kind") == "AppProject"
         }
-        self.root = self._root_sync(root)
-        self.root.created = True
-        self._event(hub.name, f"root Application: {len(self.apps)} Applications to create")
+        self.state.root = self._root_sync(root)
+        self.state.root.created = True
+        self.state.event(hub.name, f"root Application: {len(self.state.apps)} Applications to create")
 
     def _source(self, app: Mapping[str, Any]) -> list[dict[str, Any]]:
         """The objects an Application's source renders: its folder, recursively if it says so."""
         source = (app.get("spec") or {}).get("source") or {}
-        folder = self._repo_path(str(source.get("path", "")))
+        folder = self.state.repo_path(str(source.get("path", "")))
         recurse = bool((source.get("directory") or {}).get("recurse"))
-        return self._docs_under(folder) if recurse else self._docs_in(folder)
+        return self.state.docs_under(folder) if recurse else self.state.docs_in(folder)
 
     def _root_sync(self, body: Mapping[str, Any]) -> RootSync:
         """An Application whose source holds Applications and ApplicationSets: a root, with its children."""
-        hub = self.clusters[self.layout.hub.name]
+        hub = self.state.clusters[self.state.layout.hub.name]
         name = body["metadata"]["name"]
         objects = [
             b
@@ -76,28 +79,28 @@ class Convergence(SimulationState):
             sync_options=list(body["spec"]["syncPolicy"].get("syncOptions") or []),
             destination_namespace=body["spec"]["destination"]["namespace"],
             retry_limit=int(body["spec"]["syncPolicy"].get("retry", {}).get("limit", 0)),
-            registered=lambda: None, providers=self.providers,
+            registered=lambda: None, providers=self.state.providers,
         )  # fmt: skip
-        root.checks = self.checks
+        root.checks = self.state.checks
         root.children, root.appsets = {}, {}
-        prefix = self.positions.get(name, ())[:-1]
+        prefix = self.state.positions.get(name, ())[:-1]
         for index, child in enumerate(objects):
             kind = child.get("kind")
             if kind == "Application":
                 wave = int(((child["metadata"].get("annotations") or {}).get(SYNC_WAVE)) or 0)
                 if any(b.get("kind") in ("Application", "ApplicationSet") for b in self._source(child)):
-                    self.positions[child["metadata"]["name"]] = (*prefix, wave, float("inf"))
+                    self.state.positions[child["metadata"]["name"]] = (*prefix, wave, float("inf"))
                     nested = self._root_sync(child)
                     nested.wave = wave
-                    self.apps[nested.name] = root.children[nested.name] = nested
+                    self.state.apps[nested.name] = root.children[nested.name] = nested
                     continue
                 (app,) = self._expand(child, index)
-                root.children[app.name] = self._app_sync(app)
-                self.positions[app.name] = (*prefix, wave)
+                root.children[app.name] = self.app_sync(app)
+                self.state.positions[app.name] = (*prefix, wave)
             elif kind == "ApplicationSet":
-                generated = [(a, self._app_sync(a)) for a in self._expand(child, index)]
+                generated = [(a, self.app_sync(a)) for a in self._expand(child, index)]
                 for app, _ in generated:
-                    self.positions[app.name] = (*prefix, int(app.wave or 0))
+                    self.state.positions[app.name] = (*prefix, int(app.wave or 0))
                 set_name = child["metadata"]["name"]
                 root.appsets[set_name] = AppSetController(
                     set_name, child["spec"], generated, refusal=self._generation_refusal
@@ -105,62 +108,66 @@ class Convergence(SimulationState):
         return root
 
     def _expand(self, body: Mapping[str, Any], index: int) -> list[ExpandedApp]:
-        hub = self.clusters[self.layout.hub.name]
+        hub = self.state.clusters[self.state.layout.hub.name]
         generated, errors = applications(
-            [Document(PurePosixPath(f"{index}.yaml"), 0, dict(body))], texts_files(self.texts)
+            [Document(PurePosixPath(f"{index}.yaml"), 0, dict(body))], texts_files(self.state.texts)
         )
         for _, error in errors:
             raise Stop(
-                Blocker(hub.name, self.step, body["metadata"]["name"], f"{error.path}: {error.message}")
+                Blocker(hub.name, self.state.step, body["metadata"]["name"], f"{error.path}: {error.message}")
             )
         return generated
 
-    def _app_sync(self, app: ExpandedApp) -> AppSync:
+    def app_sync(self, app: ExpandedApp) -> AppSync:
         """One Application (literal, or generated by an ApplicationSet) as Argo CD syncs it."""
-        hub = self.clusters[self.layout.hub.name]
-        servers = {self.layout.server(c): c.name for c in self.layout.clusters}
+        hub = self.state.clusters[self.state.layout.hub.name]
+        servers = {self.state.layout.server(c): c.name for c in self.state.layout.clusters}
         server, namespace = app.destination
         cluster = servers.get(server)
         if cluster is None:
             raise Stop(
-                Blocker(hub.name, self.step, app.name, f"destination {server} is no cluster of the variant")
+                Blocker(
+                    hub.name, self.state.step, app.name, f"destination {server} is no cluster of the variant"
+                )
             )
         policy = app.spec.get("syncPolicy") or {}
         automated = policy.get("automated")
         sync = AppSync(
-            app.name, self.clusters[cluster], self._docs_under(self._repo_path(app.sources[0]["path"])),
+            app.name, self.state.clusters[cluster], self.state.docs_under(self.state.repo_path(app.sources[0]["path"])),
             sync_options=list(policy.get("syncOptions") or []),
             destination_namespace=namespace,
             retry_limit=int((policy.get("retry") or {}).get("limit", 0)),
             registered=self._registration(server, cluster),
-            providers=self.providers,
+            providers=self.state.providers,
         )  # fmt: skip
         sync.wave = int(app.wave or 0)
-        sync.policy = (self.projects.get(app.project), server, str(app.sources[0].get("repoURL", "")))
+        sync.policy = (self.state.projects.get(app.project), server, str(app.sources[0].get("repoURL", "")))
         sync.automated = automated is not None and automated.get("enabled", True) is not False
         sync.prunes = bool((automated or {}).get("prune"))
         sync.self_heal = bool((automated or {}).get("selfHeal"))
         sync.ignore_differences = list(app.spec.get("ignoreDifferences") or [])
         sync.reachable = self._reachability(cluster)
-        sync.checks = self.checks
-        sync.timed = self.day2
-        self.apps[app.name] = sync
+        sync.checks = self.state.checks
+        sync.timed = self.state.day2
+        self.state.apps[app.name] = sync
         return sync
 
     def _generation_refusal(self, app: ExpandedApp) -> str | None:
         """Why the ApplicationSet controller would not create or update the app now
         (validateGeneratedApplications): its project does not exist, or its cluster is not registered."""
-        hub = self.clusters[self.layout.hub.name]
-        if hub.find("AppProject", self.argocd_namespace, app.project) is None:
+        hub = self.state.clusters[self.state.layout.hub.name]
+        if hub.find("AppProject", self.state.argocd_namespace, app.project) is None:
             return f"application references project {app.project} which does not exist"
         server, _ = app.destination
-        cluster = {self.layout.server(c): c.name for c in self.layout.clusters}.get(server, server)
+        cluster = {self.state.layout.server(c): c.name for c in self.state.layout.clusters}.get(
+            server, server
+        )
         return self._registration(server, cluster)()
 
     def _not_created(self, app: AppSync) -> str:
         """Why an app was never created: its root never applied it, or its set did not generate it."""
-        assert self.root is not None
-        roots = [self.root, *(a for a in self.apps.values() if isinstance(a, RootSync))]
+        assert self.state.root is not None
+        roots = [self.state.root, *(a for a in self.state.apps.values() if isinstance(a, RootSync))]
         for root in roots:
             for controller in root.appsets.values():
                 if app.name in controller.apps:
@@ -174,12 +181,12 @@ class Convergence(SimulationState):
     def _reachability(self, cluster: str) -> Any:
         return lambda: (
             f"cluster {cluster} is unreachable: Argo CD cannot compare or sync"
-            if cluster in self.unreachable
+            if cluster in self.state.unreachable
             else None
         )
 
     def _registration(self, server: str, cluster: str) -> Any:
-        hub = self.clusters[self.layout.hub.name]
+        hub = self.state.clusters[self.state.layout.hub.name]
         if cluster == hub.name:
             return lambda: None
 
@@ -188,7 +195,7 @@ class Convergence(SimulationState):
                 template = ((applied.body.get("spec") or {}).get("target") or {}).get("template") or {}
                 if (
                     kind == "ExternalSecret"
-                    and ns == self.argocd_namespace
+                    and ns == self.state.argocd_namespace
                     and (template.get("data") or {}).get("server") == server
                 ):
                     labels = (template.get("metadata") or {}).get("labels") or {}
@@ -203,36 +210,39 @@ class Convergence(SimulationState):
 
         return registered
 
-    def _round(self) -> bool:
+    def round(self) -> bool:
         """Every cluster's controllers, then every sync one step; True if anything moved."""
-        assert self.root is not None
+        assert self.state.root is not None
         moved = False
-        for cluster in self.clusters.values():
+        for cluster in self.state.clusters.values():
             before = cluster.changes
-            cluster.reconcile(self.rails[cluster.name])
-            self.writers.run(cluster)
+            cluster.reconcile(self.state.rails[cluster.name])
+            self.state.writers.run(cluster)
             moved |= cluster.changes != before
             self._judge_writes(cluster)
-        for sync in [self.root, *self.apps.values()]:
+        for sync in [self.state.root, *self.state.apps.values()]:
             failures = len(sync.failures)
             moved |= sync.step()
             for failure in sync.failures[failures:]:
                 self._judge(sync, failure)
-        self._note_health()
+        self.note_health()
         return moved
 
-    def _converge(self, deferred: list[RunbookStep]) -> None:
-        if self.root is None:
+    def converge(self, deferred: list[RunbookStep], run_step: Callable[[RunbookStep], None]) -> None:
+        if self.state.root is None:
             raise Stop(
                 Blocker(
-                    self.layout.hub.name, "runbook", "root", "the runbook never applies the root Application"
+                    self.state.layout.hub.name,
+                    "runbook",
+                    "root",
+                    "the runbook never applies the root Application",
                 )
             )
-        self.step = "Argo CD"
+        self.state.step = "Argo CD"
         while True:
-            moved = self._round()
+            moved = self.round()
             for step in list(deferred):
-                app = self.apps.get(step.after_app or "")
+                app = self.state.apps.get(step.after_app or "")
                 if app is None:
                     raise Stop(
                         Blocker(
@@ -242,10 +252,10 @@ class Convergence(SimulationState):
                             "waits on an Application that does not exist",
                         )
                     )
-                if app.name in self.healthy:
+                if app.name in self.state.healthy:
                     deferred.remove(step)
-                    self._run_step(step)
-                    self.step = "Argo CD"
+                    run_step(step)
+                    self.state.step = "Argo CD"
                     moved = True
             if not moved:
                 break
@@ -253,7 +263,7 @@ class Convergence(SimulationState):
 
     def settle(self) -> None:
         """Controllers and syncs run until nothing moves (day 2: no runbook step waits)."""
-        while self._round():
+        while self.round():
             pass
 
     def _judge_writes(self, cluster: Cluster) -> None:
@@ -261,10 +271,10 @@ class Convergence(SimulationState):
         the field in Git and does not ignore it (with RespectIgnoreDifferences, so that a sync keeps the
         live value), the app is OutOfSync for good, and its self-heal writes Git's value back over the
         controller's."""
-        seen = self._written.get(cluster.name, 0)
+        seen = self.state._written.get(cluster.name, 0)
         for key, pointer, by in cluster.written[seen:]:
             applied = cluster.objects.get(key)
-            sync = self.apps.get(applied.owner) if applied else None
+            sync = self.state.apps.get(applied.owner) if applied else None
             desired = next((b for b in sync.objects if key_of(b) == key), None) if sync else None
             if sync is None or desired is None or not has(desired, pointer):
                 continue
@@ -280,15 +290,15 @@ class Convergence(SimulationState):
                 f"{show(key)}: {by} writes {pointer}, which is in Git ({value_at(desired, pointer)!r}); {why} "
                 "(leave it out of Git, or ignore it with RespectIgnoreDifferences=true)",
             ))  # fmt: skip
-        self._written[cluster.name] = len(cluster.written)
+        self.state._written[cluster.name] = len(cluster.written)
 
     def _judge(self, sync: AppSync, failure: Failure) -> None:
         """A failed attempt an app's own retry fixes is Argo CD as usual. On the first install one
         that waits on another app is an ordering defect: it converges, if at all, only by retrying
         until the other app is there. On day 2 nothing orders the apps (each syncs itself, refreshed in
         no given order): retrying is what converges, so only an app whose retries ran out stops it."""
-        if failure.provider is None or failure.provider == sync.name or self.day2:
-            self.result.retried.append(failure)
+        if failure.provider is None or failure.provider == sync.name or self.state.day2:
+            self.state.result.retried.append(failure)
             return
         raise Stop(Blocker(
             sync.cluster.name, self._where(sync), sync.name,
@@ -297,7 +307,7 @@ class Convergence(SimulationState):
         ))  # fmt: skip
 
     def _wave_note(self, provider: str) -> str:
-        app = self.apps.get(provider)
+        app = self.state.apps.get(provider)
         return f" vs {app.wave}" if app is not None else ""
 
     def _where(self, sync: AppSync) -> str:
@@ -307,28 +317,28 @@ class Convergence(SimulationState):
         return f"root wave {self._root_wave()}"
 
     def _root_wave(self) -> str:
-        if self.root is None or not self.root.groups:
+        if self.state.root is None or not self.state.root.groups:
             return "-"
-        group = self.root.groups[min(self.root._group, len(self.root.groups) - 1)]
+        group = self.state.root.groups[min(self.state.root._group, len(self.state.root.groups) - 1)]
         return str(int(((group[0].get("metadata") or {}).get("annotations") or {}).get(SYNC_WAVE, "0")))
 
-    def _note_health(self) -> None:
+    def note_health(self) -> None:
         """Log, by the wave of the Application they belong to, what became Healthy and what the
         controllers did in this round."""
         # (position, kind, order, cluster, label, what); a position orders by the roots' waves
         events: list[tuple[tuple[float, ...], int, int, str, str, str]] = []
         current = self._wave_of("")
-        here = f"wave {current}" if self.step == "Argo CD" else self.step
-        for cluster in self.clusters.values():
+        here = f"wave {current}" if self.state.step == "Argo CD" else self.state.step
+        for cluster in self.state.clusters.values():
             for line in cluster.device_report():
                 events.append(((current,), 0, len(events), cluster.name, here, line))
             for owner, line in cluster.log:
-                label = f"wave {self._wave_of(owner)}" if owner in self.apps else here
+                label = f"wave {self._wave_of(owner)}" if owner in self.state.apps else here
                 events.append((self._position(owner), 0, len(events), cluster.name, label, line))
             cluster.log.clear()
-        for name, app in self.apps.items():
-            if name not in self.healthy and app.synced and app.health()[0] == HEALTHY:
-                self.healthy.add(name)
+        for name, app in self.state.apps.items():
+            if name not in self.state.healthy and app.synced and app.health()[0] == HEALTHY:
+                self.state.healthy.add(name)
                 events.append(
                     (self._position(name), 1, len(events), app.cluster.name, f"wave {app.wave}", name)
                 )
@@ -338,7 +348,7 @@ class Convergence(SimulationState):
                 healthy.setdefault((position, cluster, label), []).append(what)
                 continue
             self._flush(healthy, before=position)
-            self.result.timeline.append(Event(cluster, label, what))
+            self.state.result.timeline.append(Event(cluster, label, what))
         self._flush(healthy, before=None)
 
     def _flush(
@@ -347,39 +357,39 @@ class Convergence(SimulationState):
         for position, cluster, label in sorted(healthy):
             if before is None or position < before:
                 names = healthy.pop((position, cluster, label))
-                self.result.timeline.append(Event(cluster, label, "Healthy: " + ", ".join(names)))
+                self.state.result.timeline.append(Event(cluster, label, "Healthy: " + ", ".join(names)))
 
     def _position(self, owner: str) -> tuple[float, ...]:
         """Where an app's events sort: its wave in the hub's root, then in its spoke's root (a spoke's
         root after the apps it holds)."""
-        return self.positions.get(owner, (self._wave_of(owner),))
+        return self.state.positions.get(owner, (self._wave_of(owner),))
 
     def _wave_of(self, owner: str) -> int:
-        app = self.apps.get(owner)
+        app = self.state.apps.get(owner)
         if app is not None:
             return app.wave
         return int(self._root_wave()) if self._root_wave().lstrip("-").isdigit() else -99
 
-    def _drain(self) -> None:
+    def drain(self) -> None:
         """Move what the controllers did outside Argo CD's syncs into the timeline."""
-        for cluster in self.clusters.values():
+        for cluster in self.state.clusters.values():
             lines = [*cluster.device_report(), *(line for _, line in cluster.log)]
             cluster.log.clear()
             for line in lines:
-                self.result.timeline.append(Event(cluster.name, self.step, line))
+                self.state.result.timeline.append(Event(cluster.name, self.state.step, line))
 
     def _final(self, deferred: list[RunbookStep]) -> None:
-        assert self.root is not None
+        assert self.state.root is not None
         # the first app the install order reaches that is not up; a root only when none of its own
         # apps is the reason (a root is sick when what it holds is)
         sick = sorted(
             (isinstance(app, RootSync), self._position(name), name)
-            for name, app in self.apps.items()
+            for name, app in self.state.apps.items()
             if app.health()[0] != HEALTHY or app.sync_status() != "Synced"
         )  # fmt: skip
         if sick:
             _, _, name = sick[0]
-            app = self.apps[name]
+            app = self.state.apps[name]
             status, why = app.health()
             if status == HEALTHY:
                 status, why = (
@@ -389,15 +399,15 @@ class Convergence(SimulationState):
             if not app.created:
                 status, why = "never created", self._not_created(app)
             raise Stop(Blocker(app.cluster.name, self._where(app), name, f"{status}: {why}"))
-        status, why = self.root.health()
-        if status != HEALTHY or self.root.sync_status() != "Synced":
-            raise Stop(Blocker(self.layout.hub.name, "root", "root", f"{status}: {why or 'OutOfSync'}"))
+        status, why = self.state.root.health()
+        if status != HEALTHY or self.state.root.sync_status() != "Synced":
+            raise Stop(Blocker(self.state.layout.hub.name, "root", "root", f"{status}: {why or 'OutOfSync'}"))
         for step in deferred:
             raise Stop(Blocker("-", step.label, step.after_app or "", "never ran"))
-        self._check_node_identity()
+        check_node_identity(self.state)
         self._run_shipped_scripts()
         self._rerun_queued_jobs()
-        for cluster in self.clusters.values():
+        for cluster in self.state.clusters.values():
             for w in sorted(cluster.workloads.values(), key=lambda w: w.template.ref):
                 # a suspended CronJob never runs by itself: a template the RUNBOOK makes Jobs of
                 suspended = (cluster.objects_body(w).get("spec") or {}).get("suspend")
@@ -416,60 +426,33 @@ class Convergence(SimulationState):
                                 f"{w.template.ref} can never run: no node takes its pods",
                             )
                         )
-            self.result.timeline.append(
+            self.state.result.timeline.append(
                 Event(
                     cluster.name,
                     "done",
-                    f"{len(cluster.nodes)} nodes Ready, {sum(1 for a in self.apps.values() if a.cluster is cluster)} Applications Healthy",
-                )
-            )
-
-    def _check_node_identity(self) -> None:
-        """The seed's labels and taints reached every node: labels by the runbook and the kubelet's
-        own node-labels, taints at registration only (nothing in dist/ creates a Node)."""
-        self.step = "nodes"
-        for cluster in self.clusters.values():
-            for node in cluster.nodes.values():
-                pool = self.hosts[node.name]
-                missing = {k: v for k, v in pool.labels.items() if node.labels.get(k) != v}
-                if missing:
-                    label = ", ".join(f"{k}={v}" for k, v in sorted(missing.items()))
-                    raise Stop(
-                        Blocker(cluster.name, self.step, node.name, f"lacks its pool's labels: {label}")
-                    )
-                taints = {Taint(t.key, t.value or "", t.effect) for t in pool.taints}
-                if not taints <= set(node.taints):
-                    absent = ", ".join(sorted(map(str, taints - set(node.taints))))
-                    raise Stop(
-                        Blocker(cluster.name, self.step, node.name, f"lacks its pool's taints: {absent}")
-                    )
-            self.result.timeline.append(
-                Event(
-                    cluster.name,
-                    self.step,
-                    f"every node carries its pool's labels and taints ({len(cluster.nodes)})",
+                    f"{len(cluster.nodes)} nodes Ready, {sum(1 for a in self.state.apps.values() if a.cluster is cluster)} Applications Healthy",
                 )
             )
 
     def _run_shipped_scripts(self) -> None:
         """The API-calling CronJobs run once, as shipped, against the cluster as it now is (scripts.py)."""
-        self.step = "shipped scripts"
-        for cluster in self.clusters.values():
+        self.state.step = "shipped scripts"
+        for cluster in self.state.clusters.values():
             for ref, owner, why in run_api_jobs(cluster):
-                raise Stop(Blocker(cluster.name, self.step, owner, f"{ref} {why}"))
-        self._drain()
+                raise Stop(Blocker(cluster.name, self.state.step, owner, f"{ref} {why}"))
+        self.drain()
 
     def _rerun_queued_jobs(self) -> None:
         """Day 2 on day 1: the acceptance job runs again (after maintenance) while everything else
         runs. It must still be admitted, preempting what its priority allows, and what it preempted
         must come back once it completes."""
-        for cluster in self.clusters.values():
-            self.step = "acceptance re-run"
+        for cluster in self.state.clusters.values():
+            self.state.step = "acceptance re-run"
             # the queued Jobs an Application ships (not the burn-in Jobs the RUNBOOK made)
             jobs = [
                 w
                 for w in cluster.workloads.values()
-                if w.done and cluster.queue_of(w) and w.owner in self.apps
+                if w.done and cluster.queue_of(w) and w.owner in self.state.apps
             ]
             for job in jobs:
                 job.done, job.admitted, job.reason = False, None, "submitted again"
@@ -477,11 +460,13 @@ class Convergence(SimulationState):
                 cluster.changes += 1
             if not jobs:
                 continue
-            cluster.reconcile(self.rails[cluster.name])
-            self._drain()
+            cluster.reconcile(self.state.rails[cluster.name])
+            self.drain()
             for w in sorted(cluster.workloads.values(), key=lambda w: w.template.ref):
                 if w.template.kind == "CronJob" or (w.template.kind == "Job" and w not in jobs):
                     continue
                 finished = w.done if w.template.kind == "Job" else w.running
                 if not finished:
-                    raise Stop(Blocker(cluster.name, self.step, w.owner, f"{w.template.ref}: {w.reason}"))
+                    raise Stop(
+                        Blocker(cluster.name, self.state.step, w.owner, f"{w.template.ref}: {w.reason}")
+                    )

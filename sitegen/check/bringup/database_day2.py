@@ -99,7 +99,7 @@ class Replication:
 
 
 def a_database_node_lost(sim: Simulation) -> None:
-    for cluster in sim.clusters.values():
+    for cluster in sim.state.clusters.values():
         for w in sorted(cluster.workloads.values(), key=lambda w: w.template.ref):
             if w.operator == CNPG_CLUSTER and w.running and w.placed:
                 _lose_the_primary(sim, cluster, w)
@@ -114,42 +114,42 @@ def _lose_the_primary(sim: Simulation, cluster: Cluster, w: Workload) -> None:
     every = set(replication.nodes)
     refused = replication.commit(COMMITS, every)
     if refused:
-        raise Stop(Blocker(cluster.name, sim.step, w.owner, f"{t.name} takes no write: {refused}"))
+        raise Stop(Blocker(cluster.name, sim.state.step, w.owner, f"{t.name} takes no write: {refused}"))
     node = replication.nodes[replication.primary]
     lost_instance = replication.primary
-    sim.step = f"day 2: {node} lost for good, the node of {t.namespace}/{t.name}'s primary ({t.name}-{lost_instance})"
+    sim.state.step = f"day 2: {node} lost for good, the node of {t.namespace}/{t.name}'s primary ({t.name}-{lost_instance})"
     held = [h for h in cluster.workloads.values() if node in h.placed and h.running and not h.template.daemon]
     before = cluster.nodes[node]
     cluster.lose_node(node)
-    cluster.reconcile(sim.rails[cluster.name])
+    cluster.reconcile(sim.state.rails[cluster.name])
     running = every - {lost_instance}
     lost = replication.fail_over(running)
     if lost:
-        raise Stop(Blocker(cluster.name, sim.step, w.owner, (
+        raise Stop(Blocker(cluster.name, sim.state.step, w.owner, (
             f"{lost} of {replication.acknowledged} commits its clients were told were committed are not on any "
             f"standby: {t.name}-{replication.primary} is promoted without them (no synchronous standby); "
             "a node lost must lose none"
         )))  # fmt: skip
     stalled = replication.commit(1, running)  # the next write, before the section is followed
     _replay(sim, cluster, w, lost_instance, node)
-    cluster.reconcile(sim.rails[cluster.name])
+    cluster.reconcile(sim.state.rails[cluster.name])
     instances = int((found.body.get("spec") or {}).get("instances", 1))
     if not w.running or sum(w.placed.values()) != instances:
-        raise Stop(Blocker(cluster.name, sim.step, w.owner, f"{t.name} does not run {instances} instances "
+        raise Stop(Blocker(cluster.name, sim.state.step, w.owner, f"{t.name} does not run {instances} instances "
                            f"again after the RUNBOOK's section: {w.reason}"))  # fmt: skip
     new_node = next(n for n in sorted(w.placed) if n not in replication.nodes.values())
     new_instance = max(replication.nodes) + 1  # the operator never reuses an instance's serial
     replication.nodes[new_instance] = new_node
     refused = replication.commit(1, running | {new_instance})
     if refused:
-        raise Stop(Blocker(cluster.name, sim.step, w.owner, f"{t.name} takes no write: {refused}"))
+        raise Stop(Blocker(cluster.name, sim.state.step, w.owner, f"{t.name} takes no write: {refused}"))
     waiting = [h for h in held if h.stranded_on == node]
     down = [h for h in held if not h.running and not h.done and h is not w and h not in waiting]
     if down:
-        raise Stop(Blocker(cluster.name, sim.step, down[0].owner,
+        raise Stop(Blocker(cluster.name, sim.state.step, down[0].owner,
                            f"{down[0].template.ref} does not run again without {node}: {down[0].reason}"))  # fmt: skip
     _healthy(sim, cluster, t.namespace)
-    sim.result.timeline.append(Event(cluster.name, sim.step, (
+    sim.state.result.timeline.append(Event(cluster.name, sim.state.step, (
         f"{t.name}-{replication.primary} promoted with all {COMMITS} acknowledged commits (lost: 0); "
         + (f"writes waited ({stalled}) " if stalled else "writes went on ")
         + f"until the RUNBOOK's section replaced {t.name}-{lost_instance} by {t.name}-{new_instance} on "
@@ -180,7 +180,7 @@ def _replay(sim: Simulation, cluster: Cluster, w: Workload, instance: int, node:
         verb = [x for i, x in enumerate(words[1:], 1) if not x.startswith("-") and words[i - 1] != "-n"]
         if verb[:2] == ["delete", "node"] and node in verb[2:] and node in cluster.nodes:
             cluster.remove_node(node)
-            cluster.reconcile(sim.rails[cluster.name])
+            cluster.reconcile(sim.state.rails[cluster.name])
             pod_gone = True
         elif verb[:2] == ["delete", "pod"] and namespace == t.namespace and pod in verb[2:]:
             pod_gone = True
@@ -188,7 +188,7 @@ def _replay(sim: Simulation, cluster: Cluster, w: Workload, instance: int, node:
             deleted |= claims & set(verb[2:])
     if not pod_gone or deleted != claims:
         left = sorted(claims - deleted) + ([] if pod_gone else [f"pod {pod}"])
-        raise Stop(Blocker(cluster.name, sim.step, "RUNBOOK.md", (
+        raise Stop(Blocker(cluster.name, sim.state.step, "RUNBOOK.md", (
             f"{title(t.name, cluster.name)}: {', '.join(left)} stay, so {pod} waits for {node} for good "
             "(its volumes are on it)"
         )))  # fmt: skip
@@ -206,15 +206,15 @@ def _has_wal(cluster: Cluster, t: Any) -> bool:
 
 def _healthy(sim: Simulation, cluster: Cluster, namespace: str) -> None:
     """Every app with objects in the database's namespace (its service) is Healthy."""
-    sim.settle()
-    for app in sorted(sim.apps.values(), key=lambda a: a.name):
+    sim.convergence.settle()
+    for app in sorted(sim.state.apps.values(), key=lambda a: a.name):
         if app.cluster is not cluster or not any(
             (o.get("metadata") or {}).get("namespace") == namespace for o in app.objects
         ):
             continue
         status, why = app.health()
         if status != HEALTHY:
-            raise Stop(Blocker(cluster.name, sim.step, app.name, f"{status}: {why}"))
+            raise Stop(Blocker(cluster.name, sim.state.step, app.name, f"{status}: {why}"))
 
 
 def _node_returns(sim: Simulation, cluster: Cluster, node: Node) -> None:
@@ -223,5 +223,5 @@ def _node_returns(sim: Simulation, cluster: Cluster, node: Node) -> None:
                                        taints=[t for t in node.taints if t not in NOT_READY])  # fmt: skip
     cluster.nodes_changed()
     cluster.changes += 1
-    cluster.reconcile(sim.rails[cluster.name])
-    sim.settle()
+    cluster.reconcile(sim.state.rails[cluster.name])
+    sim.convergence.settle()

@@ -60,8 +60,8 @@ _CLUSTER = re.compile(r"^- `([\w-]+)`: control plane", re.M)
 
 def replay(sim: Simulation, budgets: dict[str, dict[str, Budget]]) -> None:
     """The day-2 scenarios; `budgets` per cluster, by pool (AIStor's server pools as `pool/pool-N`)."""
-    sim.day2 = True
-    for app in sim.apps.values():
+    sim.state.day2 = True
+    for app in sim.state.apps.values():
         app.timed = True
     _upgrade(sim, budgets)
     delivery.a_chart_bump_refreshed_consumer_first(sim)
@@ -81,35 +81,37 @@ def replay(sim: Simulation, budgets: dict[str, dict[str, Budget]]) -> None:
 
 
 def _upgrade(sim: Simulation, budgets: dict[str, dict[str, Budget]]) -> None:
-    sim.step = "day 2: Kubernetes upgrade"
-    runbook = sim.texts[paths.bootstrap_dir(sim.variant) / paths.RUNBOOK]
+    sim.state.step = "day 2: Kubernetes upgrade"
+    runbook = sim.state.texts[paths.bootstrap_dir(sim.state.variant) / paths.RUNBOOK]
     section = _UPGRADE.search(runbook)
     if section is None:
-        raise Stop(Blocker("-", sim.step, "RUNBOOK.md", "no Kubernetes upgrade procedure"))
+        raise Stop(Blocker("-", sim.state.step, "RUNBOOK.md", "no Kubernetes upgrade procedure"))
     nxt = re.search(r"Upgrading Kubernetes \(v[\d.]+ to (v[\d.]+)\)", section.group(0))
     _packages_first(sim, commands(section.group(0)), nxt.group(1) if nxt else "")
     for words, _ in commands(section.group(0)):
         if words[:2] != ["kubeadm", "upgrade"] or words[2:3] not in (["apply"], ["node"]):
             continue
         given = words[words.index("--patches") + 1] if "--patches" in words else None
-        for cluster, dirs in sorted(sim.patch_dirs.items()):
+        for cluster, dirs in sorted(sim.state.patch_dirs.items()):
             if given not in dirs:
                 raise Stop(Blocker(
-                    cluster, sim.step, f"kubeadm upgrade {words[2]}",
+                    cluster, sim.state.step, f"kubeadm upgrade {words[2]}",
                     f"runs {'without --patches' if given is None else f'with --patches {given}'}: the nodes "
                     f"joined with the patches in {', '.join(sorted(dirs))} (etcd's metrics address, the "
                     "pool's kubelet reservations), which kubeadm keeps nowhere else: the upgrade drops them",
                 ))  # fmt: skip
     if not any(w[:3] == ["kubeadm", "upgrade", "node"] for w, _ in commands(section.group(0))):
         raise Stop(
-            Blocker("-", sim.step, "kubeadm upgrade node", "never run: no node but the first is upgraded")
+            Blocker(
+                "-", sim.state.step, "kubeadm upgrade node", "never run: no node but the first is upgraded"
+            )
         )
     blocks = re.split(r"(?=^- `)", section.group(0), flags=re.M)
     for block in blocks:
         named = _CLUSTER.match(block)
         if named is None:
             continue
-        cluster = sim.clusters[named.group(1)]
+        cluster = sim.state.clusters[named.group(1)]
         control_plane = next(
             n.pool for n in cluster.nodes.values() if "node-role.kubernetes.io/control-plane" in n.labels
         )
@@ -149,7 +151,7 @@ def _packages_first(sim: Simulation, steps: list[tuple[list[str], list[str]]], n
     ]
     if missing:
         raise Stop(Blocker(
-            "-", sim.step, "kubeadm upgrade apply",
+            "-", sim.state.step, "kubeadm upgrade apply",
             f"the RUNBOOK never {missing[0]} before it needs it: a kubeadm held at the running minor "
             "refuses to upgrade the cluster past it",
         ))  # fmt: skip
@@ -160,7 +162,7 @@ def _drain_pool(sim: Simulation, cluster: Cluster, pool: str, size: int, budgets
     for budget in allowed:
         if size > budget.down:
             raise Stop(Blocker(
-                cluster.name, sim.step, f"pool {pool}",
+                cluster.name, sim.state.step, f"pool {pool}",
                 f"the runbook upgrades {size} at a time; the budget of {budget.pool} is {budget.down} "
                 f"({budget.why})",
             ))  # fmt: skip
@@ -169,19 +171,21 @@ def _drain_pool(sim: Simulation, cluster: Cluster, pool: str, size: int, budgets
         batch = hosts[start : start + size]
         running = [w for w in cluster.workloads.values() if w.running]
         waiting = cluster.drain(batch)
-        cluster.reconcile(sim.rails[cluster.name])
+        cluster.reconcile(sim.state.rails[cluster.name])
         stranded = [w for w in running if not w.running and w.template.ref not in waiting]
         if stranded:
             w = stranded[0]
             raise Stop(Blocker(
-                cluster.name, sim.step, w.owner,
+                cluster.name, sim.state.step, w.owner,
                 f"draining {', '.join(batch)} leaves {w.template.ref} without a place: {w.reason}",
             ))  # fmt: skip
         note = f"; waiting for their nodes: {', '.join(sorted(waiting))}" if waiting else ""
-        sim.result.timeline.append(
-            _event(cluster.name, sim.step, f"pool {pool}: {', '.join(batch)} drained, upgraded, back{note}")
+        sim.state.result.timeline.append(
+            _event(
+                cluster.name, sim.state.step, f"pool {pool}: {', '.join(batch)} drained, upgraded, back{note}"
+            )
         )
-        _uncordon(cluster, batch, sim.rails[cluster.name])
+        _uncordon(cluster, batch, sim.state.rails[cluster.name])
 
 
 def _uncordon(cluster: Cluster, batch: list[str], rails: dict[str, set[str]]) -> None:
@@ -199,10 +203,10 @@ def gang_job_with_a_node_down(sim: Simulation) -> None:
     """The widest queued GPU job (the acceptance run: whole nodes of a GPU pool) submitted while one
     GPU node is down: Kueue admits it by quota, its pods do not all fit, and it must give its nodes
     back (waitForPodsReady) rather than hold them; once the node returns it runs."""
-    for cluster in sim.clusters.values():
+    for cluster in sim.state.clusters.values():
         jobs = [
             w for w in cluster.workloads.values()
-            if w.template.kind == "Job" and w.done and cluster.queue_of(w) and w.owner in sim.apps
+            if w.template.kind == "Job" and w.done and cluster.queue_of(w) and w.owner in sim.state.apps
             and w.template.requests.get(GPU, 0) > 0
         ]  # fmt: skip
         gpu_nodes = sorted(n for n, node in cluster.nodes.items() if node.capacity.get(GPU))
@@ -211,29 +215,33 @@ def gang_job_with_a_node_down(sim: Simulation) -> None:
         job = max(jobs, key=lambda w: (w.template.replicas, w.template.ref))
         template = job.unadmitted or job.template
         node = gpu_nodes[0]
-        sim.step = f"day 2: {template.ref} submitted while {node} is down"
+        sim.state.step = f"day 2: {template.ref} submitted while {node} is down"
         cluster.lose_node(node)
         job.done, job.admitted, job.reason = False, None, "submitted again"
         job.template, job.unadmitted = template, None
         cluster.changes += 1
-        cluster.reconcile(sim.rails[cluster.name])
+        cluster.reconcile(sim.state.rails[cluster.name])
         if job.admitted and job.placed:
             gpus = sum(job.template.requests.get(GPU, 0) * n for n in job.placed.values())
-            raise Stop(Blocker(cluster.name, sim.step, job.owner, f"{job.template.ref} holds {gpus} GPUs on "
+            raise Stop(Blocker(cluster.name, sim.state.step, job.owner, f"{job.template.ref} holds {gpus} GPUs on "
                                f"{len(job.placed)} nodes while it waits for {node}: {job.reason}"))  # fmt: skip
-        sim.result.timeline.append(_event(cluster.name, sim.step, f"{job.template.ref}: {job.reason}"))
+        sim.state.result.timeline.append(
+            _event(cluster.name, sim.state.step, f"{job.template.ref}: {job.reason}")
+        )
         returned = cluster.nodes[node]
         returned.ready = returned.reporting = True
         returned.taints = [t for t in returned.taints if t not in NOT_READY]
         cluster.changes += 1
-        cluster.reconcile(sim.rails[cluster.name])
-        sim.step = f"day 2: {node} back"
+        cluster.reconcile(sim.state.rails[cluster.name])
+        sim.state.step = f"day 2: {node} back"
         if not job.done:
             raise Stop(
-                Blocker(cluster.name, sim.step, job.owner, f"{job.template.ref} never runs: {job.reason}")
+                Blocker(
+                    cluster.name, sim.state.step, job.owner, f"{job.template.ref} never runs: {job.reason}"
+                )
             )
-        sim.result.timeline.append(
-            _event(cluster.name, sim.step, f"{job.template.ref} admitted again and ran to completion")
+        sim.state.result.timeline.append(
+            _event(cluster.name, sim.state.step, f"{job.template.ref} admitted again and ran to completion")
         )
 
 
@@ -246,15 +254,15 @@ def a_gpu_breaks(sim: Simulation) -> None:
     node is one of its hosts and the admission policies admit its patch; then its script runs as
     shipped (scripts.py) against an API server that pretty-prints for curl and a Prometheus whose
     queries name those nodes."""
-    for cluster in sim.clusters.values():
+    for cluster in sim.state.clusters.values():
         gpu_nodes = sorted(n for n, node in cluster.nodes.items() if node.capacity.get(GPU))
         if not gpu_nodes:
             continue
         node = gpu_nodes[-1]
-        sim.step = f"day 2: a GPU of {node} reports Xid 79"
+        sim.state.step = f"day 2: a GPU of {node} reports Xid 79"
         why = _guard_cannot_cordon(cluster, node)
         if why:
-            raise Stop(Blocker(cluster.name, sim.step, node, f"stays schedulable: {why}"))
+            raise Stop(Blocker(cluster.name, sim.state.step, node, f"stays schedulable: {why}"))
         deployment = next(
             a.body for _, a in cluster.of_kind("Deployment") if a.body["metadata"]["name"] == guard.NAME
         )
@@ -286,13 +294,13 @@ def a_gpu_breaks(sim: Simulation) -> None:
             raise Stop(
                 Blocker(
                     cluster.name,
-                    sim.step,
+                    sim.state.step,
                     node,
                     f"{what}: the guard's pass (exit {run.returncode}) said: {said}",
                 )
             )
-        sim.result.timeline.append(_event(
-            cluster.name, sim.step,
+        sim.state.result.timeline.append(_event(
+            cluster.name, sim.state.step,
             f"{guard.NAME} cordoned {node} ({labels.get(guard.CORDON_LABEL)}), leaving {', '.join(by_hand)} "
             "(cordoned by a person) as they were",
         ))  # fmt: skip
@@ -351,8 +359,8 @@ def a_node_down_while_a_chart_bump_lands(sim: Simulation) -> None:
     app of the hub: each syncs by itself; the bumped DaemonSet app stays Progressing and holds nothing,
     and every other app converges. The same commit changes the last ApplicationSet: the hub's root
     applies only that set and waits only on its apps."""
-    assert sim.root is not None
-    hub = sim.clusters[sim.layout.hub.name]
+    assert sim.state.root is not None
+    hub = sim.state.clusters[sim.state.layout.hub.name]
     nodes = [
         n for n in sorted(hub.nodes)
         if any(w.template.daemon and n in w.placed for w in hub.workloads.values())
@@ -363,22 +371,23 @@ def a_node_down_while_a_chart_bump_lands(sim: Simulation) -> None:
     node = (gpu or nodes)[0]
     held = {w.owner for w in hub.workloads.values() if node in w.placed}
     daemon_apps = sorted(
-        {w.owner for w in hub.workloads.values() if w.template.daemon and node in w.placed} & set(sim.apps)
+        {w.owner for w in hub.workloads.values() if w.template.daemon and node in w.placed}
+        & set(sim.state.apps)
     )
-    quiet = [a for a in sim.apps.values() if a.generated_by and a.cluster is hub and a.name not in held]
+    quiet = [a for a in sim.state.apps.values() if a.generated_by and a.cluster is hub and a.name not in held]
     last = max(quiet, key=lambda a: (a.wave, a.name))
-    bumped = sim.apps[daemon_apps[0]]
-    sim.step = f"day 2: {node} NotReady while a chart bump lands on {bumped.name} and {last.name}"
+    bumped = sim.state.apps[daemon_apps[0]]
+    sim.state.step = f"day 2: {node} NotReady while a chart bump lands on {bumped.name} and {last.name}"
     affected = hub.lose_node(node)
-    hub.reconcile(sim.rails[hub.name])
+    hub.reconcile(sim.state.rails[hub.name])
     changes = {a.name: [_labelled(a.objects[-1]), *a.objects[:-1]] for a in (bumped, last)}
     for name in sorted(changes):
-        sim.apps[name].resync(changes[name])
+        sim.state.apps[name].resync(changes[name])
     root_tasks = _change_the_set_of(sim, last)
-    sim.settle()
+    sim.convergence.settle()
     sick = [
         a
-        for a in sim.apps.values()
+        for a in sim.state.apps.values()
         if a.name not in held and (a.health()[0] != HEALTHY or a.sync_status() != "Synced")
     ]
     if sick:
@@ -386,23 +395,23 @@ def a_node_down_while_a_chart_bump_lands(sim: Simulation) -> None:
         raise Stop(
             Blocker(
                 a.cluster.name,
-                sim.step,
+                sim.state.step,
                 a.name,
                 f"held by {node}: {a.sync_status()}, {a.health()[1] or a.waiting}",
             )
         )
-    if not sim.root.synced:
+    if not sim.state.root.synced:
         raise Stop(
             Blocker(
                 hub.name,
-                sim.step,
+                sim.state.step,
                 "root",
-                f"frozen: the changed ApplicationSet is never applied; {sim.root.waiting}",
+                f"frozen: the changed ApplicationSet is never applied; {sim.state.root.waiting}",
             )
         )
     status = bumped.health()
-    sim.result.timeline.append(_event(
-        hub.name, sim.step,
+    sim.state.result.timeline.append(_event(
+        hub.name, sim.state.step,
         f"{node} NotReady ({len(affected)} workloads); {len(daemon_apps)} DaemonSet apps Progressing "
         f"({bumped.name}: {bumped.sync_status()}, {status[0]}), holding nothing: {last.name} and every "
         f"other app converged, the root applied {root_tasks} changed object(s) and waited on them alone",
@@ -418,12 +427,12 @@ def _labelled(body: Mapping[str, Any]) -> dict[str, Any]:
 def _change_the_set_of(sim: Simulation, app: AppSync) -> int:
     """The root's copy of the app's ApplicationSet changes (a template change): the root syncs again,
     applying only what differs (ApplyOutOfSyncOnly). Returns how many objects it applies."""
-    assert sim.root is not None
+    assert sim.state.root is not None
     bodies = [
         _labelled(b) if b.get("kind") == "ApplicationSet" and b["metadata"]["name"] == app.generated_by else b
-        for b in sim.root.objects
+        for b in sim.state.root.objects
     ]
-    return len(sim.root.resync(bodies))
+    return len(sim.state.root.resync(bodies))
 
 
 def _event(cluster: str, step: str, what: str) -> Event:

@@ -45,11 +45,11 @@ VAP_BINDING = "ValidatingAdmissionPolicyBinding"
 
 
 def _event(sim: Simulation, cluster: str, what: str) -> None:
-    sim.result.timeline.append(Event(cluster, sim.step, what))
+    sim.state.result.timeline.append(Event(cluster, sim.state.step, what))
 
 
 def _stop(sim: Simulation, cluster: str, who: str, why: str) -> None:
-    raise Stop(Blocker(cluster, sim.step, who, why))
+    raise Stop(Blocker(cluster, sim.state.step, who, why))
 
 
 def _labelled(body: Mapping[str, Any], value: str) -> dict[str, Any]:
@@ -64,22 +64,26 @@ def land(
     """A commit: the apps whose objects changed go OutOfSync and sync by themselves. `first` refreshes
     and attempts its sync before the others (no order holds between apps)."""
     for name in sorted(changes, key=lambda n: n != first):
-        sim.apps[name].resync(list(changes[name]))
+        sim.state.apps[name].resync(list(changes[name]))
         if name == first:
-            sim.apps[name].step()
-    sim.settle()
+            sim.state.apps[name].step()
+    sim.convergence.settle()
 
 
 def _converged(sim: Simulation, *names: str) -> None:
     for name in names:
-        app = sim.apps[name]
+        app = sim.state.apps[name]
         status, why = app.health()
         if app.sync_status() != "Synced" or status != HEALTHY:
             _stop(sim, app.cluster.name, name, f"{app.sync_status()} and {status}: {why or app.waiting}")
 
 
 def _generated(sim: Simulation, cluster: str | None = None) -> list[AppSync]:
-    return [a for a in sim.apps.values() if a.generated_by and (cluster is None or a.cluster.name == cluster)]
+    return [
+        a
+        for a in sim.state.apps.values()
+        if a.generated_by and (cluster is None or a.cluster.name == cluster)
+    ]
 
 
 def _last(sim: Simulation, cluster: str) -> AppSync:
@@ -94,8 +98,8 @@ def _controller(sim: Simulation, app: AppSync) -> AppSetController:
 
 
 def _roots(sim: Simulation) -> list[RootSync]:
-    assert sim.root is not None
-    return [sim.root, *(a for a in sim.apps.values() if isinstance(a, RootSync))]
+    assert sim.state.root is not None
+    return [sim.state.root, *(a for a in sim.state.apps.values() if isinstance(a, RootSync))]
 
 
 # --- a chart bump, refreshed in the worst order ----------------------------------------------------
@@ -110,7 +114,9 @@ def a_chart_bump_refreshed_consumer_first(sim: Simulation) -> None:
         return
     provider, consumer, crd, cr = found
     group, kind = crd["spec"]["group"], crd["spec"]["names"]["kind"] + "Next"
-    sim.step = f"day 2: chart bump of {provider.name} adds {kind}, {consumer.name} uses it (refreshed first)"
+    sim.state.step = (
+        f"day 2: chart bump of {provider.name} adds {kind}, {consumer.name} uses it (refreshed first)"
+    )
     new_crd = copy.deepcopy(dict(crd))
     plural = new_crd["spec"]["names"]["plural"] + "nexts"
     new_crd["spec"]["names"] = {**new_crd["spec"]["names"], "kind": kind, "plural": plural}
@@ -120,7 +126,7 @@ def a_chart_bump_refreshed_consumer_first(sim: Simulation) -> None:
     new_cr = copy.deepcopy(dict(cr))
     new_cr["kind"] = kind
     new_cr["metadata"] = {**new_cr["metadata"], "name": f"{new_cr['metadata']['name']}-next"}
-    sim.providers.crds[(provider.cluster.name, group, kind)] = provider.name
+    sim.state.providers.crds[(provider.cluster.name, group, kind)] = provider.name
     _admit_kind(consumer, group, kind)  # synth adds it to the consumer's project; the root applies that
     before = len(consumer.failures)
     land(
@@ -155,12 +161,12 @@ def _admit_kind(sync: AppSync, group: str, kind: str) -> None:
 def _bump_pair(sim: Simulation) -> tuple[AppSync, AppSync, Any, Any] | None:
     """The first generated consumer of a CRD that another generated app of its cluster ships."""
     for consumer in sorted(
-        _generated(sim), key=lambda a: (a.cluster.name != sim.layout.hub.name, a.wave, a.name)
+        _generated(sim), key=lambda a: (a.cluster.name != sim.state.layout.hub.name, a.wave, a.name)
     ):
         for body in consumer.objects:
             group = body.get("apiVersion", "").rpartition("/")[0]
-            owner = sim.providers.crds.get((consumer.cluster.name, group, body.get("kind", "")))
-            provider = sim.apps.get(owner or "")
+            owner = sim.state.providers.crds.get((consumer.cluster.name, group, body.get("kind", "")))
+            provider = sim.state.apps.get(owner or "")
             if provider is None or provider is consumer or not provider.generated_by:
                 continue
             crd = next(
@@ -185,9 +191,9 @@ def an_admission_policy_drifts(sim: Simulation) -> None:
         if binding is None:
             continue
         key = key_of(binding)
-        sim.step = f"day 2: {show(key)} set to Audit by hand"
+        sim.state.step = f"day 2: {show(key)} set to Audit by hand"
         app.cluster.write_field(key, "/spec/validationActions", ["Audit"], None)
-        sim.settle()
+        sim.convergence.settle()
         live = app.cluster.objects[key].body
         if live.get("spec", {}).get("validationActions") != binding["spec"].get("validationActions"):
             _stop(
@@ -210,10 +216,10 @@ def an_admission_policy_drifts(sim: Simulation) -> None:
 def an_object_removed(sim: Simulation) -> None:
     """A commit removes an object from an app: the app's automated sync prunes it. One that keeps data
     or takes other objects with it (Prune=false) stays, and the app shows it as requiring pruning."""
-    app = _last(sim, sim.layout.hub.name)
+    app = _last(sim, sim.state.layout.hub.name)
     body = next((b for b in reversed(app.objects) if not keeps_data(b)), None)
     if body is not None:
-        sim.step = f"day 2: {show(key_of(body))} removed from {app.name}"
+        sim.state.step = f"day 2: {show(key_of(body))} removed from {app.name}"
         objects = list(app.objects)
         land(sim, {app.name: [b for b in objects if b is not body]})
         if key_of(body) in app.cluster.objects:
@@ -224,7 +230,7 @@ def an_object_removed(sim: Simulation) -> None:
     keeper = next(
         (
             a
-            for a in _generated(sim, sim.layout.hub.name)
+            for a in _generated(sim, sim.state.layout.hub.name)
             for b in a.objects
             if b.get("kind") == "CustomResourceDefinition"
         ),
@@ -233,7 +239,7 @@ def an_object_removed(sim: Simulation) -> None:
     if keeper is None:
         return
     crd = next(b for b in keeper.objects if b.get("kind") == "CustomResourceDefinition")
-    sim.step = f"day 2: {show(key_of(crd))} removed from {keeper.name} (a chart bump drops it)"
+    sim.state.step = f"day 2: {show(key_of(crd))} removed from {keeper.name} (a chart bump drops it)"
     before = set(keeper.cluster.objects)
     land(sim, {keeper.name: [b for b in keeper.objects if b is not crd]})
     gone = sorted(before - set(keeper.cluster.objects))
@@ -244,7 +250,7 @@ def an_object_removed(sim: Simulation) -> None:
             keeper.name,
             f"pruned {len(gone)} objects with it: {', '.join(show(k) for k in gone[:4])}",
         )
-    runbook = sim.texts[paths.bootstrap_dir(sim.variant) / paths.RUNBOOK]
+    runbook = sim.state.texts[paths.bootstrap_dir(sim.state.variant) / paths.RUNBOOK]
     if "Prune=false" not in runbook:
         _stop(
             sim,
@@ -265,17 +271,17 @@ def an_app_renamed(sim: Simulation) -> None:
     """An app's element renamed (a component or cluster key changed in config/): its ApplicationSet
     deletes the old Application and generates the new one, which adopts the objects. The deletion
     must delete nothing (no resources finalizer) and run no hook (none in dist/)."""
-    apps = _generated(sim, sim.layout.hub.name)
+    apps = _generated(sim, sim.state.layout.hub.name)
     old = next((a for a in apps if a.name.endswith("-node-feature-discovery")), None) or min(
         apps, key=lambda a: a.name
     )
     controller = _controller(sim, old)
     new_name = f"{old.name}-renamed"
-    sim.step = f"day 2: {old.name} renamed to {new_name}"
+    sim.state.step = f"day 2: {old.name} renamed to {new_name}"
     owned = sorted(k for k, a in old.cluster.objects.items() if a.owner == old.name)
     expanded = controller.expanded[old.name]
     deletion = controller.remove(old.name)
-    del sim.apps[old.name]
+    del sim.state.apps[old.name]
     if deletion.hooks:
         _stop(
             sim,
@@ -292,8 +298,8 @@ def an_app_renamed(sim: Simulation) -> None:
     renamed = copy.deepcopy(expanded.body)
     renamed["metadata"]["name"] = new_name
     new = type(expanded)(expanded.source, expanded.element_path, renamed)
-    controller.add(new, sim._app_sync(new))
-    sim.settle()
+    controller.add(new, sim.convergence.app_sync(new))
+    sim.convergence.settle()
     _converged(sim, new_name)
     adopted = [k for k in owned if k in old.cluster.objects and old.cluster.objects[k].owner == new_name]
     _event(
@@ -302,9 +308,9 @@ def an_app_renamed(sim: Simulation) -> None:
         f"{old.name} deleted without touching its {len(owned)} objects; {new_name} adopted {len(adopted)}",
     )
     controller.remove(new_name)  # renamed back, as the next commit would
-    del sim.apps[new_name]
-    controller.add(expanded, sim._app_sync(expanded))
-    sim.settle()
+    del sim.state.apps[new_name]
+    controller.add(expanded, sim.convergence.app_sync(expanded))
+    sim.convergence.settle()
     _converged(sim, old.name)
 
 
@@ -314,7 +320,7 @@ def an_app_renamed(sim: Simulation) -> None:
 def a_failed_app(sim: Simulation) -> None:
     """A commit breaks one app for good (an object of a kind no app serves) and changes another: the
     broken one stops after its retries, Degraded; the other lands. Nothing else waits on the first."""
-    hub = sim.layout.hub.name
+    hub = sim.state.layout.hub.name
     apps = sorted(_generated(sim, hub), key=lambda a: (a.wave, a.name))
     broken, other = apps[0], apps[-1]
     bad = {
@@ -322,7 +328,7 @@ def a_failed_app(sim: Simulation) -> None:
         "kind": "Widget",
         "metadata": {"name": "day-2", "namespace": broken.destination_namespace},
     }
-    sim.step = f"day 2: a commit breaks {broken.name} and changes {other.name}"
+    sim.state.step = f"day 2: a commit breaks {broken.name} and changes {other.name}"
     original = list(broken.objects)
     land(
         sim,
@@ -358,23 +364,23 @@ def a_spoke_in_trouble(sim: Simulation) -> None:
     """A spoke not registered (a new cluster before the RUNBOOK registers it, or its cluster Secret
     gone), then unreachable: its sets cannot generate, or its apps are Unknown; a hub change lands
     meanwhile, and the hub's root, which changed nothing, waits on nothing."""
-    hub = sim.layout.hub.name
-    for spoke in sim.layout.spokes:
+    hub = sim.state.layout.hub.name
+    for spoke in sim.state.layout.spokes:
         key = f"argocd/clusters/{spoke.name}"
         for trouble in ("not registered", "unreachable"):
-            sim.step = f"day 2: {spoke.name} {trouble} while a hub change lands"
-            saved = key in sim.vault.keys and trouble == "not registered"
+            sim.state.step = f"day 2: {spoke.name} {trouble} while a hub change lands"
+            saved = key in sim.state.vault.keys and trouble == "not registered"
             if saved:
-                sim.vault.keys.discard(key)
+                sim.state.vault.keys.discard(key)
             if trouble == "unreachable":
-                sim.unreachable.add(spoke.name)
-            sim.clusters[hub].changes += 1
+                sim.state.unreachable.add(spoke.name)
+            sim.state.clusters[hub].changes += 1
             other = _last(sim, hub)
             original = list(other.objects)
             land(sim, {other.name: [_labelled(original[0], spoke.name), *original[1:]]})
             _converged(sim, other.name)
             spoke_apps = _generated(sim, spoke.name)
-            if not spoke_apps or any(a.name not in sim.apps for a in spoke_apps):
+            if not spoke_apps or any(a.name not in sim.state.apps for a in spoke_apps):
                 _stop(sim, spoke.name, spoke.name, "its Applications were deleted")
             states = sorted({f"{a.sync_status()}/{a.health()[0]}" for a in spoke_apps})
             sets = sorted({_controller(sim, a).name for a in spoke_apps})
@@ -385,17 +391,17 @@ def a_spoke_in_trouble(sim: Simulation) -> None:
                 f"{other.name} synced; {spoke.name}'s {len(spoke_apps)} apps {', '.join(states)}, kept; {sets[0]}: {status} ({why})",
             )
             if saved:
-                sim.vault.keys.add(key)
-            sim.unreachable.discard(spoke.name)
-            sim.clusters[hub].changes += 1
+                sim.state.vault.keys.add(key)
+            sim.state.unreachable.discard(spoke.name)
+            sim.state.clusters[hub].changes += 1
             land(sim, {other.name: original})
             _converged(sim, *(a.name for a in spoke_apps), other.name)
 
 
 def _set_health(sim: Simulation, name: str) -> tuple[str, str]:
     """An ApplicationSet's health, as its root's sync waves would see it."""
-    hub = sim.clusters[sim.layout.hub.name]
-    found = hub.find("ApplicationSet", sim.argocd_namespace, name)
+    hub = sim.state.clusters[sim.state.layout.hub.name]
+    found = hub.find("ApplicationSet", sim.state.argocd_namespace, name)
     root = next(r for r in _roots(sim) if name in r.appsets)
     assert found is not None
     return root.object_health(found.body)

@@ -396,3 +396,17 @@ BUILTIN = {
 
 def group_of(body: Mapping[str, Any]) -> str:
     return str(body.get("apiVersion", "")).rpartition("/")[0]
+
+
+def made_secret(body: Mapping[str, Any]) -> tuple[str, str] | None:
+    """(namespace, name) of the Secret an object makes: itself, an ExternalSecret's target, a
+    Certificate's."""
+    kind, meta, spec = body.get("kind"), body.get("metadata") or {}, body.get("spec") or {}
+    ns = str(meta.get("namespace", ""))
+    if kind == "Secret":
+        return ns, str(meta["name"])
+    if kind == "ExternalSecret":
+        return ns, str((spec.get("target") or {}).get("name") or meta["name"])
+    if kind == "Certificate":
+        return ns, str(spec["secretName"])
+    return None

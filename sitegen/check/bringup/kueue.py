@@ -3,7 +3,9 @@ selects; with manageJobsWithoutQueueName, every workload of an enabled integrati
 one in the namespace's LocalQueue `default` if it exists, else held for good: kueue v0.19
 jobframework.ApplyDefaultLocalQueue and WorkloadShouldBeSuspended), and their admission in priority order into the nominal quota of their LocalQueue's
 ClusterQueue, preempting lower priorities of the same ClusterQueue where its withinClusterQueue policy
-allows. A workload Kueue has not admitted does not start (scheduling.py).
+allows. A ClusterQueue admits workloads only from the namespaces its namespaceSelector selects (unset:
+none, `{}`: all); another stays pending, "workload namespace doesn't match ClusterQueue selector"
+(v0.19.2 workload.ValidateAdmissibility). A workload Kueue has not admitted does not start (scheduling.py).
 
 At admission the first flavor that covers the workload's resources is assigned, and its node labels
 and tolerations are injected into the pods, as Kueue does.
@@ -174,6 +176,11 @@ class Kueue(ClusterObjects):
         cq = self.find("ClusterQueue", "", cq_name)
         if cq is None:
             return f"ClusterQueue {cq_name} does not exist"
+        if not _selects(cq.body, self.namespace_labels(w.template.namespace)):
+            return (
+                f"ClusterQueue {cq_name}: workload namespace doesn't match ClusterQueue selector "
+                f"({w.template.namespace} is outside its namespaceSelector)"
+            )
         quota = _quota(cq.body)
         need = _total(w)
         for resource in sorted(need):
@@ -246,6 +253,13 @@ class Kueue(ClusterObjects):
 @cache
 def _kueue_config(text: str) -> dict[str, Any]:
     return yaml.load(text, Loader=KubeLoader) or {}
+
+
+def _selects(cluster_queue: Mapping[str, Any], namespace_labels: Mapping[str, str]) -> bool:
+    """A ClusterQueue's namespaceSelector (kueue v0.19.2 cache/scheduler/clusterqueue.go through
+    metav1.LabelSelectorAsSelector): unset selects no namespace, `{}` every one."""
+    selector = (cluster_queue.get("spec") or {}).get("namespaceSelector")
+    return selector is not None and label_selector_matches(selector, namespace_labels)
 
 
 def _quota(cluster_queue: Mapping[str, Any]) -> dict[str, int]:

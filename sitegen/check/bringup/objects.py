@@ -21,7 +21,7 @@ from sitegen.check.bringup.kube import BUILTIN, Node, PodTemplate, group_of, pod
 from sitegen.check.bringup.references import external
 
 if TYPE_CHECKING:
-    from sitegen.check.bringup.secrets import Vault
+    from sitegen.check.bringup.vault import Vault
 
 Key = tuple[str, str, str, str]  # group, kind, namespace, name
 _UNSET = object()
@@ -78,6 +78,9 @@ class ClusterObjects:
         self.workloads: dict[Key, Workload] = {}
         self.assumed: set[str] = set()  # reviewed external objects it relied on (references.py)
         self.drives_initialized = False
+        self.volume_groups: dict[
+            str, set[str]
+        ] = {}  # pool -> LVM volume groups the runbook made on its hosts
         self.server_tls_bootstrap = False  # kubelets ask the cluster CA for serving certificates
         self.applier = "kubernetes-admin"  # who applies dist/ here (state.py: Argo CD's account)
         # Secrets that objects in dist/ make once their app syncs: (namespace, name) -> the app
@@ -88,6 +91,10 @@ class ClusterObjects:
         self.manager: tuple[str, str] | None = None  # the account that Argo CD manages it as
         # the API server's --enable-admission-plugins (beside those on by default)
         self.admission_plugins: frozenset[str] = frozenset()
+        # the API server's addresses (host, port) and the names its certificate holds (refusals/cilium.py)
+        self.api_server: tuple[frozenset[tuple[str, int]], frozenset[str]] = (frozenset(), frozenset())
+        # the configuration of each plugin in the API server's admission configuration file
+        self.plugin_configs: Mapping[str, Mapping[str, Any]] = {}
         self._producers: dict[tuple[str, str], Applied] = {}
         self._producers_at = -1
         self.cni_app = ""
@@ -182,10 +189,15 @@ class ClusterObjects:
         return [w for w in self.workloads.values() if w.owner == owner and w.template.kind != "CronJob"]
 
     def app_running(self, owner: str | None) -> bool:
-        """The controllers an Application ships are up: every Deployment and StatefulSet of it runs."""
+        """The controllers an Application ships are up: every Deployment and StatefulSet of it runs (not
+        those an operator makes of its custom resources: the operator may be among its controllers)."""
         if owner is None:
             return False
-        found = [w for w in self.owner_apps(owner) if w.template.kind in ("Deployment", "StatefulSet")]
+        found = [
+            w
+            for w in self.owner_apps(owner)
+            if w.template.kind in ("Deployment", "StatefulSet") and not w.operator
+        ]
         return bool(found) and all(w.running for w in found)
 
     def controller_running(self, group: str, kind: str) -> bool:

@@ -4,24 +4,48 @@ pool; a state per pool, and the store's once all are up), CloudNativePG's Cluste
 per node, on their volumes; its phase, which Argo CD's built-in check reads: healthy once every
 instance runs, stopped while a plugin it names is not there), the GPU Operator's ClusterPolicy (ready
 once the operator and Node Feature Discovery run) and the Network Operator's NicClusterPolicy (ready
-once the operator runs).
+once the operator runs), and Envoy Gateway's of Gateway API objects (refusals/gateway.py).
 
-Not modelled: the status of any other custom resource (Argo CD's rules alone judge it), and the operands
-of the GPU and Network Operators as workloads: what they advertise on nodes is nodes.py's.
+The workloads operators make of other custom resources are declared by the components that ship them
+(`Component.operands`, components/operands.py: prometheus-operator's Prometheus, PrometheusAgent and
+Alertmanager, Envoy Gateway's proxies of a Gateway): made once the resource is applied (again when an
+object it reads comes, while none of its pods is placed), owned by the resource's app, held while their
+operator is not running, and scheduled like any workload (placement, quotas, claims, pod refusals).
+
+Not modelled: the status of any other custom resource (Argo CD's rules alone judge it), the operands
+of the GPU and Network Operators as workloads (what they advertise on nodes is nodes.py's), a rollout
+of an operand whose resource changes once its pods are placed, the operand's removal with its resource.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, cast
 
 from sitegen.check.bringup.kube import PodTemplate, group_of
 from sitegen.check.bringup.nodes import KUBELET_SERVING, Nodes
-from sitegen.check.bringup.objects import Key, Workload, key_of
+from sitegen.check.bringup.objects import Applied, Key, Workload, key_of
+from sitegen.check.bringup.refusals import gateway
+from sitegen.components.catalog import COMPONENTS
+from sitegen.components.operands import Operand, Ref, pointer
 
 CNPG_CLUSTER = ("postgresql.cnpg.io", "Cluster")
 BARMAN_OBJECT_STORE = ("barmancloud.cnpg.io", "ObjectStore")
 BARMAN_PLUGIN = "barman-cloud.cloudnative-pg.io"
+OPERANDS = tuple(operand for component in COMPONENTS for operand in component.operands)
+
+
+def _readers(operands: tuple[Operand, ...]) -> dict[str, tuple[Operand, ...]]:
+    """kind -> the operands that read objects of it: their resources', and those their references name."""
+    found: dict[str, tuple[Operand, ...]] = {}
+    for operand in operands:
+        chains = [*operand.config, *((operand.only_if[0],) if operand.only_if else ())]
+        for kind in sorted({operand.kind, *(ref.kind for chain in chains for ref in chain)}):
+            found[kind] = (*found.get(kind, ()), operand)
+    return found
+
+
+_OPERANDS_READING = _readers(OPERANDS)
 
 
 class Operators(Nodes):
@@ -32,6 +56,26 @@ class Operators(Nodes):
         super().apply(body, owner)
         for pool_key, workload in _operator_workloads(body, owner):
             self.workloads.setdefault(pool_key, workload)
+        self._refresh_operands(str(body.get("kind")))
+
+    def _refresh_operands(self, kind: str) -> None:
+        """The workloads the components' declared operands make (`Component.operands`) of the resources
+        of their kind, made again when an object they read is applied (a GatewayClass after its Gateway,
+        Argo CD's kind order): a workload not yet placed takes the new template; a placed one keeps its
+        pods (a rollout is not modelled)."""
+        for operand in _OPERANDS_READING.get(kind, ()):
+            for _, applied in self.of_kind(operand.kind):
+                made = operand_workload(operand, applied.body, applied.owner, self.find)
+                if made is None:
+                    continue
+                key, workload = made
+                found = self.workloads.get(key)
+                if found is None:
+                    self.workloads[key] = workload
+                    self.changes += 1
+                elif not found.placed and found.template != workload.template:
+                    found.template, found.claim_classes = workload.template, workload.claim_classes
+                    self.changes += 1
 
     # ---- what operators write into the status of their custom resources -------------------------
     def controller_status(self, body: Mapping[str, Any]) -> dict[str, Any]:
@@ -51,6 +95,8 @@ class Operators(Nodes):
             return {"state": "ready" if self.controller_running(group, kind) else "notReady"}
         if (group, kind) == CNPG_CLUSTER:
             return self._database_status(body)
+        if group == gateway.GROUP:  # Envoy Gateway's status of Gateway API objects
+            return gateway.status_of(body, cast("gateway.GatewayView", self))
         return {}
 
     def _database_status(self, body: Mapping[str, Any]) -> dict[str, Any]:
@@ -96,6 +142,8 @@ class Operators(Nodes):
         if (group, kind) == CNPG_CLUSTER:
             w = self.workloads.get(("apps", "StatefulSet", ns, name))
             return f"its instances: {w.reason}" if w is not None and not w.running else None
+        if group == gateway.GROUP:
+            return gateway.behind(body, cast("gateway.GatewayView", self))
         return None
 
     def _certificate_denier(self, body: Mapping[str, Any]) -> Workload | None:
@@ -195,3 +243,62 @@ def _operator_workloads(body: Mapping[str, Any], owner: str) -> list[tuple[Key, 
         )
         found.append((("apps", "StatefulSet", meta["namespace"], name), workload))
     return found
+
+
+Find = Callable[[str, str, str], "Applied | None"]
+
+
+def _follow(body: Mapping[str, Any], chain: tuple[Ref, ...], find: Find) -> Mapping[str, Any] | None:
+    """The object a chain of references leads to from `body`, or None where a step names nothing there."""
+    for ref in chain:
+        name = pointer(body, ref.name)
+        namespace = "" if ref.cluster_scoped else pointer(body, ref.namespace) if ref.namespace else None
+        if namespace is None:
+            namespace = (body.get("metadata") or {}).get("namespace", "")
+        found = find(ref.kind, str(namespace), str(name)) if name else None
+        if found is None:
+            return None
+        body = found.body
+    return body
+
+
+def operand_workload(
+    operand: Operand, body: Mapping[str, Any], owner: str, find: Find
+) -> tuple[Key, Workload] | None:
+    """The workload an operator makes of the resource `body` as its component declares it, or None
+    where the operator leaves it alone (another controller's class)."""
+    if group_of(body) != operand.group:
+        return None
+    meta = body["metadata"]
+    name, namespace = str(meta["name"]), str(meta.get("namespace", ""))
+    if operand.only_if is not None:
+        chain, where, value = operand.only_if
+        target = _follow(body, chain, find)
+        if target is None or pointer(target, where) != value:
+            return None
+    config: Mapping[str, Any] = body
+    if operand.config:
+        config = next(
+            (c for c in (_follow(body, chain, find) for chain in operand.config) if c is not None), {}
+        )
+    spec = {f: v for f, where in operand.pod.items() if (v := pointer(config, where)) is not None}
+    container = {
+        "name": "main",
+        **operand.container,
+        "resources": pointer(config, operand.resources) or operand.default_resources,
+    }
+    spec["containers"] = [container]
+    labels = {k: v.format(name=name, namespace=namespace) for k, v in operand.labels.items()}
+    if operand.pod_labels:
+        labels.update(pointer(config, operand.pod_labels) or {})
+    replicas = pointer(config, operand.replicas)
+    target_ns = operand.namespace or namespace
+    workload_name = operand.workload_name(namespace, name)
+    template = PodTemplate(
+        operand.workload, target_ns, workload_name,
+        int(operand.default_replicas if replicas is None else replicas), {"labels": labels}, spec,
+    )  # fmt: skip
+    claim = pointer(config, operand.claim) if operand.claim else None
+    classes = () if claim is None else (pointer(claim, "/spec/storageClassName"),)
+    workload = Workload(template, owner, claim_classes=classes, operator=(operand.group, operand.kind))
+    return ("apps", operand.workload, target_ns, workload_name), workload

@@ -96,7 +96,7 @@ class Session:
         self.piped: str | None = None  # the key envsubst filled into the encryption configuration
 
     def stop(self, component: str, why: str) -> Stop:
-        return Stop(Blocker(self.cluster.name, self.sim.step, component, why))
+        return Stop(Blocker(self.cluster.name, self.sim.state.step, component, why))
 
     def run(self, text: str) -> None:
         for line, _ in shell_lines(text):
@@ -140,11 +140,11 @@ class Session:
     def _command(self, words: list[str]) -> None:
         tool, args = words[0], words[1:]
         if tool == "bash" and args:
-            self._script(self.sim._repo_path(args[-1]))
+            self._script(self.sim.state.repo_path(args[-1]))
         elif tool == "install" and len(args) >= 2:
             self._install(args[-2], args[-1])
         elif tool == "envsubst" and "<" in args:
-            self._envsubst(self.sim._repo_path(args[args.index("<") + 1]))
+            self._envsubst(self.sim.state.repo_path(args[args.index("<") + 1]))
         elif tool == "vault" and args[:2] in (["kv", "put"], ["kv", "patch"]):
             self._vault_write(args)
         elif tool == "kubeadm" and args[:3] == ["init", "phase", "upload-certs"]:
@@ -158,7 +158,7 @@ class Session:
             self._kubectl(args)
 
     def _script(self, script: PurePosixPath) -> None:
-        text = self.sim.texts.get(script, "")
+        text = self.sim.state.texts.get(script, "")
         pool = script.stem.split("-", 2)[-1]
         if pool != self.host.pool:
             raise self.stop(
@@ -176,12 +176,12 @@ class Session:
     def _install(self, source: str, target: str) -> None:
         self.host.files.add(target)
         if target.endswith(KUBELET_PATCH):
-            self.patch = self.sim._one(self.sim._repo_path(source), "KubeletConfiguration")
+            self.patch = self.sim.replay._one(self.sim.state.repo_path(source), "KubeletConfiguration")
         if target == ENCRYPTION_CONFIG:
             self.host.encryption_key = self.piped if source == "/dev/stdin" else "the key in git's template"
 
     def _envsubst(self, source: PurePosixPath) -> None:
-        text = self.sim.texts.get(source, "")
+        text = self.sim.state.texts.get(source, "")
         body = "\n".join(line for line in text.splitlines() if not line.startswith("#"))
         wanted = sorted(set(_VARIABLE.findall(body)))
         unset = [v for v in wanted if v not in self.env]
@@ -212,7 +212,7 @@ class Session:
         host, cluster = self.host, self.cluster
         if self.config is None:
             raise self.stop("kubeadm join", "no configuration file given")
-        docs = self.sim.tree.get(self.config, [])
+        docs = self.sim.state.tree.get(self.config, [])
         join = next((d for d in docs if d.get("kind") == "JoinConfiguration"), {})
         control_plane = "controlPlane" in join
         token = self.given.get("KUBEADM_TOKEN", "")
@@ -248,13 +248,13 @@ class Session:
             raise self.stop(host.name, "kubeadm's preflight refuses the join: a Node of that name is Ready")
         if node is not None:
             cluster.remove_node(host.name)
-        self.sim._join(cluster, self.config, self.patch, rebuilt=host)
+        self.sim.replay._join(cluster, self.config, self.patch, rebuilt=host)
 
     def _reset(self) -> None:
         """`kubeadm reset` on the member that leaves: it removes its own etcd member, its static pods go."""
         if self.leaving is None:
             return
-        refused = self.sim.etcd[self.cluster.name].remove(self.leaving)
+        refused = self.sim.state.etcd[self.cluster.name].remove(self.leaving)
         if refused:
             raise self.stop(self.leaving, f"kubeadm reset cannot remove its etcd member: {refused}")
 
@@ -264,13 +264,13 @@ class Session:
         if "exec" in args:
             pod = args[args.index("exec") + 1]
             member = pod.removeprefix("etcd-")
-            found = self.sim.etcd[cluster.name].members.get(member)
+            found = self.sim.state.etcd[cluster.name].members.get(member)
             node = cluster.nodes.get(member)
             if found is None or not found.started or node is None or not node.ready:
                 raise self.stop(pod, "kubectl exec into an etcd that does not run")
             removed = _REMOVED_ID.search(" ".join(args))
             if "remove" in args and removed:
-                refused = self.sim.etcd[cluster.name].remove(removed.group(1))
+                refused = self.sim.state.etcd[cluster.name].remove(removed.group(1))
                 if refused:
                     raise self.stop(removed.group(1), f"etcdctl member remove: {refused}")
             return
@@ -291,26 +291,26 @@ class Session:
                 cluster.delete(("batch", "Job", namespace, name))
         elif verb[:1] == ["wait"] and any(a.startswith("pod/etcd-") for a in args):
             member = next(a for a in args if a.startswith("pod/etcd-")).removeprefix("pod/etcd-")
-            found = self.sim.etcd[cluster.name].members.get(member)
+            found = self.sim.state.etcd[cluster.name].members.get(member)
             if found is None or found.learner or not found.started:
                 raise self.stop(f"pod/etcd-{member}", "never Ready: no started voting member of that name")
         else:
-            self.sim._kubectl(cluster, args, self.sim._path_argument(["kubectl", *args]))
-        cluster.reconcile(self.sim.rails[cluster.name])
+            self.sim.replay._kubectl(cluster, args, self.sim.replay._path_argument(["kubectl", *args]))
+        cluster.reconcile(self.sim.state.rails[cluster.name])
 
 
 def _kv_mount(sim: Simulation, layout: ClusterLayout) -> str:
     """The vault's KV mount, as the RUNBOOK's encryption key names it."""
-    runbook = sim.texts[paths.bootstrap_dir(sim.variant) / paths.RUNBOOK]
+    runbook = sim.state.texts[paths.bootstrap_dir(sim.state.variant) / paths.RUNBOOK]
     found = re.search(rf"vault kv put -cas=0 ([\w-]+)/kubernetes/{layout.name}/encryption", runbook)
     return found.group(1) if found else "secret"
 
 
 def _section(sim: Simulation, title: str) -> str:
-    runbook = sim.texts[paths.bootstrap_dir(sim.variant) / paths.RUNBOOK]
+    runbook = sim.state.texts[paths.bootstrap_dir(sim.state.variant) / paths.RUNBOOK]
     found = re.search(rf"^### {re.escape(title)}\n(.*?)(?=^##)", runbook, flags=re.S | re.M)
     if found is None:
-        raise Stop(Blocker("-", sim.step, "RUNBOOK.md", f"no section {title!r}"))
+        raise Stop(Blocker("-", sim.state.step, "RUNBOOK.md", f"no section {title!r}"))
     return found.group(1)
 
 
@@ -326,7 +326,7 @@ def _substituted(text: str, subs: dict[str, str]) -> str:
 def hosts_rebuilt(sim: Simulation) -> None:
     """Per cluster, its last control-plane member and the last host of each worker pool, lost and
     rebuilt empty, one after the other."""
-    for layout in sim.layout.clusters:
+    for layout in sim.state.layout.clusters:
         cp = layout.control_plane
         lost, healthy = cp.hosts[-1], cp.hosts[0]
         _rebuild(
@@ -353,22 +353,22 @@ def _address(layout: ClusterLayout, name: str) -> str:
 def _rebuild(
     sim: Simulation, layout: ClusterLayout, pool: PoolLayout, name: str, title: str, subs: dict[str, str]
 ) -> None:
-    cluster = sim.clusters[layout.name]
-    sim.step = f"day 2: {name} rebuilt ({title})"
+    cluster = sim.state.clusters[layout.name]
+    sim.state.step = f"day 2: {name} rebuilt ({title})"
     text = _substituted(_section(sim, title), subs)
     held = [w for w in cluster.workloads.values() if name in w.placed and w.running]
     cluster.lose_node(name)
-    etcd = sim.etcd.get(layout.name)
+    etcd = sim.state.etcd.get(layout.name)
     if pool.is_control_plane and etcd is not None:
         etcd.members[name].started = False
-    cluster.reconcile(sim.rails[cluster.name])
+    cluster.reconcile(sim.state.rails[cluster.name])
     host = RebuiltHost(name, pool.name, _address(layout, name))
     Session(sim, cluster, layout, host).run(text)
-    cluster.reconcile(sim.rails[cluster.name])
+    cluster.reconcile(sim.state.rails[cluster.name])
     _judge(sim, layout, cluster, name, held)
-    sim.result.timeline.append(Event(cluster.name, sim.step, (
+    sim.state.result.timeline.append(Event(cluster.name, sim.state.step, (
         f"{name} rebuilt empty: baseline, {len(host.files)} host files, a new token"
-        + (", the certificates uploaded again, etcd " + f"{len(sim.etcd[layout.name].members)} members" if pool.is_control_plane else "")
+        + (", the certificates uploaded again, etcd " + f"{len(sim.state.etcd[layout.name].members)} members" if pool.is_control_plane else "")
         + f"; Ready, {len(held)} workloads back"
     )))  # fmt: skip
 
@@ -376,23 +376,27 @@ def _rebuild(
 def _judge(sim: Simulation, layout: ClusterLayout, cluster: Cluster, name: str, held: list[Any]) -> None:
     node = cluster.nodes.get(name)
     if node is None or not node.ready:
-        raise Stop(Blocker(cluster.name, sim.step, name, "never comes back Ready"))
+        raise Stop(Blocker(cluster.name, sim.state.step, name, "never comes back Ready"))
     if CORDONED in node.taints:
-        raise Stop(Blocker(cluster.name, sim.step, name, "stays cordoned: the section never uncordons it"))
-    etcd = sim.etcd[layout.name]
+        raise Stop(
+            Blocker(cluster.name, sim.state.step, name, "stays cordoned: the section never uncordons it")
+        )
+    etcd = sim.state.etcd[layout.name]
     members = sorted(h.name for h in layout.control_plane.hosts)
     if sorted(etcd.members) != members or not etcd.healthy():
         state = ", ".join(
             f"{n}{'' if m.started else ' (down)'}{' (learner)' if m.learner else ''}"
             for n, m in sorted(etcd.members.items())
         )
-        raise Stop(Blocker(cluster.name, sim.step, "etcd", f"members {state}, not {', '.join(members)}"))
+        raise Stop(
+            Blocker(cluster.name, sim.state.step, "etcd", f"members {state}, not {', '.join(members)}")
+        )
     down = [w for w in held if not w.running and not w.done]
     if down:
         raise Stop(
             Blocker(
                 cluster.name,
-                sim.step,
+                sim.state.step,
                 down[0].owner,
                 f"{down[0].template.ref} does not run again: {down[0].reason}",
             )
@@ -402,7 +406,7 @@ def _judge(sim: Simulation, layout: ClusterLayout, cluster: Cluster, name: str, 
         raise Stop(
             Blocker(
                 cluster.name,
-                sim.step,
+                sim.state.step,
                 missing[0].owner,
                 f"{missing[0].template.ref} has no pod on {name} again",
             )
@@ -412,13 +416,20 @@ def _judge(sim: Simulation, layout: ClusterLayout, cluster: Cluster, name: str, 
 def _move(sim: Simulation, layout: ClusterLayout, old: str, new: str) -> None:
     """The state before the move was merged (the old member a node and in etcd, the new host not in
     the cluster), then the section."""
-    cluster = sim.clusters[layout.name]
-    sim.step = f"day 2: {move_title(layout.name, old, new)}"
+    cluster = sim.state.clusters[layout.name]
+    sim.state.step = f"day 2: {move_title(layout.name, old, new)}"
     text = _section(sim, move_title(layout.name, old, new))
-    etcd = sim.etcd[layout.name]
+    etcd = sim.state.etcd[layout.name]
     template = cluster.nodes[new]
     address = next(
-        (str(h.address) for c in sim.layout.clusters for p in c.pools for h in p.hosts if h.name == old), old
+        (
+            str(h.address)
+            for c in sim.state.layout.clusters
+            for p in c.pools
+            for h in p.hosts
+            if h.name == old
+        ),
+        old,
     )
     cluster.remove_node(new)
     del etcd.members[new]
@@ -427,15 +438,15 @@ def _move(sim: Simulation, layout: ClusterLayout, old: str, new: str) -> None:
         dict(template.capacity), dict(template.reserved), ready=True, address=address,
     )  # fmt: skip
     etcd.members[old] = Member(peer_url(address))
-    sim.rails[cluster.name][old] = set()
+    sim.state.rails[cluster.name][old] = set()
     cluster.changes += 1
-    cluster.reconcile(sim.rails[cluster.name])
+    cluster.reconcile(sim.state.rails[cluster.name])
     host = RebuiltHost(new, layout.control_plane.name, _address(layout, new))
     Session(sim, cluster, layout, host, leaving=old).run(text)
-    cluster.reconcile(sim.rails[cluster.name])
+    cluster.reconcile(sim.state.rails[cluster.name])
     if old in cluster.nodes:
-        raise Stop(Blocker(cluster.name, sim.step, old, "stays a node of the cluster"))
+        raise Stop(Blocker(cluster.name, sim.state.step, old, "stays a node of the cluster"))
     _judge(sim, layout, cluster, new, [])
-    sim.result.timeline.append(Event(cluster.name, sim.step, (
+    sim.state.result.timeline.append(Event(cluster.name, sim.state.step, (
         f"{new} joined empty, {old} left; etcd {len(etcd.members)} members throughout the move or more"
     )))  # fmt: skip

@@ -2,7 +2,8 @@
 runbook.py reads them. kubeadm init and joins make nodes (NotReady, with the registration, labels,
 taints and kubelet reservations of the host files they name); `kubectl` labels nodes, applies files and
 folders of dist/ (the root Application starts Argo CD: convergence.py), waits on nodes and Deployments,
-issues a service-account token, initializes DirectPV's drives, cordons and uncordons nodes, makes a Job
+issues a service-account token, initializes DirectPV's drives, `vgcreate` makes an LVM volume group on the
+hosts of the pools the step's title names, cordons and uncordons nodes, makes a Job
 of a CronJob and waits for Jobs to complete; `vault` writes policies, auth mounts,
 roles and keys (and the keys a step lists are put in the vault); `mc` needs an S3 endpoint that answers;
 a host script (`bash <file>`) may call only tools its hosts have by then (HOST_TOOLS: the GPU driver's
@@ -16,7 +17,6 @@ scripts' own logic runs in tests), the hosts beyond the kubeadm and kubelet file
 from __future__ import annotations
 
 import copy
-import json
 import re
 from collections.abc import Mapping
 from pathlib import PurePosixPath
@@ -24,9 +24,11 @@ from typing import Any
 
 from constructs.kubeadm import KUBELET_PATCH
 from sitegen.check.bringup.cluster import Cluster
+from sitegen.check.bringup.convergence import Convergence
 from sitegen.check.bringup.etcd import Etcd, Member, peer_url
 from sitegen.check.bringup.events import Blocker, Stop
 from sitegen.check.bringup.host import RebuiltHost, api_server_files
+from sitegen.check.bringup.host_tools import HOST_TOOLS
 from sitegen.check.bringup.kube import (
     CORDONED,
     NOT_READY,
@@ -41,136 +43,108 @@ from sitegen.check.bringup.objects import key_of, show
 from sitegen.check.bringup.refusals import create_refusal
 from sitegen.check.bringup.runbook import RunbookStep, commands
 from sitegen.check.bringup.runtime import refusal, written_config
+from sitegen.check.bringup.services_replay import mc_command, vault_command
 from sitegen.check.bringup.state import SimulationState
+from sitegen.check.bringup.storage import step_pools
 from sitegen.model import paths
 
 CONTROL_PLANE_TAINT = Taint("node-role.kubernetes.io/control-plane", "", "NoSchedule")
 MAX_PODS = 110  # the kubelet's default
 EVICTION_HARD_MEMORY = 100 * 2**20  # the kubelet's default memory.available threshold
-# What no consumer's key may do: lift a lock, erase a version, change a bucket's protection or policy
-FORBIDDEN_S3_ACTIONS = {
-    "s3:BypassGovernanceRetention",
-    "s3:PutBucketObjectLockConfiguration",
-    "s3:PutObjectRetention",
-    "s3:PutBucketPolicy",
-    "s3:DeleteBucket",
-    "s3:PutLifecycleConfiguration",
-    "s3:PutBucketVersioning",
-    "s3:DeleteObjectVersion",  # a version deleted for good: versioning kept nothing
-}
 KUBELET_LABELS = {"kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64"}  # set by every kubelet
 
 
-def _gpu_driver(sim: RunbookReplay, cluster: str | None, pool: str) -> str | None:
-    """The GPU Operator installs the driver (in its container, root /run/nvidia/driver) on joined
-    nodes once its ClusterPolicy is ready."""
-    found = sim.clusters.get(cluster or "")
-    nodes = [n for n in found.nodes.values() if n.pool == pool] if found else []
-    if not nodes:
-        return "the hosts have not joined, and the GPU Operator installs the driver only on nodes"
-    policies = found.of_kind("ClusterPolicy") if found else []
-    if not policies or found.controller_status(policies[0][1].body).get("state") != "ready":  # type: ignore[union-attr]
-        return "the GPU Operator has not installed it (its ClusterPolicy is not ready)"
-    return None
+class RunbookReplay:
+    """The operator's commands over the simulation's state: applying the root Application starts Argo CD
+    (`Convergence.start_root`), and after a step what the controllers did goes to the timeline
+    (`Convergence.drain`, or `note_health` once Argo CD runs)."""
 
-
-def _never(sim: RunbookReplay, cluster: str | None, pool: str) -> str | None:
-    return "nothing in this site's plan installs it (the inbox RDMA stack has no such tool)"
-
-
-# Tools a host script may call beyond the base system, where each comes from, and whether it is on a
-# pool's hosts at the moment the runbook runs the script.
-HOST_TOOLS = {
-    "nvidia-smi": ("the GPU driver", _gpu_driver),
-    "ibdev2netdev": ("MLNX_OFED's host tools", _never),
-    "ibstat": ("infiniband-diags", _never),
-    "sminfo": ("infiniband-diags", _never),
-}
-
-
-class RunbookReplay(SimulationState):
-    """Mixed into `Simulation` (simulate.py) with `Convergence`: applying the root Application starts
-    Argo CD (`_start_root`), and after a step what the controllers did goes to the timeline (`_drain`,
-    or `_note_health` once Argo CD runs)."""
+    def __init__(self, state: SimulationState, convergence: Convergence) -> None:
+        self.state = state
+        self.convergence = convergence
 
     # ---- the runbook ---------------------------------------------------------------------------
-    def _run_step(self, step: RunbookStep) -> None:
-        self.step = step.label
+    def run_step(self, step: RunbookStep) -> None:
+        self.state.step = step.label
         cluster_name = step.cluster
         config: PurePosixPath | None = None
         patch: dict[str, Any] | None = None
-        for bullet in re.findall(r"^- `([\w./-]+)`: ", step.body, flags=re.M):
-            self.vault.keys.add(bullet)
+        for key, listed in re.findall(r"^- `([\w./-]+)`: (.*)$", step.body, flags=re.M):
+            self.state.vault.listed(key, listed)
         for words, heredoc in commands(step.body):
             tool = words[0]
             args = words[1:]
             target = self._path_argument(words)
             if target is not None and cluster_name is None:
-                cluster_name = self._cluster_of_path(target)
-            cluster = self.clusters.get(cluster_name or "")
+                cluster_name = self.state.cluster_of_path(target)
+            cluster = self.state.clusters.get(cluster_name or "")
             if tool == "envsubst" and target is not None:
                 config = target
             elif tool == "install" and target is not None and words[-1].endswith(KUBELET_PATCH):
                 patch = self._one(target, "KubeletConfiguration")
             elif tool == "install" and cluster_name is not None:  # a file placed on the cluster's hosts
-                self.host_files.setdefault(cluster_name, set()).add(words[-1])
+                self.state.host_files.setdefault(cluster_name, set()).add(words[-1])
             elif tool == "bash" and target is not None:  # on the hosts of the cluster the script is for
-                self._host_script(self._cluster_of_path(target) or cluster_name, target)
+                self._host_script(self.state.cluster_of_path(target) or cluster_name, target)
             elif tool == "kubeadm" and args[:1] in (["init"], ["join"]):
                 if config is None or cluster is None:
                     raise Stop(
-                        Blocker(cluster_name or "-", self.step, "kubeadm", "no configuration file given")
+                        Blocker(
+                            cluster_name or "-", self.state.step, "kubeadm", "no configuration file given"
+                        )
                     )
                 self._join(cluster, config, patch)
             elif tool == "kubectl" and cluster is not None:
                 self._kubectl(cluster, args, target)
             elif tool == "vault":
-                self._vault(args, heredoc)
+                vault_command(self.state, args, heredoc)
             elif tool == "mc":
-                self._mc(cluster, args)
-        for cluster in self.clusters.values():
-            cluster.reconcile(self.rails[cluster.name])
+                mc_command(self.state, cluster, args)
+            elif tool == "vgcreate" and cluster is not None:  # on the hosts of the pools the step names
+                cluster.vgcreate(args, step_pools(step.title, {p.name for p in self.state.hosts.values()}))
+        for cluster in self.state.clusters.values():
+            cluster.reconcile(self.state.rails[cluster.name])
         self._note_controllers()
 
     def _note_controllers(self) -> None:
         """What the controllers did so far, into the timeline (before Argo CD runs, as it happened)."""
-        if self.root is None:
-            self._drain()
+        if self.state.root is None:
+            self.convergence.drain()
         else:
-            self._note_health()
+            self.convergence.note_health()
 
     def _host_script(self, cluster_name: str | None, script: PurePosixPath) -> None:
         """A script the runbook runs on a pool's hosts: the tools it calls must be on those hosts by
         then (HOST_TOOLS); the fabric preparation names the pool's IPoIB interfaces."""
-        text = self.texts.get(script, "")
+        text = self.state.texts.get(script, "")
         pool = re.sub(r"^(fabric|host)-(prep|preflight|topology)-", "", script.stem)
         if script.name.startswith("host-prep-"):  # what containerd runs with from here on
-            self.runtimes[(cluster_name or "-", pool)] = written_config(text)
+            self.state.runtimes[(cluster_name or "-", pool)] = written_config(text)
         if script.name.startswith("fabric-prep-"):
-            self.prepared[pool] = set(re.findall(r'NAME="([\w.-]+)"', text))
+            self.state.prepared[pool] = set(re.findall(r'NAME="([\w.-]+)"', text))
         code = "\n".join(line.split("#", 1)[0] for line in text.splitlines())
         for tool, (source, provided) in sorted(HOST_TOOLS.items()):
             if not re.search(rf"(?<![\w-]){re.escape(tool)}(?![\w-])", code):
                 continue
-            why = provided(self, cluster_name, pool)
+            why = provided(self.state, cluster_name, pool)
             if why:
                 raise Stop(Blocker(
-                    cluster_name or "-", self.step, script.name,
+                    cluster_name or "-", self.state.step, script.name,
                     f"runs {tool} on the {pool} hosts, but {source} is not there yet: {why}",
                 ))  # fmt: skip
-        self._event(cluster_name or "-", f"{script.name} run on the {pool} hosts")
+        self.state.event(cluster_name or "-", f"{script.name} run on the {pool} hosts")
 
     def _path_argument(self, words: list[str]) -> PurePosixPath | None:
         for word in words:
             if word.startswith(f"{paths.REPO_DIST}/"):
-                return self._repo_path(word.rstrip("/"))
+                return self.state.repo_path(word.rstrip("/"))
         return None
 
     def _one(self, path: PurePosixPath, kind: str) -> dict[str, Any]:
-        for body in self.tree.get(path, []):
+        for body in self.state.tree.get(path, []):
             if body.get("kind") == kind:
                 return body
-        raise Stop(Blocker("-", self.step, str(path), f"no {kind} in the file"))
+        raise Stop(Blocker("-", self.state.step, str(path), f"no {kind} in the file"))
 
     # ---- hosts ---------------------------------------------------------------------------------
     def _api_server_files(self, cluster: Cluster, config: PurePosixPath, files: set[str]) -> None:
@@ -180,13 +154,13 @@ class RunbookReplay(SimulationState):
         join takes the ClusterConfiguration kubeadm keeps from the init)."""
         missing = [
             (flag, f)
-            for flag, f in api_server_files(self.cluster_setup.get(cluster.name, {}))
+            for flag, f in api_server_files(self.state.cluster_setup.get(cluster.name, {}))
             if f not in files
         ]
         if missing:
             flag, wanted = missing[0]
             raise Stop(Blocker(
-                cluster.name, self.step, str(config),
+                cluster.name, self.state.step, str(config),
                 f"kube-apiserver does not start: --{flag} names {wanted}, which no runbook step placed on "
                 "the control-plane host",
             ))  # fmt: skip
@@ -200,25 +174,25 @@ class RunbookReplay(SimulationState):
     ) -> None:
         """kubeadm init or join with `config`: every host it names on day 1, or the one `rebuilt` host
         (its runtime, files and rails its own, not its pool's)."""
-        docs = self.tree.get(config, [])
+        docs = self.state.tree.get(config, [])
         init = next((d for d in docs if d.get("kind") in ("InitConfiguration", "JoinConfiguration")), None)
         if init is None:
-            raise Stop(Blocker(cluster.name, self.step, str(config), "no Init/JoinConfiguration"))
+            raise Stop(Blocker(cluster.name, self.state.step, str(config), "no Init/JoinConfiguration"))
         registration = init.get("nodeRegistration") or {}
         control_plane = init["kind"] == "InitConfiguration" or "controlPlane" in init
         if init["kind"] == "InitConfiguration":
-            self.cluster_setup[cluster.name] = next(
+            self.state.cluster_setup[cluster.name] = next(
                 (d for d in docs if d.get("kind") == "ClusterConfiguration"), {}
             )
         if control_plane:
-            host_files = rebuilt.files if rebuilt else self.host_files.get(cluster.name, set())
+            host_files = rebuilt.files if rebuilt else self.state.host_files.get(cluster.name, set())
             self._api_server_files(cluster, config, host_files)
         patches = (init.get("patches") or {}).get("directory")
         if patches:
-            self.patch_dirs.setdefault(cluster.name, set()).add(patches)
+            self.state.patch_dirs.setdefault(cluster.name, set()).add(patches)
         extra = {a["name"]: a["value"] for a in registration.get("kubeletExtraArgs") or []}
         if "${NODE_NAME}" in str(registration.get("name", "")):
-            header = self.texts.get(config, "")
+            header = self.state.texts.get(config, "")
             addresses = dict(re.findall(r"\b([a-z][\w-]*)=(\d+\.\d+\.\d+\.\d+)", header))
             names = list(addresses)
         else:
@@ -230,7 +204,7 @@ class RunbookReplay(SimulationState):
             kubelet = next((d for d in docs if d.get("kind") == "KubeletConfiguration"), {})
             cluster.server_tls_bootstrap = bool(kubelet.get("serverTLSBootstrap"))
             # kubeadm's default since 1.22 where the configuration names none
-            self.cgroup_drivers[cluster.name] = str(kubelet.get("cgroupDriver", "systemd"))
+            self.state.cgroup_drivers[cluster.name] = str(kubelet.get("cgroupDriver", "systemd"))
         taints = registration.get("taints")
         pool_taints = (
             [CONTROL_PLANE_TAINT] if taints is None and control_plane
@@ -243,22 +217,24 @@ class RunbookReplay(SimulationState):
             labels["node-role.kubernetes.io/control-plane"] = ""
         if patch is None:
             raise Stop(Blocker(
-                cluster.name, self.step, str(config),
+                cluster.name, self.state.step, str(config),
                 f"joins {_names(names)} without kubelet reservations (no {KUBELET_PATCH} installed): pods "
                 "may request the memory the kubelet and container runtime live on",
             ))  # fmt: skip
         reserved = _reservations(patch)
         for name in names:
-            pool = self.hosts.get(name)
+            pool = self.state.hosts.get(name)
             if pool is None:
-                raise Stop(Blocker(cluster.name, self.step, name, "a host the model does not know joins"))
-            written = rebuilt.runtime if rebuilt else self.runtimes.get((cluster.name, pool.name))
-            runtime = refusal(written, self.cgroup_drivers.get(cluster.name, "systemd"))
+                raise Stop(
+                    Blocker(cluster.name, self.state.step, name, "a host the model does not know joins")
+                )
+            written = rebuilt.runtime if rebuilt else self.state.runtimes.get((cluster.name, pool.name))
+            runtime = refusal(written, self.state.cgroup_drivers.get(cluster.name, "systemd"))
             if runtime:
                 raise Stop(
                     Blocker(
                         cluster.name,
-                        self.step,
+                        self.state.step,
                         name,
                         f"kubeadm {init['kind'][:-13].lower()} stops: {runtime}",
                     )
@@ -274,25 +250,30 @@ class RunbookReplay(SimulationState):
                 name, pool.name, {**KUBELET_LABELS, "kubernetes.io/hostname": name, **labels},
                 [*pool_taints, *NOT_READY], capacity, dict(reserved), address=addresses.get(name, ""),
             )  # fmt: skip
-            self.rails[cluster.name][name] = rebuilt.rails if rebuilt else self.prepared.get(pool.name, set())
+            self.state.rails[cluster.name][name] = (
+                rebuilt.rails if rebuilt else self.state.prepared.get(pool.name, set())
+            )
             if control_plane:
                 self._etcd_member(cluster, init, name, addresses.get(name, ""))
         cluster.nodes_changed()
         cluster.changes += 1
-        self._event(cluster.name, f"{len(names)} node(s) joined NotReady: {_names(names)}")
+        self.state.event(cluster.name, f"{len(names)} node(s) joined NotReady: {_names(names)}")
 
     def _etcd_member(self, cluster: Cluster, init: Mapping[str, Any], name: str, address: str) -> None:
         """The node's etcd member: the first of the cluster at init, a learner promoted at a join."""
         endpoint = (init.get("controlPlane") or init).get("localAPIEndpoint") or {}
         url = peer_url(str(endpoint.get("advertiseAddress") or address))
         if init["kind"] == "InitConfiguration":
-            self.etcd[cluster.name] = Etcd({name: Member(url)})
+            self.state.etcd[cluster.name] = Etcd({name: Member(url)})
             return
-        refused = self.etcd.setdefault(cluster.name, Etcd()).join(name, url)
+        refused = self.state.etcd.setdefault(cluster.name, Etcd()).join(name, url)
         if refused:
             raise Stop(
                 Blocker(
-                    cluster.name, self.step, name, f"kubeadm join stops adding its etcd member: {refused}"
+                    cluster.name,
+                    self.state.step,
+                    name,
+                    f"kubeadm join stops adding its etcd member: {refused}",
                 )
             )
 
@@ -315,40 +296,42 @@ class RunbookReplay(SimulationState):
             pairs = dict(a.split("=", 1) for a in rest if "=" in a and not a.startswith("-"))
             for name in names:
                 if name not in cluster.nodes:
-                    raise Stop(Blocker(cluster.name, self.step, name, "labels a node that has not joined"))
+                    raise Stop(
+                        Blocker(cluster.name, self.state.step, name, "labels a node that has not joined")
+                    )
                 cluster.nodes[name].labels.update(pairs)
             cluster.nodes_changed()
             cluster.changes += 1
         elif verb == "apply" and target is not None:
             self._apply(cluster, target)
         elif verb == "wait":
-            cluster.reconcile(self.rails[cluster.name])
+            cluster.reconcile(self.state.rails[cluster.name])
             self._wait(cluster, args)
         elif "create" in args and args[args.index("create") + 1 : args.index("create") + 2] == ["token"]:
             account = args[args.index("token") + 1]
             namespace = args[args.index("-n") + 1] if "-n" in args else "default"
             if cluster.find("ServiceAccount", namespace, account) is None:
                 raise Stop(Blocker(
-                    cluster.name, self.step, f"ServiceAccount {namespace}/{account}",
+                    cluster.name, self.state.step, f"ServiceAccount {namespace}/{account}",
                     "a token for a service account that does not exist",
                 ))  # fmt: skip
             cluster.manager = (namespace, account)
-            self._event(cluster.name, f"token issued for {namespace}/{account}")
+            self.state.event(cluster.name, f"token issued for {namespace}/{account}")
         elif verb == "directpv" and "init" in args:
             cluster.drives_initialized = True
             cluster.changes += 1
-            self._event(cluster.name, "DirectPV drives initialized")
+            self.state.event(cluster.name, "DirectPV drives initialized")
 
     def _apply(self, cluster: Cluster, target: PurePosixPath) -> None:
         if target.suffix == ".yaml":
-            bodies, owner = list(self.tree.get(target, [])), "runbook"
+            bodies, owner = list(self.state.tree.get(target, [])), "runbook"
         else:
-            bodies = self._docs_under(target)
+            bodies = self.state.docs_under(target)
             owner = f"{cluster.name}-{target.name}" if target.parent.name == cluster.name else "runbook"
         if not bodies:
-            raise Stop(Blocker(cluster.name, self.step, str(target), "nothing to apply there"))
+            raise Stop(Blocker(cluster.name, self.state.step, str(target), "nothing to apply there"))
         if any(b.get("kind") == "Application" and b["metadata"]["name"] == "root" for b in bodies):
-            self._start_root(bodies[0])
+            self.convergence.start_root(bodies[0])
             return
         for body in sorted(
             bodies, key=lambda b: (b.get("kind") != "CustomResourceDefinition", b.get("kind") != "Namespace")
@@ -356,18 +339,22 @@ class RunbookReplay(SimulationState):
             _, kind, ns, _ = key_of(body)
             if ns and not cluster.has_namespace(ns):
                 raise Stop(
-                    Blocker(cluster.name, self.step, show(key_of(body)), f"namespace {ns} does not exist")
+                    Blocker(
+                        cluster.name, self.state.step, show(key_of(body)), f"namespace {ns} does not exist"
+                    )
                 )
             if not cluster.serves(*key_of(body)[:2]):
                 raise Stop(
-                    Blocker(cluster.name, self.step, show(key_of(body)), f"the cluster serves no {kind}")
+                    Blocker(
+                        cluster.name, self.state.step, show(key_of(body)), f"the cluster serves no {kind}"
+                    )
                 )
             refused = create_refusal(body, cluster)
             if refused:
-                raise Stop(Blocker(cluster.name, self.step, show(key_of(body)), refused))
+                raise Stop(Blocker(cluster.name, self.state.step, show(key_of(body)), refused))
             cluster.apply(body, owner)
-        cluster.reconcile(self.rails[cluster.name])
-        self._event(cluster.name, f"applied {target.name}: {len(bodies)} objects")
+        cluster.reconcile(self.state.rails[cluster.name])
+        self.state.event(cluster.name, f"applied {target.name}: {len(bodies)} objects")
 
     def _cordon(self, cluster: Cluster, names: list[str], *, cordoned: bool) -> None:
         """kubectl cordon: the node takes no new pod but those that tolerate its cordon (DaemonSets'
@@ -375,10 +362,10 @@ class RunbookReplay(SimulationState):
         for name in (n for n in names if not n.startswith("-")):
             node = cluster.nodes.get(name)
             if node is None:
-                raise Stop(Blocker(cluster.name, self.step, name, "cordons a node that has not joined"))
+                raise Stop(Blocker(cluster.name, self.state.step, name, "cordons a node that has not joined"))
             node.taints = [t for t in node.taints if t != CORDONED] + ([CORDONED] if cordoned else [])
         cluster.changes += 1
-        self._event(cluster.name, f"{'cordoned' if cordoned else 'uncordoned'} {_names(names)}")
+        self.state.event(cluster.name, f"{'cordoned' if cordoned else 'uncordoned'} {_names(names)}")
 
     def _job_from_cron_job(self, cluster: Cluster, args: list[str]) -> None:
         """kubectl create job <name> --from=cronjob/<cronjob>: a Job of the CronJob's template."""
@@ -388,11 +375,13 @@ class RunbookReplay(SimulationState):
         cron = cluster.find("CronJob", namespace, source)
         if cluster.find("Job", namespace, name) is not None:
             raise Stop(Blocker(
-                cluster.name, self.step, f"Job {namespace}/{name}",
+                cluster.name, self.state.step, f"Job {namespace}/{name}",
                 "kubectl create job: AlreadyExists (the Job of an earlier run is still there: delete it first)",
             ))  # fmt: skip
         if cron is None:
-            raise Stop(Blocker(cluster.name, self.step, f"CronJob {namespace}/{source}", "does not exist"))
+            raise Stop(
+                Blocker(cluster.name, self.state.step, f"CronJob {namespace}/{source}", "does not exist")
+            )
         template = copy.deepcopy(cron.body["spec"]["jobTemplate"])
         body = {"apiVersion": "batch/v1", "kind": "Job",
                 "metadata": {**(template.get("metadata") or {}), "name": name, "namespace": namespace},
@@ -415,7 +404,7 @@ class RunbookReplay(SimulationState):
             shared = pinned & _pinned_nodes(cluster, found.body)
             if shared and (w is None or not w.done):
                 raise Stop(Blocker(
-                    cluster.name, self.step, f"Job {namespace}/{name}",
+                    cluster.name, self.state.step, f"Job {namespace}/{name}",
                     f"started while Job {ns}/{other} waits for the same node {min(shared)}: each may hold "
                     "one of its nodes and wait forever for the other's",
                 ))  # fmt: skip
@@ -429,16 +418,21 @@ class RunbookReplay(SimulationState):
                 if w is None or not w.done:
                     why = w.reason if w is not None else "it does not exist"
                     raise Stop(
-                        Blocker(cluster.name, self.step, f"Job {namespace}/{name}", f"never completes: {why}")
+                        Blocker(
+                            cluster.name,
+                            self.state.step,
+                            f"Job {namespace}/{name}",
+                            f"never completes: {why}",
+                        )
                     )
             self._note_controllers()  # the Jobs' completions come before the wait that saw them
-            self._event(cluster.name, f"{len(jobs)} Jobs completed in {namespace}")
+            self.state.event(cluster.name, f"{len(jobs)} Jobs completed in {namespace}")
             return
         if "nodes" in args:
             down = [n for n in cluster.nodes.values() if not n.ready]
             if down:
-                raise Stop(Blocker(cluster.name, self.step, "nodes", self._not_ready(cluster, down)))
-            self._event(cluster.name, f"{len(cluster.nodes)} nodes Ready")
+                raise Stop(Blocker(cluster.name, self.state.step, "nodes", self._not_ready(cluster, down)))
+            self.state.event(cluster.name, f"{len(cluster.nodes)} nodes Ready")
         elif "deployment" in args and "-l" in args:
             ns = args[args.index("-n") + 1] if "-n" in args else "default"
             selector = dict(p.split("=", 1) for p in args[args.index("-l") + 1].split(","))
@@ -449,8 +443,8 @@ class RunbookReplay(SimulationState):
             down = [w for w in found if not w.running]
             if not found or down:
                 what = f"{down[0].template.ref}: {down[0].reason}" if down else "no Deployment matches"
-                raise Stop(Blocker(cluster.name, self.step, ns, what))
-            self._event(cluster.name, f"{len(found)} Deployments Available in {ns}")
+                raise Stop(Blocker(cluster.name, self.state.step, ns, what))
+            self.state.event(cluster.name, f"{len(found)} Deployments Available in {ns}")
 
     def _not_ready(self, cluster: Cluster, down: list[Node]) -> str:
         agents = [
@@ -462,88 +456,6 @@ class RunbookReplay(SimulationState):
             or "the CNI agent is not on them"
         )
         return f"{len(down)} nodes NotReady ({_names([n.name for n in down])}): {why}"
-
-    def _mc(self, cluster: Cluster | None, args: list[str]) -> None:
-        """The MinIO client: `alias set` names an S3 endpoint; every other command needs that endpoint
-        to answer, i.e. an ObjectStore that serves the name with every server pool up."""
-        if args[:2] == ["alias", "set"]:
-            self.mc_aliases[args[2]] = args[3].removeprefix("https://").split("/")[0]
-            return
-        words = [a for a in args if not a.startswith("-")]
-        alias = next((w.split("/")[0] for w in words[1:] if w.split("/")[0] in self.mc_aliases), None)
-        if alias is None:
-            named = next((w.split("/")[0] for w in words[1:] if "/" in w), words[-1] if words else "")
-            raise Stop(Blocker(
-                cluster.name if cluster else "-", self.step, "mc",
-                f"`mc {' '.join(args[:3])}`: no alias {named!r} (the runbook never runs `mc alias set`)",
-            ))  # fmt: skip
-        host = self.mc_aliases[alias]
-        if args[:3] == ["admin", "user", "svcacct"] and "add" in args:
-            self._key_policy(cluster, args)
-        why = self._s3_blocker(host)
-        if why:
-            raise Stop(Blocker(
-                cluster.name if cluster else "-", self.step, "mc", f"`mc {' '.join(args[:3])}`: {host}: {why}"
-            ))  # fmt: skip
-
-    def _key_policy(self, cluster: Cluster | None, args: list[str]) -> None:
-        """A consumer's key is limited by its policy (without one it holds the root's rights): the
-        policy must be there and grant nothing that unlocks or administers."""
-        name = args[args.index("--name") + 1] if "--name" in args else "?"
-        where = cluster.name if cluster else "-"
-        if "--policy" not in args:
-            raise Stop(
-                Blocker(
-                    where,
-                    self.step,
-                    f"S3 key {name}",
-                    "created without --policy: it holds every right of the root",
-                )
-            )
-        found = self._repo_path(args[args.index("--policy") + 1])
-        text = self.texts.get(found)
-        if text is None:
-            raise Stop(Blocker(where, self.step, f"S3 key {name}", f"its policy {found} is not in dist/"))
-        actions = {a for s in json.loads(text).get("Statement", []) for a in s.get("Action", [])}
-        forbidden = sorted(
-            a for a in actions if a in FORBIDDEN_S3_ACTIONS or a.endswith("*") or a.startswith("admin:")
-        )
-        if forbidden:
-            raise Stop(
-                Blocker(where, self.step, f"S3 key {name}", f"its policy grants {', '.join(forbidden)}")
-            )
-
-    def _s3_blocker(self, host: str) -> str | None:
-        for cluster in self.clusters.values():
-            for key, applied in cluster.of_kind("ObjectStore"):
-                spec = applied.body.get("spec") or {}
-                names = ((spec.get("certificates") or {}).get("config") or {}).get("dnsNames") or []
-                if host not in names:
-                    continue
-                service = ((spec.get("services") or {}).get("minio") or {}).get("serviceType")
-                if service != "LoadBalancer":
-                    return f"the ObjectStore's S3 Service is {service}: nothing outside cluster {cluster.name} reaches it"
-                down = cluster.controller_status(applied.body)
-                if down.get("currentState") != "Initialized":
-                    state = down.get("currentState", "no status: the AIStor operator is not running")
-                    return f"S3 does not answer yet (ObjectStore {key[2]}/{key[3]}: {state})"
-                return cluster.load_balancer_blocker()
-        return "no ObjectStore of the variant serves this name"
-
-    def _vault(self, args: list[str], heredoc: list[str]) -> None:
-        if args[:2] == ["policy", "write"]:
-            self.vault.policies[args[2]] = set(
-                re.findall(r'path "[\w-]+/data/([\w./-]+)"', "\n".join(heredoc))
-            )
-        elif args[:1] == ["write"] and args[1].startswith("auth/") and args[1].endswith("/config"):
-            mount = args[1].removeprefix("auth/").removesuffix("/config")
-            self.vault.mounts[mount] = dict(a.split("=", 1) for a in args[2:] if "=" in a)
-        elif args[:1] == ["write"] and args[1].startswith("auth/") and "/role/" in args[1]:
-            mount, _, role = args[1].removeprefix("auth/").partition("/role/")
-            self.vault.roles[(mount, role)] = dict(a.split("=", 1) for a in args[2:] if "=" in a)
-        elif args[:2] == ["kv", "put"]:
-            path = next(a for a in args[2:] if not a.startswith("-"))
-            self.vault.keys.add(path.partition("/")[2])  # <kv mount>/<key>
 
 
 def _reservations(patch: Mapping[str, Any] | None) -> dict[str, int]:

@@ -2,24 +2,28 @@
 node selector and affinity, hard topology-spread keys and tolerations admit it (kube.py); a pod fits
 beside what is placed there (requests plus one pod). A DaemonSet takes a pod on every candidate; other
 workloads go one pod at a time to the candidate with the largest free share of cpu, among those Ready
-(any, for a pod on the host network) and, under a required anti-affinity on the hostname, without one
-of its pods yet. A workload runs once its pods are placed; a Job completes at once and gives its nodes
-back. A node lost (NotReady) and a drain release pods as the node lifecycle controller and `kubectl
-drain` do.
+(any, for a pod on the host network) that the InterPodAffinity filter admits (kube-scheduler v1.35:
+required pod affinity and anti-affinity terms against the pods placed so far, its own included; the
+topology key's node label as the domain; the terms' namespaces and namespaceSelector). A workload runs
+once its pods are placed; a Job completes at once and gives its nodes back. A node lost (NotReady)
+and a drain release pods as the node lifecycle controller and `kubectl drain` do.
 
 A pod's host ports (hostPort, or every container port on the host network) must be free on the node
 (the NodePorts filter).
 
-Not modelled: the scheduler's scoring beyond that spread, pod affinity to other workloads, the balance a
-topology spread asks for, preemption by PriorityClass (Kueue's is kueue.py's), ephemeral storage, time.
+Not modelled: the scheduler's scoring beyond that spread (preferred affinity terms among it), the
+balance a topology spread asks for, pods bound to nodes without the scheduler (static pods: their
+labels are not matched), preemption by PriorityClass (Kueue's is kueue.py's), ephemeral storage, time.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 from sitegen.check.bringup.kube import CORDONED, NOT_READY, Node, PodTemplate, add
 from sitegen.check.bringup.objects import ClusterObjects, Key, Workload
+from sitegen.check.labels import label_selector_matches
 
 # the CSI drivers whose volumes live on one node's drives (DirectPV, TopoLVM): a claim of a class they
 # provision ties its pod to that node
@@ -79,6 +83,7 @@ class Scheduling(ClusterObjects):
         t = w.template
         nodes, refused = self._candidates(t)
         requests = {**t.requests, "pods": 1}
+        existing = _affinity_peers(t, self.workloads.values(), self.namespace_labels)
         if t.daemon:
             if not nodes:
                 return f"no node takes it ({_summary(refused)})"
@@ -93,6 +98,9 @@ class Scheduling(ClusterObjects):
                     return f"{short} does not fit on {node.name} ({_free(node, short)})"
                 if not (node.ready or t.host_network):
                     return f"{node.name} is NotReady (no CNI yet) and the pod is not on the host network"
+                apart = interpod_refusal(t, node, existing, self.nodes, self.namespace_labels)
+                if apart:
+                    return f"its pod for {node.name} stays Pending: {apart}"
             for node in nodes:
                 if node.name not in w.placed:
                     add(node.used, requests)
@@ -101,14 +109,20 @@ class Scheduling(ClusterObjects):
             return None
         pending = t.replicas - sum(w.placed.values())
         while pending > 0:
-            usable = [
+            fitting = [
                 n for n in nodes
-                if (n.ready or t.host_network) and not n.fits(requests)
-                and not (t.one_per_node and n.name in w.placed)
-                and not _port_conflict(n, t)
+                if (n.ready or t.host_network) and not n.fits(requests) and not _port_conflict(n, t)
             ]  # fmt: skip
+            apart: dict[str, int] = {}
+            usable = []
+            for n in fitting:
+                why = interpod_refusal(t, n, existing, self.nodes, self.namespace_labels)
+                if why is None:
+                    usable.append(n)
+                else:
+                    apart[why] = apart.get(why, 0) + 1
             if not usable:
-                return self._unplaceable(t, nodes, refused, requests, w)
+                return self._unplaceable(t, nodes, refused, requests, apart)
             node = max(usable, key=lambda n: (_share(n), n.name))
             add(node.used, requests)
             _take_ports(node, t)
@@ -122,13 +136,15 @@ class Scheduling(ClusterObjects):
         nodes: list[Node],
         refused: dict[str, int],
         requests: dict[str, int],
-        w: Workload,
+        apart: dict[str, int],
     ) -> str:
         if not nodes:
             return f"no node takes it ({_summary(refused)})"
         ready = [n for n in nodes if n.ready or t.host_network]
         if not ready:
             return f"its {len(nodes)} candidate nodes are NotReady (no CNI yet)"
+        if apart:  # nodes it fits on, refused by the InterPodAffinity filter
+            return f"0/{len(ready)} candidate nodes are available: {_summary(apart)}"
         short = sorted({n.fits(requests) for n in ready if n.fits(requests)} - {None})
         if short:
             best = max(ready, key=lambda n: n.free(short[0]))
@@ -136,7 +152,7 @@ class Scheduling(ClusterObjects):
                 f"{short[0]} does not fit: {amount(short[0], requests[short[0]])} per pod, at most "
                 f"{_free(best, short[0])} on any of {len(ready)} candidate nodes"
             )
-        return f"one pod per node and only {len(ready)} candidate nodes"
+        return f"host ports taken on all {len(ready)} candidate nodes"
 
     def node_local(self, w: Workload) -> bool:
         """Whether a claim of the workload is of a class whose volumes stay on one node."""
@@ -291,3 +307,115 @@ def _summary(refused: Mapping[str, int]) -> str:
         "; ".join(f"{n} nodes: {why}" for why, n in sorted(refused.items(), key=lambda kv: -kv[1]))
         or "no nodes"
     )
+
+
+# ---- inter-pod affinity (kube-scheduler v1.35 plugins/interpodaffinity, required terms) --------------
+AFFINITY_REFUSED = "node(s) didn't match pod affinity rules"
+ANTI_AFFINITY_REFUSED = "node(s) didn't match pod anti-affinity rules"
+EXISTING_ANTI_AFFINITY_REFUSED = "node(s) didn't satisfy existing pods anti-affinity rules"
+Placed = tuple[PodTemplate, Mapping[str, int]]  # a workload's pods: its template, node -> pods
+
+
+def required_terms(t: PodTemplate, kind: str) -> list[Mapping[str, Any]]:
+    """The required terms of the pod's `podAffinity` or `podAntiAffinity`."""
+    found = ((t.spec.get("affinity") or {}).get(kind) or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    )
+    return list(found or [])
+
+
+def term_matches(
+    term: Mapping[str, Any],
+    owner: PodTemplate,
+    pod: PodTemplate,
+    namespace_labels: Callable[[str], Mapping[str, str]],
+) -> bool:
+    """Whether `pod` is one the term of `owner`'s pods selects: in the term's namespaces (`namespaces`
+    and those `namespaceSelector` selects, `{}` all; neither: the owner's own), its labelSelector (null:
+    none) with the owner's values of matchLabelKeys (In) and mismatchLabelKeys (NotIn) added, as the API
+    server merges them at the pod's creation."""
+    names, selector = term.get("namespaces") or [], term.get("namespaceSelector")
+    if not names and selector is None:
+        inside = pod.namespace == owner.namespace
+    else:
+        inside = pod.namespace in names or (
+            selector is not None and label_selector_matches(selector, namespace_labels(pod.namespace))
+        )
+    labels = term.get("labelSelector")
+    if not inside or labels is None:
+        return False
+    merged = [
+        *(labels.get("matchExpressions") or []),
+        *({"key": k, "operator": "In", "values": [owner.labels[k]]} for k in term.get("matchLabelKeys") or [] if k in owner.labels),
+        *({"key": k, "operator": "NotIn", "values": [owner.labels[k]]} for k in term.get("mismatchLabelKeys") or [] if k in owner.labels),
+    ]  # fmt: skip
+    return label_selector_matches({**labels, "matchExpressions": merged}, pod.labels)
+
+
+def _affinity_peers(
+    t: PodTemplate, workloads: Iterable[Workload], namespace_labels: Callable[[str], Mapping[str, str]]
+) -> list[Placed]:
+    """The workloads whose placed pods the InterPodAffinity filter weighs for `t`'s pods: those its terms
+    select, and those with anti-affinity terms (which may refuse `t`). Their `placed` stays live, so the
+    pods of `t` placed one by one count for the next."""
+    own = [*required_terms(t, "podAffinity"), *required_terms(t, "podAntiAffinity")]
+    return [
+        (w.template, w.placed)
+        for w in workloads
+        if w.template.kind != "CronJob" and (
+            required_terms(w.template, "podAntiAffinity")
+            or any(term_matches(term, t, w.template, namespace_labels) for term in own)
+        )
+    ]  # fmt: skip
+
+
+def interpod_refusal(
+    t: PodTemplate,
+    node: Node,
+    existing: list[Placed],
+    nodes: Mapping[str, Node],
+    namespace_labels: Callable[[str], Mapping[str, str]],
+) -> str | None:
+    """The InterPodAffinity filter for a pod of `t` on `node`, against the pods placed so far: its
+    required affinity (the node has every term's topology key, and in each term's domain runs a pod that
+    matches all terms; the first pod of a set that matches its own terms passes while no pod anywhere
+    matches them), its required anti-affinity (no matching pod in the term's domain), and the existing
+    pods' anti-affinity terms that match it (no such pod in their domain)."""
+
+    def domain(name: str, key: str) -> str | None:
+        found = nodes.get(name)
+        return None if found is None else found.labels.get(key)
+
+    affinity = required_terms(t, "podAffinity")
+    if affinity:
+        if any(term["topologyKey"] not in node.labels for term in affinity):
+            return AFFINITY_REFUSED
+        matching = [
+            placed for owner, placed in existing
+            if any(placed.values()) and all(term_matches(term, t, owner, namespace_labels) for term in affinity)
+        ]  # fmt: skip
+        satisfied = all(
+            any(domain(n, term["topologyKey"]) == node.labels[term["topologyKey"]] for placed in matching for n in placed)
+            for term in affinity
+        )  # fmt: skip
+        first = not matching and all(term_matches(term, t, t, namespace_labels) for term in affinity)
+        if not (satisfied or first):
+            return AFFINITY_REFUSED
+    for term in required_terms(t, "podAntiAffinity"):
+        key = term["topologyKey"]
+        if key in node.labels and any(
+            domain(n, key) == node.labels[key]
+            for owner, placed in existing if term_matches(term, t, owner, namespace_labels)
+            for n, pods in placed.items() if pods
+        ):  # fmt: skip
+            return ANTI_AFFINITY_REFUSED
+    for owner, placed in existing:
+        for term in required_terms(owner, "podAntiAffinity"):
+            key = term["topologyKey"]
+            if (
+                key in node.labels
+                and term_matches(term, owner, t, namespace_labels)
+                and any(pods and domain(n, key) == node.labels[key] for n, pods in placed.items())
+            ):
+                return EXISTING_ANTI_AFFINITY_REFUSED
+    return None

@@ -1,4 +1,4 @@
-"""Secrets and who may read them: the vault the runbook fills (`Vault`: auth mounts, roles, policies,
+"""Secrets and who may read them: the vault the runbook fills (vault.py: auth mounts, roles, policies,
 keys), External Secrets' stores and their login to it, cert-manager's Certificates and their issuers'
 CA Secrets, which object makes which Secret, and the RBAC the vault login and Argo CD's credential on a
 spoke depend on (`may`: the ClusterRoles bound to a service account, with Kubernetes' bootstrap roles
@@ -14,12 +14,13 @@ grants limited to resourceNames in `may`.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from constructs.secrets import read_keys
+from sitegen.check.bringup.kube import made_secret
 from sitegen.check.bringup.objects import Applied, ClusterObjects
 from sitegen.check.bringup.references import WRITTEN_BY_JOBS, Writer
+from sitegen.check.bringup.refusals.controllers import vault_login_refusal
 
 # ClusterRoles every cluster has from Kubernetes' bootstrap policy (bootstrappolicy/policy.go), as far as
 # dist/ binds them: nothing in dist/ renders them, so they are known here, by name, with their rules.
@@ -29,16 +30,6 @@ BOOTSTRAP_CLUSTER_ROLES: dict[str, list[dict[str, list[str]]]] = {
         {"apiGroups": ["authorization.k8s.io"], "resources": ["subjectaccessreviews"], "verbs": ["create"]},
     ],
 }
-
-
-@dataclass
-class Vault:
-    """What the runbook's vault steps set up: per cluster auth mount, roles, policies, and keys."""
-
-    keys: set[str] = field(default_factory=set)
-    mounts: dict[str, dict[str, str]] = field(default_factory=dict)  # auth mount -> its config
-    roles: dict[tuple[str, str], dict[str, str]] = field(default_factory=dict)  # (mount, role) -> params
-    policies: dict[str, set[str]] = field(default_factory=dict)  # policy -> readable keys
 
 
 class Secrets(ClusterObjects):
@@ -67,6 +58,13 @@ class Secrets(ClusterObjects):
             return f"vault role {kube.get('role')} is not bound to namespace {account_ns}"
         if self.find("ServiceAccount", account_ns, account.get("name", "")) is None:
             return f"ServiceAccount {account_ns}/{account.get('name')} does not exist"
+        vault = (store.body["spec"].get("provider") or {}).get("vault") or {}
+        refused = vault_login_refusal(
+            self, self.provider_of_kind("external-secrets.io", kind), str(vault.get("server", "")),
+            (account_ns, account.get("name", "")),
+        )  # fmt: skip
+        if refused:
+            return refused
         return self._vault_login(kube.get("mountPath", "kubernetes"), (account_ns, account.get("name", "")))
 
     def _vault_login(self, mount: str, account: tuple[str, str]) -> str | None:
@@ -108,6 +106,15 @@ class Secrets(ClusterObjects):
                 return f"the vault holds no {key}"
             if readable and key not in readable:
                 return f"no policy of the store's role reads {key}"
+        for item in body["spec"].get("data") or []:
+            ref = item.get("remoteRef") or {}
+            if ref.get("property") and self.vault.missing_property(ref["key"], ref["property"]):
+                # external-secrets v2.9.0 providers/v1/vault/client_get.go getSecretValue: errSecretKeyFmt
+                held = ", ".join(sorted(self.vault.properties[ref["key"]] or ())) or "nothing"
+                return (
+                    f'SecretSyncedError: cannot find secret data for key: "{ref["property"]}" (the vault\'s '
+                    f"{ref['key']} holds {held}): the target Secret is not created"
+                )
         return None
 
     def certificate_ready(self, namespace: str, name: str) -> bool:
@@ -139,26 +146,12 @@ class Secrets(ClusterObjects):
         owner = self.provider_of_kind("cert-manager.io", "ClusterIssuer")
         return next((w.template.namespace for w in self.owner_apps(owner or "")), "cert-manager")
 
-    @staticmethod
-    def made_secret(body: Mapping[str, Any]) -> tuple[str, str] | None:
-        """(namespace, name) of the Secret an object makes: itself, an ExternalSecret's target, a
-        Certificate's."""
-        kind, meta, spec = body.get("kind"), body.get("metadata") or {}, body.get("spec") or {}
-        ns = str(meta.get("namespace", ""))
-        if kind == "Secret":
-            return ns, str(meta["name"])
-        if kind == "ExternalSecret":
-            return ns, str((spec.get("target") or {}).get("name") or meta["name"])
-        if kind == "Certificate":
-            return ns, str(spec["secretName"])
-        return None
-
     def _secret_producers(self) -> dict[tuple[str, str], Applied]:
         """(namespace, Secret name) -> the object that makes it: a Secret, ExternalSecret or Certificate."""
         if self._producers_at != len(self.objects):
             self._producers = {}
             for applied in self.objects.values():
-                made = self.made_secret(applied.body)
+                made = made_secret(applied.body)
                 if made is not None:
                     self._producers[made] = applied
             self._producers_at = len(self.objects)

@@ -7,25 +7,31 @@ that begins "Once `<app>` is Healthy" runs when that Application is. Argo CD's p
 Nothing is assumed that the RUNBOOK and dist/ do not say; what the simulation cannot know (a Secret a
 chart's own controller makes) is left out rather than guessed.
 
-`Simulation` composes the runbook replay (runbook_replay.py) and Argo CD's convergence
-(convergence.py) over the inputs and state they share (state.py).
+`Simulation` holds the state (state.py), Argo CD's convergence over it (convergence.py) and the runbook
+replay (runbook_replay.py), which is given the convergence to start Argo CD.
 """
 
 from __future__ import annotations
-
-from typing import Any
 
 from sitegen.check.bringup.convergence import Convergence
 from sitegen.check.bringup.events import Blocker, Result, Stop
 from sitegen.check.bringup.runbook import RunbookStep, runbook_steps
 from sitegen.check.bringup.runbook_replay import RunbookReplay
-from sitegen.model import paths
+from sitegen.check.bringup.state import SimulationState, Texts, Tree
+from sitegen.model import VariantLayout, paths
 
 
-class Simulation(RunbookReplay, Convergence):
-    # ---- the runbook ---------------------------------------------------------------------------
+class Simulation:
+    """The state of one variant's bring-up, Argo CD's convergence over it and the runbook's replay."""
+
+    def __init__(self, layout: VariantLayout, tree: Tree, texts: Texts, *, argocd_namespace: str) -> None:
+        self.state = SimulationState(layout, tree, texts, argocd_namespace=argocd_namespace)
+        self.convergence = Convergence(self.state)
+        self.replay = RunbookReplay(self.state, self.convergence)
+
     def run(self) -> Result:
-        runbook = self.texts.get(paths.bootstrap_dir(self.variant) / paths.RUNBOOK)
+        state = self.state
+        runbook = state.texts.get(paths.bootstrap_dir(state.variant) / paths.RUNBOOK)
         try:
             if runbook is None:
                 raise Stop(Blocker("-", "runbook", "RUNBOOK.md", "dist/ has no runbook"))
@@ -34,17 +40,8 @@ class Simulation(RunbookReplay, Convergence):
                 if step.after_app:
                     deferred.append(step)
                     continue
-                self._run_step(step)
-            self._converge(deferred)
+                self.replay.run_step(step)
+            self.convergence.converge(deferred, self.replay.run_step)
         except Stop as stop:
-            self.result.blocker = stop.blocker
-        return self.result
-
-    def replay_day2(self, budgets: dict[str, dict[str, Any]]) -> None:
-        """The day-2 scenarios on the installed site (day2.py); a blocker ends them."""
-        from sitegen.check.bringup import day2
-
-        try:
-            day2.replay(self, budgets)
-        except Stop as stop:
-            self.result.blocker = stop.blocker
+            state.result.blocker = stop.blocker
+        return state.result

@@ -20,7 +20,9 @@ from sitegen.check.bringup.cluster import Cluster
 from sitegen.check.bringup.etcd import Etcd
 from sitegen.check.bringup.events import Blocker, Event, Result, Stop
 from sitegen.check.bringup.health import HealthChecks
-from sitegen.check.bringup.secrets import Vault
+from sitegen.check.bringup.kube import made_secret
+from sitegen.check.bringup.refusals.cilium import api_server
+from sitegen.check.bringup.vault import Vault
 from sitegen.check.bringup.writers import FieldWriters
 from sitegen.components.catalog import COMPONENTS
 from sitegen.components.networking.cilium import Cilium
@@ -91,7 +93,7 @@ class SimulationState:
             else:
                 continue
             for body in docs:
-                made = Cluster.made_secret(body)
+                made = made_secret(body)
                 if made is not None:
                     cluster_of.made_later.setdefault(made, owner)
         for name, cluster in self.clusters.items():
@@ -99,9 +101,17 @@ class SimulationState:
                 docs for path, docs in tree.items()
                 if path.parent == paths.kubeadm_dir(self.variant, name) and path.name.startswith("init-")
             )  # fmt: skip
-            cluster.pod_security = _pod_security(
-                tree.get(paths.kubeadm_dir(self.variant, name) / ADMISSION_CONFIG, [])
-            )
+            admission = tree.get(paths.kubeadm_dir(self.variant, name) / ADMISSION_CONFIG, [])
+            cluster.api_server = api_server(
+                doc for path, docs in tree.items() if path.parent == paths.kubeadm_dir(self.variant, name)
+                for doc in docs if isinstance(doc, dict)
+            )  # fmt: skip
+            cluster.pod_security = _pod_security(admission)
+            cluster.plugin_configs = {
+                str(p.get("name")): p.get("configuration") or {}
+                for doc in admission
+                for p in doc.get("plugins") or []
+            }
         self.hosts = {h.name: pool for c in layout.clusters for pool in c.pools for h in pool.hosts}
         self.result = Result(layout.name)
         self.rails: dict[str, dict[str, set[str]]] = {c: {} for c in self.clusters}  # node -> interfaces
@@ -130,7 +140,7 @@ class SimulationState:
         self.step = "bare hosts"
 
     # ---- inputs --------------------------------------------------------------------------------
-    def _docs_in(self, folder: PurePosixPath) -> list[dict[str, Any]]:
+    def docs_in(self, folder: PurePosixPath) -> list[dict[str, Any]]:
         """The documents of the YAML files directly in `folder` (a directory source without recurse)."""
         return [
             body
@@ -140,7 +150,7 @@ class SimulationState:
             if isinstance(body, dict) and body.get("kind")
         ]
 
-    def _docs_under(self, folder: PurePosixPath) -> list[dict[str, Any]]:
+    def docs_under(self, folder: PurePosixPath) -> list[dict[str, Any]]:
         prefix = f"{folder}/"
         return [
             body
@@ -176,15 +186,15 @@ class SimulationState:
                         found.webhooks.setdefault((cluster, body["metadata"]["name"]), app)
         return found
 
-    def _repo_path(self, repo_path: str) -> PurePosixPath:
+    def repo_path(self, repo_path: str) -> PurePosixPath:
         found = paths.from_repo(repo_path.lstrip("/"))
         if found is None:
             raise Stop(Blocker("-", self.step, repo_path, "the path is not inside dist/"))
         return found
 
-    def _cluster_of_path(self, path: PurePosixPath) -> str | None:
+    def cluster_of_path(self, path: PurePosixPath) -> str | None:
         parts = path.parts
         return parts[2] if len(parts) > 2 and parts[1] in paths.CLUSTER_AREAS else None
 
-    def _event(self, cluster: str, what: str) -> None:
+    def event(self, cluster: str, what: str) -> None:
         self.result.timeline.append(Event(cluster, self.step, what))

@@ -10,7 +10,7 @@ from typing import Any
 
 from constructs.argocd import NAMED_CLUSTER_KINDS
 from sitegen.check.appsets import ExpandedApp
-from sitegen.check.project_policy import kind_permitted
+from sitegen.check.project_policy import destination_permitted, kind_permitted
 from sitegen.check.rules.base import Context, Violation, rule
 from sitegen.check.tree import Document
 from sitegen.model import paths
@@ -121,11 +121,7 @@ def _project_admits(ctx: Context) -> Iterator[Violation]:
                     f"{repo} not in {app.project}'s sourceRepos",
                 )
         server, namespace = app.destination
-        destinations = project.get("destinations") or []
-        if not any(
-            fnmatchcase(server, d.get("server", "")) and fnmatchcase(namespace, d.get("namespace", ""))
-            for d in destinations
-        ):
+        if not destination_permitted(project, server, namespace):
             yield Violation(
                 app.source,
                 _at(app, ".destination"),
@@ -133,11 +129,7 @@ def _project_admits(ctx: Context) -> Iterator[Violation]:
             )
         refused: dict[tuple[str, str], list[Document]] = {}
         for doc in _rendered_under(ctx, app):
-            if doc.namespace and not any(
-                fnmatchcase(server, d.get("server", ""))
-                and fnmatchcase(doc.namespace, d.get("namespace", ""))
-                for d in destinations
-            ):
+            if doc.namespace and not destination_permitted(project, server, doc.namespace):
                 yield Violation(
                     doc,
                     "$.metadata.namespace",

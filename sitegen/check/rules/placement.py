@@ -11,6 +11,7 @@ from constructs.namespaces import TOLERATIONS_WHITELIST
 from sitegen.check.bringup.kube import pod_template
 from sitegen.check.placement import reached_pools, taints_of, targeted_pools, tolerated_taints, tolerates
 from sitegen.check.rules.base import Context, Violation, rule
+from sitegen.check.tolerations import whitelist_admits
 from sitegen.check.tree import Document
 from sitegen.model import PoolLayout, Taint, paths
 
@@ -200,18 +201,10 @@ def _toleration_whitelist(ctx: Context) -> Iterator[Violation]:
         if template is None or whitelist is None:
             continue
         for i, toleration in enumerate(template.spec.get("tolerations") or []):
-            if not any(_same(toleration, w) for w in whitelist):
+            if not whitelist_admits(whitelist, toleration):
                 yield Violation(
                     doc,
                     f"$..tolerations[{i}]",
                     f"namespace {doc.namespace} admits no toleration {toleration.get('key')}"
                     f"={toleration.get('value', '')}:{toleration.get('effect', '')}",
                 )
-
-
-def _same(toleration: dict[str, str], allowed: dict[str, str]) -> bool:
-    """PodTolerationRestriction's match: key, operator, value and effect (not tolerationSeconds)."""
-    return all(
-        toleration.get(k, d) == allowed.get(k, d)
-        for k, d in (("key", ""), ("operator", "Equal"), ("value", ""), ("effect", ""))
-    )
