@@ -302,18 +302,17 @@ def bringup(config_dir: Path, dist_dir: Path, variants: tuple[str, ...]) -> None
     first blocker."""
     site = _load(config_dir)
     _require_dirs(dist_dir)
-    from sitegen.check.bringup import bringup as simulate
-    from sitegen.check.bringup import from_dist, timeline
+    from sitegen.check.bringup import bring_up_dist, timeline
 
-    failed = False
-    for variant in variants or tuple(site.variants):
+    chosen = list(variants or site.variants)
+    for variant in chosen:
         if not (dist_dir / variant).is_dir():
             click.echo(f"error: {dist_dir / variant}: not synthesized (run sitegen synth)", err=True)
             sys.exit(2)
-        result = simulate(site, variant, *from_dist(dist_dir, variant))
+    results = bring_up_dist(site, dist_dir, chosen)
+    for result in results:
         click.echo(timeline(result))
-        failed |= not result.ok
-    sys.exit(1 if failed else 0)
+    sys.exit(0 if all(r.ok for r in results) else 1)
 
 
 @cli.command()

@@ -191,13 +191,9 @@ class Convergence:
             return lambda: None
 
         def registered() -> str | None:
-            for (_, kind, ns, _), applied in hub.objects.items():
+            for (_, _, ns, _), applied in hub.of_kind("ExternalSecret"):
                 template = ((applied.body.get("spec") or {}).get("target") or {}).get("template") or {}
-                if (
-                    kind == "ExternalSecret"
-                    and ns == self.state.argocd_namespace
-                    and (template.get("data") or {}).get("server") == server
-                ):
+                if ns == self.state.argocd_namespace and (template.get("data") or {}).get("server") == server:
                     labels = (template.get("metadata") or {}).get("labels") or {}
                     if labels.get(CLUSTER_SECRET_LABEL) != "cluster":
                         return (

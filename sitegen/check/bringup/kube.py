@@ -8,6 +8,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
+from functools import cached_property
 from typing import Any
 
 from constructs.namespaces import DEFAULT_TOLERATIONS as ADMISSION_DEFAULT_TOLERATIONS
@@ -140,7 +141,8 @@ class Node:
 
 @dataclass(frozen=True)
 class PodTemplate:
-    """The pods one workload asks for."""
+    """The pods one workload asks for. What it derives from its spec is computed once: a template is
+    never changed, a new one replaces it (Kueue's flavor)."""
 
     kind: str
     namespace: str
@@ -153,7 +155,7 @@ class PodTemplate:
     def ref(self) -> str:
         return f"{self.kind} {self.namespace}/{self.name}"
 
-    @property
+    @cached_property
     def labels(self) -> dict[str, str]:
         return {k: str(v) for k, v in (self.metadata.get("labels") or {}).items()}
 
@@ -165,7 +167,7 @@ class PodTemplate:
     def host_network(self) -> bool:
         return bool(self.spec.get("hostNetwork"))
 
-    @property
+    @cached_property
     def tolerations(self) -> list[Mapping[str, Any]]:
         own = list(self.spec.get("tolerations") or [])
         for default in DEFAULT_TOLERATIONS:
@@ -177,7 +179,7 @@ class PodTemplate:
                 own.append(_HOST_NETWORK_DAEMONSET_TOLERATION)
         return own
 
-    @property
+    @cached_property
     def requests(self) -> dict[str, int]:
         """Sum of the containers, or the largest init container where that is more (per resource)."""
         total: dict[str, int] = {}
@@ -191,7 +193,7 @@ class PodTemplate:
                 total[name] = max(total.get(name, 0), amount)
         return {k: v for k, v in total.items() if v}
 
-    @property
+    @cached_property
     def host_ports(self) -> set[tuple[str, int]]:
         """The node ports its pod takes: each container port's hostPort, and on the host network every
         container port (the API server defaults hostPort to containerPort there)."""
@@ -214,7 +216,7 @@ class PodTemplate:
                 return True
         return False
 
-    @property
+    @cached_property
     def spread_keys(self) -> list[str]:
         """Topology keys of hard spread constraints: a node without the key is not a candidate."""
         return [

@@ -82,7 +82,11 @@ class Kueue(ClusterObjects):
         return frozenset(kind for f in frameworks for kind in INTEGRATION_KINDS.get(f, ()))
 
     def _kueue_configuration(self) -> tuple[Mapping[str, Any], str] | None:
-        """Kueue's controller configuration and the namespace it runs in; None without Kueue."""
+        """Kueue's controller configuration and the namespace it runs in; None without Kueue (found
+        again only once the cluster changed: every workload asks, every round)."""
+        return self.unchanged(("kueue configuration",), self._find_kueue_configuration)  # type: ignore[no-any-return]
+
+    def _find_kueue_configuration(self) -> tuple[Mapping[str, Any], str] | None:
         for _, applied in self.of_kind("ConfigMap"):
             text = (applied.body.get("data") or {}).get("controller_manager_config.yaml")
             if text:

@@ -12,7 +12,7 @@ live object only, never what an Application holds.
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -102,6 +102,7 @@ class ClusterObjects:
         self.log: list[str] = []
         self.devices_changed: set[str] = set()  # what the controllers did that an operator would want to see
         self.changes = 0  # bumped by every change of state: the simulation runs until it stops moving
+        self._answers: dict[tuple[Any, ...], tuple[int, Any]] = {}  # `unchanged`: key -> (changes, answer)
         # fields of live objects controllers wrote, in order: (object, JSON pointer, controller)
         self.written: list[tuple[Key, str, str]] = []
 
@@ -160,6 +161,16 @@ class ClusterObjects:
             )
         # the workloads an operator makes of a custom resource: Operators.apply (operators.py)
 
+    def unchanged(self, key: tuple[Any, ...], compute: Callable[[], Any]) -> Any:
+        """`compute()`, asked again only once the cluster changed: for answers that read the cluster's
+        objects alone and are asked every round (Kueue's configuration, a controller's vault login)."""
+        hit = self._answers.get(key)
+        if hit is not None and hit[0] == self.changes:
+            return hit[1]
+        answer = compute()
+        self._answers[key] = (self.changes, answer)
+        return answer
+
     def write_field(self, key: Key, pointer: str, value: Any, by: str | None) -> bool:
         """A controller (`by`) writes a field of a live object (a CA it injects, a Job it unsuspends),
         or a person edits it (`by` None: drift, not a controller's write): the object in the cluster
@@ -167,11 +178,16 @@ class ClusterObjects:
         applied = self.objects.get(key)
         if applied is None:
             return False
-        body = copy.deepcopy(dict(applied.body))
         *parents, last = [p.replace("~1", "/").replace("~0", "~") for p in pointer.strip("/").split("/")]
+        # copy on write along the pointer only: bodies are never changed in place, so the rest is shared
+        body = dict(applied.body)
         node: Any = body
         for part in parents:
-            node = node[int(part)] if isinstance(node, list) else node.setdefault(part, {})
+            if isinstance(node, list):
+                node[int(part)] = child = copy.copy(node[int(part)])
+            else:
+                node[part] = child = copy.copy(node.get(part, {}))
+            node = child
         current = node[int(last)] if isinstance(node, list) else node.get(last, _UNSET)
         if current == value:
             return False

@@ -333,6 +333,14 @@ def vault_login_refusal(
     """Why the secret-store controller of `app` cannot log in to the vault at `server` as the store's
     `account`: its ServiceAccount may not create that account's token (a VAULT_LOGIN call), or its
     namespace's policies keep it from the vault's name or address."""
+    return cluster.unchanged(  # type: ignore[no-any-return]
+        ("vault login", app, server, account), lambda: _vault_login_refusal(cluster, app, server, account)
+    )
+
+
+def _vault_login_refusal(
+    cluster: ClusterObjects, app: str | None, server: str, account: tuple[str, str]
+) -> str | None:
     url = urlsplit(server)
     vault = vault_destination(url.hostname or server, url.port or (443 if url.scheme == "https" else 80))
     for w in cluster.owner_apps(app or ""):
