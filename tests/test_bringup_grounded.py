@@ -270,16 +270,13 @@ def test_a_chart_secret_waits_for_the_job_that_writes_it(site, inputs):
 
 def test_bringup_prints_its_assumptions_and_each_is_reviewed(site, inputs):
     from sitegen.check.bringup.references import EXTERNAL
+    from sitegen.components.catalog import COMPONENTS
 
     result = run(site, inputs, ONE)
     assert result.ok
-    reasons = set(EXTERNAL.values())
+    reasons = set(EXTERNAL.values()) | {s.why for kind in COMPONENTS for s in kind.job_secrets}
     for line in result.assumed:
-        assert (
-            any(r in line for r in reasons)
-            or "written by Job" in line
-            or "not modelled, Healthy once applied" in line
-        ), line
+        assert any(r in line for r in reasons) or "not modelled, Healthy once applied" in line, line
     assert (
         "PriorityClass system-node-critical: built into every cluster (the API server creates it)"
         in result.assumed
@@ -536,3 +533,12 @@ def test_a_host_whose_containerd_has_no_cri(site, inputs):
         flags=re.M,
     )
     blocked(run(site, inputs, ONE, texts=texts), "cp01", "no sandbox image pinned")
+
+
+def test_a_chart_secret_its_component_no_longer_declares_is_a_blocker(site, inputs, monkeypatch):
+    """The Secrets chart Jobs write are the components' declarations: without Cilium's, nothing makes
+    Hubble's client certificates and Hubble Relay never starts."""
+    from sitegen.check.bringup import secrets
+
+    monkeypatch.delitem(secrets._JOB_SECRETS, "hubble-relay-client-certs")
+    blocked(run(site, inputs, ONE), "hubble-relay-client-certs", "nothing makes Secret")

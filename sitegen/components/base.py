@@ -19,7 +19,7 @@ from constructs import Construct
 from constructs.edge import Route
 from constructs.namespaces import PsaLevel, Quota
 from sitegen.components.operands import Operand
-from sitegen.components.ownership import WrittenField
+from sitegen.components.ownership import JobSecret, WrittenField
 from sitegen.components.patches import JsonPatch, ObjectPatch
 from sitegen.components.runtime_needs import RuntimeNeeds
 from sitegen.model import Placement
@@ -282,6 +282,8 @@ class Component:
     health_checks: ClassVar[Mapping[tuple[str, str], str]] = {}
     # Fields of objects in Git that this component's controllers rewrite once they run (see WrittenField).
     writes: ClassVar[tuple[WrittenField, ...]] = ()
+    # Secrets its own chart Jobs write at run time (the bring-up waits for the Job)
+    job_secrets: ClassVar[tuple[JobSecret, ...]] = ()
     # The workloads its operator makes of its custom resources (see Operand).
     operands: ClassVar[tuple[Operand, ...]] = ()
     # versions.yaml images this component sets, each with what uses it (a missing pin names it).

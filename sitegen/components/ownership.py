@@ -65,3 +65,14 @@ class WrittenField:
                     step.append((f"{where}/{part}", node[part]))
             found = step
         return [f"{where}/{last}" for where, node in found if isinstance(node, Mapping)]
+
+
+@dataclass(frozen=True)
+class JobSecret:
+    """A Secret this component's own chart Job writes when it runs (a password, certificates): nothing
+    in Git makes it, and it exists once a Job whose name starts with `job` has run to completion in the
+    Secret's namespace (charts add a hash to the name)."""
+
+    secret: str
+    job: str
+    why: str

@@ -111,7 +111,9 @@ def timeline(result: Result) -> str:
     if result.retried:
         lines.append(f"  {len(result.retried)} sync attempts failed and were retried by their own app")
     if result.assumed:
-        lines.append("  assumed (reviewed: check/bringup/references.py and health.py):")
+        lines.append(
+            "  assumed (reviewed: check/bringup/references.py, health.py, the components' job_secrets):"
+        )
         lines += [f"    - {what}" for what in result.assumed]
     lines.append(f"BLOCKED {result.blocker}" if result.blocker else "OK: every Application Healthy")
     return "\n".join(lines)

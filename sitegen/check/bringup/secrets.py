@@ -4,7 +4,7 @@ CA Secrets, which object makes which Secret, and the RBAC the vault login and Ar
 spoke depend on (`may`: the ClusterRoles bound to a service account, with Kubernetes' bootstrap roles
 that dist/ binds).
 
-A Secret a chart's own Job writes is there once that Job ran (references.py names them, reviewed).
+A Secret a chart's own Job writes is there once that Job ran (its component declares it: `job_secrets`).
 
 Not modelled: the rights of a vault mount's own token reviewer, issuers beyond the CA Secret a CA issuer names (any
 other issuer is ready once it exists), Roles and RoleBindings (only cluster-wide grants count), and
@@ -19,8 +19,12 @@ from typing import Any
 from constructs.secrets import read_keys
 from sitegen.check.bringup.kube import made_secret
 from sitegen.check.bringup.objects import Applied, ClusterObjects
-from sitegen.check.bringup.references import WRITTEN_BY_JOBS, Writer
 from sitegen.check.bringup.refusals.controllers import vault_login_refusal
+from sitegen.components.catalog import COMPONENTS
+from sitegen.components.ownership import JobSecret
+
+# Secret name -> the chart Job that writes it, as the components declare them
+_JOB_SECRETS = {s.secret: s for kind in COMPONENTS for s in kind.job_secrets}
 
 # ClusterRoles every cluster has from Kubernetes' bootstrap policy (bootstrappolicy/policy.go), as far as
 # dist/ binds them: nothing in dist/ renders them, so they are known here, by name, with their rules.
@@ -164,7 +168,7 @@ class Secrets(ClusterObjects):
         if producer is None and (namespace, name) in self.made_later:
             return f"{self.made_later[(namespace, name)]} makes it and has not synced"
         if producer is None:
-            writer = WRITTEN_BY_JOBS.get((namespace, name))
+            writer = _JOB_SECRETS.get(name)
             if writer is not None:
                 return self._written_by_job(namespace, name, writer)
             if self.resolves("Secret", namespace, name):
@@ -177,7 +181,7 @@ class Secrets(ClusterObjects):
             return self.certificate_blocker(producer.body)
         return None
 
-    def _written_by_job(self, namespace: str, name: str, writer: Writer) -> str | None:
+    def _written_by_job(self, namespace: str, name: str, writer: JobSecret) -> str | None:
         jobs = [
             w for w in self.workloads.values()
             if w.template.kind == "Job" and w.template.namespace == namespace and w.template.name.startswith(writer.job)

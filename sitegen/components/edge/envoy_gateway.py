@@ -9,6 +9,7 @@ from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.edge import PROJECT
 from sitegen.components.networking.cilium import Cilium
 from sitegen.components.operands import Operand, Ref
+from sitegen.components.ownership import JobSecret
 from sitegen.components.platform.namespaces import Namespaces
 from sitegen.components.privilege import PATCHES_PRIVILEGED_PODS, READS_SECRETS, Reviewed
 from sitegen.components.values import Placed, Resources, Values, placed, requests
@@ -87,6 +88,13 @@ ENVOY_PROXIES = Operand(
 
 class EnvoyGateway(ChartComponent):
     name = "envoy-gateway"
+    job_secrets = (
+        JobSecret(
+            "envoy-gateway",
+            "envoy-gateway-gateway-helm-certgen",
+            "Envoy Gateway's certgen writes its control-plane certificates",
+        ),
+    )
     chart = "envoy-gateway"
     serves = (
         "gateway.envoyproxy.io/v1alpha1",

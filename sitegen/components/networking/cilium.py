@@ -11,6 +11,7 @@ from constructs.namespaces import psa_labels
 from sitegen.components.base import EVERY_POOL, ChartComponent, Layer, NodeAgent
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.networking import PROJECT
+from sitegen.components.ownership import JobSecret
 from sitegen.components.platform.namespaces import Namespaces
 from sitegen.components.privilege import CHANGES_NODES, MAKES_PRIVILEGED_PODS, READS_SECRETS, Reviewed
 from sitegen.components.values import (
@@ -128,6 +129,13 @@ class CiliumValues(Values):
 
 class Cilium(ChartComponent):
     name = "cilium"
+    job_secrets = (
+        JobSecret(
+            "hubble-relay-client-certs",
+            "hubble-generate-certs",
+            "Cilium's certgen writes Hubble's certificates",
+        ),
+    )
     chart = "cilium"
     serves_at_runtime = ("cilium.io/v2", "cilium.io/v2alpha1")  # the operator registers its CRDs
     project = PROJECT

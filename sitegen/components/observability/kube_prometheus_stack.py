@@ -29,7 +29,7 @@ from sitegen.components.networking.cilium import Cilium
 from sitegen.components.observability import PROJECT
 from sitegen.components.observability.telemetry import REMOTE_WRITE_SECRET, SITE_CA_KEY, SITE_CA_SECRET
 from sitegen.components.operands import Operand
-from sitegen.components.ownership import WrittenField
+from sitegen.components.ownership import JobSecret, WrittenField
 from sitegen.components.platform.namespaces import Namespaces
 from sitegen.components.privilege import MAKES_PRIVILEGED_PODS, READS_SECRETS, REWRITES_ADMISSION, Reviewed
 from sitegen.components.values import (
@@ -317,6 +317,13 @@ PROMETHEUS_OPERANDS = tuple(
 
 class KubePrometheusStack(ChartComponent):
     name = "kube-prometheus-stack"
+    job_secrets = (
+        JobSecret(
+            "kube-prometheus-stack-admission",
+            "kube-prometheus-stack-admission-create",
+            "the operator's admission webhook certificate",
+        ),
+    )
     chart = "kube-prometheus-stack"
     serves = ("monitoring.coreos.com/v1", "monitoring.coreos.com/v1alpha1")
     project = PROJECT

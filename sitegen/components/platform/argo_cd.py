@@ -13,6 +13,7 @@ from constructs.edge import Backend, Route
 from sitegen.components.base import WORLD, ChartComponent, Component, Flow, Layer, NamespaceSecurity
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.networking.cilium import Cilium
+from sitegen.components.ownership import JobSecret
 from sitegen.components.platform import PROJECT
 from sitegen.components.platform.namespaces import Namespaces
 from sitegen.components.privilege import (
@@ -280,6 +281,7 @@ def rbac(groups: Mapping[str, str], sso: Sso) -> ArgoRbac:
 
 class ArgoCd(ChartComponent):
     name = "argo-cd"
+    job_secrets = (JobSecret("argocd-redis", "argocd-redis-secret-init", "argo-cd writes redis's password"),)
     chart = "argo-cd"
     serves = ("argoproj.io/v1alpha1",)
     project = PROJECT
