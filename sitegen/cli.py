@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -19,6 +20,9 @@ if str(_REPO) not in sys.path:
     sys.path.insert(0, str(_REPO))
 
 from sitegen.model import ConfigError, ConfigFault, Site, dotted, load_site  # noqa: E402
+
+if TYPE_CHECKING:
+    from sitegen.check.bringup import Result
 
 CONFIG_OPTION = click.option(
     "--config",
@@ -302,17 +306,23 @@ def bringup(config_dir: Path, dist_dir: Path, variants: tuple[str, ...]) -> None
     first blocker."""
     site = _load(config_dir)
     _require_dirs(dist_dir)
-    from sitegen.check.bringup import bring_up_dist, timeline
+    from sitegen.check.bringup import timeline
 
-    chosen = list(variants or site.variants)
-    for variant in chosen:
-        if not (dist_dir / variant).is_dir():
-            click.echo(f"error: {dist_dir / variant}: not synthesized (run sitegen synth)", err=True)
-            sys.exit(2)
-    results = bring_up_dist(site, dist_dir, chosen)
+    results = _simulate(site, dist_dir, list(variants or site.variants))
     for result in results:
         click.echo(timeline(result))
     sys.exit(0 if all(r.ok for r in results) else 1)
+
+
+def _simulate(site: Site, dist_dir: Path, variants: list[str]) -> list[Result]:
+    """Each variant's bring-up from `dist_dir` (exit 2 naming a variant that is not synthesized)."""
+    from sitegen.check.bringup import bring_up_dist
+
+    for variant in variants:
+        if not (dist_dir / variant).is_dir():
+            click.echo(f"error: {dist_dir / variant}: not synthesized; run `make synth`", err=True)
+            sys.exit(2)
+    return bring_up_dist(site, dist_dir, variants)
 
 
 @cli.command()
@@ -362,18 +372,15 @@ def check(config_dir: Path, dist_dir: Path, docs_dir: Path) -> None:
         code = step()
         if code:
             sys.exit(code)
-    from sitegen.check.bringup import bringup as simulate
-    from sitegen.check.bringup import from_dist, timeline
+    from sitegen.check.bringup import timeline
 
-    for variant in site.variants:
-        if not (dist_dir / variant).is_dir():
-            click.echo(f"error: {dist_dir / variant}: not synthesized; run `make synth`", err=True)
-            sys.exit(2)
-        result = simulate(site, variant, *from_dist(dist_dir, variant))
+    for result in _simulate(site, dist_dir, list(site.variants)):
         if not result.ok:  # the whole timeline: what came up before the blocker tells where to look
             click.echo(timeline(result))
             sys.exit(1)
-        click.echo(f"bring-up of {variant}: every Application Healthy (sitegen bringup prints the timeline)")
+        click.echo(
+            f"bring-up of {result.variant}: every Application Healthy (sitegen bringup prints the timeline)"
+        )
 
 
 @cli.command()
