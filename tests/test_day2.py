@@ -3,9 +3,9 @@ with the pools, and none of it is replayed as a bring-up step."""
 
 from __future__ import annotations
 
-from sitegen.check.bringup.runbook import runbook_steps
 from sitegen.compose.apps import variant_apps
 from sitegen.compose.day2 import day2
+from sitegen.compose.procedures.book import runbook_steps
 from sitegen.model import load_site, resolve
 
 from .conftest import DIST, edit_yaml

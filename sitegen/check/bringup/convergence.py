@@ -27,11 +27,11 @@ from sitegen.check.bringup.finish import check_node_identity
 from sitegen.check.bringup.health import HealthChecks
 from sitegen.check.bringup.objects import key_of, show
 from sitegen.check.bringup.roots import RootSync
-from sitegen.check.bringup.runbook import RunbookStep
 from sitegen.check.bringup.scripts import run_api_jobs
 from sitegen.check.bringup.state import SimulationState
 from sitegen.check.tree import Document
 from sitegen.compose.delivery import RESPECT_IGNORES
+from sitegen.compose.procedures.book import RunbookStep
 
 CLUSTER_SECRET_LABEL = "argocd.argoproj.io/secret-type"
 

@@ -42,7 +42,7 @@ from sitegen.check.bringup.events import Blocker, Event, Stop
 from sitegen.check.bringup.kube import NOT_READY, Node
 from sitegen.check.bringup.objects import Workload
 from sitegen.check.bringup.operators import CNPG_CLUSTER
-from sitegen.check.bringup.runbook import commands
+from sitegen.compose.procedures.book import commands
 from sitegen.compose.procedures.databases import INSTANCE, title
 
 if TYPE_CHECKING:

@@ -41,9 +41,9 @@ from sitegen.check.bringup.argo import HEALTHY, AppSync
 from sitegen.check.bringup.cluster import Cluster
 from sitegen.check.bringup.events import Blocker, Event, Stop
 from sitegen.check.bringup.kube import CORDONED, NOT_READY
-from sitegen.check.bringup.runbook import commands
 from sitegen.check.bringup.scripts import run_guard_pass
 from sitegen.check.netpol import End
+from sitegen.compose.procedures.book import commands
 from sitegen.model import paths
 from sitegen.model.maintenance import Budget
 

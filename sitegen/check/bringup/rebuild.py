@@ -38,8 +38,8 @@ from sitegen.check.bringup.etcd import Member, peer_url
 from sitegen.check.bringup.events import Blocker, Event, Stop
 from sitegen.check.bringup.host import RebuiltHost
 from sitegen.check.bringup.kube import CORDONED, Node
-from sitegen.check.bringup.runbook import shell_lines, words_of
 from sitegen.check.bringup.runtime import written_config
+from sitegen.compose.procedures.book import shell_lines, words_of
 from sitegen.compose.procedures.control_plane import KUBE_VIP_MANIFEST
 from sitegen.compose.procedures.replacement import (
     ADDRESS,

@@ -41,11 +41,11 @@ from sitegen.check.bringup.kube import (
 )
 from sitegen.check.bringup.objects import key_of, show
 from sitegen.check.bringup.refusals import create_refusal
-from sitegen.check.bringup.runbook import RunbookStep, commands
 from sitegen.check.bringup.runtime import refusal, written_config
 from sitegen.check.bringup.services_replay import mc_command, vault_command
 from sitegen.check.bringup.state import SimulationState
 from sitegen.check.bringup.storage import step_pools
+from sitegen.compose.procedures.book import RunbookStep, commands, listed_keys
 from sitegen.model import paths
 
 CONTROL_PLANE_TAINT = Taint("node-role.kubernetes.io/control-plane", "", "NoSchedule")
@@ -69,7 +69,7 @@ class RunbookReplay:
         cluster_name = step.cluster
         config: PurePosixPath | None = None
         patch: dict[str, Any] | None = None
-        for key, listed in re.findall(r"^- `([\w./-]+)`: (.*)$", step.body, flags=re.M):
+        for key, listed in listed_keys(step.body):
             self.state.vault.listed(key, listed)
         for words, heredoc in commands(step.body):
             tool = words[0]

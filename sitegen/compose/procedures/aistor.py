@@ -57,7 +57,7 @@ def _drives(book: Runbook, apps: VariantApps, cluster: ClusterLayout) -> None:
     book.step(
         "AIStor drives",
         f"""
-Once `{cluster.name}-{AIStorVolumeManager.name}` is Healthy, hand the {aistor.pool} pool's NVMe drives to it (an
+hand the {aistor.pool} pool's NVMe drives to it (an
 imperative step of the volume manager); the ObjectStore's volume claims bind to them, and until then
 `{cluster.name}-{AIStor.name}` stays Progressing and the root waits. The `kubectl directpv` plugin is the binary MinIO
 publishes for the DirectPV release that chart {volume_chart.chart} {volume_chart.version} deploys (AIStor's
@@ -72,6 +72,7 @@ kubectl directpv discover --nodes '{directpv_nodes([h.name for h in cluster.pool
 kubectl directpv init drives.yaml --dangerous
 ```
 """,
+        after=f"{cluster.name}-{AIStorVolumeManager.name}",
     )
 
 
@@ -84,7 +85,7 @@ def _buckets_and_keys(
     book.step(
         "AIStor buckets and keys",
         f"""
-Once `{cluster.name}-{AIStor.name}` is Healthy, give each S3 consumer its bucket and a key of its own (`mc` against the
+give each S3 consumer its bucket and a key of its own (`mc` against the
 ObjectStore, with the root credentials), and put each key in the vault; the consumers' ExternalSecrets
 read them there. `{hostname}` resolves to the address the site gives the
 `minio` Service (`kubectl -n {OBJECT_STORE} get service minio`), and its certificate is the operator's,
@@ -96,6 +97,7 @@ mc alias set site https://{hostname} "$(vault kv get -field=user {root_key})" "$
 {_keys(consumers, site, apps.layout.name)}
 ```
 """,
+        after=f"{cluster.name}-{AIStor.name}",
     )
 
 

@@ -50,7 +50,7 @@ def _step(book: Runbook, apps: VariantApps, cluster: ClusterLayout, pool: PoolLa
     book.step(
         title(pool),
         f"""
-Once `{cluster.name}-{GpuHealth.name}` is Healthy, burn in the pool's cordoned nodes, each pinned to its
+burn in the pool's cordoned nodes, each pinned to its
 node and tolerating only its cordon:
 
 1. `dcgmi diag -r {level}` (`services.health.burn_in_level`) on all GPUs of each node, about an hour;
@@ -82,6 +82,7 @@ nodes (`services.health.auto_cordon_max_nodes`), and labels it `{CORDON_LABEL}=<
 the same name says why. It never uncordons: after the repair the node takes the path above, then
 `kubectl label node <host> {CORDON_LABEL}-` gives the guard its place back.
 """,
+        after=f"{cluster.name}-{GpuHealth.name}",
     )
 
 

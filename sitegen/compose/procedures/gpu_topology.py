@@ -36,7 +36,7 @@ def _check(book: Runbook, apps: VariantApps, cluster: ClusterLayout, pool: PoolL
     book.step(
         _title(pool),
         f"""
-Once `{cluster.name}-{GpuOperator.name}` is Healthy, on every host of pool {pool.name} (its driver runs there now),
+on every host of pool {pool.name} (its driver runs there now),
 check each GPU against its rail's NIC: on one PCIe switch (`nvidia-smi topo -m` from the driver's root,
 `{DRIVER_ROOT}`). A host that fails: cordon it and fix it before it takes GPU jobs; its rails cross the CPU.
 
@@ -44,4 +44,5 @@ check each GPU against its rail's NIC: on one PCIe switch (`nvidia-smi topo -m` 
 bash {kdir}/fabric-topology-{pool.name}.sh
 ```
 """,
+        after=f"{cluster.name}-{GpuOperator.name}",
     )

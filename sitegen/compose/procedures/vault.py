@@ -17,7 +17,7 @@ from constructs.secrets import (
 from sitegen.components.base import backup_target_folder
 from sitegen.compose.apps import VariantApps
 from sitegen.compose.procedures.aistor import s3_consumers
-from sitegen.compose.procedures.book import Runbook
+from sitegen.compose.procedures.book import Runbook, key_line
 from sitegen.compose.procedures.issuing_ca import issuing_ca, written_here
 from sitegen.compose.procedures.second_target import second_consumers
 from sitegen.model import Site, VariantLayout, paths
@@ -125,6 +125,6 @@ def _vault_keys(documents: Iterable[dict[str, Any]], leave_out: set[str], format
         for item in doc["spec"].get("dataFrom", []):
             keys.setdefault(item["extract"]["key"], set()).add("(one property per client: id -> key)")
     return "\n".join(
-        f"- `{k}`: {', '.join(sorted(p for p in props if p))}" + (f". {formats[k]}" if k in formats else "")
+        key_line(k, ", ".join(sorted(p for p in props if p)) + (f". {formats[k]}" if k in formats else ""))
         for k, props in sorted(keys.items())
     )
