@@ -8,11 +8,10 @@ import json
 from pathlib import PurePosixPath
 from typing import Any
 
-from sitegen.check.bringup.kube import pod_template
+from sitegen.check.bringup.kube import best_effort, pod_template
 from sitegen.check.bringup.objects import ClusterObjects, Workload
 from sitegen.check.bringup.refusals.admission_plugins import (
     admitted_tolerations,
-    best_effort,
     object_count_refusal,
     runtime_class_refusal,
     toleration_refusal,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 from typing import Any
 
 import pytest
@@ -502,3 +503,21 @@ def test_the_schema_cache_keys_on_every_module_the_checker_reads():
     assert imported
     sources = {m.__name__ for m in validate_module._SCHEMA_SOURCES}
     assert {importlib.import_module(m).__name__ for m in imported} <= sources
+
+
+def test_a_whitelist_without_the_tolerations_the_plugin_adds(tree):
+    """PodTolerationRestriction merges the memory-pressure toleration into every pod that is not
+    BestEffort before it checks the whitelist: a tenant whitelist without it refuses the tenant's own
+    jobs, and PLC-008 says so before any cluster does."""
+    path = tree / "one-cluster/apps/ai/namespaces/namespace.ai-research.yaml"
+    text = path.read_text()
+    pattern = re.compile(
+        r',?\{\\?"effect\\?":\\?"NoSchedule\\?",\\?"key\\?":\\?"node.kubernetes.io/memory-pressure\\?"[^}]*\}'
+    )
+    stripped, count = pattern.subn("", text)
+    assert count == 1, text
+    path.write_text(stripped)
+    result = validate(tree)
+    assert result.exit_code == 1
+    assert "PLC-008" in result.stdout and "node.kubernetes.io/memory-pressure" in result.stdout, result.stdout
+    assert "PodTolerationRestriction adds it to a pod that is not BestEffort" in result.stdout

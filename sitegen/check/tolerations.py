@@ -1,7 +1,8 @@
 """How the API server compares tolerations (Kubernetes v1.35 pkg/util/tolerations/tolerations.go):
 `is_superset` (one toleration tolerates at least what another does), `merge` (two lists, a toleration
-another covers dropped) and `whitelist_admits` (PodTolerationRestriction's VerifyAgainstWhitelist). The
-static rule PLC-008 and the bring-up's admission plugins (bringup/refusals/admission_plugins.py) share it.
+another covers dropped) and `whitelist_admits` (PodTolerationRestriction's VerifyAgainstWhitelist; what
+the plugin merges into a pod itself is bringup/kube.py's `added_by_the_plugin`). The static rule
+PLC-008 and the bring-up's admission plugins (bringup/refusals/admission_plugins.py) share it.
 """
 
 from __future__ import annotations

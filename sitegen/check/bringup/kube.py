@@ -12,6 +12,7 @@ from functools import cached_property
 from typing import Any
 
 from constructs.namespaces import DEFAULT_TOLERATIONS as ADMISSION_DEFAULT_TOLERATIONS
+from constructs.namespaces import MEMORY_PRESSURE_TOLERATION
 from sitegen.check.labels import expression_matches as _expression
 from sitegen.check.labels import label_selector_matches
 
@@ -412,3 +413,25 @@ def made_secret(body: Mapping[str, Any]) -> tuple[str, str] | None:
     if kind == "Certificate":
         return ns, str(spec["secretName"])
     return None
+
+
+def best_effort(spec: Mapping[str, Any]) -> bool:
+    """The pod's QoS class is BestEffort: no container (nor the pod) requests or limits CPU or memory."""
+    parts = [
+        c.get("resources") or {}
+        for c in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]
+    ]
+    parts.append(spec.get("resources") or {})  # pod-level resources
+    return not any(
+        quantity(values[name], milli=True) > 0
+        for resources in parts
+        for values in (resources.get("requests") or {}, resources.get("limits") or {})
+        for name in ("cpu", "memory")
+        if name in values
+    )
+
+
+def added_by_the_plugin(spec: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """What PodTolerationRestriction merges into every pod that is not BestEffort before it checks the
+    whitelist (kubernetes#55251): the memory-pressure toleration. Namespace defaults aside."""
+    return [] if best_effort(spec) else [MEMORY_PRESSURE_TOLERATION]

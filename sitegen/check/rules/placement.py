@@ -8,7 +8,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import PurePosixPath
 
 from constructs.namespaces import TOLERATIONS_WHITELIST
-from sitegen.check.bringup.kube import pod_template
+from sitegen.check.bringup.kube import added_by_the_plugin, pod_template
 from sitegen.check.placement import reached_pools, taints_of, targeted_pools, tolerated_taints, tolerates
 from sitegen.check.rules.base import Context, Violation, rule
 from sitegen.check.tolerations import whitelist_admits
@@ -200,11 +200,17 @@ def _toleration_whitelist(ctx: Context) -> Iterator[Violation]:
         whitelist = allowed.get((doc.variant, doc.cluster, doc.namespace)) if template else None
         if template is None or whitelist is None:
             continue
-        for i, toleration in enumerate(template.spec.get("tolerations") or []):
+        own = list(template.spec.get("tolerations") or [])
+        for i, toleration in enumerate([*own, *added_by_the_plugin(template.spec)]):
             if not whitelist_admits(whitelist, toleration):
                 yield Violation(
                     doc,
-                    f"$..tolerations[{i}]",
+                    f"$..tolerations[{i}]" if i < len(own) else "$..tolerations",
                     f"namespace {doc.namespace} admits no toleration {toleration.get('key')}"
-                    f"={toleration.get('value', '')}:{toleration.get('effect', '')}",
+                    f"={toleration.get('value', '')}:{toleration.get('effect', '')}"
+                    + (
+                        ""
+                        if i < len(own)
+                        else " (PodTolerationRestriction adds it to a pod that is not BestEffort)"
+                    ),
                 )

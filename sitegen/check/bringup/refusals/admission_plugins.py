@@ -43,8 +43,8 @@ from collections.abc import Mapping
 from functools import cache
 from typing import Any
 
-from constructs.namespaces import MEMORY_PRESSURE_TOLERATION, TOLERATIONS_WHITELIST
-from sitegen.check.bringup.kube import add, made_secret, quantity
+from constructs.namespaces import TOLERATIONS_WHITELIST
+from sitegen.check.bringup.kube import add, added_by_the_plugin, made_secret, quantity
 from sitegen.check.bringup.objects import ClusterObjects, Workload, key_of
 from sitegen.check.bringup.refusals.types import CreateCheck, PodCheck
 from sitegen.check.tolerations import Toleration, merge, whitelist_admits
@@ -198,22 +198,6 @@ def _namespace_tolerations(
     return None if annotation not in annotations else _parsed(str(annotations[annotation]))
 
 
-def best_effort(spec: Mapping[str, Any]) -> bool:
-    """The pod's QoS class is BestEffort: no container (nor the pod) requests or limits CPU or memory."""
-    parts = [
-        c.get("resources") or {}
-        for c in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]
-    ]
-    parts.append(spec.get("resources") or {})  # pod-level resources
-    return not any(
-        quantity(values[name], milli=True) > 0
-        for resources in parts
-        for values in (resources.get("requests") or {}, resources.get("limits") or {})
-        for name in ("cpu", "memory")
-        if name in values
-    )
-
-
 def admitted_tolerations(w: Workload, cluster: ClusterObjects) -> list[Toleration]:
     """The pod's tolerations once admission mutated it: its controller's and DefaultTolerationSeconds'
     (`PodTemplate.tolerations`), PodTolerationRestriction's merge, then the RuntimeClass's."""
@@ -221,8 +205,7 @@ def admitted_tolerations(w: Workload, cluster: ClusterObjects) -> list[Toleratio
     config = cluster.plugin_configs.get(TOLERATION_RESTRICTION) or {}
     extra = _namespace_tolerations(cluster, t.namespace, DEFAULT_TOLERATIONS)
     extra = list(config.get("default") or []) if extra is None else list(extra)
-    if not best_effort(t.spec):
-        extra.append(MEMORY_PRESSURE_TOLERATION)
+    extra += added_by_the_plugin(t.spec)
     tolerations = merge(t.tolerations, extra) if extra else list(t.tolerations)
     runtime = ((_runtime_class(t.spec, cluster) or {}).get("scheduling") or {}).get("tolerations") or []
     return merge(tolerations, runtime) if runtime else tolerations
