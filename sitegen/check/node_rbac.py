@@ -6,10 +6,9 @@ as what its bindings grant. This module computes, per cluster, the grants that t
 the cluster: reading Secrets everywhere, creating pods (or their controllers) outside its own
 namespace, changing Nodes, and granting RBAC (bind, escalate, impersonate, new bindings).
 
-It reads ClusterRoles, Roles and their bindings as rendered; the ServiceAccount subjects, and the
-groups `system:serviceaccounts` and `system:serviceaccounts:<namespace>`. Not modelled: rules an
-aggregated ClusterRole collects at run time (its `aggregationRule`; the rendered `rules` count), the
-pods operators create at run time (the GPU Operator's driver and device plugin run as ServiceAccounts
+It reads ClusterRoles, Roles and their bindings as the API server's authorizer does (check/rbac.py:
+subjects, groups of service accounts, aggregated ClusterRoles). Not modelled: the pods operators
+create at run time (the GPU Operator's driver and device plugin run as ServiceAccounts
 the operator makes: their RBAC is the operator's, reviewed as the operator's own), and the kubelet's
 node credentials (bounded by the NodeRestriction admission plugin, which kubeadm enables).
 """
@@ -22,6 +21,7 @@ from typing import Any
 
 from constructs.objects import pod_account
 from sitegen.check.placement import Workload, taints_of, targeted_pools, tolerated_taints
+from sitegen.check.rbac import Rbac, Rule, rule_allows
 from sitegen.check.tree import Document
 from sitegen.components.node_access import CHANGES_NODES, CREATES_PODS, GRANTS_RBAC, READS_SECRETS
 from sitegen.model import PoolLayout
@@ -47,13 +47,8 @@ class Grant:
     doc: Document  # the binding
 
 
-def _allows(rule: Mapping[str, Any], group: str, resource: str, verbs: Iterable[str]) -> bool:
-    return bool(
-        {"*", group} & set(rule.get("apiGroups") or [])
-        and {"*", resource} & set(rule.get("resources") or [])
-        and {"*", *verbs} & set(rule.get("verbs") or [])
-        and not rule.get("resourceNames")
-    )
+def _allows(rule: Rule, group: str, resource: str, verbs: Iterable[str]) -> bool:
+    return rule_allows(rule, verbs, group, resource)
 
 
 def capabilities(rules: list[Mapping[str, Any]], cluster_wide: bool) -> list[str]:
@@ -83,21 +78,6 @@ def capabilities(rules: list[Mapping[str, Any]], cluster_wide: bool) -> list[str
     return found
 
 
-def _subjects_match(binding: Mapping[str, Any], account: tuple[str, str]) -> bool:
-    namespace, name = account
-    for subject in binding.get("subjects") or []:
-        kind, sname = subject.get("kind"), subject.get("name", "")
-        if (
-            kind == "ServiceAccount"
-            and (subject.get("namespace", ""), sname) == account
-            and name != OPERATOR_MADE
-        ):
-            return True
-        if kind == "Group" and sname in ("system:serviceaccounts", f"system:serviceaccounts:{namespace}"):
-            return True
-    return False
-
-
 # The pods an operator makes from a custom resource (a NicClusterPolicy's agents) run in the operator's
 # namespace under accounts it names at run time: only what its namespace's group is granted is known.
 OPERATOR_MADE = "(accounts its operator makes)"
@@ -122,26 +102,18 @@ def lands_on(workload: Workload, pools: tuple[PoolLayout, ...]) -> list[PoolLayo
 
 def grants(docs: list[Document], accounts: Iterable[tuple[str, str]]) -> Iterator[Grant]:
     """The dangerous grants of `accounts` in the documents of one cluster."""
-    cluster_roles = {d.name: d.body.get("rules") or [] for d in docs if d.kind == "ClusterRole"}
-    roles = {(d.namespace, d.name): d.body.get("rules") or [] for d in docs if d.kind == "Role"}
-    bindings = [d for d in docs if d.kind in ("ClusterRoleBinding", "RoleBinding")]
+    documents = {(d.kind, d.namespace or "", d.name): d for d in docs}
+    bindings = Rbac(d.body for d in docs).bindings
     for account in sorted(set(accounts)):
         seen: set[str] = set()
         for binding in bindings:
-            if not _subjects_match(binding.body, account):
+            if not binding.applies_to(account):
                 continue
-            ref = binding.body.get("roleRef") or {}
-            rules = (
-                cluster_roles.get(ref.get("name", ""), [])
-                if ref.get("kind") == "ClusterRole"
-                else roles.get((binding.namespace, ref.get("name", "")), [])
-            )
-            cluster_wide = binding.kind == "ClusterRoleBinding"
-            if not cluster_wide and binding.namespace == account[0]:
+            if not binding.cluster_wide and binding.namespace == account[0]:
                 continue  # its own namespace: what a tenant may do there too
-            for capability in capabilities(rules, cluster_wide):
+            for capability in capabilities(list(binding.rules), binding.cluster_wide):
                 if capability in seen:
                     continue
                 seen.add(capability)
-                via = f"{binding.kind} {binding.namespace + '/' if binding.namespace else ''}{binding.name} -> {ref.get('kind')} {ref.get('name')}"
-                yield Grant(f"{account[0]}/{account[1]}", capability, via, binding)
+                doc = documents[(binding.kind, binding.namespace, binding.name)]
+                yield Grant(f"{account[0]}/{account[1]}", capability, binding.via, doc)

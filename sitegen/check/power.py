@@ -21,14 +21,12 @@ PersistentVolumes (a hostPath volume bound to any claim), relabels Namespaces (t
 level, whether Kueue manages them) or updates CustomResourceDefinitions (a conversion webhook sees
 every object of the kind).
 
-Rules are read as the authorizer reads them: `*` matches every group, resource and verb; a rule with
-`resourceNames` grants only those names (a create never carries a name, so a named rule grants no
-create). The subjects are ServiceAccounts, and the groups `system:serviceaccounts` and
-`system:serviceaccounts:<namespace>`; a RoleBinding in an account's own namespace is that
-namespace's business and not counted unless the namespace is one where Pod Security does not hold.
+Rules, subjects and aggregated ClusterRoles are read as the API server's authorizer reads them
+(check/rbac.py); a group of service accounts stands for every account of its namespaces. A
+RoleBinding in an account's own namespace is that namespace's business and not counted unless the
+namespace is one where Pod Security does not hold.
 
-Not modelled: rules an aggregated ClusterRole collects at run time (its `aggregationRule`; the
-rendered `rules` count), the accounts operators create at run time, users and groups of people
+Not modelled: the accounts operators create at run time, users and groups of people
 (bound outside Git), and chains longer than one grant (an account that may create pods in its own
 namespace under an account that is itself equivalent counts only through that account's own grants).
 """
@@ -39,6 +37,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from sitegen.check.rbac import Binding, Rbac, Rule, covers, granted_names, rule_allows, subject_namespaces
 from sitegen.check.tree import Document
 from sitegen.components.privilege import (
     APPROVES_CLIENT_CSRS,
@@ -84,26 +83,9 @@ ALL_POWERFUL_ROLES = frozenset({"cluster-admin", "admin", "edit"})
 RBAC = "rbac.authorization.k8s.io"
 
 
-def _matches(rule: Mapping[str, Any], group: str, resource: str, verbs: Iterable[str]) -> bool:
-    return bool(
-        {"*", group} & set(rule.get("apiGroups") or [])
-        and {"*", resource} & set(rule.get("resources") or [])
-        and {"*", *verbs} & set(rule.get("verbs") or [])
-    )
-
-
-def _unnamed(rule: Mapping[str, Any], group: str, resource: str, verbs: Iterable[str]) -> bool:
+def _unnamed(rule: Rule, group: str, resource: str, verbs: Iterable[str]) -> bool:
     """The rule grants `verbs` on every object of the resource."""
-    return _matches(rule, group, resource, verbs) and not rule.get("resourceNames")
-
-
-def _names(rules: Iterable[Mapping[str, Any]], group: str, resource: str, verbs: Iterable[str]) -> set[str]:
-    """The names the rules grant `verbs` on; `*` for every name."""
-    found: set[str] = set()
-    for rule in rules:
-        if _matches(rule, group, resource, verbs):
-            found |= set(rule.get("resourceNames") or ["*"])
-    return found
+    return rule_allows(rule, verbs, group, resource)
 
 
 @dataclass(frozen=True)
@@ -126,30 +108,30 @@ def primitives(rules: list[Mapping[str, Any]], scope: Scope) -> list[str]:
         found.append(PATCHES_PRIVILEGED_PODS)
     if cluster_wide and any(_unnamed(r, "", "serviceaccounts/token", ("create",)) for r in rules):
         found.append(MINTS_TOKENS)
-    signers = _names(rules, "certificates.k8s.io", "signers", ("approve",))
+    signers = granted_names(rules, ("approve",), "certificates.k8s.io", "signers")
     if (
         cluster_wide
-        and any(_matches(r, "certificates.k8s.io", "certificatesigningrequests/approval", ("update", "patch")) for r in rules)
+        and any(covers(r, ("update", "patch"), "certificates.k8s.io", "certificatesigningrequests/approval") for r in rules)
         and (signers - SAFE_SIGNERS)
     ):  # fmt: skip
         found.append(APPROVES_CLIENT_CSRS)
     if cluster_wide and (
         any(_unnamed(r, ADMISSION, res, ("update", "patch", "delete", "deletecollection")) for r in rules for res in ADMISSION_OBJECTS)
-        or any(_matches(r, ADMISSION, res, ("create",)) for r in rules for res in WEBHOOKS)
+        or any(covers(r, ("create",), ADMISSION, res) for r in rules for res in WEBHOOKS)
     ):  # fmt: skip
         found.append(REWRITES_ADMISSION)
-    bindable = _names(rules, RBAC, "clusterroles", ("bind", "escalate")) | (
-        _names(rules, RBAC, "roles", ("bind", "escalate")) if not cluster_wide else set()
+    bindable = granted_names(rules, ("bind", "escalate"), RBAC, "clusterroles") | (
+        granted_names(rules, ("bind", "escalate"), RBAC, "roles") if not cluster_wide else set()
     )
     if (
         "*" in bindable
         or bindable & ALL_POWERFUL_ROLES
-        or any(_matches(r, g, res, ("impersonate",)) for r in rules for g, res in (("", "serviceaccounts"), ("", "users"), ("", "groups"), ("authentication.k8s.io", "userextras/scopes")))
+        or any(covers(r, ("impersonate",), g, res) for r in rules for g, res in (("", "serviceaccounts"), ("", "users"), ("", "groups"), ("authentication.k8s.io", "userextras/scopes")))
     ):  # fmt: skip
         found.append(GRANTS_ANY_ROLE)
     if cluster_wide and any(_unnamed(r, "", "nodes", ("patch", "update")) for r in rules):
         found.append(CHANGES_NODES)
-    if cluster_wide and any(_matches(r, "", "persistentvolumes", ("create",)) for r in rules):
+    if cluster_wide and any(covers(r, ("create",), "", "persistentvolumes") for r in rules):
         found.append(CREATES_VOLUMES)
     if cluster_wide and any(_unnamed(r, "", "namespaces", ("patch", "update")) for r in rules):
         found.append(RELABELS_NAMESPACES)
@@ -168,17 +150,15 @@ class Power:
     doc: Document  # the binding
 
 
-def _accounts(binding: Mapping[str, Any], namespaces: Iterable[str]) -> set[tuple[str, str]]:
+def _accounts(binding: Binding, namespaces: Iterable[str]) -> set[tuple[str, str]]:
     """The ServiceAccounts a binding names; a group of service accounts stands for `<namespace>/*`."""
     found: set[tuple[str, str]] = set()
-    for subject in binding.get("subjects") or []:
-        kind, name = subject.get("kind"), subject.get("name", "")
-        if kind == "ServiceAccount":
-            found.add((subject.get("namespace", ""), name))
-        elif kind == "Group" and name == "system:serviceaccounts":
-            found |= {(ns, "*") for ns in namespaces}
-        elif kind == "Group" and name.startswith("system:serviceaccounts:"):
-            found.add((name.removeprefix("system:serviceaccounts:"), "*"))
+    for subject in binding.subjects:
+        if subject.get("kind") == "ServiceAccount":
+            found.add((subject.get("namespace") or binding.namespace, subject.get("name", "")))
+        group = subject_namespaces(subject, binding.namespace)
+        if group is not None:
+            found |= {(ns, "*") for ns in (namespaces if group == "*" else (group,))}
     return found
 
 
@@ -195,39 +175,32 @@ def privileged_namespaces(docs: Iterable[Document]) -> set[str]:
 
 def powers(docs: list[Document]) -> Iterator[Power]:
     """Every primitive of every ServiceAccount the cluster's rendered bindings name, first binding first."""
-    cluster_roles = {d.name: d.body.get("rules") or [] for d in docs if d.kind == "ClusterRole"}
-    roles = {(d.namespace, d.name): d.body.get("rules") or [] for d in docs if d.kind == "Role"}
     privileged = privileged_namespaces(docs)
     namespaces = sorted({d.name for d in docs if d.kind == "Namespace"} | {KUBE_SYSTEM})
+    documents = {(d.kind, d.namespace or "", d.name): d for d in docs}
     seen: set[tuple[str, str]] = set()
-    bindings = sorted(
-        (d for d in docs if d.kind in ("ClusterRoleBinding", "RoleBinding")),
-        key=lambda d: (d.kind, d.namespace or "", d.name),
-    )
-    for binding in bindings:
-        ref = binding.body.get("roleRef") or {}
-        if ref.get("kind") == "ClusterRole":
-            rules = cluster_roles.get(ref.get("name", ""), [])
-        else:
-            rules = roles.get((binding.namespace, ref.get("name", "")), [])
-        if ref.get("name") == "cluster-admin":
-            rules = [{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}]
-        if binding.kind == "ClusterRoleBinding":
-            scope = Scope(None, True)
-        else:
-            scope = Scope(binding.namespace, binding.namespace in privileged)
-        found = primitives(rules, scope)
+    for binding in sorted(Rbac(d.body for d in docs).bindings, key=lambda b: (b.kind, b.namespace, b.name)):
+        scope = (
+            Scope(None, True)
+            if binding.cluster_wide
+            else Scope(binding.namespace, binding.namespace in privileged)
+        )
+        found = primitives(list(binding.rules), scope)
         if not found:
             continue
-        via = f"{binding.kind} {binding.namespace + '/' if binding.namespace else ''}{binding.name} -> {ref.get('kind')} {ref.get('name')}"
-        for namespace, name in sorted(_accounts(binding.body, namespaces)):
+        for namespace, name in sorted(_accounts(binding, namespaces)):
             if scope.namespace == namespace and not scope.privileged:
                 continue
             account = f"{namespace}/{name}"
             for primitive in found:
                 if (account, primitive) not in seen:
                     seen.add((account, primitive))
-                    yield Power(account, primitive, via, binding)
+                    yield Power(
+                        account,
+                        primitive,
+                        binding.via,
+                        documents[(binding.kind, binding.namespace, binding.name)],
+                    )
 
 
 def by_account(found: Iterable[Power]) -> dict[str, list[Power]]:

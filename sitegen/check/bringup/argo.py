@@ -243,14 +243,15 @@ class AppSync:
     def _manager_refusal(self, manager: tuple[str, str], body: Mapping[str, Any]) -> str | None:
         """What a spoke's manager account may not do with the object: create its kind, or bind the role
         a binding names (the API server refuses a binding to a role its creator may not bind)."""
-        group, kind, _, _ = key_of(body)
+        group, kind, ns, _ = key_of(body)
+        rbac, where = self.cluster.rbac(), ns or None
         ref = body.get("roleRef") or {}
         if kind in ("ClusterRoleBinding", "RoleBinding") and group == RBAC_GROUP and ref:
             roles = "clusterroles" if ref.get("kind") == "ClusterRole" else "roles"
-            if not self.cluster.may(manager, "bind", RBAC_GROUP, roles, name=ref.get("name")):
+            if not rbac.may(manager, "bind", RBAC_GROUP, roles, where, name=ref.get("name")):
                 return f"bind {ref.get('kind')} {ref.get('name')} (the API server refuses the binding)"
         resource = self.cluster.resource_name(group, kind)
-        if not self.cluster.may(manager, "create", group, resource):
+        if not rbac.may(manager, "create", group, resource, where):
             return f"create {resource}{'.' + group if group else ''}"
         return None
 

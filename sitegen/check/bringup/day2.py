@@ -319,7 +319,7 @@ def _guard_cannot_cordon(cluster: Cluster, node: str) -> str | None:
         return f"the guard does not run: {w.reason}"
     namespace, spec = w.template.namespace, w.template.spec
     account = (namespace, pod_account(spec))
-    refused = [v for v in ("get", "list", "patch") if not cluster.may(account, v, "", "nodes")]
+    refused = [v for v in ("get", "list", "patch") if not cluster.rbac().may(account, v, "", "nodes")]
     if refused:
         return f"the guard's account {'/'.join(account)} may not {', '.join(refused)} nodes"
     env = {e["name"]: e.get("value", "") for c in spec["containers"] for e in c.get("env") or []}

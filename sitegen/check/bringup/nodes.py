@@ -28,6 +28,7 @@ from sitegen.check.bringup.kube import (
     untolerated,
 )
 from sitegen.check.bringup.objects import ClusterObjects, Workload
+from sitegen.check.rbac import allows, granted_names
 
 KUBELET_SERVING = "kubernetes.io/kubelet-serving"
 NFD_WORKER = "nfd-worker"  # the NFD worker's binary, its container's command
@@ -40,7 +41,7 @@ KUBELET_CLIENT_FLAGS = (
 
 
 class Nodes(ClusterObjects):
-    """Mixed into `Cluster` (cluster.py); CSR approvers are found by `Secrets._cluster_role_bindings`."""
+    """Mixed into `Cluster` (cluster.py)."""
 
     # ---- nodes and devices -----------------------------------------------------------------------
     def runtime_class_exists(self, name: str) -> bool:
@@ -142,29 +143,21 @@ class Nodes(ClusterObjects):
 
     # ---- kubelet serving certificates -----------------------------------------------------------
     def _approvers(self) -> list[Workload]:
-        """Running workloads whose service account is bound to approve kubelet-serving requests by name
-        (an operator that may approve any signer approves no kubelet; one that also creates CSRs, like
+        """Running workloads whose service account may approve kubelet-serving requests by name (an
+        operator that may approve any signer approves no kubelet; one that may also create CSRs, like
         AIStor's, signs its own TLS through kubelet-serving and approves only its own requests)."""
-        roles = {
-            a.body["metadata"]["name"]
-            for _, a in self.of_kind("ClusterRole")
-            if any(
-                "signers" in (r.get("resources") or [])
-                and "approve" in (r.get("verbs") or [])
-                and KUBELET_SERVING in (r.get("resourceNames") or [])  # named: not any signer's approver
-                for r in a.body.get("rules") or []
-            )
-            and not any(
-                "certificatesigningrequests" in (r.get("resources") or [])
-                and "create" in (r.get("verbs") or [])
-                for r in a.body.get("rules") or []
-            )
-        }
-        accounts = {account for role, account in self._cluster_role_bindings() if role in roles}
-        return [
-            w for w in self.workloads.values()
-            if w.running and (w.template.namespace, pod_account(w.template.spec)) in accounts
-        ]  # fmt: skip
+        rbac = self.rbac()
+        found = []
+        for w in self.workloads.values():
+            if not w.running:
+                continue
+            rules = rbac.rules_of((w.template.namespace, pod_account(w.template.spec)))
+            if (
+                granted_names(rules, ("approve",), "certificates.k8s.io", "signers") & {KUBELET_SERVING}
+                and not allows(rules, ("create",), "certificates.k8s.io", "certificatesigningrequests")
+            ):
+                found.append(w)
+        return found
 
     def refresh_serving_certificates(self) -> None:
         """kube-controller-manager signs a kubelet's serving CSR once something approves it: an

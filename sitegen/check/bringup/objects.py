@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from constructs.cluster_manager import resource_of
 from sitegen.check.bringup.kube import BUILTIN, Node, PodTemplate, group_of, pod_template
 from sitegen.check.bringup.references import external
+from sitegen.check.rbac import Rbac
 
 if TYPE_CHECKING:
     from sitegen.check.bringup.vault import Vault
@@ -170,6 +171,15 @@ class ClusterObjects:
         answer = compute()
         self._answers[key] = (self.changes, answer)
         return answer
+
+    def rbac(self) -> Rbac:
+        """The cluster's roles and bindings as the API server's authorizer reads them (check/rbac.py)."""
+        return self.unchanged(  # type: ignore[no-any-return]
+            ("rbac",),
+            lambda: Rbac(
+                a.body for _, a in self.of_kind("ClusterRole", "Role", "ClusterRoleBinding", "RoleBinding")
+            ),
+        )
 
     def write_field(self, key: Key, pointer: str, value: Any, by: str | None) -> bool:
         """A controller (`by`) writes a field of a live object (a CA it injects, a Job it unsuspends),

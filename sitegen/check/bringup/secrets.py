@@ -1,14 +1,12 @@
 """Secrets and who may read them: the vault the runbook fills (vault.py: auth mounts, roles, policies,
 keys), External Secrets' stores and their login to it, cert-manager's Certificates and their issuers'
-CA Secrets, which object makes which Secret, and the RBAC the vault login and Argo CD's credential on a
-spoke depend on (`may`: the ClusterRoles bound to a service account, with Kubernetes' bootstrap roles
-that dist/ binds).
+CA Secrets, which object makes which Secret, and the RBAC the vault login depends on (read by
+check/rbac.py, as the API server's authorizer reads it).
 
 A Secret a chart's own Job writes is there once that Job ran (its component declares it: `job_secrets`).
 
 Not modelled: the rights of a vault mount's own token reviewer, issuers beyond the CA Secret a CA issuer names (any
-other issuer is ready once it exists), Roles and RoleBindings (only cluster-wide grants count), and
-grants limited to resourceNames in `may`.
+other issuer is ready once it exists).
 """
 
 from __future__ import annotations
@@ -25,16 +23,6 @@ from sitegen.components.ownership import JobSecret
 
 # Secret name -> the chart Job that writes it, as the components declare them
 _JOB_SECRETS = {s.secret: s for kind in COMPONENTS for s in kind.job_secrets}
-
-# ClusterRoles every cluster has from Kubernetes' bootstrap policy (bootstrappolicy/policy.go), as far as
-# dist/ binds them: nothing in dist/ renders them, so they are known here, by name, with their rules.
-BOOTSTRAP_CLUSTER_ROLES: dict[str, list[dict[str, list[str]]]] = {
-    "system:auth-delegator": [
-        {"apiGroups": ["authentication.k8s.io"], "resources": ["tokenreviews"], "verbs": ["create"]},
-        {"apiGroups": ["authorization.k8s.io"], "resources": ["subjectaccessreviews"], "verbs": ["create"]},
-    ],
-}
-
 
 class Secrets(ClusterObjects):
     """Mixed into `Cluster` (cluster.py)."""
@@ -80,7 +68,7 @@ class Secrets(ClusterObjects):
             return f"the vault's auth mount {mount} is not configured (no kubernetes_host)"
         if config.get("token_reviewer_jwt"):
             return None  # a reviewer of its own: its rights are the runbook's to give (not modelled)
-        if not self.may(account, "create", "authentication.k8s.io", "tokenreviews"):
+        if not self.rbac().may(account, "create", "authentication.k8s.io", "tokenreviews"):
             return (
                 f"the vault login as {account[0]}/{account[1]} is refused: mount {mount} reviews a login with "
                 "the login's own token, and that account may not create tokenreviews "
@@ -192,34 +180,3 @@ class Secrets(ClusterObjects):
             return f"{jobs[0].template.ref} writes it and has not run: {jobs[0].reason}"
         self.assumed.add(f"Secret {namespace}/{name}: written by Job {jobs[0].template.name} ({writer.why})")
         return None
-
-    # ---- RBAC ------------------------------------------------------------------------------------
-    def _cluster_role_bindings(self) -> list[tuple[str, tuple[str, str]]]:
-        """(ClusterRole, service account as (namespace, name)) for every ClusterRoleBinding subject."""
-        return [
-            ((a.body.get("roleRef") or {}).get("name", ""), (s.get("namespace", ""), s.get("name", "")))
-            for _, a in self.of_kind("ClusterRoleBinding")
-            for s in a.body.get("subjects") or []
-            if s.get("kind") == "ServiceAccount"
-        ]
-
-    def may(
-        self, account: tuple[str, str], verb: str, group: str, resource: str, name: str | None = None
-    ) -> bool:
-        """Whether the ClusterRoles bound to service account (namespace, name) allow `verb` on every
-        object of the resource, or with `name` on that object (a rule's resourceNames)."""
-        roles = {role for role, bound in self._cluster_role_bindings() if bound == account}
-        rules = [r for name in roles for r in BOOTSTRAP_CLUSTER_ROLES.get(name, [])]
-        rules += [
-            r
-            for _, a in self.of_kind("ClusterRole")
-            if a.body["metadata"]["name"] in roles
-            for r in a.body.get("rules") or []
-        ]
-        return any(
-            {"*", group} & set(r.get("apiGroups") or [])
-            and {"*", resource} & set(r.get("resources") or [])
-            and {"*", verb} & set(r.get("verbs") or [])
-            and (not r.get("resourceNames") or (name is not None and name in r["resourceNames"]))
-            for r in rules
-        )

@@ -8,13 +8,9 @@ components/runtime_needs.py), each with its upstream source at the pinned versio
   mounted configuration names ("volume group not found"): the DaemonSet is never ready. The runbook's
   host steps make them (`vgcreate`, storage.py keeps them per pool).
 - RBAC (`ON_POD`, `rbac_refusal`): every `ApiCall` made at START (its informers' list and watch) must
-  be granted to the ServiceAccount of the workload's pods, as Kubernetes' RBAC authorizer
-  (plugin/pkg/auth/authorizer/rbac, v1.35) reads the rules: ClusterRoleBindings, and for a call in a
-  namespace the RoleBindings there, whose subjects name the ServiceAccount (a RoleBinding's subject
-  without a namespace is in the binding's), or the groups `system:serviceaccounts`,
-  `system:serviceaccounts:<namespace>`, `system:authenticated`; roles aggregated by `aggregationRule`;
-  `*` and `<resource>/*`, `*/<subresource>`; `resourceNames` grant a call only when it names the
-  object; the bootstrap `cluster-admin`. Refused, the API server answers 403 ("... is forbidden: User
+  be granted to the ServiceAccount of the workload's pods, as Kubernetes' RBAC authorizer reads the
+  rules (check/rbac.py, shared with the static rules): ClusterRoleBindings, and for a call in a
+  namespace the RoleBindings there. Refused, the API server answers 403 ("... is forbidden: User
   ... cannot <verb> resource ..."): the caches never sync (controller-runtime's manager exits, a
   readyz informer check fails) and its pods are not Ready. A call at VAULT_LOGIN (External Secrets'
   token for a store's account) is judged per SecretStore (`vault_login_refusal`, from secrets.py).
@@ -56,6 +52,7 @@ from constructs.objects import pod_account
 from sitegen.check.bringup.objects import ClusterObjects, Workload
 from sitegen.check.bringup.refusals.types import CreateCheck, PodCheck
 from sitegen.check.labels import label_selector_matches
+from sitegen.check.rbac import allows
 from sitegen.components.base import Component
 from sitegen.components.catalog import COMPONENTS
 from sitegen.components.runtime_needs import START, VAULT_LOGIN, ApiCall, HostVolumeGroups
@@ -73,71 +70,8 @@ def component_of(w: Workload, cluster: ClusterObjects) -> type[Component] | None
 
 
 # ---- RBAC --------------------------------------------------------------------------------------
-def _subject_is(subject: Mapping[str, Any], account: tuple[str, str], binding_ns: str) -> bool:
-    ns, name = account
-    kind, who = subject.get("kind"), subject.get("name")
-    if kind == "ServiceAccount":
-        return who == name and (subject.get("namespace") or binding_ns) == ns
-    if kind == "Group":
-        return who in ("system:serviceaccounts", f"system:serviceaccounts:{ns}", "system:authenticated")
-    return kind == "User" and who == f"system:serviceaccount:{ns}:{name}"
-
-
-def _cluster_role_rules(cluster: ClusterObjects, name: str) -> list[Mapping[str, Any]]:
-    if name == "cluster-admin":  # Kubernetes' bootstrap role: everything
-        return [{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}]
-    found = cluster.find("ClusterRole", "", name)
-    if found is None:
-        return []
-    aggregation = found.body.get("aggregationRule") or {}
-    if not aggregation:
-        return list(found.body.get("rules") or [])
-    selectors = aggregation.get("clusterRoleSelectors") or []
-    return [  # the controller manager's clusterrole-aggregation controller fills the rules in
-        rule
-        for _, role in cluster.of_kind("ClusterRole")
-        if any(label_selector_matches(s, (role.body["metadata"].get("labels") or {})) for s in selectors)
-        for rule in role.body.get("rules") or []
-    ]
-
-
-def account_rules(
-    cluster: ClusterObjects, account: tuple[str, str], namespace: str | None
-) -> list[Mapping[str, Any]]:
-    """The rules bound to the account cluster-wide, and in `namespace` when the call is made there."""
-    rules: list[Mapping[str, Any]] = []
-    for _, binding in cluster.of_kind("ClusterRoleBinding"):
-        if any(_subject_is(s, account, "") for s in binding.body.get("subjects") or []):
-            rules += _cluster_role_rules(cluster, (binding.body.get("roleRef") or {}).get("name", ""))
-    if namespace is None:
-        return rules
-    for (_, _, ns, _), binding in cluster.of_kind("RoleBinding"):
-        if ns != namespace or not any(
-            _subject_is(s, account, ns) for s in binding.body.get("subjects") or []
-        ):
-            continue
-        ref = binding.body.get("roleRef") or {}
-        if ref.get("kind") == "ClusterRole":
-            rules += _cluster_role_rules(cluster, ref.get("name", ""))
-        else:
-            role = cluster.find("Role", ns, ref.get("name", ""))
-            rules += list(role.body.get("rules") or []) if role else []
-    return rules
-
-
-def _resource_matches(granted: Iterable[str], resource: str) -> bool:
-    base, _, sub = resource.partition("/")
-    return any(g in ("*", resource) or (sub and g in (f"{base}/*", f"*/{sub}")) for g in granted)
-
-
 def grants(rules: Iterable[Mapping[str, Any]], call: ApiCall) -> bool:
-    return any(
-        {"*", call.group} & set(r.get("apiGroups") or [])
-        and _resource_matches(r.get("resources") or [], call.resource)
-        and {"*", call.verb} & set(r.get("verbs") or [])
-        and (not r.get("resourceNames") or (call.name is not None and call.name in r["resourceNames"]))
-        for r in rules
-    )
+    return allows(rules, (call.verb,), call.group, call.resource, call.name)
 
 
 def forbidden(account: tuple[str, str], call: ApiCall, namespace: str | None) -> str:
@@ -162,7 +96,7 @@ def rbac_refusal(w: Workload, cluster: ClusterObjects) -> str | None:
     account = (w.template.namespace, pod_account(w.template.spec))
     for call in calls:
         namespace = w.template.namespace if call.own_namespace else None
-        if not grants(account_rules(cluster, account, namespace), call):
+        if not grants(cluster.rbac().rules_of(account, namespace), call):
             return (
                 f"its controller's API calls are refused ({call.source}): {forbidden(account, call, namespace)}: "
                 "its informers never sync and its pods are not Ready"
@@ -352,7 +286,7 @@ def _vault_login_refusal(
             if call.workload != w.template.name or call.at != VAULT_LOGIN:
                 continue
             named = replace(call, name=account[1])
-            if not grants(account_rules(cluster, (w.template.namespace, mine), account[0]), named):
+            if not grants(cluster.rbac().rules_of((w.template.namespace, mine), account[0]), named):
                 # external-secrets providers/v1/vault/auth.go errGetKubeSATokenRequest
                 return (
                     f'cannot request Kubernetes service account token for service account "{account[1]}": '

@@ -1,0 +1,122 @@
+"""One reading of RBAC (check/rbac.py) for the static rules and the bring-up, as the API server's
+authorizer reads it; each case is one the separate evaluators it replaced read differently."""
+
+from __future__ import annotations
+
+from pathlib import PurePosixPath
+
+from sitegen.check import node_rbac
+from sitegen.check.power import powers
+from sitegen.check.rbac import Rbac, allows
+from sitegen.check.tree import Document
+from sitegen.components.node_access import READS_SECRETS as NODE_READS_SECRETS
+from sitegen.components.privilege import READS_SECRETS
+
+SECRETS = {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "list", "watch"]}
+AGENT = ("agents", "agent")
+
+
+def role(name, rules=(), labels=None, aggregate=None):
+    body = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": name}}
+    if labels:
+        body["metadata"]["labels"] = labels
+    if aggregate:
+        body["aggregationRule"] = {"clusterRoleSelectors": [{"matchLabels": aggregate}]}
+    else:
+        body["rules"] = list(rules)
+    return body
+
+
+def binding(name, role_name, subject, kind="ClusterRoleBinding", namespace=None, role_kind="ClusterRole"):
+    meta = {"name": name, **({"namespace": namespace} if namespace else {})}
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": kind,
+        "metadata": meta,
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": role_kind, "name": role_name},
+        "subjects": [subject],
+    }
+
+
+def sa(namespace, name):
+    return {"kind": "ServiceAccount", "name": name, "namespace": namespace}
+
+
+def docs(*bodies):
+    return [Document(PurePosixPath("v/apps/ai/x/f.yaml"), i, b) for i, b in enumerate(bodies)]
+
+
+def test_resource_wildcards_and_names_as_the_authorizer_reads_them():
+    token = {"apiGroups": [""], "resources": ["serviceaccounts/*"], "verbs": ["create"]}
+    assert allows([token], ("create",), "", "serviceaccounts/token")
+    assert allows([{**token, "resources": ["*/token"]}], ("create",), "", "serviceaccounts/token")
+    assert not allows([token], ("create",), "", "serviceaccounts")
+    named = {**token, "resourceNames": ["one"]}
+    assert allows([named], ("create",), "", "serviceaccounts/token", name="one")
+    assert not allows([named], ("create",), "", "serviceaccounts/token")  # a create names nothing
+
+
+def test_an_aggregated_cluster_role_holds_what_its_selectors_collect():
+    rbac = Rbac(
+        [
+            role("reader", aggregate={"site/aggregate-to-reader": "true"}),
+            role("secret-part", [SECRETS], labels={"site/aggregate-to-reader": "true"}),
+            binding("agent-reads", "reader", sa(*AGENT)),
+        ]
+    )
+    assert rbac.may(AGENT, "list", "", "secrets")
+    assert not rbac.may(("agents", "other"), "list", "", "secrets")
+
+
+def test_subjects_a_role_binding_applies_to():
+    bodies = [role("reader", [SECRETS])]
+    without_namespace = {"kind": "ServiceAccount", "name": "agent"}  # the binding's namespace
+    rbac = Rbac([*bodies, binding("b", "reader", without_namespace, kind="RoleBinding", namespace="agents")])
+    assert rbac.may(AGENT, "get", "", "secrets", "agents")
+    assert not rbac.may(AGENT, "get", "", "secrets", "other")
+    assert not rbac.may(AGENT, "get", "", "secrets")  # a RoleBinding grants nothing cluster-wide
+    everyone = {"kind": "Group", "name": "system:authenticated"}
+    assert Rbac([*bodies, binding("b", "reader", everyone)]).may(AGENT, "get", "", "secrets")
+    as_user = {"kind": "User", "name": "system:serviceaccount:agents:agent"}
+    assert Rbac([*bodies, binding("b", "reader", as_user)]).may(AGENT, "get", "", "secrets")
+
+
+def test_bootstrap_roles_dist_binds_are_known_by_name():
+    rbac = Rbac([binding("delegator", "system:auth-delegator", sa(*AGENT))])
+    assert rbac.may(AGENT, "create", "authentication.k8s.io", "tokenreviews")
+    assert not rbac.may(AGENT, "create", "", "pods")
+    assert Rbac([binding("admin", "cluster-admin", sa(*AGENT))]).may(AGENT, "delete", "", "nodes")
+
+
+def test_power_counts_what_an_aggregated_role_collects():
+    """Put-back: RBC-003 read only a role's rendered `rules`, so a grant through aggregation was missed."""
+    found = powers(
+        docs(
+            role("reader", aggregate={"site/aggregate-to-reader": "true"}),
+            role("secret-part", [SECRETS], labels={"site/aggregate-to-reader": "true"}),
+            binding("agent-reads", "reader", sa(*AGENT)),
+        )
+    )
+    assert [(p.account, p.primitive) for p in found] == [("agents/agent", READS_SECRETS)]
+
+
+def test_node_rbac_counts_the_authenticated_group_and_aggregation():
+    """Put-back: the node-identity rule saw neither `system:authenticated` nor aggregated rules."""
+    found = node_rbac.grants(
+        docs(
+            role("reader", aggregate={"site/aggregate-to-reader": "true"}),
+            role("secret-part", [SECRETS], labels={"site/aggregate-to-reader": "true"}),
+            binding("everyone-reads", "reader", {"kind": "Group", "name": "system:authenticated"}),
+        ),
+        [AGENT],
+    )
+    assert [(g.account, g.capability) for g in found] == [("agents/agent", NODE_READS_SECRETS)]
+
+
+def test_the_bring_up_and_the_static_rules_read_the_same_rbac():
+    """The bring-up's cluster asks the same evaluator (no second reading of RBAC to drift apart)."""
+    from sitegen.check.bringup import objects
+    from sitegen.check.bringup.refusals import controllers
+
+    assert objects.Rbac is Rbac
+    assert controllers.allows is allows
