@@ -152,10 +152,9 @@ class Nodes(ClusterObjects):
             if not w.running:
                 continue
             rules = rbac.rules_of((w.template.namespace, pod_account(w.template.spec)))
-            if (
-                granted_names(rules, ("approve",), "certificates.k8s.io", "signers") & {KUBELET_SERVING}
-                and not allows(rules, ("create",), "certificates.k8s.io", "certificatesigningrequests")
-            ):
+            if granted_names(rules, ("approve",), "certificates.k8s.io", "signers") & {
+                KUBELET_SERVING
+            } and not allows(rules, ("create",), "certificates.k8s.io", "certificatesigningrequests"):
                 found.append(w)
         return found
 

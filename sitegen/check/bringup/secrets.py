@@ -24,6 +24,7 @@ from sitegen.components.ownership import JobSecret
 # Secret name -> the chart Job that writes it, as the components declare them
 _JOB_SECRETS = {s.secret: s for kind in COMPONENTS for s in kind.job_secrets}
 
+
 class Secrets(ClusterObjects):
     """Mixed into `Cluster` (cluster.py)."""
 
