@@ -13,7 +13,6 @@ import pytest
 from sitegen.check.bringup.cluster import Cluster
 from sitegen.check.bringup.health import builtin_script, run_health_script
 from sitegen.check.bringup.objects import ClusterObjects
-from sitegen.check.bringup.refusals import gateway
 from sitegen.check.bringup.refusals.crd_versions import unserved_version
 from sitegen.check.bringup.refusals.csi import declared, provisioning_refusal
 
@@ -125,7 +124,7 @@ def test_a_gateway_class_no_running_controller_claims(site, inputs):
 def _health(kind: str, body: dict[str, Any], cluster: Cluster) -> tuple[str, str]:
     script = builtin_script(GATEWAY_API, kind)
     assert script is not None
-    return run_health_script(script, {**body, "status": gateway.status_of(body, cluster)})
+    return run_health_script(script, {**body, "status": cluster.operators.controller_status(body)})
 
 
 def _live(cluster: Cluster, kind: str, ns: str, name: str) -> dict[str, Any]:
@@ -175,7 +174,10 @@ def test_a_route_to_no_gateway_waits_and_says_why(site, inputs):
     route = _live(ai, "HTTPRoute", "grafana", "grafana")
     route["spec"]["parentRefs"][0]["name"] = "elsewhere"
     assert _health("HTTPRoute", route, ai) == ("Progressing", "Waiting for HTTPRoute status")
-    assert gateway.behind(route, ai) == "its parent Gateway envoy-gateway-system/elsewhere does not exist"
+    assert (
+        ai.operators.behind_status(route)
+        == "its parent Gateway envoy-gateway-system/elsewhere does not exist"
+    )
 
 
 def test_gateways_and_classes_as_envoy_gateway_accepts_them(site, inputs):
@@ -188,9 +190,9 @@ def test_gateways_and_classes_as_envoy_gateway_accepts_them(site, inputs):
         "Listener: certificate refs 0: Secret envoy-gateway-system/missing-tls does not exist.",
     )
     envoy = _live(ai, "GatewayClass", "", "envoy")
-    assert gateway.status_of(envoy, ai)["conditions"][0]["status"] == "True"
+    assert ai.operators.controller_status(envoy)["conditions"][0]["status"] == "True"
     envoy["spec"]["parametersRef"]["name"] = "absent"
-    (accepted,) = gateway.status_of(envoy, ai)["conditions"]
+    (accepted,) = ai.operators.controller_status(envoy)["conditions"]
     assert accepted["status"] == "False" and accepted["reason"] == "InvalidParameters"
     assert "failed to find envoyproxy envoy-gateway-system/absent" in accepted["message"]
 
@@ -254,10 +256,10 @@ def test_a_claim_of_modes_its_driver_refuses_stays_pending(site, inputs):
     ai.apply(claim, "test")
     try:
         assert "unsupported access mode MULTI_NODE_READER_ONLY" in str(
-            ai.claim_status("ai-research", "scratch")
+            ai.storage.claim_status("ai-research", "scratch")
         )
         ai.apply({**claim, "spec": {**claim["spec"], "accessModes": ["ReadWriteOnce"]}}, "test")
-        assert ai.claim_status("ai-research", "scratch") is None
+        assert ai.storage.claim_status("ai-research", "scratch") is None
     finally:
         ai.delete(("", "PersistentVolumeClaim", "ai-research", "scratch"))
     assert set(declared()) == {"topolvm.io", "directpv-min-io", "csi-isilon.dellemc.com"}

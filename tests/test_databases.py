@@ -135,10 +135,10 @@ def test_drains_wait_for_the_instances_on_local_nvme(up):
     """The node-local classes come from the StorageClasses' provisioners (TopoLVM, DirectPV): the
     database's instances and Loki's writers are bound to their nodes, Harbor's jobservice is not."""
     hub, w = instances(up[ONE])
-    assert hub.node_local(w)
+    assert hub.scheduler.node_local(w)
     by_ref = {x.template.ref: x for x in hub.workloads.values()}
-    assert hub.node_local(by_ref["StatefulSet loki/loki-write"])
-    assert not hub.node_local(by_ref["Deployment harbor/harbor-jobservice"])
+    assert hub.scheduler.node_local(by_ref["StatefulSet loki/loki-write"])
+    assert not hub.scheduler.node_local(by_ref["Deployment harbor/harbor-jobservice"])
 
 
 def test_harbor_and_grafana_keep_their_state_in_their_databases_alone():

@@ -141,3 +141,23 @@ def test_no_module_of_the_checks_over_500_lines():
         if (lines := len(path.read_text().splitlines())) > 500
     }
     assert long == {}
+
+
+def test_the_bring_up_composes_its_parts_rather_than_mixing_them_in():
+    """Put-back: `Cluster` was a stack of six mixins over one set of mutable attributes. A part of the
+    simulation is now a plain class given the state it reads; only `Cluster` extends the object index,
+    and no class of the bring-up has two bases."""
+    import ast
+
+    extends_index, many_bases = [], []
+    for path in sorted((REPO / "sitegen" / "check" / "bringup").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.ClassDef):
+                continue
+            bases = [ast.unparse(b) for b in node.bases if ast.unparse(b) not in ("Protocol", "Exception")]
+            if "ClusterObjects" in bases:
+                extends_index.append(node.name)
+            if len(bases) > 1:
+                many_bases.append(f"{path.name}:{node.name}({', '.join(bases)})")
+    assert extends_index == ["Cluster"]
+    assert many_bases == []

@@ -26,24 +26,30 @@ from sitegen.check.bringup.kube import add, label_selector_matches, quantity, re
 from sitegen.check.bringup.objects import ClusterObjects, Workload, key_of
 from sitegen.check.bringup.refusals.wiring import DEFAULT_PORT, unserved
 from sitegen.check.bringup.scheduling import usage
+from sitegen.check.bringup.secrets import Secrets
 from sitegen.check.netpol import End, PolicyView
 from sitegen.check.tree import Document
 
 
-class Admission(ClusterObjects):
-    """Mixed into `Cluster` (cluster.py); a webhook's CA comes from `Secrets.certificate_ready`."""
+class Admission:
+    """What the API server admits: webhooks and their Services, ValidatingAdmissionPolicies, network
+    policy views and quotas; a webhook's CA comes from `Secrets.certificate_ready`."""
+
+    def __init__(self, cluster: ClusterObjects, secrets: Secrets) -> None:
+        self.cluster = cluster
+        self.secrets = secrets
 
     # ---- webhooks --------------------------------------------------------------------------------
     def service_ready(self, namespace: str, name: str, port: int) -> str | None:
         """None when the Service has a running backend that serves its `port` (refusals/wiring.py),
         else why not."""
-        service = self.find("Service", namespace, name)
+        service = self.cluster.find("Service", namespace, name)
         if service is None:
             return f"Service {namespace}/{name} does not exist"
         selector = (service.body.get("spec") or {}).get("selector") or {}
         backends = [
             w.template
-            for w in self.workloads.values()
+            for w in self.cluster.workloads.values()
             if w.template.namespace == namespace
             and w.running
             and selector
@@ -53,7 +59,7 @@ class Admission(ClusterObjects):
             return f"no running pod behind Service {namespace}/{name}"
         why, assumed = unserved(service.body, port, backends)
         if assumed:
-            self.assumed.add(assumed)
+            self.cluster.assumed.add(assumed)
         return why
 
     def admission_blocker(
@@ -61,18 +67,18 @@ class Admission(ClusterObjects):
     ) -> str | None:
         """Why the API server would refuse `user` (default: the cluster's Argo CD) creating this object
         now: a ValidatingAdmissionPolicy in force that refuses it, or a webhook that cannot answer."""
-        refused = self.policy_refusal(body, user or self.applier)
+        refused = self.policy_refusal(body, user or self.cluster.applier)
         if refused:
             return refused
         group, kind, ns, _ = key_of(body)
-        resource = resource or self.resource_name(group, kind)
+        resource = resource or self.cluster.resource_name(group, kind)
         if kind == "PersistentVolumeClaim" and group == "":
             refused = self.claim_quota_blocker(ns, [_claim_size(body)])
             if refused:
                 return refused
         labels = (body.get("metadata") or {}).get("labels") or {}
-        ns_labels = self.namespace_labels(ns) if ns else {}
-        for (_, wkind, _, wname), applied in sorted(self.of_kind(
+        ns_labels = self.cluster.namespace_labels(ns) if ns else {}
+        for (_, wkind, _, wname), applied in sorted(self.cluster.of_kind(
             "ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"
         )):  # fmt: skip
             for hook in applied.body.get("webhooks") or []:
@@ -95,12 +101,13 @@ class Admission(ClusterObjects):
         """The first refusal of the ValidatingAdmissionPolicies applied so far (with a Deny binding), of
         creating the object, or of updating `old` to it."""
         bodies = [
-            a.body for _, a in self.of_kind("ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding")
+            a.body
+            for _, a in self.cluster.of_kind("ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding")
         ]
         if not bodies:
             return None
         ns = (body.get("metadata") or {}).get("namespace")
-        labels = self.namespace_labels(ns) if ns else None
+        labels = self.cluster.namespace_labels(ns) if ns else None
         operation = "CREATE" if old is None else "UPDATE"
         for policy in denying_policies(bodies):
             if policy.matches(body, labels, operation):
@@ -123,7 +130,7 @@ class Admission(ClusterObjects):
         )
         if inject:
             ns, _, name = inject.partition("/")
-            if not self.certificate_ready(ns, name):
+            if not self.secrets.certificate_ready(ns, name):
                 return f"its CA comes from Certificate {inject}, which is not issued"
         return None
 
@@ -131,11 +138,11 @@ class Admission(ClusterObjects):
         """The network policies applied so far."""
         return PolicyView(
             Document(PurePosixPath("live"), i, dict(a.body))
-            for i, (_, a) in enumerate(self.of_kind("NetworkPolicy", "CiliumNetworkPolicy"))
+            for i, (_, a) in enumerate(self.cluster.of_kind("NetworkPolicy", "CiliumNetworkPolicy"))
         )
 
     def enforces_policies(self) -> bool:
-        config = self.find("ConfigMap", "kube-system", "cilium-config")
+        config = self.cluster.find("ConfigMap", "kube-system", "cilium-config")
         return (
             config is not None
             and str((config.body.get("data") or {}).get("policy-audit-mode", "false")) != "true"
@@ -146,7 +153,7 @@ class Admission(ClusterObjects):
         target port (a named port: on any port its policies open to the API server)."""
         if not self.enforces_policies():
             return None
-        found = self.find("Service", service["namespace"], service["name"])
+        found = self.cluster.find("Service", service["namespace"], service["name"])
         wanted = int(service.get("port", 443))
         target: Any = None
         for port in ((found.body.get("spec") or {}).get("ports") or []) if found else []:
@@ -172,18 +179,20 @@ class Admission(ClusterObjects):
         container leaves out, or more than is left beside the namespace's running pods."""
         t = w.template
         quotas = [
-            a.body for (_, k, ns, _), a in self.objects.items() if k == "ResourceQuota" and ns == t.namespace
+            a.body
+            for (_, k, ns, _), a in self.cluster.objects.items()
+            if k == "ResourceQuota" and ns == t.namespace
         ]
         if not quotas:
             return None
         pods = (1 if t.daemon else max(t.replicas, 1)) - sum(w.placed.values())
         used: dict[str, int] = {}
-        for other in self.workloads.values():
+        for other in self.cluster.workloads.values():
             if other is not w and other.template.namespace == t.namespace and other.running:
                 running = sum(other.placed.values())
                 add(used, {**{k: v * running for k, v in other.template.requests.items()}, "pods": running})
         if t.kind == "StatefulSet" and pods > 0:  # each new pod's claims, made from the templates
-            templates = (self.objects_body(w).get("spec") or {}).get("volumeClaimTemplates") or []
+            templates = (self.cluster.objects_body(w).get("spec") or {}).get("volumeClaimTemplates") or []
             refused = self.claim_quota_blocker(t.namespace, [_claim_size(c) for c in templates] * pods)
             if refused:
                 return refused
@@ -213,18 +222,20 @@ class Admission(ClusterObjects):
         against its claims so far (PersistentVolumeClaims applied, and one per claim template of each
         StatefulSet pod placed) and `new` (each new claim's storage request)."""
         quotas = [
-            a.body for (_, k, ns, _), a in self.objects.items() if k == "ResourceQuota" and ns == namespace
+            a.body
+            for (_, k, ns, _), a in self.cluster.objects.items()
+            if k == "ResourceQuota" and ns == namespace
         ]
         if not quotas or not new:
             return None
         sizes = [
             _claim_size(a.body)
-            for (g, k, ns, _), a in self.objects.items()
+            for (g, k, ns, _), a in self.cluster.objects.items()
             if g == "" and k == "PersistentVolumeClaim" and ns == namespace
         ]
-        for w in self.workloads.values():
+        for w in self.cluster.workloads.values():
             if w.template.kind == "StatefulSet" and w.template.namespace == namespace and w.placed:
-                templates = (self.objects_body(w).get("spec") or {}).get("volumeClaimTemplates") or []
+                templates = (self.cluster.objects_body(w).get("spec") or {}).get("volumeClaimTemplates") or []
                 sizes += [_claim_size(c) for c in templates] * sum(w.placed.values())
         used = {"persistentvolumeclaims": len(sizes), "requests.storage": sum(sizes)}
         need = {"persistentvolumeclaims": len(new), "requests.storage": sum(new)}

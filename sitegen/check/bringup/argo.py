@@ -294,7 +294,7 @@ class AppSync:
         refused = create_refusal(body, self.cluster)
         if refused:
             return Failure(self.name, show(key_of(body)), refused, None)
-        blocked = self.cluster.admission_blocker(tracked(dict(body), self.name))
+        blocked = self.cluster.admission.admission_blocker(tracked(dict(body), self.name))
         if blocked:
             config = blocked.split(" ", 2)[1]
             provider = self.providers.webhooks.get((where, config))
@@ -432,7 +432,7 @@ class AppSync:
                 status, message = run_health_script(script, {**body, "status": self.live_status(body)})
             except LuaHealthError as error:
                 return "Unknown", f"{error} ({source})"
-            why = cluster.behind_status(body) if status != HEALTHY else None
+            why = cluster.operators.behind_status(body) if status != HEALTHY else None
             return status, f"{message} ({why})" if why else message
         if not self.checks.checked(group, kind):
             return HEALTHY, ""  # no health check in this Argo CD: Healthy as soon as it exists
@@ -449,22 +449,24 @@ class AppSync:
         spec = body.get("spec") or {}
         why: str | None = None
         if kind == "PersistentVolumeClaim":
-            why = cluster.claim_status(key[2], key[3], consumer=cluster.claim_consumed(key[2], key[3]))
+            why = cluster.storage.claim_status(
+                key[2], key[3], consumer=cluster.storage.claim_consumed(key[2], key[3])
+            )
         elif kind == "ExternalSecret":
-            why = cluster.external_secret_ready(body)
+            why = cluster.secrets.external_secret_ready(body)
         elif kind in ("ClusterSecretStore", "SecretStore"):
-            why = cluster.store_ready(kind, key[2], key[3])
+            why = cluster.secrets.store_ready(kind, key[2], key[3])
         elif kind == "Certificate":
-            why = cluster.certificate_blocker(body)
+            why = cluster.secrets.certificate_blocker(body)
         elif kind == "Service" and spec.get("type") == "LoadBalancer":
-            why = cluster.load_balancer_blocker()
+            why = cluster.node_agents.load_balancer_blocker()
         elif kind == "APIService" and spec.get("service"):
             ref = spec["service"]
-            why = cluster.service_ready(ref["namespace"], ref["name"], int(ref.get("port", 443)))
+            why = cluster.admission.service_ready(ref["namespace"], ref["name"], int(ref.get("port", 443)))
         elif (group, kind) == CNPG_CLUSTER:
             # Argo CD's built-in check maps CloudNativePG's phase: healthy, a reconciliation stopped
             # (Suspended: an unknown plugin), failing over (Degraded), else Progressing
-            phase = str(cluster.controller_status(body).get("phase", ""))
+            phase = str(cluster.operators.controller_status(body).get("phase", ""))
             if phase == "Cluster in healthy state":
                 return HEALTHY, ""
             status = (
@@ -473,7 +475,7 @@ class AppSync:
                 else ("Degraded" if phase == "Failing over" else "Progressing")
             )
             return status, f"{phase or 'no status: the operator is not running'}" + (
-                f" ({cluster.behind_status(body)})" if cluster.behind_status(body) else ""
+                f" ({cluster.operators.behind_status(body)})" if cluster.operators.behind_status(body) else ""
             )
         elif kind not in MODELLED_CHECKS and kind != "Service":
             cluster.assumed.add(
@@ -483,7 +485,7 @@ class AppSync:
 
     def live_status(self, body: Mapping[str, Any]) -> dict[str, Any]:
         """The object's status in the cluster: what its controller wrote (the root knows its children)."""
-        return self.cluster.controller_status(body)
+        return self.cluster.operators.controller_status(body)
 
     def health(self) -> tuple[str, str]:
         unknown = self.unknown()

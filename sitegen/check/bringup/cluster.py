@@ -1,10 +1,11 @@
 """One cluster during its first install: nodes, the objects applied so far, and the controllers' work
 on them (scheduling, readiness, secrets, certificates, volumes, Kueue admission, device plugins).
 
-`Cluster` composes one part per concern over the state and object index they share (objects.py):
-scheduling.py, kueue.py, admission.py, secrets.py, storage.py, nodes.py, operators.py. What crosses
-them is here: the controllers' loop (`reconcile`) and what a pod waits on before it can start
-(`pod_blocker`).
+`Cluster` is the cluster's state and object index (`ClusterObjects`, objects.py) with one part per
+concern, each given the state and the other parts it reads: `scheduler` (scheduling.py), `kueue`,
+`admission`, `secrets`, `storage`, `node_agents` (nodes.py) and `operators`. What crosses them is
+here: applying an object (the index, then what operators make of it), the controllers' loop
+(`reconcile`), what a pod waits on before it can start (`pod_blocker`), and deletion.
 """
 
 from __future__ import annotations
@@ -17,34 +18,49 @@ from sitegen.check.admission_policy import POD_MAKERS, admitted_pod
 from sitegen.check.bringup.admission import Admission
 from sitegen.check.bringup.kube import claim_refs, config_map_refs, secret_refs
 from sitegen.check.bringup.kueue import Kueue
-from sitegen.check.bringup.objects import Key, Workload
+from sitegen.check.bringup.nodes import NodeAgents
+from sitegen.check.bringup.objects import ClusterObjects, Key, Workload
 from sitegen.check.bringup.operators import Operators
 from sitegen.check.bringup.refusals import pod_refusal
-from sitegen.check.bringup.scheduling import Scheduling
+from sitegen.check.bringup.scheduling import Scheduler
 from sitegen.check.bringup.secrets import Secrets
 from sitegen.check.bringup.storage import Storage
+from sitegen.check.bringup.vault import Vault
 from sitegen.check.pod_security import violations
 
 PSA_ENFORCE = "pod-security.kubernetes.io/enforce"
 
 
-# Who creates a workload's pods: the kube-system controller of its kind (a bare Pod is Argo CD's).
+class Cluster(ClusterObjects):
+    """One cluster: its objects, the parts above over them; the controllers' loop and the pods'
+    prerequisites."""
 
+    def __init__(self, name: str, vault: Vault) -> None:
+        super().__init__(name, vault)
+        self.secrets = Secrets(self)
+        self.storage = Storage(self)
+        self.scheduler = Scheduler(self, self.pod_blocker)
+        self.kueue = Kueue(self, self.scheduler, self.pod_blocker)
+        self.admission = Admission(self, self.secrets)
+        self.node_agents = NodeAgents(self, self.scheduler)
+        self.operators = Operators(self, self.node_agents, self.secrets)
 
-class Cluster(Scheduling, Kueue, Admission, Secrets, Storage, Operators):
-    """One cluster: the parts above over one state; the controllers' loop and the pods' prerequisites."""
+    def apply(self, body: Mapping[str, Any], owner: str) -> None:
+        """The object, and the workloads an operator makes of it."""
+        super().apply(body, owner)
+        self.operators.applied(body, owner)
 
     # ---- workloads -------------------------------------------------------------------------------
     def reconcile(self, rails: Mapping[str, set[str]]) -> None:
         """Run the controllers until nothing changes."""
         while True:
             before = self.changes
-            self.refresh_readiness()
-            self.refresh_devices(rails)
-            self.refresh_serving_certificates()
-            self._admit()
+            self.node_agents.refresh_readiness()
+            self.node_agents.refresh_devices(rails)
+            self.node_agents.refresh_serving_certificates()
+            self.kueue.admit()
             for key in sorted(self.workloads):
-                self._start(key, self.workloads[key])
+                self.scheduler.start(key, self.workloads[key])
             if self.changes == before:
                 return
 
@@ -56,7 +72,7 @@ class Cluster(Scheduling, Kueue, Admission, Secrets, Storage, Operators):
         refused = self.pod_security_refusal(t.namespace, t.spec)
         if refused:
             return refused
-        down = self.admission_blocker(
+        down = self.admission.admission_blocker(
             admitted_pod(t.namespace, t.name, t.labels, t.spec), user=POD_MAKERS.get(t.kind, self.applier)
         )
         if down:
@@ -68,26 +84,30 @@ class Cluster(Scheduling, Kueue, Admission, Secrets, Storage, Operators):
         if priority and not self.resolves("PriorityClass", "", priority):
             return f"PriorityClass {priority} does not exist"
         runtime = t.spec.get("runtimeClassName")
-        if runtime and not self.runtime_class_exists(runtime):
+        if runtime and not self.node_agents.runtime_class_exists(runtime):
             return f"RuntimeClass {runtime} does not exist"
         for name in sorted(secret_refs(t)):
-            why = self.secret_blocker(t.namespace, name)
+            why = self.secrets.secret_blocker(t.namespace, name)
             if why is not None:
                 return f"Secret {name} is not there: {why}"
         for name in sorted(config_map_refs(t)):
             if not self.resolves("ConfigMap", t.namespace, name):
                 return f"ConfigMap {t.namespace}/{name} does not exist (nothing in dist/ makes it)"
         for name in sorted(claim_refs(t)):
-            why = self.claim_status(t.namespace, name)
+            why = self.storage.claim_status(t.namespace, name)
             if why:
                 return why
         for storage_class in w.claim_classes:
-            why = self.claim_blocker(storage_class, consumer=True)
+            why = self.storage.claim_blocker(storage_class, consumer=True)
             if why:
                 return f"volume claim: {why}"
         if w.operator and not self.controller_running(*w.operator):
             return f"the {w.operator[1]} operator is not running"
-        return pod_refusal(w, self) or self.quota_blocker(w) or self.kubelet_client_blocker(w)
+        return (
+            pod_refusal(w, self)
+            or self.admission.quota_blocker(w)
+            or self.node_agents.kubelet_client_blocker(w)
+        )
 
     def pod_security_refusal(self, namespace: str, spec: Mapping[str, Any]) -> str | None:
         """PodSecurity admission: the namespace's enforce label, else the API server's default level;
@@ -113,7 +133,7 @@ class Cluster(Scheduling, Kueue, Admission, Secrets, Storage, Operators):
             del self._named[(key[1], key[2], key[3])]
         workload = self.workloads.pop(key, None)
         if workload is not None:
-            self._release(workload)
+            self.scheduler.release(workload)
         if key[1] == "CustomResourceDefinition":
             spec = applied.body["spec"]
             self.crds.pop((spec["group"], spec["names"]["kind"]), None)

@@ -200,7 +200,7 @@ class Convergence:
                             f"cluster {cluster} is not registered with Argo CD: its Secret lacks the label "
                             f"{CLUSTER_SECRET_LABEL}=cluster, the only Secrets Argo CD reads as clusters"
                         )
-                    why = hub.external_secret_ready(applied.body)
+                    why = hub.secrets.external_secret_ready(applied.body)
                     return None if why is None else f"cluster {cluster} is not registered with Argo CD: {why}"
             return f"cluster {cluster} is not registered with Argo CD (no cluster Secret for {server})"
 
@@ -326,7 +326,7 @@ class Convergence:
         current = self._wave_of("")
         here = f"wave {current}" if self.state.step == "Argo CD" else self.state.step
         for cluster in self.state.clusters.values():
-            for line in cluster.device_report():
+            for line in cluster.node_agents.device_report():
                 events.append(((current,), 0, len(events), cluster.name, here, line))
             for owner, line in cluster.log:
                 label = f"wave {self._wave_of(owner)}" if owner in self.state.apps else here
@@ -369,7 +369,7 @@ class Convergence:
     def drain(self) -> None:
         """Move what the controllers did outside Argo CD's syncs into the timeline."""
         for cluster in self.state.clusters.values():
-            lines = [*cluster.device_report(), *(line for _, line in cluster.log)]
+            lines = [*cluster.node_agents.device_report(), *(line for _, line in cluster.log)]
             cluster.log.clear()
             for line in lines:
                 self.state.result.timeline.append(Event(cluster.name, self.state.step, line))
@@ -448,7 +448,7 @@ class Convergence:
             jobs = [
                 w
                 for w in cluster.workloads.values()
-                if w.done and cluster.queue_of(w) and w.owner in self.state.apps
+                if w.done and cluster.kueue.queue_of(w) and w.owner in self.state.apps
             ]
             for job in jobs:
                 job.done, job.admitted, job.reason = False, None, "submitted again"

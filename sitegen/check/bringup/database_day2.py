@@ -120,7 +120,7 @@ def _lose_the_primary(sim: Simulation, cluster: Cluster, w: Workload) -> None:
     sim.state.step = f"day 2: {node} lost for good, the node of {t.namespace}/{t.name}'s primary ({t.name}-{lost_instance})"
     held = [h for h in cluster.workloads.values() if node in h.placed and h.running and not h.template.daemon]
     before = cluster.nodes[node]
-    cluster.lose_node(node)
+    cluster.scheduler.lose_node(node)
     cluster.reconcile(sim.state.rails[cluster.name])
     running = every - {lost_instance}
     lost = replication.fail_over(running)
@@ -179,7 +179,7 @@ def _replay(sim: Simulation, cluster: Cluster, w: Workload, instance: int, node:
         namespace = words[words.index("-n") + 1] if "-n" in words else ""
         verb = [x for i, x in enumerate(words[1:], 1) if not x.startswith("-") and words[i - 1] != "-n"]
         if verb[:2] == ["delete", "node"] and node in verb[2:] and node in cluster.nodes:
-            cluster.remove_node(node)
+            cluster.scheduler.remove_node(node)
             cluster.reconcile(sim.state.rails[cluster.name])
             pod_gone = True
         elif verb[:2] == ["delete", "pod"] and namespace == t.namespace and pod in verb[2:]:
@@ -194,7 +194,7 @@ def _replay(sim: Simulation, cluster: Cluster, w: Workload, instance: int, node:
         )))  # fmt: skip
     w.stranded_on = None  # the operator clones a new instance from the primary where the anti-affinity allows
     if node in w.placed:
-        cluster.delete_pods_on(w, node, f"{pod} and its claims deleted: a new instance is cloned")
+        cluster.scheduler.delete_pods_on(w, node, f"{pod} and its claims deleted: a new instance is cloned")
     w.reason = f"{pod} and its claims deleted: a new instance is cloned"
     cluster.changes += 1
 
@@ -221,7 +221,7 @@ def _node_returns(sim: Simulation, cluster: Cluster, node: Node) -> None:
     """The host joins again under its name (rebuilt), for the scenarios after this one."""
     cluster.nodes[node.name] = replace(node, used={}, host_ports={}, ready=True, reporting=True,
                                        taints=[t for t in node.taints if t not in NOT_READY])  # fmt: skip
-    cluster.nodes_changed()
+    cluster.scheduler.nodes_changed()
     cluster.changes += 1
     cluster.reconcile(sim.state.rails[cluster.name])
     sim.convergence.settle()

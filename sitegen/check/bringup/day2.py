@@ -170,7 +170,7 @@ def _drain_pool(sim: Simulation, cluster: Cluster, pool: str, size: int, budgets
     for start in range(0, len(hosts), size):
         batch = hosts[start : start + size]
         running = [w for w in cluster.workloads.values() if w.running]
-        waiting = cluster.drain(batch)
+        waiting = cluster.scheduler.drain(batch)
         cluster.reconcile(sim.state.rails[cluster.name])
         stranded = [w for w in running if not w.running and w.template.ref not in waiting]
         if stranded:
@@ -206,7 +206,7 @@ def gang_job_with_a_node_down(sim: Simulation) -> None:
     for cluster in sim.state.clusters.values():
         jobs = [
             w for w in cluster.workloads.values()
-            if w.template.kind == "Job" and w.done and cluster.queue_of(w) and w.owner in sim.state.apps
+            if w.template.kind == "Job" and w.done and cluster.kueue.queue_of(w) and w.owner in sim.state.apps
             and w.template.requests.get(GPU, 0) > 0
         ]  # fmt: skip
         gpu_nodes = sorted(n for n, node in cluster.nodes.items() if node.capacity.get(GPU))
@@ -216,7 +216,7 @@ def gang_job_with_a_node_down(sim: Simulation) -> None:
         template = job.unadmitted or job.template
         node = gpu_nodes[0]
         sim.state.step = f"day 2: {template.ref} submitted while {node} is down"
-        cluster.lose_node(node)
+        cluster.scheduler.lose_node(node)
         job.done, job.admitted, job.reason = False, None, "submitted again"
         job.template, job.unadmitted = template, None
         cluster.changes += 1
@@ -325,8 +325,8 @@ def _guard_cannot_cordon(cluster: Cluster, node: str) -> str | None:
     env = {e["name"]: e.get("value", "") for c in spec["containers"] for e in c.get("env") or []}
     if node not in env.get("HOSTS", "").split():
         return "it is not among the guard's hosts"
-    if cluster.enforces_policies():
-        view, source = cluster.policy_view(), End(namespace=namespace)
+    if cluster.admission.enforces_policies():
+        view, source = cluster.admission.policy_view(), End(namespace=namespace)
         url = urlparse(env.get("PROMETHEUS", ""))
         service = (url.hostname or "").split(".")
         prometheus = End(namespace=service[1] if len(service) > 1 else "")
@@ -335,7 +335,9 @@ def _guard_cannot_cordon(cluster: Cluster, node: str) -> str | None:
         if not view.allows(source, End(entity="kube-apiserver"), None):
             return "the network policies keep the guard from the API server"
     patched, before = _cordon_patch(cluster, node)
-    refused = cluster.policy_refusal(patched, f"system:serviceaccount:{namespace}:{account[1]}", before)
+    refused = cluster.admission.policy_refusal(
+        patched, f"system:serviceaccount:{namespace}:{account[1]}", before
+    )
     return f"the API server refuses the guard's cordon: {refused}" if refused else None
 
 
@@ -378,7 +380,7 @@ def a_node_down_while_a_chart_bump_lands(sim: Simulation) -> None:
     last = max(quiet, key=lambda a: (a.wave, a.name))
     bumped = sim.state.apps[daemon_apps[0]]
     sim.state.step = f"day 2: {node} NotReady while a chart bump lands on {bumped.name} and {last.name}"
-    affected = hub.lose_node(node)
+    affected = hub.scheduler.lose_node(node)
     hub.reconcile(sim.state.rails[hub.name])
     changes = {a.name: [_labelled(a.objects[-1]), *a.objects[:-1]] for a in (bumped, last)}
     for name in sorted(changes):

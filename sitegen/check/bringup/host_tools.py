@@ -14,7 +14,7 @@ def _gpu_driver(sim: SimulationState, cluster: str | None, pool: str) -> str | N
     if not nodes:
         return "the hosts have not joined, and the GPU Operator installs the driver only on nodes"
     policies = found.of_kind("ClusterPolicy") if found else []
-    if not policies or found.controller_status(policies[0][1].body).get("state") != "ready":  # type: ignore[union-attr]
+    if not policies or found.operators.controller_status(policies[0][1].body).get("state") != "ready":  # type: ignore[union-attr]
         return "the GPU Operator has not installed it (its ClusterPolicy is not ready)"
     return None
 

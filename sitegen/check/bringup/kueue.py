@@ -26,7 +26,7 @@ recoveryTimeout of a running workload that loses a pod.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import cache
 from typing import Any
 
@@ -34,7 +34,7 @@ import yaml
 
 from sitegen.check.bringup.kube import add, label_selector_matches, quantity
 from sitegen.check.bringup.objects import ClusterObjects, Key, Workload
-from sitegen.check.bringup.scheduling import usage
+from sitegen.check.bringup.scheduling import Scheduler, usage
 from sitegen.compose.kube_yaml import KubeLoader
 
 KUEUE_QUEUE = "kueue.x-k8s.io/queue-name"
@@ -51,27 +51,34 @@ INTEGRATION_KINDS = {
 }
 
 
-class Kueue(ClusterObjects):
-    """Mixed into `Cluster` (cluster.py); a preempted workload gives its nodes back
-    (`Scheduling._release`)."""
+class Kueue:
+    """Kueue's admission of the cluster's workloads; a preempted workload gives its nodes back
+    (`Scheduler.release`)."""
+
+    def __init__(
+        self, cluster: ClusterObjects, scheduler: Scheduler, pod_blocker: Callable[[Workload], str | None]
+    ) -> None:
+        self.cluster = cluster
+        self.scheduler = scheduler
+        self.pod_blocker = pod_blocker
 
     # ---- Kueue -----------------------------------------------------------------------------------
     def queue_of(self, w: Workload) -> str | None:
         """The queue of a workload Kueue manages (in a namespace Kueue's configuration selects): its
         label; without one, when Kueue manages unlabeled jobs, `default` if that LocalQueue exists, else
         "" (a queue no LocalQueue has: held). None: Kueue leaves it alone."""
-        body = self.objects_body(w)
+        body = self.cluster.objects_body(w)
         labels = {**w.template.labels, **((body.get("metadata") or {}).get("labels") or {})}
         selector = self._kueue_namespaces()
         if selector is None or not label_selector_matches(
-            selector, self.namespace_labels(w.template.namespace)
+            selector, self.cluster.namespace_labels(w.template.namespace)
         ):
             return None
         if KUEUE_QUEUE in labels:
             return labels[KUEUE_QUEUE]
         if w.template.kind not in self._unlabeled_kinds():
             return None
-        return DEFAULT_QUEUE if self.find("LocalQueue", w.template.namespace, DEFAULT_QUEUE) else ""
+        return DEFAULT_QUEUE if self.cluster.find("LocalQueue", w.template.namespace, DEFAULT_QUEUE) else ""
 
     def _unlabeled_kinds(self) -> frozenset[str]:
         """The kinds Kueue manages without a queue label: none unless manageJobsWithoutQueueName."""
@@ -84,10 +91,10 @@ class Kueue(ClusterObjects):
     def _kueue_configuration(self) -> tuple[Mapping[str, Any], str] | None:
         """Kueue's controller configuration and the namespace it runs in; None without Kueue (found
         again only once the cluster changed: every workload asks, every round)."""
-        return self.unchanged(("kueue configuration",), self._find_kueue_configuration)  # type: ignore[no-any-return]
+        return self.cluster.unchanged(("kueue configuration",), self._find_kueue_configuration)  # type: ignore[no-any-return]
 
     def _find_kueue_configuration(self) -> tuple[Mapping[str, Any], str] | None:
-        for _, applied in self.of_kind("ConfigMap"):
+        for _, applied in self.cluster.of_kind("ConfigMap"):
             text = (applied.body.get("data") or {}).get("controller_manager_config.yaml")
             if text:
                 return _kueue_config(text), applied.body["metadata"]["namespace"]
@@ -104,9 +111,11 @@ class Kueue(ClusterObjects):
         }]}  # fmt: skip
         return config.get("managedJobsNamespaceSelector") or default
 
-    def _admit(self) -> None:
+    def admit(self) -> None:
         managed = [
-            (k, w) for k, w in sorted(self.workloads.items()) if self.queue_of(w) is not None and not w.done
+            (k, w)
+            for k, w in sorted(self.cluster.workloads.items())
+            if self.queue_of(w) is not None and not w.done
         ]
         if not managed:
             return
@@ -128,8 +137,8 @@ class Kueue(ClusterObjects):
                 w.admitted = True
                 w.reason = "admitted by Kueue"
                 self._suspend(w, False)
-                self.log.append((w.owner, f"Kueue admitted {w.template.ref} (priority {w.priority})"))
-                self.changes += 1
+                self.cluster.log.append((w.owner, f"Kueue admitted {w.template.ref} (priority {w.priority})"))
+                self.cluster.changes += 1
             elif w.reason != why:
                 w.reason = why
 
@@ -148,7 +157,7 @@ class Kueue(ClusterObjects):
     def _node_state(self) -> frozenset[tuple[str, tuple[object, ...]]]:
         """What a requeued workload waits to change: which nodes are up, and their taints (a cordon)."""
         return frozenset(
-            (n, tuple(node.taints)) for n, node in self.nodes.items() if node.ready and node.reporting
+            (n, tuple(node.taints)) for n, node in self.cluster.nodes.items() if node.ready and node.reporting
         )
 
     def _pods_ready_wait(self) -> str | None:
@@ -158,14 +167,14 @@ class Kueue(ClusterObjects):
         return None if wait is None else str((wait or {}).get("timeout", "5m"))
 
     def _priority(self, w: Workload) -> int:
-        body = self.objects_body(w)
+        body = self.cluster.objects_body(w)
         labels = {**w.template.labels, **((body.get("metadata") or {}).get("labels") or {})}
         name = labels.get(KUEUE_PRIORITY)
-        found = self.find("WorkloadPriorityClass", "", name) if name else None
+        found = self.cluster.find("WorkloadPriorityClass", "", name) if name else None
         return int(found.body.get("value", 0)) if found else 0
 
     def _admission(self, w: Workload, managed: list[tuple[Key, Workload]]) -> str | None:
-        if not self.controller_running("kueue.x-k8s.io", "ClusterQueue"):
+        if not self.cluster.controller_running("kueue.x-k8s.io", "ClusterQueue"):
             return "Kueue is not running"
         queue_name = self.queue_of(w)
         if not queue_name:
@@ -173,14 +182,14 @@ class Kueue(ClusterObjects):
                 f"held by Kueue: no queue-name label, and {w.template.namespace} has no LocalQueue "
                 f"`{DEFAULT_QUEUE}` (manageJobsWithoutQueueName)"
             )
-        local = self.find("LocalQueue", w.template.namespace, queue_name)
+        local = self.cluster.find("LocalQueue", w.template.namespace, queue_name)
         if local is None:
             return f"LocalQueue {w.template.namespace}/{queue_name} does not exist"
         cq_name = local.body["spec"]["clusterQueue"]
-        cq = self.find("ClusterQueue", "", cq_name)
+        cq = self.cluster.find("ClusterQueue", "", cq_name)
         if cq is None:
             return f"ClusterQueue {cq_name} does not exist"
-        if not _selects(cq.body, self.namespace_labels(w.template.namespace)):
+        if not _selects(cq.body, self.cluster.namespace_labels(w.template.namespace)):
             return (
                 f"ClusterQueue {cq_name}: workload namespace doesn't match ClusterQueue selector "
                 f"({w.template.namespace} is outside its namespaceSelector)"
@@ -210,7 +219,7 @@ class Kueue(ClusterObjects):
         """Admission assigns the first flavor of the ClusterQueue that covers the workload's resources
         and injects its node labels (as node selector) and tolerations into the pods (kueue
         ResourceFlavor: nodeLabels, tolerations); eviction restores the template (`_evict`)."""
-        cq = self.find("ClusterQueue", "", self._cluster_queue(w) or "")
+        cq = self.cluster.find("ClusterQueue", "", self._cluster_queue(w) or "")
         need = set(_total(w))
         flavors = [
             flavor["name"]
@@ -220,7 +229,7 @@ class Kueue(ClusterObjects):
         ]
         if not flavors:
             return None
-        found = self.find("ResourceFlavor", "", flavors[0])
+        found = self.cluster.find("ResourceFlavor", "", flavors[0])
         if found is None:
             return f"ResourceFlavor {flavors[0]} does not exist (its ClusterQueue is inactive)"
         spec = found.body.get("spec") or {}
@@ -233,25 +242,27 @@ class Kueue(ClusterObjects):
         return None
 
     def _cluster_queue(self, w: Workload) -> str | None:
-        local = self.find("LocalQueue", w.template.namespace, self.queue_of(w) or "")
+        local = self.cluster.find("LocalQueue", w.template.namespace, self.queue_of(w) or "")
         return local.body["spec"]["clusterQueue"] if local else None
 
     def _evict(self, w: Workload, why: str) -> None:
-        self._release(w)
+        self.scheduler.release(w)
         if w.unadmitted is not None:
             w.template, w.unadmitted = w.unadmitted, None
         w.admitted = False
         w.reason = why
         self._suspend(w, True)
-        self.log.append((w.owner, f"{w.template.ref} {why}"))
-        self.changes += 1
+        self.cluster.log.append((w.owner, f"{w.template.ref} {why}"))
+        self.cluster.changes += 1
 
     def _suspend(self, w: Workload, suspended: bool) -> None:
         """A Job's `spec.suspend`, as Kueue writes it when it admits (false) or evicts (true) it: the
         Kueue component's declared field (`Kueue.writes`); other kinds Kueue suspends otherwise."""
         if w.template.kind == "Job":
             t = w.template
-            self.write_field(("batch", "Job", t.namespace, t.name), "/spec/suspend", suspended, "Kueue")
+            self.cluster.write_field(
+                ("batch", "Job", t.namespace, t.name), "/spec/suspend", suspended, "Kueue"
+            )
 
 
 @cache

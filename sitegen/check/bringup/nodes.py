@@ -28,6 +28,7 @@ from sitegen.check.bringup.kube import (
     untolerated,
 )
 from sitegen.check.bringup.objects import ClusterObjects, Workload
+from sitegen.check.bringup.scheduling import Scheduler
 from sitegen.check.rbac import allows, granted_names
 
 KUBELET_SERVING = "kubernetes.io/kubelet-serving"
@@ -40,19 +41,26 @@ KUBELET_CLIENT_FLAGS = (
 )
 
 
-class Nodes(ClusterObjects):
-    """Mixed into `Cluster` (cluster.py)."""
+class NodeAgents:
+    """The node agents' work: readiness once the CNI runs, devices the plugins advertise, runtime
+    classes, kubelet serving certificates and who approves them, LB IPAM addresses."""
+
+    def __init__(self, cluster: ClusterObjects, scheduler: Scheduler) -> None:
+        self.cluster = cluster
+        self.scheduler = scheduler
+        self.server_tls_bootstrap = False  # kubelets ask the cluster CA for serving certificates
+        self.devices_changed: set[str] = set()  # what the controllers did that an operator would want to see
 
     # ---- nodes and devices -----------------------------------------------------------------------
     def runtime_class_exists(self, name: str) -> bool:
-        if self.find("RuntimeClass", "", name):
+        if self.cluster.find("RuntimeClass", "", name):
             return True
         # the GPU Operator creates its runtime classes once its ClusterPolicy is reconciled
         return name.startswith("nvidia") and self._cluster_policy() is not None
 
     def _cluster_policy(self) -> Mapping[str, Any] | None:
-        found = self.of_kind("ClusterPolicy")
-        if not found or not self.controller_running("nvidia.com", "ClusterPolicy"):
+        found = self.cluster.of_kind("ClusterPolicy")
+        if not found or not self.cluster.controller_running("nvidia.com", "ClusterPolicy"):
             return None
         return found[0][1].body
 
@@ -62,7 +70,7 @@ class Nodes(ClusterObjects):
             node.name in w.placed
             and w.template.daemon
             and any((c.get("command") or [""])[0] == command for c in w.template.spec.get("containers") or [])
-            for w in self.workloads.values()
+            for w in self.cluster.workloads.values()
         )
 
     def refresh_devices(self, rails: Mapping[str, set[str]]) -> None:
@@ -70,8 +78,8 @@ class Nodes(ClusterObjects):
         policy = self._cluster_policy()
         # the operator places its device plugin where Node Feature Discovery labelled an NVIDIA device:
         # the NFD worker on the node writes its NodeFeature object, from which the master labels the node
-        master = self.controller_running("nfd.k8s-sigs.io", "NodeFeature")
-        for node in self.nodes.values():
+        master = self.cluster.controller_running("nfd.k8s-sigs.io", "NodeFeature")
+        for node in self.cluster.nodes.values():
             if policy is not None and node.capacity.get("hardware/gpu"):
                 spec = policy["spec"].get("daemonsets") or {}
                 tolerated = not untolerated(spec.get("tolerations") or [], _operator_daemon_taints(node))
@@ -82,8 +90,8 @@ class Nodes(ClusterObjects):
             self._rdma(node, rails.get(node.name, set()))
 
     def _rdma(self, node: Node, named_interfaces: set[str]) -> None:
-        cluster_policies = self.of_kind("NicClusterPolicy")
-        if not cluster_policies or not self.controller_running("mellanox.com", "NicClusterPolicy"):
+        cluster_policies = self.cluster.of_kind("NicClusterPolicy")
+        if not cluster_policies or not self.cluster.controller_running("mellanox.com", "NicClusterPolicy"):
             return
         cp = cluster_policies[0][1].body["spec"]
         taints = _operator_daemon_taints(node)
@@ -91,7 +99,7 @@ class Nodes(ClusterObjects):
             {"affinity": {"nodeAffinity": cp.get("nodeAffinity") or {}}}, node.labels
         )
         admitted = admitted and not untolerated(cp.get("tolerations") or [], taints)
-        for _, applied in self.of_kind("NicNodePolicy"):
+        for _, applied in self.cluster.of_kind("NicNodePolicy"):
             spec = applied.body["spec"]
             if not all(node.labels.get(k) == str(v) for k, v in (spec.get("nodeSelector") or {}).items()):
                 continue
@@ -105,12 +113,12 @@ class Nodes(ClusterObjects):
         if node.capacity.get(resource, 0) != amount:
             node.capacity[resource] = amount
             self.devices_changed.add(resource)
-            self.changes += 1
+            self.cluster.changes += 1
 
     def device_report(self) -> list[str]:
         out = []
         for resource in sorted(self.devices_changed):
-            nodes = [n for n in self.nodes.values() if n.capacity.get(resource)]
+            nodes = [n for n in self.cluster.nodes.values() if n.capacity.get(resource)]
             per = sorted({n.capacity[resource] for n in nodes})
             out.append(f"{resource}: {'/'.join(map(str, per)) or 0} on {len(nodes)} nodes")
         self.devices_changed.clear()
@@ -119,36 +127,36 @@ class Nodes(ClusterObjects):
     def refresh_readiness(self) -> None:
         """A node turns Ready once the CNI's agents run on it and its operator runs (it hands out the
         pod CIDRs). Both are on the host network: nothing else of the CNI can run before."""
-        host = [w for w in self.owner_apps(self.cni_app) if w.template.host_network]
+        host = [w for w in self.cluster.owner_apps(self.cluster.cni_app) if w.template.host_network]
         operator_up = any(w.template.kind == "Deployment" for w in host) and all(
             w.running for w in host if w.template.kind == "Deployment"
         )
         agents = [w for w in host if w.template.kind == "DaemonSet"]
-        for node in self.nodes.values():
+        for node in self.cluster.nodes.values():
             ready = operator_up and bool(agents) and all(w.running and node.name in w.placed for w in agents)
             if ready and node.reporting and not node.ready:
                 node.ready = True
                 node.taints = [t for t in node.taints if t not in NOT_READY]
-                self.nodes_changed()
-                self.changes += 1
+                self.scheduler.nodes_changed()
+                self.cluster.changes += 1
 
     # ---- the CNI's load-balancer addresses -------------------------------------------------------
     def load_balancer_blocker(self) -> str | None:
         """Cilium's LB IPAM hands out the address: it needs a pool and the CNI running."""
-        if not self.of_kind("CiliumLoadBalancerIPPool"):
+        if not self.cluster.of_kind("CiliumLoadBalancerIPPool"):
             return "no CiliumLoadBalancerIPPool gives it an address"
-        if not self.app_running(self.cni_app):
+        if not self.cluster.app_running(self.cluster.cni_app):
             return "Cilium is not running"
         return None
 
     # ---- kubelet serving certificates -----------------------------------------------------------
-    def _approvers(self) -> list[Workload]:
+    def approvers(self) -> list[Workload]:
         """Running workloads whose service account may approve kubelet-serving requests by name (an
         operator that may approve any signer approves no kubelet; one that may also create CSRs, like
         AIStor's, signs its own TLS through kubelet-serving and approves only its own requests)."""
-        rbac = self.rbac()
+        rbac = self.cluster.rbac()
         found = []
-        for w in self.workloads.values():
+        for w in self.cluster.workloads.values():
             if not w.running:
                 continue
             rules = rbac.rules_of((w.template.namespace, pod_account(w.template.spec)))
@@ -161,10 +169,10 @@ class Nodes(ClusterObjects):
     def refresh_serving_certificates(self) -> None:
         """kube-controller-manager signs a kubelet's serving CSR once something approves it: an
         approver whose checks (node name pattern, IP prefixes of kubelet-csr-approver) admit the node."""
-        waiting = [n for n in self.nodes.values() if not n.serving_certificate]
+        waiting = [n for n in self.cluster.nodes.values() if not n.serving_certificate]
         if not waiting or not self.server_tls_bootstrap:
             return
-        for approver in self._approvers():
+        for approver in self.approvers():
             env = {
                 e["name"]: str(e.get("value", ""))
                 for c in approver.template.containers()
@@ -181,8 +189,8 @@ class Nodes(ClusterObjects):
             for node in approved:
                 node.serving_certificate = True
             if approved:
-                self.changes += 1
-                self.log.append(
+                self.cluster.changes += 1
+                self.cluster.log.append(
                     (approver.owner, f"approved the serving certificates of {len(approved)} kubelet(s)")
                 )
             waiting = [n for n in waiting if not n.serving_certificate]
@@ -197,7 +205,7 @@ class Nodes(ClusterObjects):
         ]
         if not any(a.startswith(KUBELET_CLIENT_FLAGS) for a in args) or "--kubelet-insecure-tls" in args:
             return None
-        waiting = sorted(n.name for n in self.nodes.values() if not n.serving_certificate)
+        waiting = sorted(n.name for n in self.cluster.nodes.values() if not n.serving_certificate)
         if not waiting:
             return None
         if not self.server_tls_bootstrap:

@@ -3,7 +3,7 @@ groups it serves, and the workloads (pod templates) its objects make.
 
 Every object applied is remembered with the Application (or runbook step) that applied it, so that a
 blocker can name who would have provided what is missing. `ClusterObjects` is the state and the index of
-objects that the concerns composed into `Cluster` (cluster.py) share. Not modelled: the API server's
+objects that each part of `Cluster` (cluster.py) receives and reads. Not modelled: the API server's
 defaulting and validation; whether the API server accepts an object is admission.py's. An object
 applied again replaces the one before; a controller's write of one field (`write_field`) changes the
 live object only, never what an Application holds.
@@ -78,14 +78,10 @@ class ClusterObjects:
         self.crds: dict[tuple[str, str], tuple[str, str]] = {}  # (group, kind) -> (plural, owner)
         self.workloads: dict[Key, Workload] = {}
         self.assumed: set[str] = set()  # reviewed external objects it relied on (references.py)
-        self.drives_initialized = False
         self.volume_groups: dict[
             str, set[str]
         ] = {}  # pool -> LVM volume groups the runbook made on its hosts
-        self.server_tls_bootstrap = False  # kubelets ask the cluster CA for serving certificates
         self.applier = "kubernetes-admin"  # who applies dist/ here (state.py: Argo CD's account)
-        # Secrets that objects in dist/ make once their app syncs: (namespace, name) -> the app
-        self.made_later: dict[tuple[str, str], str] = {}
         self.remote = False  # managed by another cluster's Argo CD (a spoke)
         # PodSecurity admission: the API server's default enforced level and its exempt namespaces
         self.pod_security: tuple[str, frozenset[str]] = ("privileged", frozenset())
@@ -96,12 +92,9 @@ class ClusterObjects:
         self.api_server: tuple[frozenset[tuple[str, int]], frozenset[str]] = (frozenset(), frozenset())
         # the configuration of each plugin in the API server's admission configuration file
         self.plugin_configs: Mapping[str, Mapping[str, Any]] = {}
-        self._producers: dict[tuple[str, str], Applied] = {}
-        self._producers_at = -1
         self.cni_app = ""
         self.runtime_groups: dict[str, str] = {}  # API group -> the app whose running operator registers it
         self.log: list[str] = []
-        self.devices_changed: set[str] = set()  # what the controllers did that an operator would want to see
         self.changes = 0  # bumped by every change of state: the simulation runs until it stops moving
         self._answers: dict[tuple[Any, ...], tuple[int, Any]] = {}  # `unchanged`: key -> (changes, answer)
         # fields of live objects controllers wrote, in order: (object, JSON pointer, controller)
@@ -160,7 +153,7 @@ class ClusterObjects:
                 owner,
                 claim_classes=tuple((c.get("spec") or {}).get("storageClassName") for c in claims),
             )
-        # the workloads an operator makes of a custom resource: Operators.apply (operators.py)
+        # the workloads an operator makes of a custom resource: Operators.applied (operators.py)
 
     def unchanged(self, key: tuple[Any, ...], compute: Callable[[], Any]) -> Any:
         """`compute()`, asked again only once the cluster changed: for answers that read the cluster's

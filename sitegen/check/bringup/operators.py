@@ -20,12 +20,13 @@ of an operand whose resource changes once its pods are placed, the operand's rem
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any, cast
+from typing import Any
 
 from sitegen.check.bringup.kube import PodTemplate, group_of
-from sitegen.check.bringup.nodes import KUBELET_SERVING, Nodes
-from sitegen.check.bringup.objects import Applied, Key, Workload, key_of
+from sitegen.check.bringup.nodes import KUBELET_SERVING, NodeAgents
+from sitegen.check.bringup.objects import Applied, ClusterObjects, Key, Workload, key_of
 from sitegen.check.bringup.refusals import gateway
+from sitegen.check.bringup.secrets import Secrets
 from sitegen.components.catalog import COMPONENTS
 from sitegen.components.operands import Operand, Ref, pointer
 
@@ -48,14 +49,31 @@ def _readers(operands: tuple[Operand, ...]) -> dict[str, tuple[Operand, ...]]:
 _OPERANDS_READING = _readers(OPERANDS)
 
 
-class Operators(Nodes):
-    """Mixed into `Cluster` (cluster.py)."""
+class GatewayView:
+    """What of a cluster Envoy Gateway reads (refusals/gateway.py's `GatewayView`): its objects, whether
+    a listener's certificate Secret is there, whether LB IPAM can give an address."""
 
-    def apply(self, body: Mapping[str, Any], owner: str) -> None:
-        """The object, and the workloads an operator makes of it."""
-        super().apply(body, owner)
+    def __init__(self, cluster: ClusterObjects, secrets: Secrets, node_agents: NodeAgents) -> None:
+        self.find, self.of_kind = cluster.find, cluster.of_kind
+        self.app_running, self.namespace_labels = cluster.app_running, cluster.namespace_labels
+        self.secret_blocker = secrets.secret_blocker
+        self.load_balancer_blocker = node_agents.load_balancer_blocker
+
+
+class Operators:
+    """What operators make of the custom resources applied (cluster.py calls `applied` on every apply)
+    and write into their status."""
+
+    def __init__(self, cluster: ClusterObjects, node_agents: NodeAgents, secrets: Secrets) -> None:
+        self.cluster = cluster
+        self.node_agents = node_agents
+        self.secrets = secrets
+        self._gateway_view = GatewayView(cluster, secrets, node_agents)
+
+    def applied(self, body: Mapping[str, Any], owner: str) -> None:
+        """The workloads an operator makes of the object just applied."""
         for pool_key, workload in _operator_workloads(body, owner):
-            self.workloads.setdefault(pool_key, workload)
+            self.cluster.workloads.setdefault(pool_key, workload)
         self._refresh_operands(str(body.get("kind")))
 
     def _refresh_operands(self, kind: str) -> None:
@@ -64,18 +82,18 @@ class Operators(Nodes):
         Argo CD's kind order): a workload not yet placed takes the new template; a placed one keeps its
         pods (a rollout is not modelled)."""
         for operand in _OPERANDS_READING.get(kind, ()):
-            for _, applied in self.of_kind(operand.kind):
-                made = operand_workload(operand, applied.body, applied.owner, self.find)
+            for _, applied in self.cluster.of_kind(operand.kind):
+                made = operand_workload(operand, applied.body, applied.owner, self.cluster.find)
                 if made is None:
                     continue
                 key, workload = made
-                found = self.workloads.get(key)
+                found = self.cluster.workloads.get(key)
                 if found is None:
-                    self.workloads[key] = workload
-                    self.changes += 1
+                    self.cluster.workloads[key] = workload
+                    self.cluster.changes += 1
                 elif not found.placed and found.template != workload.template:
                     found.template, found.claim_classes = workload.template, workload.claim_classes
-                    self.changes += 1
+                    self.cluster.changes += 1
 
     # ---- what operators write into the status of their custom resources -------------------------
     def controller_status(self, body: Mapping[str, Any]) -> dict[str, Any]:
@@ -88,29 +106,31 @@ class Operators(Nodes):
             return self._object_store_status(ns, name)
         if (group, kind) == ("nvidia.com", "ClusterPolicy"):
             # the operator reports ready once its operands run where NFD found NVIDIA devices
-            nfd = self.provider_of_kind("nfd.k8s-sigs.io", "NodeFeature")
-            ready = self.controller_running(group, kind) and self.app_running(nfd)
+            nfd = self.cluster.provider_of_kind("nfd.k8s-sigs.io", "NodeFeature")
+            ready = self.cluster.controller_running(group, kind) and self.cluster.app_running(nfd)
             return {"state": "ready" if ready else "notReady"}
         if (group, kind) == ("mellanox.com", "NicClusterPolicy"):
-            return {"state": "ready" if self.controller_running(group, kind) else "notReady"}
+            return {"state": "ready" if self.cluster.controller_running(group, kind) else "notReady"}
         if (group, kind) == CNPG_CLUSTER:
             return self._database_status(body)
         if group == gateway.GROUP:  # Envoy Gateway's status of Gateway API objects
-            return gateway.status_of(body, cast("gateway.GatewayView", self))
+            return gateway.status_of(body, self._gateway_view)
         return {}
 
     def _database_status(self, body: Mapping[str, Any]) -> dict[str, Any]:
         """As CloudNativePG reports a Cluster: its phase and instances (pkg/apis/v1 cluster_types.go's
         phase texts). A plugin it names (the WAL archiver) must run before it reconciles at all."""
-        if not self.controller_running(*CNPG_CLUSTER):
+        if not self.cluster.controller_running(*CNPG_CLUSTER):
             return {}
         _, _, ns, name = key_of(body)
         plugins = [p["name"] for p in (body.get("spec") or {}).get("plugins") or [] if p.get("enabled", True)]
-        if any(p == BARMAN_PLUGIN for p in plugins) and not self.controller_running(*BARMAN_OBJECT_STORE):
+        if any(p == BARMAN_PLUGIN for p in plugins) and not self.cluster.controller_running(
+            *BARMAN_OBJECT_STORE
+        ):
             return {
                 "phase": "Cluster cannot proceed to reconciliation due to an unknown plugin being required"
             }
-        w = self.workloads.get(("apps", "StatefulSet", ns, name))
+        w = self.cluster.workloads.get(("apps", "StatefulSet", ns, name))
         ready = sum(w.placed.values()) if w is not None and w.placed else 0
         instances = int((body.get("spec") or {}).get("instances", 1))
         if w is not None and w.running:
@@ -140,10 +160,10 @@ class Operators(Nodes):
             pools = self._pools(ns, name)
             return next((f"{w.template.ref}: {w.reason}" for _, w in pools if not w.running), None)
         if (group, kind) == CNPG_CLUSTER:
-            w = self.workloads.get(("apps", "StatefulSet", ns, name))
+            w = self.cluster.workloads.get(("apps", "StatefulSet", ns, name))
             return f"its instances: {w.reason}" if w is not None and not w.running else None
         if group == gateway.GROUP:
-            return gateway.behind(body, cast("gateway.GatewayView", self))
+            return gateway.behind(body, self._gateway_view)
         return None
 
     def _certificate_denier(self, body: Mapping[str, Any]) -> Workload | None:
@@ -154,7 +174,7 @@ class Operators(Nodes):
         leave those alone (IGNORE_NON_SYSTEM_NODE, default false); a denied CSR is final."""
         if ((body.get("spec") or {}).get("certificates") or {}).get("disableAutoCert", False):
             return None
-        for approver in self._approvers():
+        for approver in self.node_agents.approvers():
             env = {
                 e["name"]: str(e.get("value", ""))
                 for c in approver.template.containers()
@@ -166,14 +186,14 @@ class Operators(Nodes):
 
     def _pools(self, namespace: str, name: str) -> list[tuple[str, Workload]]:
         return sorted(
-            (k[3], w) for k, w in self.workloads.items()
+            (k[3], w) for k, w in self.cluster.workloads.items()
             if w.operator == ("aistor.min.io", "ObjectStore") and k[2] == namespace and k[3].startswith(f"{name}-")
         )  # fmt: skip
 
     def _object_store_status(self, namespace: str, name: str) -> dict[str, Any]:
         """As the AIStor operator reports an ObjectStore (the fields of the MinIO operator's Tenant,
         which the ObjectStore CRD keeps): a state per server pool, and the store's once all are up."""
-        if not self.controller_running("aistor.min.io", "ObjectStore"):
+        if not self.cluster.controller_running("aistor.min.io", "ObjectStore"):
             return {}
         pools = self._pools(namespace, name)
         up = bool(pools) and all(w.running for _, w in pools)

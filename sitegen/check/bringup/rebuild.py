@@ -247,7 +247,7 @@ class Session:
         if node is not None and node.ready:
             raise self.stop(host.name, "kubeadm's preflight refuses the join: a Node of that name is Ready")
         if node is not None:
-            cluster.remove_node(host.name)
+            cluster.scheduler.remove_node(host.name)
         self.sim.replay._join(cluster, self.config, self.patch, rebuilt=host)
 
     def _reset(self) -> None:
@@ -282,9 +282,9 @@ class Session:
         if verb[:2] == ["delete", "node"]:
             for name in verb[2:]:
                 if name in cluster.nodes:
-                    cluster.remove_node(name)
+                    cluster.scheduler.remove_node(name)
         elif verb[:1] == ["drain"]:
-            cluster.drain(verb[1:2])
+            cluster.scheduler.drain(verb[1:2])
         elif verb[:2] == ["delete", "job"]:
             namespace = args[args.index("-n") + 1]
             for name in verb[2:]:
@@ -357,7 +357,7 @@ def _rebuild(
     sim.state.step = f"day 2: {name} rebuilt ({title})"
     text = _substituted(_section(sim, title), subs)
     held = [w for w in cluster.workloads.values() if name in w.placed and w.running]
-    cluster.lose_node(name)
+    cluster.scheduler.lose_node(name)
     etcd = sim.state.etcd.get(layout.name)
     if pool.is_control_plane and etcd is not None:
         etcd.members[name].started = False
@@ -431,7 +431,7 @@ def _move(sim: Simulation, layout: ClusterLayout, old: str, new: str) -> None:
         ),
         old,
     )
-    cluster.remove_node(new)
+    cluster.scheduler.remove_node(new)
     del etcd.members[new]
     cluster.nodes[old] = Node(
         old, template.pool, {**template.labels, "kubernetes.io/hostname": old}, list(template.taints),

@@ -101,7 +101,9 @@ class RunbookReplay:
             elif tool == "mc":
                 mc_command(self.state, cluster, args)
             elif tool == "vgcreate" and cluster is not None:  # on the hosts of the pools the step names
-                cluster.vgcreate(args, step_pools(step.title, {p.name for p in self.state.hosts.values()}))
+                cluster.storage.vgcreate(
+                    args, step_pools(step.title, {p.name for p in self.state.hosts.values()})
+                )
         for cluster in self.state.clusters.values():
             cluster.reconcile(self.state.rails[cluster.name])
         self._note_controllers()
@@ -202,7 +204,7 @@ class RunbookReplay:
             names = [n for n in names if n == rebuilt.name]
         if init["kind"] == "InitConfiguration":  # kubeadm uploads it; every joining kubelet downloads it
             kubelet = next((d for d in docs if d.get("kind") == "KubeletConfiguration"), {})
-            cluster.server_tls_bootstrap = bool(kubelet.get("serverTLSBootstrap"))
+            cluster.node_agents.server_tls_bootstrap = bool(kubelet.get("serverTLSBootstrap"))
             # kubeadm's default since 1.22 where the configuration names none
             self.state.cgroup_drivers[cluster.name] = str(kubelet.get("cgroupDriver", "systemd"))
         taints = registration.get("taints")
@@ -255,7 +257,7 @@ class RunbookReplay:
             )
             if control_plane:
                 self._etcd_member(cluster, init, name, addresses.get(name, ""))
-        cluster.nodes_changed()
+        cluster.scheduler.nodes_changed()
         cluster.changes += 1
         self.state.event(cluster.name, f"{len(names)} node(s) joined NotReady: {_names(names)}")
 
@@ -300,7 +302,7 @@ class RunbookReplay:
                         Blocker(cluster.name, self.state.step, name, "labels a node that has not joined")
                     )
                 cluster.nodes[name].labels.update(pairs)
-            cluster.nodes_changed()
+            cluster.scheduler.nodes_changed()
             cluster.changes += 1
         elif verb == "apply" and target is not None:
             self._apply(cluster, target)
@@ -318,7 +320,7 @@ class RunbookReplay:
             cluster.manager = (namespace, account)
             self.state.event(cluster.name, f"token issued for {namespace}/{account}")
         elif verb == "directpv" and "init" in args:
-            cluster.drives_initialized = True
+            cluster.storage.drives_initialized = True
             cluster.changes += 1
             self.state.event(cluster.name, "DirectPV drives initialized")
 

@@ -30,22 +30,27 @@ from sitegen.check.labels import label_selector_matches
 NODE_LOCAL_PROVISIONERS = frozenset({"directpv-min-io", "topolvm.io"})
 
 
-class Scheduling(ClusterObjects):
-    """Mixed into `Cluster` (cluster.py), whose `pod_blocker` says what a pod waits on besides nodes, and
-    whose Kueue part holds the workloads it has not admitted."""
+class Scheduler:
+    """kube-scheduler and the workload controllers: where pods go, and what a lost, drained or deleted
+    node does to them; `pod_blocker` (cluster.py's) says what a pod waits on besides nodes, Kueue's
+    part holds the workloads it has not admitted."""
+
+    def __init__(self, cluster: ClusterObjects, pod_blocker: Callable[[Workload], str | None]) -> None:
+        self.cluster = cluster
+        self.pod_blocker = pod_blocker  # what a pod waits on besides nodes (cluster.py)
 
     # ---- workloads -------------------------------------------------------------------------------
-    def _start(self, key: Key, w: Workload) -> None:
+    def start(self, key: Key, w: Workload) -> None:
         if w.running or w.done or w.template.kind == "CronJob":
             return
         if w.admitted is False:
             return
-        if w.admitted is None and (self.objects_body(w).get("spec") or {}).get("suspend"):
+        if w.admitted is None and (self.cluster.objects_body(w).get("spec") or {}).get("suspend"):
             w.reason = "suspended, and no Kueue manages its namespace to admit it"
             return
-        if w.stranded_on is not None and w.stranded_on in self.nodes:
+        if w.stranded_on is not None and w.stranded_on in self.cluster.nodes:
             w.stranded_on = None  # the host joined again under its name: the volume's node is back
-        lost = [n for n in sorted(w.placed) if not self.nodes[n].reporting]
+        lost = [n for n in sorted(w.placed) if not self.cluster.nodes[n].reporting]
         if w.stranded_on is not None:
             why: str | None = (
                 f"its claim's volume is on {w.stranded_on}, whose Node is deleted: delete the claim"
@@ -63,15 +68,15 @@ class Scheduling(ClusterObjects):
             w.running = True
             w.reason = ""
             if w.template.kind == "Job":
-                self._finish(w)
-            self.changes += 1
+                self.finish(w)
+            self.cluster.changes += 1
         elif why != w.reason:
             w.reason = why
 
     def _candidates(self, t: PodTemplate) -> tuple[list[Node], dict[str, int]]:
         refused: dict[str, int] = {}
         found = []
-        for node in self.nodes.values():
+        for node in self.cluster.nodes.values():
             why = t.why_not(node)
             if why is None:
                 found.append(node)
@@ -83,7 +88,7 @@ class Scheduling(ClusterObjects):
         t = w.template
         nodes, refused = self._candidates(t)
         requests = {**t.requests, "pods": 1}
-        existing = _affinity_peers(t, self.workloads.values(), self.namespace_labels)
+        existing = _affinity_peers(t, self.cluster.workloads.values(), self.cluster.namespace_labels)
         if t.daemon:
             if not nodes:
                 return f"no node takes it ({_summary(refused)})"
@@ -98,7 +103,7 @@ class Scheduling(ClusterObjects):
                     return f"{short} does not fit on {node.name} ({_free(node, short)})"
                 if not (node.ready or t.host_network):
                     return f"{node.name} is NotReady (no CNI yet) and the pod is not on the host network"
-                apart = interpod_refusal(t, node, existing, self.nodes, self.namespace_labels)
+                apart = interpod_refusal(t, node, existing, self.cluster.nodes, self.cluster.namespace_labels)
                 if apart:
                     return f"its pod for {node.name} stays Pending: {apart}"
             for node in nodes:
@@ -116,7 +121,7 @@ class Scheduling(ClusterObjects):
             apart: dict[str, int] = {}
             usable = []
             for n in fitting:
-                why = interpod_refusal(t, n, existing, self.nodes, self.namespace_labels)
+                why = interpod_refusal(t, n, existing, self.cluster.nodes, self.cluster.namespace_labels)
                 if why is None:
                     usable.append(n)
                 else:
@@ -157,7 +162,7 @@ class Scheduling(ClusterObjects):
     def node_local(self, w: Workload) -> bool:
         """Whether a claim of the workload is of a class whose volumes stay on one node."""
         for name in w.claim_classes:
-            found = self.find("StorageClass", "", name) if name else None
+            found = self.cluster.find("StorageClass", "", name) if name else None
             if found is not None and found.body.get("provisioner") in NODE_LOCAL_PROVISIONERS:
                 return True
         return False
@@ -167,39 +172,39 @@ class Scheduling(ClusterObjects):
         the node lifecycle controller taints it not-ready. A DaemonSet's pod there is unavailable and a
         StatefulSet's stays bound to it until it returns; a Deployment's pods are evicted (after the
         default 300 s toleration) and created again where they fit. Returns what it affected."""
-        node = self.nodes[name]
+        node = self.cluster.nodes[name]
         node.ready = node.reporting = False
         node.taints = [*node.taints, *(t for t in NOT_READY if t not in node.taints)]
         affected = []
-        for w in self.workloads.values():
+        for w in self.cluster.workloads.values():
             if name not in w.placed or not w.running:
                 continue
             if w.template.daemon or w.template.kind == "StatefulSet":
                 w.running = False
                 w.reason = f"its pod on {name} is not ready: the node is NotReady"
             else:
-                self._release(w)
+                self.release(w)
                 w.reason = f"evicted from {name} (NotReady)"
             affected.append(w.template.ref)
-            self.changes += 1
+            self.cluster.changes += 1
         return affected
 
     def nodes_changed(self) -> None:
         """A node came, turned Ready or took labels: each DaemonSet's controller looks again for the
         nodes it should have a pod on."""
-        for w in self.workloads.values():
+        for w in self.cluster.workloads.values():
             if w.template.daemon and w.running:
                 w.running = False
-                self.changes += 1
+                self.cluster.changes += 1
 
     def drain(self, batch: list[str]) -> set[str]:
         """Cordon and evict as `kubectl drain --ignore-daemonsets` does; the workloads whose pods wait for
         a drained node (node-local claims) are returned. The caller reconciles."""
         waiting = set()
         for name in batch:
-            node = self.nodes[name]
+            node = self.cluster.nodes[name]
             node.taints = [*(t for t in node.taints if t != CORDONED), CORDONED]
-        for w in self.workloads.values():
+        for w in self.cluster.workloads.values():
             if w.template.daemon or w.done or not set(batch) & set(w.placed):
                 continue
             self.evict(w, f"evicted by the drain of {', '.join(sorted(set(batch) & set(w.placed)))}")
@@ -213,51 +218,51 @@ class Scheduling(ClusterObjects):
         complete on the nodes left; another workload's controller makes the pod again where it fits,
         but one whose claim's volume is node-local waits for that node (the volume's node affinity)
         until the claim is deleted or a node of that name joins again. Returns what it affected."""
-        self.nodes.pop(name)
+        self.cluster.nodes.pop(name)
         affected = []
-        for w in self.workloads.values():
+        for w in self.cluster.workloads.values():
             if w.placed.pop(name, 0):
                 w.running = False
                 w.reason = "" if w.template.daemon else f"its pod on {name} went with the Node"
                 if not w.template.daemon and self.node_local(w):
                     w.stranded_on = name
                 affected.append(w.template.ref)
-                self.changes += 1
+                self.cluster.changes += 1
         return affected
 
     def evict(self, w: Workload, why: str) -> None:
         """Its pods are deleted (a drain): the controller creates them again where they fit."""
-        self._release(w)
+        self.release(w)
         w.reason = why
-        self.changes += 1
+        self.cluster.changes += 1
 
     def delete_pods_on(self, w: Workload, node: str, why: str) -> None:
         """Its pods on one node are deleted with what bound them there (an operator's instance whose
         claims are gone): the controller creates them again where they fit; the others stay."""
         pods = w.placed.pop(node, 0)
         requests = {**w.template.requests, "pods": 1}
-        if node in self.nodes:
-            add(self.nodes[node].used, {k: v * pods for k, v in requests.items()}, -1)
+        if node in self.cluster.nodes:
+            add(self.cluster.nodes[node].used, {k: v * pods for k, v in requests.items()}, -1)
         w.running = False
         w.reason = why
-        self.changes += 1
+        self.cluster.changes += 1
 
-    def _release(self, w: Workload) -> None:
+    def release(self, w: Workload) -> None:
         """Give back what the workload's pods took on their nodes."""
         requests = {**w.template.requests, "pods": 1}
         for node, pods in w.placed.items():
-            add(self.nodes[node].used, {k: v * pods for k, v in requests.items()}, -1)
-            held = self.nodes[node].host_ports
+            add(self.cluster.nodes[node].used, {k: v * pods for k, v in requests.items()}, -1)
+            held = self.cluster.nodes[node].host_ports
             for port in [p for p, ref in held.items() if ref == w.template.ref]:
                 del held[port]
         w.placed.clear()
         w.running = False
 
-    def _finish(self, w: Workload) -> None:
+    def finish(self, w: Workload) -> None:
         """A Job that ran completes and gives its nodes and quota back."""
-        self._release(w)
+        self.release(w)
         w.done = True
-        self.log.append((w.owner, f"{w.template.ref} ran to completion"))
+        self.cluster.log.append((w.owner, f"{w.template.ref} ran to completion"))
         w.admitted = None if w.admitted is None else False
 
 

@@ -25,21 +25,28 @@ from sitegen.components.ownership import JobSecret
 _JOB_SECRETS = {s.secret: s for kind in COMPONENTS for s in kind.job_secrets}
 
 
-class Secrets(ClusterObjects):
-    """Mixed into `Cluster` (cluster.py)."""
+class Secrets:
+    """Where Secrets come from: the vault through External Secrets, cert-manager, chart Jobs."""
+
+    def __init__(self, cluster: ClusterObjects) -> None:
+        self.cluster = cluster
+        # Secrets that objects in dist/ make once their app syncs: (namespace, name) -> the app
+        self.made_later: dict[tuple[str, str], str] = {}
+        self._producers: dict[tuple[str, str], Applied] = {}
+        self._producers_at = -1
 
     # ---- secrets and certificates ----------------------------------------------------------------
     def store_ready(self, kind: str, namespace: str, name: str) -> str | None:
-        store = self.find(kind, "" if kind == "ClusterSecretStore" else namespace, name)
+        store = self.cluster.find(kind, "" if kind == "ClusterSecretStore" else namespace, name)
         if store is None:
             return f"{kind} {name} does not exist"
-        if not self.controller_running("external-secrets.io", kind):
+        if not self.cluster.controller_running("external-secrets.io", kind):
             return "the External Secrets controller is not running"
         auth = ((store.body["spec"].get("provider") or {}).get("vault") or {}).get("auth") or {}
         kube = auth.get("kubernetes")
         if kube is None:
             return None
-        role = self.vault.roles.get((kube.get("mountPath", "kubernetes"), kube.get("role", "")))
+        role = self.cluster.vault.roles.get((kube.get("mountPath", "kubernetes"), kube.get("role", "")))
         if role is None:
             return f"the vault has no role {kube.get('role')} on auth mount {kube.get('mountPath')}"
         account = kube.get("serviceAccountRef") or {}
@@ -49,11 +56,11 @@ class Secrets(ClusterObjects):
             return f"vault role {kube.get('role')} is not bound to service account {account.get('name')}"
         if account_ns not in role.get("bound_service_account_namespaces", "").split(","):
             return f"vault role {kube.get('role')} is not bound to namespace {account_ns}"
-        if self.find("ServiceAccount", account_ns, account.get("name", "")) is None:
+        if self.cluster.find("ServiceAccount", account_ns, account.get("name", "")) is None:
             return f"ServiceAccount {account_ns}/{account.get('name')} does not exist"
         vault = (store.body["spec"].get("provider") or {}).get("vault") or {}
         refused = vault_login_refusal(
-            self, self.provider_of_kind("external-secrets.io", kind), str(vault.get("server", "")),
+            self.cluster, self.cluster.provider_of_kind("external-secrets.io", kind), str(vault.get("server", "")),
             (account_ns, account.get("name", "")),
         )  # fmt: skip
         if refused:
@@ -64,12 +71,12 @@ class Secrets(ClusterObjects):
         """Vault's Kubernetes auth reviews the login token with the TokenReview API of the cluster: with
         the mount's token_reviewer_jwt when one is set, else with the login token itself (Vault outside
         the cluster), whose account must then be allowed to create tokenreviews."""
-        config = self.vault.mounts.get(mount)
+        config = self.cluster.vault.mounts.get(mount)
         if config is None or not config.get("kubernetes_host"):
             return f"the vault's auth mount {mount} is not configured (no kubernetes_host)"
         if config.get("token_reviewer_jwt"):
             return None  # a reviewer of its own: its rights are the runbook's to give (not modelled)
-        if not self.rbac().may(account, "create", "authentication.k8s.io", "tokenreviews"):
+        if not self.cluster.rbac().may(account, "create", "authentication.k8s.io", "tokenreviews"):
             return (
                 f"the vault login as {account[0]}/{account[1]} is refused: mount {mount} reviews a login with "
                 "the login's own token, and that account may not create tokenreviews "
@@ -81,8 +88,10 @@ class Secrets(ClusterObjects):
         kube = (((store["spec"].get("provider") or {}).get("vault") or {}).get("auth") or {}).get(
             "kubernetes"
         ) or {}
-        role = self.vault.roles.get((kube.get("mountPath", "kubernetes"), kube.get("role", ""))) or {}
-        return {k for p in role.get("policies", "").split(",") for k in self.vault.policies.get(p, set())}
+        role = self.cluster.vault.roles.get((kube.get("mountPath", "kubernetes"), kube.get("role", ""))) or {}
+        return {
+            k for p in role.get("policies", "").split(",") for k in self.cluster.vault.policies.get(p, set())
+        }
 
     def external_secret_ready(self, body: Mapping[str, Any]) -> str | None:
         ref = body["spec"].get("secretStoreRef") or {}
@@ -91,19 +100,19 @@ class Secrets(ClusterObjects):
         down = self.store_ready(kind, ns, name)
         if down:
             return down
-        store = self.find(kind, "" if kind == "ClusterSecretStore" else ns, name)
+        store = self.cluster.find(kind, "" if kind == "ClusterSecretStore" else ns, name)
         assert store is not None
         readable = self.readable_keys(store.body)
         for key in sorted(read_keys(body)):
-            if key not in self.vault.keys:
+            if key not in self.cluster.vault.keys:
                 return f"the vault holds no {key}"
             if readable and key not in readable:
                 return f"no policy of the store's role reads {key}"
         for item in body["spec"].get("data") or []:
             ref = item.get("remoteRef") or {}
-            if ref.get("property") and self.vault.missing_property(ref["key"], ref["property"]):
+            if ref.get("property") and self.cluster.vault.missing_property(ref["key"], ref["property"]):
                 # external-secrets v2.9.0 providers/v1/vault/client_get.go getSecretValue: errSecretKeyFmt
-                held = ", ".join(sorted(self.vault.properties[ref["key"]] or ())) or "nothing"
+                held = ", ".join(sorted(self.cluster.vault.properties[ref["key"]] or ())) or "nothing"
                 return (
                     f'SecretSyncedError: cannot find secret data for key: "{ref["property"]}" (the vault\'s '
                     f"{ref['key']} holds {held}): the target Secret is not created"
@@ -111,15 +120,15 @@ class Secrets(ClusterObjects):
         return None
 
     def certificate_ready(self, namespace: str, name: str) -> bool:
-        cert = self.find("Certificate", namespace, name)
+        cert = self.cluster.find("Certificate", namespace, name)
         return cert is not None and self.certificate_blocker(cert.body) is None
 
     def certificate_blocker(self, body: Mapping[str, Any]) -> str | None:
-        if not self.controller_running("cert-manager.io", "Certificate"):
+        if not self.cluster.controller_running("cert-manager.io", "Certificate"):
             return "cert-manager is not running"
         issuer = body["spec"]["issuerRef"]
         kind = issuer.get("kind", "Issuer")
-        found = self.find(
+        found = self.cluster.find(
             kind, "" if kind == "ClusterIssuer" else body["metadata"]["namespace"], issuer["name"]
         )
         if found is None:
@@ -136,18 +145,18 @@ class Secrets(ClusterObjects):
         if ns:
             return str(ns)
         # a ClusterIssuer reads its Secret from cert-manager's own namespace
-        owner = self.provider_of_kind("cert-manager.io", "ClusterIssuer")
-        return next((w.template.namespace for w in self.owner_apps(owner or "")), "cert-manager")
+        owner = self.cluster.provider_of_kind("cert-manager.io", "ClusterIssuer")
+        return next((w.template.namespace for w in self.cluster.owner_apps(owner or "")), "cert-manager")
 
     def _secret_producers(self) -> dict[tuple[str, str], Applied]:
         """(namespace, Secret name) -> the object that makes it: a Secret, ExternalSecret or Certificate."""
-        if self._producers_at != len(self.objects):
+        if self._producers_at != len(self.cluster.objects):
             self._producers = {}
-            for applied in self.objects.values():
+            for applied in self.cluster.objects.values():
                 made = made_secret(applied.body)
                 if made is not None:
                     self._producers[made] = applied
-            self._producers_at = len(self.objects)
+            self._producers_at = len(self.cluster.objects)
         return self._producers
 
     def secret_blocker(self, namespace: str, name: str) -> str | None:
@@ -160,7 +169,7 @@ class Secrets(ClusterObjects):
             writer = _JOB_SECRETS.get(name)
             if writer is not None:
                 return self._written_by_job(namespace, name, writer)
-            if self.resolves("Secret", namespace, name):
+            if self.cluster.resolves("Secret", namespace, name):
                 return None
             return f"nothing makes Secret {namespace}/{name} (no object of dist/, no modelled writer)"
         kind = producer.body["kind"]
@@ -172,12 +181,14 @@ class Secrets(ClusterObjects):
 
     def _written_by_job(self, namespace: str, name: str, writer: JobSecret) -> str | None:
         jobs = [
-            w for w in self.workloads.values()
+            w for w in self.cluster.workloads.values()
             if w.template.kind == "Job" and w.template.namespace == namespace and w.template.name.startswith(writer.job)
         ]  # fmt: skip
         if not jobs:
             return f"the Job that writes it ({writer.job}: {writer.why}) is not in dist/"
         if not any(w.done for w in jobs):
             return f"{jobs[0].template.ref} writes it and has not run: {jobs[0].reason}"
-        self.assumed.add(f"Secret {namespace}/{name}: written by Job {jobs[0].template.name} ({writer.why})")
+        self.cluster.assumed.add(
+            f"Secret {namespace}/{name}: written by Job {jobs[0].template.name} ({writer.why})"
+        )
         return None

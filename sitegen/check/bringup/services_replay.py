@@ -85,11 +85,11 @@ def _s3_blocker(state: SimulationState, host: str) -> str | None:
             service = ((spec.get("services") or {}).get("minio") or {}).get("serviceType")
             if service != "LoadBalancer":
                 return f"the ObjectStore's S3 Service is {service}: nothing outside cluster {cluster.name} reaches it"
-            down = cluster.controller_status(applied.body)
+            down = cluster.operators.controller_status(applied.body)
             if down.get("currentState") != "Initialized":
                 state = down.get("currentState", "no status: the AIStor operator is not running")
                 return f"S3 does not answer yet (ObjectStore {key[2]}/{key[3]}: {state})"
-            return cluster.load_balancer_blocker()
+            return cluster.node_agents.load_balancer_blocker()
     return "no ObjectStore of the variant serves this name"
 
 

@@ -95,7 +95,7 @@ class SimulationState:
             for body in docs:
                 made = made_secret(body)
                 if made is not None:
-                    cluster_of.made_later.setdefault(made, owner)
+                    cluster_of.secrets.made_later.setdefault(made, owner)
         for name, cluster in self.clusters.items():
             cluster.admission_plugins = _admission_plugins(
                 docs for path, docs in tree.items()

@@ -53,21 +53,25 @@ def step_pools(title: str, pools: Iterable[str]) -> set[str]:
     return set(re.split(r",\s*|\s+and\s+", named.group(1))) & set(pools) if named else set()
 
 
-class Storage(ClusterObjects):
-    """Mixed into `Cluster` (cluster.py)."""
+class Storage:
+    """Volume claims, their provisioners, and the drives and volume groups the runbook prepares."""
+
+    def __init__(self, cluster: ClusterObjects) -> None:
+        self.cluster = cluster
+        self.drives_initialized = False  # the runbook ran DirectPV's drive init
 
     # ---- volumes ---------------------------------------------------------------------------------
     def claim_blocker(self, storage_class: str | None, consumer: bool) -> str | None:
         if not storage_class:
             return "no storageClassName (no default StorageClass is assumed)"
-        sc = self.find("StorageClass", "", storage_class)
+        sc = self.cluster.find("StorageClass", "", storage_class)
         if sc is None:
             return f"StorageClass {storage_class} does not exist"
         provisioner = sc.body.get("provisioner", "")
-        driver = self.find("CSIDriver", "", provisioner)
+        driver = self.cluster.find("CSIDriver", "", provisioner)
         if driver is None:
             return f"no CSIDriver {provisioner} (StorageClass {storage_class})"
-        if not self.app_running(driver.owner):
+        if not self.cluster.app_running(driver.owner):
             return f"the {provisioner} controller ({driver.owner}) is not running"
         if provisioner == DIRECTPV and not self.drives_initialized:
             return "DirectPV has no drives (`kubectl directpv init` has not run)"
@@ -78,15 +82,17 @@ class Storage(ClusterObjects):
     def claim_consumed(self, namespace: str, name: str) -> bool:
         return any(
             w.template.namespace == namespace and name in claim_refs(w.template)
-            for w in self.workloads.values()
+            for w in self.cluster.workloads.values()
         )
 
     def claim_status(self, namespace: str, name: str, consumer: bool = True) -> str | None:
-        claim = self.find("PersistentVolumeClaim", namespace, name)
+        claim = self.cluster.find("PersistentVolumeClaim", namespace, name)
         if claim is None:
             return f"PersistentVolumeClaim {namespace}/{name} does not exist"
         spec = claim.body["spec"]
-        return self.claim_blocker(spec.get("storageClassName"), consumer) or provisioning_refusal(spec, self)
+        return self.claim_blocker(spec.get("storageClassName"), consumer) or provisioning_refusal(
+            spec, self.cluster
+        )
 
     # ---- host volume groups ----------------------------------------------------------------------
     def vgcreate(self, args: list[str], pools: set[str]) -> None:
@@ -95,5 +101,5 @@ class Storage(ClusterObjects):
         if name is None or not pools:
             return
         for pool in pools:
-            self.volume_groups.setdefault(pool, set()).add(name)
-        self.changes += 1
+            self.cluster.volume_groups.setdefault(pool, set()).add(name)
+        self.cluster.changes += 1
