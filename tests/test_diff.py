@@ -346,3 +346,38 @@ def test_a_terminal_gets_colour_and_the_text_stays_the_same():
     assert lines[0].startswith("\x1b[1m")  # the app heading bold
     assert [line[:5] for line in lines[1:4]] == ["\x1b[32m", "\x1b[31m", "\x1b[33m"]
     assert lines[4] == "    .x: 1 -> 2"  # field lines keep the terminal's colour
+
+
+def test_a_commit_whose_dist_is_stale_is_refused(tmp_path):
+    """Put-back: `sitegen diff A B` read each commit's dist/ as it was, so a commit that changed config/
+    without `make synth` diffed as "No change" (what the PR comment runs). Each commit's dist/INPUTS is
+    now checked against the digest of that commit's own tracked inputs: exit 2, naming the commit."""
+    import shutil
+
+    from .conftest import CONFIG, DIST, REPO
+
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    shutil.copytree(CONFIG, tmp_path / "config")
+    shutil.copytree(DIST, tmp_path / "dist")
+    for folder in ("sitegen", "constructs", "imports", "vendor/charts"):
+        shutil.copytree(REPO / folder, tmp_path / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("main.py", "charts.lock", "requirements.lock", "package-lock.json", "cdk8s.yaml"):
+        shutil.copy(REPO / name, tmp_path / name)
+    _commit(tmp_path, "site, synthesized")
+    fresh = subprocess.run(
+        [str(SITEGEN), "diff", "HEAD", "HEAD"], cwd=tmp_path, capture_output=True, text=True
+    )
+    assert fresh.returncode == 0, fresh.stderr
+    tenants = tmp_path / "config/tenants.yaml"
+    tenants.write_text(tenants.read_text().replace("storage_gb: 4000", "storage_gb: 5000"))
+    _commit(tmp_path, "a tenant grows, dist/ left behind")
+    stale = subprocess.run(
+        [str(SITEGEN), "diff", "HEAD~1", "HEAD"], cwd=tmp_path, capture_output=True, text=True
+    )
+    assert stale.returncode == 2, stale.stdout
+    assert "dist/ of HEAD is stale" in stale.stderr and "make synth" in stale.stderr
+    # a base that is stale misleads as much as a head
+    back = subprocess.run(
+        [str(SITEGEN), "diff", "HEAD", "HEAD~1"], cwd=tmp_path, capture_output=True, text=True
+    )
+    assert back.returncode == 2 and "dist/ of HEAD is stale" in back.stderr

@@ -1,8 +1,10 @@
 """The whole synth as one cached step: when nothing it reads has changed and the output still holds
 what the last synth wrote, there is nothing to do.
 
-What synth reads: the config folder, the generator's code (sitegen/, constructs/, imports/, main.py),
-the vendored chart archives, the locks that pin its libraries, Node packages and charts, and the variants asked for. The cache
+What synth reads: the config folder, the generator's code (sitegen/, constructs/, imports/, main.py;
+the Helm version it expects is in its code), the vendored chart archives, the locks that pin its
+libraries, Node packages and charts, and the variants asked for. The same digest is computed for a
+git revision from its tracked files (report/diff.py), so a commit whose dist/ is stale can be told. The cache
 keeps, per fingerprint of those, the digest of every file written; a tree edited by hand, or any
 changed input, takes the full path. Deliberately light: no model, no cdk8s, no Helm is loaded.
 """
@@ -12,13 +14,16 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Callable, Iterable
 from pathlib import Path, PurePosixPath
 
-from sitegen.compose.tools import HELM_VERSION, PROJECT, cache_dir
+from sitegen.compose.tools import PROJECT, cache_dir
 from sitegen.compose.writer import present_files
 
 INPUTS = PurePosixPath("INPUTS")  # in dist/: the fingerprint of what the whole-site synth read
 _CODE_FOLDERS = ("sitegen", "constructs", "imports")
+_CHARTS = ("vendor", "charts")
+FORMAT = "v2"  # of the digest: a revision whose INPUTS holds another was fingerprinted otherwise
 _LOCKS = ("main.py", "charts.lock", "requirements.lock", "package-lock.json", "cdk8s.yaml")
 
 
@@ -26,21 +31,55 @@ def _digest(data: bytes) -> str:
     return hashlib.blake2b(data, digest_size=20).hexdigest()
 
 
-def _files(root: Path, pattern: str) -> list[Path]:
-    return sorted(p for p in root.rglob(pattern) if p.is_file() and "__pycache__" not in p.parts)
+def _files(root: Path) -> list[PurePosixPath]:
+    return [
+        PurePosixPath(p.relative_to(root).as_posix())
+        for p in root.rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts
+    ]
+
+
+def read_order(
+    config: Iterable[PurePosixPath], project: Iterable[PurePosixPath]
+) -> list[tuple[str, PurePosixPath]]:
+    """The inputs among the files given, in the order they are digested: ("config", path in the config
+    folder) or ("project", path in the repository)."""
+    held = set(project)
+    order = [("config", p) for p in sorted(config)]
+    for folder in _CODE_FOLDERS:
+        order += [
+            ("project", p) for p in sorted(p for p in held if p.parts[0] == folder and p.suffix == ".py")
+        ]
+    order += [
+        ("project", p) for p in sorted(p for p in held if p.parts[:2] == _CHARTS and p.suffix == ".tgz")
+    ]
+    return order + [("project", PurePosixPath(name)) for name in _LOCKS if PurePosixPath(name) in held]
+
+
+def digest_of(
+    order: list[tuple[str, PurePosixPath]],
+    read: Callable[[str, PurePosixPath], bytes],
+    variants: list[str] | None,
+) -> str:
+    """The fingerprint of the inputs in `order`, their bytes given by `read`."""
+    digest = hashlib.blake2b(digest_size=20)
+    digest.update(json.dumps(variants).encode())
+    for root, path in order:
+        digest.update(path.as_posix().encode() + b"\0")
+        digest.update(read(root, path) + b"\0")
+    return f"{FORMAT}-{digest.hexdigest()}"
 
 
 def fingerprint(config: Path, variants: list[str] | None) -> str:
-    digest = hashlib.blake2b(digest_size=20)
-    digest.update(json.dumps([HELM_VERSION, variants]).encode())
-    inputs = [(config, p) for p in _files(config, "*")]
-    inputs += [(PROJECT, p) for folder in _CODE_FOLDERS for p in _files(PROJECT / folder, "*.py")]
-    inputs += [(PROJECT, p) for p in _files(PROJECT / "vendor" / "charts", "*.tgz")]
-    inputs += [(PROJECT, PROJECT / name) for name in _LOCKS if (PROJECT / name).is_file()]
-    for root, path in inputs:
-        digest.update(path.relative_to(root).as_posix().encode() + b"\0")
-        digest.update(path.read_bytes() + b"\0")
-    return digest.hexdigest()
+    """The fingerprint of the working tree's inputs (the code's and locks' of this checkout)."""
+    project = [
+        PurePosixPath(f, p) for f in (*_CODE_FOLDERS, *("/".join(_CHARTS),)) for p in _files(PROJECT / f)
+    ]
+    project += [PurePosixPath(n) for n in _LOCKS if (PROJECT / n).is_file()]
+    roots = {"config": config, "project": PROJECT}
+    return digest_of(
+        read_order(_files(config), project), lambda root, p: (roots[root] / p).read_bytes(), variants
+    )
 
 
 def inputs_file(key: str) -> bytes:
@@ -54,9 +93,12 @@ def inputs_file(key: str) -> bytes:
 def recorded(out: Path) -> str | None:
     """The fingerprint a whole-site synth wrote into `out`, if any."""
     path = out / INPUTS
-    if not path.is_file():
-        return None
-    lines = [line for line in path.read_text().splitlines() if line and not line.startswith("#")]
+    return parse(path.read_text()) if path.is_file() else None
+
+
+def parse(text: str) -> str | None:
+    """The fingerprint an INPUTS file holds."""
+    lines = [line for line in text.splitlines() if line and not line.startswith("#")]
     return lines[0] if lines else None
 
 

@@ -282,9 +282,50 @@ def check_current(repo: Path, dist: str, config: Path) -> None:
         )
 
 
+def check_committed(repo: Path, dist: str, revision: str) -> None:
+    """The revision's dist/ is what its own config/ and code synthesize: its INPUTS says which inputs
+    it was written from, and the digest of the revision's tracked inputs must match, else the diff
+    of two commits would show what their dist/ held, not what they deploy. A revision from before
+    dist/ recorded its inputs in this format, or of a repository without the generator, is taken as
+    it is."""
+    inputs = f"{dist}/{fingerprint.INPUTS}"
+    names = _git(repo, "ls-tree", "-r", "-z", "--name-only", revision, "--", inputs).split(b"\0")
+    if not any(names):
+        return
+    written = fingerprint.parse(_git(repo, "show", f"{revision}:{inputs}").decode())
+    if written is None or not written.startswith(f"{fingerprint.FORMAT}-"):
+        return  # written by an older synth, from inputs digested otherwise
+    listed = [
+        n.decode() for n in _git(repo, "ls-tree", "-r", "-z", "--name-only", revision).split(b"\0") if n
+    ]
+    if not any(n.startswith("sitegen/") for n in listed):
+        return  # a repository of dist/ alone: nothing to synthesize it from
+    config = [PurePosixPath(n).relative_to("config") for n in listed if n.startswith("config/")]
+    order = fingerprint.read_order(config, [PurePosixPath(n) for n in listed])
+    paths = [f"config/{p}" if root == "config" else str(p) for root, p in order]
+    batch = _git(repo, "cat-file", "--batch", input="".join(f"{revision}:{p}\n" for p in paths).encode())
+    blobs, at = {}, 0
+    for path in paths:
+        header_end = batch.index(b"\n", at)
+        size = int(batch[at:header_end].split()[2])
+        blobs[path] = batch[header_end + 1 : header_end + 1 + size]
+        at = header_end + 2 + size
+    computed = fingerprint.digest_of(
+        order, lambda root, p: blobs[f"config/{p}" if root == "config" else str(p)], None
+    )
+    if computed != written:
+        raise DiffError(
+            f"{dist}/ of {revision} is stale: that commit changed config/ or the generator without "
+            "`make synth`; a diff of it would not show what it deploys"
+        )
+
+
 def compare(repo: Path, base: str, head: str | None, dist: str = str(paths.REPO_DIST)) -> list[Group]:
     if head is None:
         check_current(repo, dist, repo / "config")
+    for revision in (base, head):
+        if revision is not None:
+            check_committed(repo, dist, revision)
     old, new = Tree.load(repo, dist, base), Tree.load(repo, dist, head)
     touched = sorted(p for p in old.blobs.keys() | new.blobs.keys() if old.blobs.get(p) != new.blobs.get(p))
     old_bytes, new_bytes = old.read(dist, touched), new.read(dist, touched)
