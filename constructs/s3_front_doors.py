@@ -5,7 +5,8 @@ One LoadBalancer Service per storage host, `externalTrafficPolicy: Local`, selec
 announced over ARP by that host, or its neighbour while it is down (a CiliumL2AnnouncementPolicy
 each): the traffic of an address enters on the host that serves it, never through one node's port.
 The S3 name resolves to all of them (DNS round robin; CoreDNS's `loadbalance` shuffles them for pods).
-The addresses are the top of the cluster's load-balancer range, kept out of its general pool.
+The addresses are the top of the cluster's load-balancer range, kept out of its general pool, given
+down from the top in host order so that a growing pool moves none.
 """
 
 from __future__ import annotations
@@ -22,11 +23,13 @@ HOSTNAME = "kubernetes.io/hostname"
 
 
 def front_door_addresses(cidr: IPv4Network, hosts: list[str]) -> dict[str, IPv4Address]:
-    """Each host's address: the top of the range, in host order."""
+    """Each host's address, down from the top of the range in host order: the first host has the top
+    address, so hosts added to the pool (appended in pools.yaml) take the addresses below and no
+    existing front door moves (clients and DNS records hold them)."""
     usable = list(cidr.hosts())
     if len(hosts) >= len(usable):
         raise ValueError(f"{cidr} has {len(usable)} addresses for {len(hosts)} S3 front doors and the rest")
-    return dict(zip(hosts, usable[len(usable) - len(hosts) :], strict=True))
+    return {host: usable[len(usable) - 1 - i] for i, host in enumerate(hosts)}
 
 
 def general_range(cidr: IPv4Network, front_doors: int) -> tuple[IPv4Address, IPv4Address]:

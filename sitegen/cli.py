@@ -109,12 +109,18 @@ def cli() -> None:
     show_default="$CDK8S_OUTDIR or dist",
     help="Output directory; replaced atomically (only the chosen variants' folders with --variant).",
 )
-def synth(config_dir: Path, variants: tuple[str, ...], out_dir: Path) -> None:
+@click.option(
+    "--show-moves",
+    is_flag=True,
+    help="Write nothing; print, as gitops.yaml acknowledged_moves entries, every live address or name "
+    "the change would move.",
+)
+def synth(config_dir: Path, variants: tuple[str, ...], out_dir: Path, show_moves: bool) -> None:
     """Synthesize manifests, Helm values and kubeadm files into dist/<variant>/."""
     from sitegen.compose import fingerprint
 
     key = fingerprint.fingerprint(config_dir, sorted(variants) or None) if config_dir.is_dir() else None
-    count = fingerprint.unchanged(key, out_dir, list(variants) or None) if key else None
+    count = fingerprint.unchanged(key, out_dir, list(variants) or None) if key and not show_moves else None
     if count is not None:
         click.echo(f"synthesized {count} files into {out_dir} (unchanged: same inputs as the last synth)")
         return
@@ -134,6 +140,7 @@ def synth(config_dir: Path, variants: tuple[str, ...], out_dir: Path) -> None:
 
     chosen = list(variants) or list(site.variants)
     from sitegen.compose.growth import check_growth
+    from sitegen.compose.live_addresses import check_moves, moves
 
     try:
         rendered = render_tree(synthesize(site, chosen, progress=_progress()))
@@ -144,6 +151,11 @@ def synth(config_dir: Path, variants: tuple[str, ...], out_dir: Path) -> None:
             if key:
                 rendered[fingerprint.INPUTS] = fingerprint.inputs_file(key)
         check_growth(site, rendered, out_dir)  # against the dist/ the site runs
+        if show_moves:
+            for move in moves(rendered, out_dir):
+                click.echo(f"  - '{move}'")
+            return
+        check_moves(site, rendered, out_dir)
     except (ChartFault, HydrationError) as fault:
         click.echo(f"error: {fault}", err=True)
         sys.exit(2)
