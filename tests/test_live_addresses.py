@@ -30,7 +30,7 @@ def synth(config: Path, out: Path, *more: str):
     return invoke_sitegen("synth", "--config", config, "--variant", VARIANT, "--out", out, *more)
 
 
-def test_growing_aistor_keeps_every_s3_front_door_and_asks_before_the_pool_shrinks(config_copy, tmp_path):
+def test_growing_aistor_keeps_every_s3_front_door_and_asks_before_what_must_move(config_copy, tmp_path):
     """Put-back: front doors were the top of the range in host order, so one more storage host moved all
     30 addresses (and their DNS records) and nothing said so."""
     out = tmp_path / "dist"
@@ -45,15 +45,19 @@ def test_growing_aistor_keeps_every_s3_front_door_and_asks_before_the_pool_shrin
     edit_yaml(config_copy, "storage.yaml", lambda s: s["aistor"]["server_pools"].append({"servers": 4}))
     refused = synth(config_copy, out)
     assert refused.exit_code == 2, refused.output
-    assert "gitops.yaml: acknowledged_moves: 1 live addresses or names would move" in refused.output
-    assert "CiliumLoadBalancerIPPool aistor-services addresses" in refused.output
+    assert "gitops.yaml: acknowledged_moves: 3 live addresses or names would move" in refused.output
     assert s3_addresses(out) == before  # dist/ untouched
 
+    # what does move: the general pool gives its top to the new front doors, and 34 storage nodes no
+    # longer get 64 addresses each of their clusters' half of a storage rail
     shown = synth(config_copy, out, "--show-moves")
     entries = [line.strip()[3:-1] for line in shown.output.splitlines() if line.startswith("  - ")]
-    assert len(entries) == 1 and entries[0].startswith(
+    assert entries == [
         f"{VARIANT}/aistor CiliumLoadBalancerIPPool aistor-services addresses: "
-    )
+        "10.20.3.129-10.20.3.224 -> 10.20.3.129-10.20.3.220",
+        f"{VARIANT}/aistor IPPool nvidia-network-operator/rail-a perNodeBlockSize: 64 -> 32",
+        f"{VARIANT}/aistor IPPool nvidia-network-operator/rail-b perNodeBlockSize: 64 -> 32",
+    ]
     edit_yaml(config_copy, "gitops.yaml", lambda g: g.update(acknowledged_moves=entries))
     result = synth(config_copy, out)
     assert result.exit_code == 0, result.output
