@@ -422,7 +422,7 @@ def scan(dist_dir: Path, exceptions: Path, checkov: Path) -> None:
     except (ScanError, OSError) as fault:
         click.echo(f"error: {fault}", err=True)
         sys.exit(2)
-    click.echo(render(verdict, entries))
+    click.echo(render(verdict, entries, str(exceptions)))
     sys.exit(0 if verdict.ok else 1)
 
 

@@ -47,13 +47,29 @@ def copy(tmp_path: Path) -> Path:
     shutil.rmtree(root, ignore_errors=True)
 
 
-def make(copy: Path, *targets: str) -> subprocess.CompletedProcess[str]:
+def _env(copy: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SITEGEN_", "PYTEST_"))}
     env["PYTHONPATH"] = str(copy)  # the copy's generator, ahead of the editable install of REPO's
     env["SITEGEN_CACHE"] = str(REPO / ".cache")  # keyed on content: shared safely, and warm
+    return env
+
+
+def make(copy: Path, *targets: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        ["make", "--no-print-directory", *targets], cwd=copy, env=env, capture_output=True, text=True
+        ["make", "--no-print-directory", *targets], cwd=copy, env=_env(copy), capture_output=True, text=True
     )
+
+
+def acknowledge_moves(copy: Path, expected: int) -> None:
+    """What a site owner does when synth refuses a move: read the entries synth prints and list them
+    in gitops.yaml (compose/live_addresses.py)."""
+    shown = subprocess.run(
+        [str(copy / ".venv" / "bin" / "sitegen"), "synth", "--show-moves"],
+        cwd=copy, env=_env(copy), capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    entries = [line.strip()[3:-1] for line in shown.stdout.splitlines() if line.startswith("  - ")]
+    assert len(entries) == expected, shown.stdout
+    edit(copy, "gitops.yaml", lambda g: g.update(acknowledged_moves=entries))
 
 
 def edit(copy: Path, file: str, change: Callable[[dict], None]) -> None:
@@ -97,6 +113,9 @@ def a_new_aistor_server_pool(copy: Path, servers: int = 4) -> None:
     assert existing, "storage.yaml lists its server pools as `- servers: N`"
     at = existing.end()
     path.write_text(f"{text[:at]}{existing.group(1)}- servers: {servers}\n{text[at:]}")
+    # two-cluster's AIStor load-balancer pool gives its top to the new front doors, and 34 storage
+    # nodes get smaller IPoIB blocks of their cluster's half of each storage rail
+    acknowledge_moves(copy, expected=3)
 
 
 def a_chart_bump(copy: Path, tmp_path: Path) -> subprocess.CompletedProcess[str]:

@@ -33,14 +33,18 @@ class Finding:
     check: str
     title: str
     variant: str
-    # <cluster>/<app>/<Kind>.<namespace>.<name>, with [<container>] when the check judged one container;
-    # <cluster>/kubeadm/...; bootstrap/...
+    # <app>/<Kind>.<namespace>.<name>, with [<container>] when the check judged one container;
+    # kubeadm/...; bootstrap/...: the object as its component makes it, in whichever cluster
     subject: str
+    cluster: str = ""  # where this one was found ("" beside the clusters: bootstrap/)
+    file: str = ""  # the file of dist/ that holds it
 
     def __str__(self) -> str:
-        return f"{self.check} {self.variant}/{self.subject}: {self.title}"
+        where = f"{self.variant}/{self.cluster}" if self.cluster else self.variant
+        return f"{self.check} {where}: {self.subject}: {self.title}"
 
 
+EXCEPTIONS_FILE = ".ci/scanner/exceptions.yaml"
 # Checks that judge every object alike, by site policy (their entries say why): they alone may be
 # excepted with `where: ["*"]`. Every other entry names its objects (and containers) one by one, so a
 # new object, or a new container in an excepted object, is a new finding.
@@ -95,14 +99,16 @@ def load_exceptions(path: Path) -> list[Exception_]:
     return found
 
 
-def _subject(file_path: str, resource: str) -> tuple[str, str]:
+def _subject(file_path: str, resource: str) -> tuple[str, str, str]:
+    """(variant, cluster, subject) of a finding: the subject names the component's object, not the
+    cluster, so a cluster added or renamed with the same components needs no new entry."""
     rel = PurePosixPath(file_path.lstrip("/"))
     variant, area, *rest = rel.parts
     if area == paths.APPS:
-        return variant, f"{rest[0]}/{rest[1]}/{resource}"
+        return variant, rest[0], f"{rest[1]}/{resource}"
     if area == paths.KUBEADM:  # host files: static pods
-        return variant, f"{rest[0]}/{area}/{resource}"
-    return variant, f"{area}/{resource}"
+        return variant, rest[0], f"{area}/{resource}"
+    return variant, "", f"{area}/{resource}"
 
 
 def findings_of(report: Any) -> tuple[int, int, list[Finding]]:
@@ -122,11 +128,12 @@ def findings_of(report: Any) -> tuple[int, int, list[Finding]]:
                 if item["check_id"] in PROBE_CHECKS:
                     continue
                 container = container.removesuffix(INIT_MARK)
-            variant, subject = _subject(item["file_path"], kind_ns)
+            variant, cluster, subject = _subject(item["file_path"], kind_ns)
             keys = (item.get("check_result") or {}).get("evaluated_keys") or []
             if container and any("ontainers/[" in key for key in keys):
                 subject = f"{subject}[{container}]"
-            found.append(Finding(item["check_id"], item["check_name"], variant, subject))
+            file = f"dist/{item['file_path'].lstrip('/')}"
+            found.append(Finding(item["check_id"], item["check_name"], variant, subject, cluster, file))
     return passed, failed, sorted(set(found), key=str)
 
 
@@ -232,13 +239,17 @@ def judge(report: Any, exceptions: list[Exception_]) -> Verdict:
     return Verdict(passed, failed, new, stale, excepted)
 
 
-def render(verdict: Verdict, exceptions: list[Exception_]) -> str:
+def render(verdict: Verdict, exceptions: list[Exception_], exceptions_file: str = EXCEPTIONS_FILE) -> str:
     lines = [
         f"checkov: {verdict.passed} passed, {verdict.failed} failed; "
         f"{sum(verdict.excepted.values())} findings excepted by {len(exceptions)} reviewed entries "
         f"naming {sum(len(e.where) for e in exceptions)} objects and containers, {len(verdict.new)} new"
     ]
-    lines += [f"NEW {f}" for f in verdict.new]
+    lines += [
+        f"NEW {f} ({f.file}); if a reviewer accepts it, add {f.subject!r} to the `where` of {f.check} "
+        f"in {exceptions_file}, with the reason"
+        for f in verdict.new
+    ]
     lines += [
         f"STALE exception {e.check} {list(e.where) or ['*']}: no finding needs it any more"
         for e in verdict.stale
