@@ -435,7 +435,13 @@ def scan(dist_dir: Path, exceptions: Path, checkov: Path) -> None:
 @click.option(
     "--dist", "dist", default=str(Path("dist")), show_default=True, help="dist/ inside the repository."
 )
-def diff(base: str, head: str | None, fmt: str, dist: str) -> None:
+@click.option(
+    "--max-bytes",
+    type=int,
+    help="Markdown within this size (a pull request comment): whole rows and folds, then what is left out.",
+)
+@click.option("--more", default="", help="With --max-bytes: where the whole report is (a link).")
+def diff(base: str, head: str | None, fmt: str, dist: str, max_bytes: int | None, more: str) -> None:
     """What changes in the clusters from BASE to HEAD (git revisions; no HEAD: the working tree):
     objects added, removed and changed per variant, cluster and app, with their changed fields."""
     from sitegen.report.diff import DiffError, coloured, compare, render_json, render_markdown, render_text
@@ -445,8 +451,10 @@ def diff(base: str, head: str | None, fmt: str, dist: str) -> None:
     except DiffError as fault:
         click.echo(f"error: {fault}", err=True)
         sys.exit(2)
-    render = {"markdown": render_markdown, "json": render_json}.get(fmt, render_text)
-    text = render(groups)
+    if fmt == "markdown":
+        text = render_markdown(groups, max_bytes, more)
+    else:
+        text = (render_json if fmt == "json" else render_text)(groups)
     if fmt == "text" and sys.stdout.isatty() and not os.environ.get("NO_COLOR"):
         text = coloured(text)
     click.echo(text, nl=False)

@@ -381,3 +381,26 @@ def test_a_commit_whose_dist_is_stale_is_refused(tmp_path):
         [str(SITEGEN), "diff", "HEAD", "HEAD~1"], cwd=tmp_path, capture_output=True, text=True
     )
     assert back.returncode == 2 and "dist/ of HEAD is stale" in back.stderr
+
+
+def test_a_comment_too_long_ends_at_a_fold_and_says_where_the_rest_is(repo):
+    """Put-back: the pull request comment was the markdown cut at 60,000 bytes (`head -c`), mid-block.
+    Within --max-bytes it ends after a whole row or fold and names what it left out and where."""
+    from sitegen.report.diff import render_markdown
+
+    groups = compare(repo, "HEAD~1", "HEAD")
+    whole = render_markdown(groups)
+    assert "do not fit" not in whole
+    first_fold = whole.index("<details>")
+    cut = render_markdown(groups, limit=first_fold + 400 + 10, more="the job summary")
+    assert cut.count("<details>") == cut.count("</details>") == 0
+    assert cut.count("```") % 2 == 0
+    assert cut.rstrip().endswith("_the changes of 2 more apps do not fit here: see the job summary._")
+    tiny = render_markdown(groups, limit=len(whole.splitlines()[0]) + 500)
+    assert "| one-cluster | ai | `argo-cd` |" not in tiny
+    assert tiny.rstrip().endswith("_2 more apps, and the changes of every app, do not fit here._")
+    result = subprocess.run(
+        [str(SITEGEN), "diff", "HEAD~1", "HEAD", "--format", "markdown", "--max-bytes", "100000"],
+        cwd=repo, capture_output=True, text=True,
+    )  # fmt: skip
+    assert result.returncode == 0 and result.stdout == whole

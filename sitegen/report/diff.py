@@ -544,24 +544,58 @@ def render_text(groups: list[Group]) -> str:
     return "\n".join(out) + "\n"
 
 
-def render_markdown(groups: list[Group]) -> str:
+def render_markdown(groups: list[Group], limit: int | None = None, more: str = "") -> str:
+    """The summary, a table of the apps, then each app's changes folded. Within `limit` bytes (a pull
+    request comment holds 65,536 characters), whole: the table and the folds end at a row or a fold,
+    never inside one, and a last line says how many are left out and where to read them (`more`)."""
     if not groups:
         return "No change in `dist/`.\n"
-    out = [
+    merged = _merged(groups, "", "    ")
+    head = [
         f"**{_summary(groups)}**",
         "",
         "| variant | cluster | app | added | removed | changed |",
         "|---|---|---|---|---|---|",
     ]
-    merged = _merged(groups, "", "    ")
-    out += [
+    rows = [
         f"| {', '.join(v)} | {g.cluster} | `{g.app}` | {g.count('added')} | {g.count('removed')} | {g.count('changed')} |"
         for v, g, _ in merged
     ]
-    for variants, g, body in merged:
-        out += ["", f"<details><summary>{', '.join(variants)} / {g.cluster} / {g.app}</summary>", "", "```"]
-        out += body
-        out += ["```", "</details>"]
+    folds = [
+        "\n".join(
+            [
+                "",
+                f"<details><summary>{', '.join(v)} / {g.cluster} / {g.app}</summary>",
+                "",
+                "```",
+                *body,
+                "```",
+                "</details>",
+            ]
+        )
+        for v, g, body in merged
+    ]
+    room = None if limit is None else limit - 400  # the closing line's
+    out, used, rows_left, folds_left = list(head), sum(len(line) + 1 for line in head), 0, 0
+    for i, row in enumerate(rows):
+        if room is not None and used + len(row.encode()) + 1 > room:
+            rows_left = len(rows) - i
+            break
+        out.append(row)
+        used += len(row.encode()) + 1
+    for i, fold in enumerate([] if rows_left else folds):
+        if room is not None and used + len(fold.encode()) + 1 > room:
+            folds_left = len(folds) - i
+            break
+        out.append(fold)
+        used += len(fold.encode()) + 1
+    if rows_left or folds_left:
+        left = (
+            f"{rows_left} more apps, and the changes of every app,"
+            if rows_left
+            else f"the changes of {folds_left} more apps"
+        )
+        out += ["", f"_{left} do not fit here{': see ' + more if more else ''}._"]
     return "\n".join(out) + "\n"
 
 
