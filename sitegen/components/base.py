@@ -406,6 +406,9 @@ class ChartComponent(Component):
     serves_at_runtime: ClassVar[tuple[str, ...]] = ()
     # False for a second release of a chart whose other release installs its CRDs (crds/ folder)
     renders_crds: ClassVar[bool] = True
+    # Values the site model sets (dotted path -> the config field): an extensions.yaml override of one
+    # would contradict config/, so synth refuses it and names the field to change instead.
+    modelled_values: ClassVar[Mapping[str, str]] = {}
 
     @property
     def chart_key(self) -> str | None:

@@ -8,7 +8,7 @@ import dataclasses
 import json
 import re
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from cdk8s import App
@@ -18,6 +18,7 @@ from sitegen.components.base import ChartComponent, Component, RenderedComponent
 from sitegen.components.catalog import COMPONENTS
 from sitegen.components.context import ClusterContext
 from sitegen.components.networking.network_policies import WEBHOOK_KINDS
+from sitegen.compose import chart_values
 from sitegen.compose.ansible import ansible_files
 from sitegen.compose.apps import CompositionError, VariantApps, variant_apps
 from sitegen.compose.chart_supply import Archive, ChartStore
@@ -67,6 +68,36 @@ def _check_overrides(site: Site) -> None:
             ("extensions", "values", name),
             f"no chart app {name!r} takes values (chart apps: {', '.join(sorted(chart_apps))})",
         )
+
+
+def _set_paths(values: Mapping[str, Any], path: str = "") -> Iterator[str]:
+    for key, value in values.items():
+        here = f"{path}.{key}" if path else str(key)
+        yield here
+        if isinstance(value, dict):
+            yield from _set_paths(value, here)
+
+
+def _check_override_keys(site: Site, archives: Mapping[str, Archive]) -> None:
+    """An override's keys, judged where they are written (config/extensions.yaml): one the model
+    sets from config/ is refused, naming that field; one the pinned chart neither declares nor reads
+    (a typo) is refused as VAL-001 would judge the rendered values."""
+    kinds = {kind.name: kind for kind in COMPONENTS if issubclass(kind, ChartComponent)}
+    for name, override in sorted(site.extensions.values.items()):
+        kind = kinds[name]
+        for path in _set_paths(override):
+            field = kind.modelled_values.get(path)
+            if field is not None:
+                raise ConfigError(
+                    ("extensions", "values", name, *path.split(".")),
+                    f"the site model sets it from {field}: change it there, not here",
+                )
+        if kind.chart in archives:
+            problems = chart_values.values_problems(
+                kind.chart, chart_values.chart_keys(archives[kind.chart].path), override
+            )
+            for path, problem in problems[:1]:
+                raise ConfigError(("extensions", "values", name, *path.split(".")), problem)
 
 
 def _chart_jobs(
@@ -242,6 +273,7 @@ def chart_keys(site: Site, variants: list[str]) -> list[str]:
 
 def _jobs(site: Site, every: list[VariantApps]) -> tuple[list[OutputFile], list[RenderJob]]:
     archives = ChartStore().supply({k: site.versions.charts[k] for k in _used_charts(every)})
+    _check_override_keys(site, archives)
     files: list[OutputFile] = []
     jobs: list[RenderJob] = []
     for apps in every:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from sitegen.check.chart_values import chart_keys, values_problems
 from sitegen.check.rules.base import Context, Violation, rule
+from sitegen.compose.chart_values import chart_keys, values_problems
 
 
 @rule(

@@ -317,6 +317,11 @@ PROMETHEUS_OPERANDS = tuple(
 
 class KubePrometheusStack(ChartComponent):
     name = "kube-prometheus-stack"
+    modelled_values = {
+        "prometheus.prometheusSpec.retention": "services.yaml: monitoring.prometheus.retention_days",
+        "prometheus.prometheusSpec.retentionSize": "services.yaml: monitoring.prometheus (its volume)",
+        "alertmanager.alertmanagerSpec.replicas": "services.yaml: monitoring.alertmanager_replicas",
+    }
     job_secrets = (
         JobSecret(
             "kube-prometheus-stack-admission",

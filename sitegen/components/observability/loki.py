@@ -181,6 +181,7 @@ class LokiValues(Values):
 
 class Loki(ChartComponent):
     name = "loki"
+    modelled_values = {"loki.limits_config.retention_period": "services.yaml: logs.retention_days"}
     chart = "loki"
     project = PROJECT
     layer = Layer.SERVICES
