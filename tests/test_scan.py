@@ -174,3 +174,43 @@ def test_a_new_privileged_container_in_an_excepted_object_fails_the_scan(tmp_pat
     assert [f.subject for f in verdict.new if f.check == "CKV_K8S_16"] == [
         "agents/DaemonSet.nodes.agent[debug]"
     ]
+
+
+def test_a_charts_hashed_job_is_one_object_in_every_cluster():
+    """Put-back: Cilium names its certificate Job after a digest of the cluster's values, so the
+    three-cluster example's `gpu` cluster had a Job no entry named."""
+    entries = [Exception_("CKV_K8S_23", ("cilium/Job.kube-system.hubble-generate-certs-<hash>",), "certgen")]
+    in_ai = (
+        "CKV_K8S_23",
+        "/one-cluster/apps/ai/cilium/j.yaml",
+        "Job.kube-system.hubble-generate-certs-70fad90381",
+    )
+    in_gpu = (
+        "CKV_K8S_23",
+        "/three-cluster/apps/gpu/cilium/j.yaml",
+        "Job.kube-system.hubble-generate-certs-eca34aee65",
+    )
+    verdict = judge(_report(in_ai, in_gpu), entries)
+    assert verdict.ok and verdict.excepted == {"CKV_K8S_23": 2}
+
+
+def test_an_entry_for_a_component_the_site_does_not_run_is_not_stale():
+    """A site that adopts another set of clusters (no GPU serving on its hub, say) keeps the reviewed
+    file as it is: an entry is stale only when its app runs here and no finding needs it."""
+    entries = [
+        Exception_("CKV_K8S_16", ("cilium/DaemonSet.kube-system.cilium",), "the CNI"),
+        Exception_("CKV_K8S_22", ("models/StatefulSet.ai-research.llama[vllm]",), "vLLM writes its cache"),
+    ]
+    assert judge(_report(PRIVILEGED), entries).ok
+    passing_model = {
+        "check_type": "kubernetes",
+        "summary": {"passed": 1, "failed": 0},
+        "results": {"passed_checks": [
+            {"check_id": "CKV_K8S_22", "file_path": "/one-cluster/apps/ai/models/x.yaml",
+             "resource": "StatefulSet.ai-research.llama__vllm"}
+        ], "failed_checks": []},
+    }  # fmt: skip
+    verdict = judge([_report(PRIVILEGED), passing_model], entries)
+    assert [(e.check, e.where) for e in verdict.stale] == [
+        ("CKV_K8S_22", ("models/StatefulSet.ai-research.llama[vllm]",))
+    ]
