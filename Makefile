@@ -14,9 +14,10 @@ PIP_NOISE := is ignored: it is neither a file nor a directory
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 HELM := node_modules/.sitegen/bin/helm
 
-.PHONY: synth test site adoption lint plan validate bench deps scan-deps ansible-deps lock imports clean charts charts-renew scan
+.PHONY: synth test site adoption lint plan validate bench deps scan-deps ansible-deps lock imports clean charts charts-renew scan help
 
 # dist/, then the blocks of docs/ that show the site's figures (the component table, the storage map)
+## the main job: every variant into dist/, and docs/' generated blocks
 synth: $(PY_STAMP) $(NPM_STAMP)
 	@$(BIN)/sitegen synth && $(BIN)/sitegen docs
 
@@ -24,9 +25,11 @@ synth: $(PY_STAMP) $(NPM_STAMP)
 # checks them; `charts-renew` vendors what config/versions.yaml pins now and the lock does not hold yet
 # (a bump), or CHARTS="key ...", from their upstream repositories or from MIRROR=<folder of packaged
 # charts>. Only the renew path reads a chart source.
+## check the vendored chart archives against charts.lock
 charts: $(PY_STAMP) $(NPM_STAMP)
 	@$(BIN)/sitegen charts
 
+## vendor a bumped chart (CHARTS="key ...", MIRROR=<folder> for an offline mirror)
 charts-renew: $(PY_STAMP) $(NPM_STAMP)
 	@$(BIN)/sitegen charts --renew $(if $(MIRROR),--mirror $(MIRROR)) $(CHARTS)
 
@@ -36,6 +39,7 @@ TEST_TMPDIR := $(or $(TMPDIR),$(shell test -d /dev/shm -a -w /dev/shm && echo /d
 # The README's test command: the site's own checks first (a config error stops here, one line each),
 # then the generator's tests, which run on the fixture sites under tests/fixtures/ and so pass whatever
 # config/ holds.
+## the site's checks (make site), then every test
 test: site $(ANSIBLE_STAMP)
 	@$(if $(TEST_TMPDIR),TMPDIR=$(TEST_TMPDIR) )$(BIN)/pytest
 
@@ -46,10 +50,12 @@ LINT_IMPORTS = import sys, sitegen, constructs; \
 	constructs.__spec__.submodule_search_locations[:] = constructs.__path__; \
 	from importlinter.cli import lint_imports; sys.exit(lint_imports(no_cache=True))
 
+## ruff and the import layers
 lint: $(PY_STAMP)
 	@$(BIN)/ruff check . && $(BIN)/ruff format --check . && $(BIN)/python -c '$(LINT_IMPORTS)'
 
 
+## schemas and policy rules over dist/
 validate: $(PY_STAMP) $(NPM_STAMP)
 	@$(BIN)/sitegen validate
 
@@ -57,14 +63,17 @@ validate: $(PY_STAMP) $(NPM_STAMP)
 # its dependency pins must not move the generator's.
 SCAN_VENV := .venv-scan
 SCAN_STAMP := $(SCAN_VENV)/.installed-$(call digest,.ci/scanner/requirements.lock)
+## checkov over dist/, against .ci/scanner/exceptions.yaml
 scan: $(PY_STAMP) $(SCAN_STAMP)
 	@SITEGEN_CHECKOV=$(SCAN_VENV)/bin/checkov $(BIN)/sitegen scan
 
+## install checkov in its own venv
 scan-deps: $(SCAN_STAMP)
 
 # Ansible for the tests of the generated playbook (syntax-check, ansible-lint): its own venv and lock too.
 ANSIBLE_VENV := .venv-ansible
 ANSIBLE_STAMP := $(ANSIBLE_VENV)/.installed-$(call digest,.ci/ansible/requirements.lock)
+## install Ansible in its own venv (the playbook's syntax check and lint)
 ansible-deps: $(ANSIBLE_STAMP)
 
 $(ANSIBLE_STAMP):
@@ -83,22 +92,27 @@ $(SCAN_STAMP):
 
 # A site owner's changes (more GPU nodes, a tenant, a chart bump, an AIStor pool, a bad CIDR), each on
 # a copy of the repository through make: tests/test_adoption.py. Slow; CI runs it after `make test`.
+## a site owner's changes on a copy of the repository, through make (slow)
 adoption: $(PY_STAMP) $(NPM_STAMP) $(SCAN_STAMP)
 	@$(if $(TEST_TMPDIR),TMPDIR=$(TEST_TMPDIR) )$(BIN)/pytest -m adoption --dist load
 
 # The site's own checks on config/ and dist/, what a site PR keeps green: config/ loads, dist/ is what
 # it synthesizes, validate, bringup (sitegen check), then the scanner against the reviewed exceptions.
+## what a site PR keeps green: sitegen check (dist/ current, validate, bringup), then scan
 site: $(PY_STAMP) $(NPM_STAMP) $(SCAN_STAMP)
 	@$(BIN)/sitegen check
 	@SITEGEN_CHECKOV=$(SCAN_VENV)/bin/checkov $(BIN)/sitegen scan
 
+## the site's plan: pools, capacity, addresses
 plan: $(PY_STAMP) $(NPM_STAMP)
 	@$(BIN)/sitegen plan
 
 # synth timing per phase (not a test: compare before and after a heavy change)
+## synth and bring-up timings against their yardsticks
 bench: $(PY_STAMP) $(NPM_STAMP)
 	@$(BIN)/python -m sitegen.report.bench
 
+## install the Python and Node packages
 deps: $(PY_STAMP) $(NPM_STAMP)
 
 $(PY_STAMP):
@@ -120,6 +134,7 @@ $(NPM_STAMP):
 	@rm -f $(dir $@).installed*; touch $@
 
 # Regenerate requirements.lock after editing pyproject.toml (needs uv; URLs are never written).
+## regenerate requirements.lock (needs uv)
 lock: $(PY_STAMP)
 	@$(BIN)/pip install --quiet --disable-pip-version-check uv
 	@$(BIN)/uv pip compile pyproject.toml --extra dev --generate-hashes --no-emit-index-url \
@@ -130,8 +145,14 @@ lock: $(PY_STAMP)
 		--python-version 3.11 --no-header -q -o .ci/ansible/requirements.lock
 
 # Regenerate imports/ from the CRDs listed in cdk8s.yaml (vendored under vendor/crds/).
+## regenerate imports/ from the CRDs in cdk8s.yaml
 imports: $(NPM_STAMP)
 	@rm -rf imports && JSII_NODE=$(CURDIR)/node_modules/.bin/node npx --no-install cdk8s import --language python --output imports
 
+## remove the installed tools (the venvs, node_modules)
 clean:
 	rm -rf $(VENV) $(SCAN_VENV) $(ANSIBLE_VENV) node_modules
+
+## this list (each target's `##` line)
+help:
+	@awk '/^## /{ c = substr($$0, 4); next } /^[a-z][a-z-]*:/{ split($$0, t, ":"); if (c != "") printf "  make %-13s %s\n", t[1], c } { c = "" }' $(firstword $(MAKEFILE_LIST))
