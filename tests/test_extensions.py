@@ -36,8 +36,21 @@ def refusal(config: Path, tmp_path: Path) -> str:
     return line
 
 
+CLUSTER_WIDE = [
+    {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "site-batch"},
+     "value": 1000, "description": "the site's batch work"},
+    {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": "scratch-lvm"},
+     "provisioner": "topolvm.io", "volumeBindingMode": "WaitForFirstConsumer"},
+    {"apiVersion": "cert-manager.io/v1", "kind": "ClusterIssuer", "metadata": {"name": "site-self-signed"},
+     "spec": {"selfSigned": {}}},
+]  # fmt: skip
+
+
 def test_values_and_an_extra_app_land_in_dist_and_pass_validate_and_bringup(config_copy, tmp_path):
-    extend(config_copy, values={"metrics-server": {"args": ARGS}}, apps={"site-docs": EXTRA})
+    """The cluster-scoped kinds a site adds without code (put-back: every one was refused) land without
+    a namespace, and the extensions project lists exactly those kinds."""
+    extra = {**EXTRA, "objects": [*EXTRA["objects"], *CLUSTER_WIDE]}
+    extend(config_copy, values={"metrics-server": {"args": ARGS}}, apps={"site-docs": extra})
     out = tmp_path / "out"
     assert synth(config_copy, out).returncode == 0
     values = yaml.safe_load((out / "one-cluster/values/ai/metrics-server.yaml").read_text())
@@ -50,8 +63,14 @@ def test_values_and_an_extra_app_land_in_dist_and_pass_validate_and_bringup(conf
     namespace = yaml.safe_load((out / "one-cluster/apps/ai/namespaces/namespace.site-docs.yaml").read_text())
     assert namespace["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "restricted"
     assert (out / "one-cluster/apps/ai/network-policies/site-docs.networkpolicy.default-deny.yaml").is_file()
+    (priority,) = yaml.safe_load_all((app / "priorityclass.site-batch.yaml").read_text())
+    assert "namespace" not in priority["metadata"] and priority["value"] == 1000
     project = yaml.safe_load((out / "one-cluster/bootstrap/argocd.appproject.extensions.yaml").read_text())
-    assert project["spec"]["clusterResourceWhitelist"] == []
+    assert sorted(k["kind"] for k in project["spec"]["clusterResourceWhitelist"]) == [
+        "ClusterIssuer",
+        "PriorityClass",
+        "StorageClass",
+    ]
 
     validated = invoke_sitegen("validate", "--config", config_copy, "--dist", out)
     assert validated.exit_code == 0, validated.output
@@ -103,6 +122,31 @@ def test_an_extra_workload_is_judged_by_the_same_rules(config_copy, tmp_path):
             "ClusterRole is cluster-scoped",
         ),
         ({"apps": {"x": {**EXTRA, "namespace": "ai-research"}}}, "apps.x.namespace", "belongs to a tenant"),
+        (
+            {"apps": {"x": {**EXTRA, "objects": [{**CLUSTER_WIDE[0], "globalDefault": True}]}}},
+            "apps.x.objects",
+            "a globalDefault PriorityClass would re-rank every pod of the site",
+        ),
+        (
+            {
+                "apps": {
+                    "x": {
+                        **EXTRA,
+                        "objects": [
+                            {
+                                **CLUSTER_WIDE[1],
+                                "metadata": {
+                                    "name": "s",
+                                    "annotations": {"storageclass.kubernetes.io/is-default-class": "true"},
+                                },
+                            }
+                        ],
+                    }
+                }
+            },
+            "apps.x.objects",
+            "the site's default StorageClass is the model's",
+        ),
         ({"apps": {"x": {**EXTRA, "cluster": "hpc"}}}, "apps.x.cluster", "no cluster 'hpc'"),
         (
             {
@@ -135,6 +179,8 @@ def test_an_extra_workload_is_judged_by_the_same_rules(config_copy, tmp_path):
         "unknown-chart",
         "cluster-scoped",
         "tenant-namespace",
+        "global-default-priority",
+        "default-storage-class",
         "unknown-cluster",
         "other-namespace",
         "key-the-chart-ignores",

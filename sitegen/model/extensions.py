@@ -3,8 +3,10 @@
 `values` merges a mapping over the values synth generates for a chart app (key by key; lists and
 scalars replace), in every cluster that runs it. `apps` adds namespaced objects as an Argo CD app of
 their own, in a namespace of their own (restricted Pod Security, default-deny network policy), in
-the `extensions` project, whose cluster-scoped kinds list is empty: a built-in cluster-scoped kind is
-refused here, a custom one (a CRD's `Cluster` scope) by Argo CD at sync. Both land in dist/ like everything else, so `validate`, `bringup`, the
+the `extensions` project, and cluster-scoped objects of the kinds in SAFE_CLUSTER_KINDS (priority
+classes, storage classes, cluster issuers) under the checks below; any other cluster-scoped kind is
+refused here (built-in) or by Argo CD at sync (a CRD's `Cluster` scope: the project lists only the
+kinds its apps render). Both land in dist/ like everything else, so `validate`, `bringup`, the
 scanner and `sitegen diff` judge and show them.
 """
 
@@ -24,6 +26,47 @@ def merged(base: Any, top: Any) -> Any:
     if isinstance(base, dict) and isinstance(top, dict):
         return {**base, **{k: merged(base[k], v) if k in base else v for k, v in top.items()}}
     return top
+
+
+# Cluster-scoped kinds a site adds without code: each changes nothing the site's own objects rely on
+# once the checks below hold. Argo CD's `extensions` project lists them (computed from what renders).
+SAFE_CLUSTER_KINDS = frozenset(
+    {
+        ("scheduling.k8s.io", "PriorityClass"),
+        ("storage.k8s.io", "StorageClass"),
+        ("cert-manager.io", "ClusterIssuer"),
+    }
+)
+# PriorityClass values from here up are the system's (system-cluster-critical, system-node-critical);
+# Kubernetes refuses them for other names.
+SYSTEM_PRIORITY = 1_000_000_000
+DEFAULT_CLASS = "storageclass.kubernetes.io/is-default-class"
+
+
+def is_cluster_scoped(obj: dict[str, Any]) -> bool:
+    return (obj["apiVersion"].rpartition("/")[0], obj["kind"]) in SAFE_CLUSTER_KINDS
+
+
+def _check_cluster_object(i: int, kind: str, obj: dict[str, Any]) -> None:
+    meta = obj.get("metadata") or {}
+    if "namespace" in meta:
+        raise ValueError(f"object {i}: {kind} is cluster-scoped: it takes no metadata.namespace")
+    if kind == "PriorityClass":
+        if obj.get("globalDefault"):
+            raise ValueError(f"object {i}: a globalDefault PriorityClass would re-rank every pod of the site")
+        if (
+            not isinstance(obj.get("value"), int)
+            or obj["value"] >= SYSTEM_PRIORITY
+            or meta["name"].startswith("system-")
+        ):
+            raise ValueError(
+                f"object {i}: a PriorityClass needs an integer value below {SYSTEM_PRIORITY} and a name outside system-"
+            )
+    if (
+        kind == "StorageClass"
+        and str((meta.get("annotations") or {}).get(DEFAULT_CLASS, "")).lower() == "true"
+    ):
+        raise ValueError(f"object {i}: the site's default StorageClass is the model's (storage.yaml)")
 
 
 class ExtraApp(Strict):
@@ -46,9 +89,13 @@ class ExtraApp(Strict):
                 raise ValueError(f"object {i}: {kind} {name} is listed twice")
             seen.add((kind, name))
             group = obj["apiVersion"].rpartition("/")[0]
-            if (group, kind) in CORE_CLUSTER_KINDS or kind == "List":
+            if (group, kind) in SAFE_CLUSTER_KINDS:
+                _check_cluster_object(i, kind, obj)
+            elif (group, kind) in CORE_CLUSTER_KINDS or kind == "List":
+                safe = ", ".join(sorted(k for _, k in SAFE_CLUSTER_KINDS))
                 raise ValueError(
-                    f"object {i}: {kind} is cluster-scoped: an extension app holds objects of its namespace only"
+                    f"object {i}: {kind} is cluster-scoped: an extension app holds objects of its namespace, "
+                    f"and of these cluster-scoped kinds: {safe}"
                 )
         return objects
 
@@ -77,6 +124,8 @@ def check_extensions(extensions: Extensions, clusters: set[str], taken_namespace
                 ("extensions", "apps", name, "namespace"), f"{app.namespace!r} is app {other!r}'s already"
             )
         for i, obj in enumerate(app.objects):
+            if is_cluster_scoped(obj):
+                continue
             namespace = (obj.get("metadata") or {}).get("namespace", app.namespace)
             if namespace != app.namespace:
                 raise ConfigError(

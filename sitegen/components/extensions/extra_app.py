@@ -11,6 +11,7 @@ from constructs.objects import api_object
 from sitegen.components.base import Component, Layer, NamespaceSecurity, RenderedComponent
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.extensions import PROJECT
+from sitegen.model.extensions import is_cluster_scoped
 
 
 class ExtraApp(RenderedComponent):
@@ -40,5 +41,9 @@ class ExtraApp(RenderedComponent):
             body: dict[str, Any] = {
                 k: v for k, v in obj.items() if k not in ("apiVersion", "kind", "metadata")
             }
-            metadata = {**obj["metadata"], "namespace": self.namespace}
+            metadata = (
+                obj["metadata"]
+                if is_cluster_scoped(obj)
+                else {**obj["metadata"], "namespace": self.namespace}
+            )
             api_object(scope, f"object-{i}", obj["apiVersion"], obj["kind"], metadata, **body)
