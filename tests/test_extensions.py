@@ -197,3 +197,59 @@ def test_what_extensions_may_not_do_is_one_config_line(config_copy, tmp_path, pa
 def test_a_site_without_extensions_needs_no_file(config_copy, tmp_path):
     (config_copy / "extensions.yaml").unlink()
     assert invoke_sitegen("plan", "--config", config_copy).exit_code == 0
+
+
+def test_patches_change_rendered_objects_of_charts_and_constructs_and_are_judged(config_copy, tmp_path):
+    """Put-back: a rendered object could not be changed without Python. A patch names the app, kind and
+    name; a chart's object and one of our constructs take it alike, and validate judges the result
+    (taking the pool's node selector away is a placement finding, as on the generator's own)."""
+    extend(
+        config_copy,
+        patches=[
+            {"app": "metrics-server", "kind": "Deployment", "name": "metrics-server",
+             "patch": {"spec": {"revisionHistoryLimit": 3, "template": {"spec": {"nodeSelector": None}}}}},
+            {"app": "gpu-node-guard", "kind": "ConfigMap", "name": "gpu-node-guard-conditions",
+             "cluster": "ai", "patch": {"metadata": {"labels": {"site.example/owner": "platform"}}}},
+        ],
+    )  # fmt: skip
+    out = tmp_path / "out"
+    result = synth(config_copy, out)
+    assert result.returncode == 0, result.stderr
+    app = out / "one-cluster/apps/ai"
+    (deployment,) = yaml.safe_load_all(
+        (app / "metrics-server/kube-system.deployment.metrics-server.yaml").read_text()
+    )
+    assert deployment["spec"]["revisionHistoryLimit"] == 3
+    assert "nodeSelector" not in deployment["spec"]["template"]["spec"]
+    assert deployment["spec"]["template"]["spec"]["priorityClassName"] == "system-cluster-critical"  # kept
+    (conditions,) = yaml.safe_load_all(
+        (app / "gpu-node-guard/gpu-node-guard.configmap.gpu-node-guard-conditions.yaml").read_text()
+    )
+    assert conditions["metadata"]["labels"]["site.example/owner"] == "platform"
+    validated = invoke_sitegen("validate", "--config", config_copy, "--dist", out)
+    assert validated.exit_code == 1
+    assert "kube-system.deployment.metrics-server.yaml" in validated.output
+
+
+@pytest.mark.parametrize(
+    ("patch", "field", "message"),
+    [
+        (
+            {"app": "metrics-server", "kind": "Deployment", "name": "metrics-servr", "patch": {"spec": {}}},
+            "patches[0]",
+            "no Deployment metrics-servr in app metrics-server of any cluster's rendered objects",
+        ),
+        (
+            {"app": "metrics-server", "kind": "Deployment", "name": "metrics-server",
+             "patch": {"metadata": {"name": "other"}}},
+            "patches[0].patch",
+            "metadata.name: a patch changes an object, not which object it is",
+        ),
+    ],
+    ids=["names-no-object", "renames-it"],
+)  # fmt: skip
+def test_a_patch_that_cannot_hold_is_one_config_line(config_copy, tmp_path, patch, field, message):
+    extend(config_copy, patches=[patch])
+    line = refusal(config_copy, tmp_path)
+    assert line.startswith(f"error: {config_copy / 'extensions.yaml'}: {field}"), line
+    assert message in line

@@ -29,12 +29,13 @@ from sitegen.compose.host_baseline import baseline_files
 from sitegen.compose.hosts import etcd_patches, host_files, mirror_files
 from sitegen.compose.hydrate import Progress, Rendered, RenderedObject, RenderJob, hydrating
 from sitegen.compose.ownership import ALL_WRITES
+from sitegen.compose.patches import Patches
 from sitegen.compose.procedures.second_target import buckets as second_buckets
 from sitegen.compose.procedures.second_target import lifecycle_text, second_consumers
 from sitegen.compose.runbook import runbook, s3_consumers
 from sitegen.compose.writer import OutputFile
 from sitegen.model import ConfigError, Site, paths, resolve
-from sitegen.model.extensions import merged
+from sitegen.model.extensions import ObjectPatch, merged
 
 BINDING_KINDS = ("ClusterRoleBinding", "RoleBinding")
 WRITTEN_KINDS = frozenset(w.kind for w in ALL_WRITES) - {"CustomResourceDefinition"}
@@ -180,8 +181,24 @@ def _compose_independent(app: App, apps: VariantApps) -> _Composed:
     return composed
 
 
+def _patched_chart(chart: ObjectChart, found: list[tuple[int, ObjectPatch]], patches: Patches) -> None:
+    docs = chart.documents  # cached: what the app's files and its readers get
+    for i, doc in enumerate(docs):
+        new = patches.apply(found, doc)
+        if new is not None:
+            docs[i] = new
+
+
+def _patched_render(
+    kept: list[RenderedObject], found: list[tuple[int, ObjectPatch]], patches: Patches
+) -> list[tuple[RenderedObject, dict[str, Any] | None]]:
+    """Each rendered object, with its patched body when a patch names it (parsed only then)."""
+    named = {(p.kind, p.name) for _, p in found}
+    return [(o, patches.apply(found, o.document()) if (o.kind, o.name) in named else None) for o in kept]
+
+
 def _variant_files(
-    app: App, apps: VariantApps, composed: _Composed, hydrated: Mapping[str, Rendered]
+    app: App, apps: VariantApps, composed: _Composed, hydrated: Mapping[str, Rendered], patches: Patches
 ) -> list[OutputFile]:
     """The rest of a variant, once its charts are rendered: the chart apps' objects, the components
     that read other apps' objects (in their order), the bootstrap and the runbook."""
@@ -203,19 +220,31 @@ def _variant_files(
                     chart = ObjectChart(app, f"{variant}-{cluster}-{component.name}", folder=folder)
                     rendered = {name: docs for (c, name), docs in documents.items() if c == cluster}
                     component.render(chart, dataclasses.replace(ctx, rendered=rendered))
+                found = patches.for_app(cluster, component.name)
+                if found:
+                    _patched_chart(chart, found, patches)
                 charts[(cluster, component.name)] = chart
                 documents[(cluster, component.name)] = chart.documents
             elif isinstance(component, ChartComponent):
                 rendered = hydrated[str(folder)]
                 kept = _kept(component, rendered)
                 _check_serves(ctx, component, rendered, kept)
-                files += [OutputFile(paths.PurePosixPath(o.path), [], text=o.text) for o in kept]
+                found = patches.for_app(cluster, component.name)
+                patched = dict(_patched_render(kept, found, patches)) if found else {}
+                files += [
+                    OutputFile(paths.PurePosixPath(o.path), [patched[o]])
+                    if patched.get(o) is not None
+                    else OutputFile(paths.PurePosixPath(o.path), [], text=o.text)
+                    for o in kept
+                ]
                 # identities only (the CRDs are large), but the bodies of what the network policies
                 # read (the Services the API server calls) and of the bindings (a spoke's manager may
                 # bind only the roles they name), of the workloads, and of what a controller writes
                 # into (its app ignores the field; a CRD's conversion is left to the bring-up check)
                 documents[(cluster, component.name)] = [
-                    o.document()
+                    patched[o]  # type: ignore[misc]
+                    if patched.get(o) is not None
+                    else o.document()
                     if o.kind in WEBHOOK_KINDS
                     or o.kind in BINDING_KINDS
                     or o.kind in WORKLOAD_KINDS
@@ -300,8 +329,10 @@ def synthesize(
         # what needs no render is composed while the charts render
         composed = [_compose_independent(app, apps) for apps in every]
         hydrated = rendered()
+    patches = Patches(site.extensions.patches)
     for apps, independent in zip(every, composed, strict=True):
-        files += _variant_files(app, apps, independent, hydrated)
+        files += _variant_files(app, apps, independent, hydrated, patches)
+    patches.check_all_matched()
     _check_service_addresses(site, files)
     return sorted(files, key=lambda f: f.path)
 

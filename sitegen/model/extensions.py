@@ -100,9 +100,33 @@ class ExtraApp(Strict):
         return objects
 
 
+class ObjectPatch(Strict):
+    """A JSON merge patch (RFC 7386: mappings merge, `null` deletes a key, anything else replaces) of
+    one rendered object of an app, in every cluster that renders it (or in `cluster`)."""
+
+    app: DnsLabel
+    kind: str
+    name: str
+    namespace: str | None = None  # any namespace when left out
+    cluster: DnsLabel | None = None
+    patch: dict[str, Any] = Field(min_length=1)
+
+    @field_validator("patch")
+    @classmethod
+    def _identity_stays(cls, patch: dict[str, Any]) -> dict[str, Any]:
+        meta = patch.get("metadata") if isinstance(patch.get("metadata"), dict) else {}
+        moved = [k for k in ("apiVersion", "kind") if k in patch] + [
+            f"metadata.{k}" for k in ("name", "namespace") if k in meta
+        ]
+        if moved:
+            raise ValueError(f"{', '.join(moved)}: a patch changes an object, not which object it is")
+        return patch
+
+
 class Extensions(Strict):
     values: dict[DnsLabel, dict[str, Any]] = {}
     apps: dict[DnsLabel, ExtraApp] = {}
+    patches: list[ObjectPatch] = []
 
 
 def check_extensions(extensions: Extensions, clusters: set[str], taken_namespaces: set[str]) -> None:
