@@ -4,6 +4,7 @@ stops using its pin, or uses another, still does."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from sitegen.model.versions import Versions
@@ -27,10 +28,16 @@ def pin_placeholders(versions: Versions) -> list[tuple[str, str]]:
     return sorted(pairs, key=lambda pair: (-len(pair[0]), pair[0]))
 
 
+def _alone(pinned: str) -> re.Pattern[str]:
+    """The value as a token of its own: not inside a longer number or address (`0.3.2` in 10.20.3.251)."""
+    return re.compile(rf"(?<![\w.]){re.escape(pinned)}(?![\w])")
+
+
 def unpinned(value: Any, pins: list[tuple[str, str]]) -> Any:
     if isinstance(value, str):
         for pinned, name in pins:
-            value = value.replace(pinned, name)
+            if pinned in value:
+                value = _alone(pinned).sub(name, value)
         return value
     if isinstance(value, dict):
         return {unpinned(k, pins): unpinned(v, pins) for k, v in value.items()}
