@@ -28,6 +28,7 @@ from sitegen.check.tree import Document
 from sitegen.compose import fingerprint
 from sitegen.compose.kube_yaml import KubeLoader
 from sitegen.compose.ownership import KEEPS_DATA
+from sitegen.compose.writer import GENERATED
 from sitegen.model import paths
 
 FIELDS_SHOWN = 12  # changed fields listed per object; the rest are counted
@@ -199,6 +200,15 @@ def _line_changes(path: str, old: str, new: str) -> list[tuple[str, Any, Any]]:
     ] or [(path, old, new)]
 
 
+def _comments(data: bytes) -> str:
+    """A YAML file's comment lines but the banner every generated file carries."""
+    return "\n".join(
+        line
+        for line in data.decode("utf-8", "replace").splitlines()
+        if line.startswith("#") and GENERATED not in line
+    )
+
+
 def _text_changes(path: str, old: bytes | None, new: bytes | None) -> list[tuple[str, Any, Any]]:
     """A text file's lines that went and came; in Markdown (the RUNBOOK) by the section they are in, and
     a section that came whole, so the reviewer reads the steps a change of config/ adds."""
@@ -331,6 +341,8 @@ def compare(repo: Path, base: str, head: str | None, dist: str = str(paths.REPO_
     old_bytes, new_bytes = old.read(dist, touched), new.read(dist, touched)
     groups: dict[tuple[str, str, str], Group] = {}
     for path in touched:
+        if path == str(fingerprint.INPUTS):
+            continue  # what synth read, not what a cluster gets (checked above, never shown)
         key = _group_key(path)
         group = groups.setdefault(key, Group(*key))
         if path.endswith(f"/{paths.APP_DESCRIPTOR}"):
@@ -344,6 +356,15 @@ def compare(repo: Path, base: str, head: str | None, dist: str = str(paths.REPO_
             continue
         before = _objects(path, old_bytes[path]) if path in old_bytes else {}
         after = _objects(path, new_bytes[path]) if path in new_bytes else {}
+        if before == after and path in old_bytes and path in new_bytes:
+            # only its comments changed: a kubeadm join file's header holds the NODE=IP list of the
+            # hosts to join, which an operator types
+            lines = [
+                f for f in _line_changes("", _comments(old_bytes[path]), _comments(new_bytes[path])) if f[0]
+            ]
+            if lines:
+                group.changes.append(Change(path, "changed", lines, text=True))
+            continue
         for ref in sorted(before.keys() | after.keys()):
             crd = (after.get(ref) or before.get(ref) or {}).get("kind") == "CustomResourceDefinition"
             if ref not in before:
@@ -363,7 +384,6 @@ def compare(repo: Path, base: str, head: str | None, dist: str = str(paths.REPO_
                 group.changes.append(Change(ref, "changed", field_changes(before[ref], after[ref]), crd))
     for key, change in _generated_changes(old, new, dist, touched):
         groups.setdefault(key, Group(*key)).changes.append(change)
-    # a file whose objects are equal changed only in its comments (the generated header)
     return [groups[k] for k in sorted(groups) if groups[k].changes]
 
 
