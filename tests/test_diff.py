@@ -303,7 +303,29 @@ def test_an_added_object_shows_what_it_holds(site_repo):
     _commit(site_repo, "a new tenant")
     text = render_text(compare(site_repo, "HEAD~1", "HEAD"))
     assert "+ ResourceQuota vision/quota" in text
-    assert 'spec.hard.requests.nvidia.com/gpu: - -> "32"' in text and "metadata.name" not in text
+    assert 'spec.hard.requests.nvidia.com/gpu: "32"' in text and "metadata.name" not in text
+    assert " -> " not in text.split("+ ResourceQuota vision/quota")[1]  # an object, not changes
+
+
+def test_added_objects_read_as_objects_not_as_shared_changes(site_repo):
+    """Put-back (the users' review, 2.1): nine new CronJobs' shared fields came first as about 100
+    lines of `~ in 9 objects: spec.concurrencyPolicy: - -> "Forbid"`. Each added object is now its
+    kind and name with the few fields that matter (image, schedule, ...), then how many more."""
+    for i in range(4):
+        job = {
+            "apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": f"check-{i}", "namespace": "ops"},
+            "spec": {"schedule": f"{i} 3 * * *", "concurrencyPolicy": "Forbid", "jobTemplate": {"spec": {"template": {
+                "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox:1.37",
+                                                                   "args": ["a", "b"], "env": [{"name": "X", "value": "1"}]}]}}}},
+                     "successfulJobsHistoryLimit": 1, "failedJobsHistoryLimit": 3, "suspend": False},
+        }  # fmt: skip
+        _write(site_repo, f"dist/one-cluster/apps/ai/ops/ops.cronjob.check-{i}.yaml", job)
+    _commit(site_repo, "four checks")
+    text = render_text(compare(site_repo, "HEAD~1", "HEAD"))
+    assert "in 4 objects" not in text
+    block = text.split("+ CronJob ops/check-0")[1].split("+ CronJob ops/check-1")[0]
+    assert 'spec.schedule: "0 3 * * *"' in block and '.image: "busybox:1.37"' in block
+    assert "... and" in block and " -> " not in block
 
 
 def test_a_runbook_change_shows_its_lines(site_repo):

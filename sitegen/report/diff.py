@@ -114,6 +114,11 @@ def _text(value: Any) -> str:
     return "-" if value is _MISSING else json.dumps(value, sort_keys=True, separators=(", ", ": "))
 
 
+def _one(value: Any) -> str:
+    text = _text(value)
+    return text if len(text) <= VALUE_WIDTH else text[: VALUE_WIDTH - 3] + "..."
+
+
 def _pair(old: Any, new: Any) -> str:
     """`old -> new`, each cut to VALUE_WIDTH around where they first differ: two long values that
     share their start must not print the same."""
@@ -475,6 +480,8 @@ def _common(group: Group) -> dict[tuple[str, str, str], int]:
     `helm.sh/chart` and version labels): said once at the top, left out of each object."""
     counts: dict[tuple[str, str, str], int] = {}
     for change in group.changes:
+        if change.state != "changed":
+            continue  # an added object reads as an object, with its own fields
         for key in {_field_key(f) for f in change.fields}:
             counts[key] = counts.get(key, 0) + 1
     return {k: n for k, n in sorted(counts.items()) if n >= COMMON_AT}
@@ -498,9 +505,27 @@ def _field_lines(change: Change, skip: Set[tuple[str, str, str]] = frozenset()) 
         return lines + ([f"schema changed: {len(schema)} fields"] if schema else [])
     if change.text:
         return _text_lines(fields)
+    if change.state == "added":
+        return _added_lines(fields)
     lines = [f"{p}: {_pair(a, b)}" for p, a, b in fields[:FIELDS_SHOWN]]
     if len(fields) > FIELDS_SHOWN:
         lines.append(f"... and {len(fields) - FIELDS_SHOWN} more fields")
+    return lines
+
+
+ADDED_SHOWN = 6  # fields of an added object: what it runs, how much, when
+# what a reviewer of a new object reads first, in this order
+_MATTERS = ("image", "replicas", "schedule", "nominalQuota", "hard.", "requests", "limits", "value", "data.")
+
+
+def _added_lines(fields: list[tuple[str, Any, Any]]) -> list[str]:
+    """An added object's few fields that matter (its images, replicas, schedule, quotas, requests),
+    its values as they are, then how many more it holds."""
+    rank = {f[0]: next((i for i, m in enumerate(_MATTERS) if m in f[0]), len(_MATTERS)) for f in fields}
+    chosen = sorted(fields, key=lambda f: rank[f[0]])[:ADDED_SHOWN]
+    lines = [f"{p}: {_one(b)}" for p, _, b in sorted(chosen, key=fields.index)]
+    if len(fields) > ADDED_SHOWN:
+        lines.append(f"... and {len(fields) - ADDED_SHOWN} more fields")
     return lines
 
 
