@@ -150,7 +150,7 @@ def synth(config_dir: Path, variants: tuple[str, ...], out_dir: Path, show_moves
             rendered[PICTURE] = site_svg(site).encode()
             if key:
                 rendered[fingerprint.INPUTS] = fingerprint.inputs_file(key)
-        check_growth(site, rendered, out_dir)  # against the dist/ the site runs
+        check_growth(site, rendered, out_dir, whole_site=not variants)  # against the dist/ the site runs
         if show_moves:
             for move in moves(rendered, out_dir):
                 click.echo(f"  - '{move}'")

@@ -182,6 +182,8 @@ def test_the_three_cluster_example_adopted_passes_the_site_checks_with_no_new_en
             continue
         both = merged(yaml.safe_load(target.read_text()), yaml.safe_load(path.read_text()))
         target.write_text(yaml.safe_dump(both, sort_keys=False))
+    # the seed's variants go from dist/: said so, once each
+    edit(copy, "gitops.yaml", lambda g: g.update(acknowledged_removals=["one-cluster", "two-cluster"]))
     exceptions = (copy / ".ci" / "scanner" / "exceptions.yaml").read_text()
     checked = synth_then(copy, "site")
     assert checked.returncode == 0, checked.stdout[-3000:] + checked.stderr
@@ -189,6 +191,32 @@ def test_the_three_cluster_example_adopted_passes_the_site_checks_with_no_new_en
         p.name for p in (copy / "dist").iterdir() if p.is_dir()
     ) == ["three-cluster"]
     assert (copy / ".ci" / "scanner" / "exceptions.yaml").read_text() == exceptions
+
+
+def test_a_site_that_deploys_one_variant_builds_and_checks_only_it(copy):
+    """variants.yaml lists what the site deploys: with one variant, synth, the site checks and the scan
+    cover that one; the generator's other variants stay its tested examples (tests/fixtures/)."""
+    edit(copy, "variants.yaml", lambda v: v.pop("two-cluster"))
+    edit(copy, "gitops.yaml", lambda g: g.update(acknowledged_removals=["two-cluster"]))
+    checked = synth_then(copy, "site")
+    assert sorted(p.name for p in (copy / "dist").iterdir() if p.is_dir()) == ["one-cluster"]
+    assert "bring-up of one-cluster: every Application Healthy" in checked.stdout
+    # an entry only the other variant needed (its spoke's collector reads a Secret as env) is the
+    # site's to remove, as the scan says
+    stale = re.findall(r"^STALE exception (\S+) \[(.*)\]: .* remove", checked.stdout, re.M)
+    assert checked.returncode != 0 and stale, checked.stdout[-3000:] + checked.stderr
+    exceptions = copy / ".ci" / "scanner" / "exceptions.yaml"
+    names = {(check, n.strip().strip("'")) for check, line in stale for n in line.split(",")}
+    kept, check = [], None
+    for line in exceptions.read_text().splitlines():
+        if line.startswith("- check: "):
+            check = line.split()[2]
+        if (check, line.removeprefix("    - ")) not in names:
+            kept.append(line)
+    exceptions.write_text("\n".join(kept) + "\n")
+    scanned = make(copy, "scan")
+    assert scanned.returncode == 0, scanned.stdout[-3000:] + scanned.stderr
+    assert "two-cluster" not in checked.stdout + scanned.stdout
 
 
 def test_an_invalid_cidr_stops_make_test_with_its_one_line(copy):

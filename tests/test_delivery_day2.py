@@ -337,3 +337,24 @@ def test_an_app_dropped_from_dist_needs_an_acknowledgement(synthesized, config_c
     result = run_sitegen("synth", "--config", config_copy, "--out", out)
     assert result.returncode == 0, result.stderr
     assert not legacy.exists()
+
+
+def test_a_variant_dropped_from_variants_yaml_needs_an_acknowledgement(synthesized, config_copy, tmp_path):
+    """Put-back: a whole-site synth compared only the variants it still made, so dropping a variant
+    from variants.yaml deleted every Application of it (were it the one the site runs) unasked. One
+    entry, the variant's name, acknowledges all of them."""
+    import shutil
+
+    from .conftest import edit_yaml, run_sitegen
+
+    out = tmp_path / "dist"
+    shutil.copytree(synthesized, out)
+    edit_yaml(config_copy, "variants.yaml", lambda v: v.pop("two-cluster") and None)
+    result = run_sitegen("synth", "--config", config_copy, "--out", out)
+    assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert "gitops.yaml: acknowledged_removals: variant two-cluster would go from dist/" in result.stderr
+    assert (out / "two-cluster").is_dir()
+    edit_yaml(config_copy, "gitops.yaml", lambda g: g.update(acknowledged_removals=["two-cluster"]))
+    result = run_sitegen("synth", "--config", config_copy, "--out", out)
+    assert result.returncode == 0, result.stderr
+    assert not (out / "two-cluster").exists() and (out / ONE).is_dir()

@@ -8,9 +8,11 @@ would disturb it:
   plane, etcd's peer URL), its name the Node's;
 - a control-plane member gone that `clusters.yaml` `replaced_members` does not name: its stacked etcd
   member must be moved (the RUNBOOK's steps come with the entry), not dropped;
-- an Application gone (a component, tenant or cluster removed or renamed) that `gitops.yaml`
-  `acknowledged_removals` does not list: its ApplicationSet would delete it, and its objects would run
-  on unmanaged (or, renamed, be adopted by the new one), which a reviewer must see and accept.
+- an Application gone (a component, tenant or cluster removed or renamed, or its whole variant dropped
+  from variants.yaml) that `gitops.yaml` `acknowledged_removals` does not list (as
+  `<variant>/<application>`, or `<variant>` for all of a variant's): its ApplicationSet would delete
+  it, and its objects would run on unmanaged (or, renamed, be adopted by the new one), which a
+  reviewer must see and accept.
 
 Hosts and pools that are new are fine: the RUNBOOK's join steps and Argo CD bring them in.
 """
@@ -75,11 +77,14 @@ def _read(out_dir: Path, paths: list[PurePosixPath]) -> dict[PurePosixPath, byte
     return {p: (out_dir / p).read_bytes() for p in paths if (out_dir / p).is_file()}
 
 
-def check_growth(site: Site, rendered: Mapping[PurePosixPath, bytes], out_dir: Path) -> None:
-    """Raise ConfigError (naming the config field) for a change the running site cannot take."""
+def check_growth(
+    site: Site, rendered: Mapping[PurePosixPath, bytes], out_dir: Path, whole_site: bool = True
+) -> None:
+    """Raise ConfigError (naming the config field) for a change the running site cannot take;
+    `whole_site`: every variant of variants.yaml is synthesized (not some by --variant)."""
     _check_object_stores(rendered, out_dir)
     _check_hosts(site, rendered, out_dir)
-    _check_removals(site, rendered, out_dir)
+    _check_removals(site, rendered, out_dir, whole_site)
 
 
 def _app_folders(paths: Iterable[PurePosixPath]) -> set[tuple[str, str, str]]:
@@ -87,9 +92,13 @@ def _app_folders(paths: Iterable[PurePosixPath]) -> set[tuple[str, str, str]]:
     return {(p.parts[0], p.parts[2], p.parts[3]) for p in paths if len(p.parts) > 4 and p.parts[1] == APPS}
 
 
-def _check_removals(site: Site, rendered: Mapping[PurePosixPath, bytes], out_dir: Path) -> None:
+def _check_removals(
+    site: Site, rendered: Mapping[PurePosixPath, bytes], out_dir: Path, whole_site: bool
+) -> None:
     new = _app_folders(rendered)
     variants = {v for v, _, _ in new}
+    if whole_site and out_dir.is_dir():  # a variant dropped from variants.yaml goes with all its apps
+        variants |= {p.name for p in out_dir.iterdir() if (p / APPS).is_dir()}
     old = {
         (variant, folder.parent.name, folder.name)
         for variant in sorted(variants)
@@ -97,8 +106,17 @@ def _check_removals(site: Site, rendered: Mapping[PurePosixPath, bytes], out_dir
         if folder.is_dir()
     }
     gone = sorted(f"{v}/{application_name(c, a)}" for v, c, a in old - new)
-    unlisted = [g for g in gone if g not in site.gitops.acknowledged_removals]
+    acknowledged = set(site.gitops.acknowledged_removals)
+    unlisted = [g for g in gone if g not in acknowledged and g.split("/")[0] not in acknowledged]
     if unlisted:
+        dropped = sorted({g.split("/")[0] for g in unlisted} - {v for v, _, _ in new})
+        if dropped:  # a whole variant: one entry stands for its Applications
+            raise ConfigError(
+                ("gitops", "acknowledged_removals"),
+                f"variant {', '.join(dropped)} would go from dist/ with its {len(unlisted)} Applications: "
+                "if the site runs it, its ApplicationSets delete them and leave their objects running "
+                f"unmanaged; list {', '.join(repr(v) for v in dropped)} here to go on",
+            )
         more = f" and {len(unlisted) - 3} more" if len(unlisted) > 3 else ""
         raise ConfigError(
             ("gitops", "acknowledged_removals"),

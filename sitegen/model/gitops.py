@@ -42,9 +42,10 @@ class GitOps(Strict):
         GpgKeyId, Annotated[str, Field(pattern=r"^-----BEGIN PGP PUBLIC KEY BLOCK-----")]
     ] = {}
     # Applications a change of config/ removes (a component, tenant or cluster gone, or renamed), as
-    # `<variant>/<application>`: synth refuses to drop one from dist/ unless it is listed here. Their
+    # `<variant>/<application>` (or `<variant>`, all of its Applications: a variant dropped from
+    # variants.yaml): synth refuses to drop one from dist/ unless it is listed here. Their
     # ApplicationSet deletes them and leaves their objects running, unmanaged (RUNBOOK: removing apps).
-    acknowledged_removals: list[Annotated[str, Field(pattern=r"^[a-z0-9-]+/[a-z0-9-]+$")]] = []
+    acknowledged_removals: list[Annotated[str, Field(pattern=r"^[a-z0-9-]+(/[a-z0-9-]+)?$")]] = []
     # `<variant>/<cluster> <what>: <before> -> <after>`: synth refuses to move an address or name that
     # running clients or hosts hold (an S3 front door, a load-balancer pool, a rail's IPoIB blocks, the
     # API server's endpoint and certificate names) unless the move is listed here, as synth prints it.

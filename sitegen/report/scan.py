@@ -276,7 +276,8 @@ def render(verdict: Verdict, exceptions: list[Exception_], exceptions_file: str 
         for f in verdict.new
     ]
     lines += [
-        f"STALE exception {e.check} {list(e.where) or ['*']}: no finding needs it any more"
+        f"STALE exception {e.check} {list(e.where) or ['*']}: no finding needs it any more; "
+        f"remove {'these names' if len(e.where) > 1 else 'it'} from its `where` in {exceptions_file}"
         for e in verdict.stale
     ]
     return "\n".join(lines)
