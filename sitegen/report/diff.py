@@ -51,6 +51,18 @@ def _git(repo: Path, *args: str, input: bytes | None = None) -> bytes:
     return result.stdout
 
 
+def _cat_files(repo: Path, objects: dict[str, str]) -> dict[str, bytes]:
+    """The bytes of each git object (a blob id, or `<revision>:<path>`), by key: one git process."""
+    batch = _git(repo, "cat-file", "--batch", input="".join(f"{o}\n" for o in objects.values()).encode())
+    out, at = {}, 0
+    for key in objects:
+        header_end = batch.index(b"\n", at)
+        size = int(batch[at:header_end].split()[2])
+        out[key] = batch[header_end + 1 : header_end + 1 + size]
+        at = header_end + 2 + size
+    return out
+
+
 @dataclass
 class Tree:
     """The files of dist/ at a revision (None: the working tree), by path relative to dist/."""
@@ -81,16 +93,7 @@ class Tree:
         held = [p for p in wanted if p in self.blobs]
         if self.revision is None:
             return {p: (self.repo / dist / p).read_bytes() for p in held}
-        batch = _git(
-            self.repo, "cat-file", "--batch", input="".join(f"{self.blobs[p]}\n" for p in held).encode()
-        )
-        out, at = {}, 0
-        for path in held:
-            header_end = batch.index(b"\n", at)
-            size = int(batch[at:header_end].split()[2])
-            out[path] = batch[header_end + 1 : header_end + 1 + size]
-            at = header_end + 2 + size
-        return out
+        return _cat_files(self.repo, {p: self.blobs[p] for p in held})
 
 
 # --- objects and fields -----------------------------------------------------------------------------
@@ -318,13 +321,7 @@ def check_committed(repo: Path, dist: str, revision: str) -> None:
     config = [PurePosixPath(n).relative_to("config") for n in listed if n.startswith("config/")]
     order = fingerprint.read_order(config, [PurePosixPath(n) for n in listed])
     paths = [f"config/{p}" if root == "config" else str(p) for root, p in order]
-    batch = _git(repo, "cat-file", "--batch", input="".join(f"{revision}:{p}\n" for p in paths).encode())
-    blobs, at = {}, 0
-    for path in paths:
-        header_end = batch.index(b"\n", at)
-        size = int(batch[at:header_end].split()[2])
-        blobs[path] = batch[header_end + 1 : header_end + 1 + size]
-        at = header_end + 2 + size
+    blobs = _cat_files(repo, {p: f"{revision}:{p}" for p in paths})
     computed = fingerprint.digest_of(
         order, lambda root, p: blobs[f"config/{p}" if root == "config" else str(p)], None
     )

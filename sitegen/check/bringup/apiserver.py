@@ -31,6 +31,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from sitegen.compose.patches import merge_patch
+
 
 def node(
     name: str,
@@ -57,18 +59,6 @@ def node(
         },
         "status": {"conditions": [{"type": "Ready", "status": "True"}]},
     }
-
-
-def merge_patch(target: Any, patch: Any) -> Any:
-    if not isinstance(patch, dict):
-        return patch
-    out = dict(target) if isinstance(target, dict) else {}
-    for key, value in patch.items():
-        if value is None:
-            out.pop(key, None)
-        else:
-            out[key] = merge_patch(out.get(key), value)
-    return out
 
 
 @dataclass
