@@ -1,4 +1,5 @@
-"""Kueue objects of the GPU pool: a ResourceFlavor per GPU pool, one ClusterQueue, a LocalQueue per tenant.
+"""Kueue objects of the GPU pool: a ResourceFlavor per GPU pool, one ClusterQueue, a LocalQueue per tenant
+with its fair-share weight.
 
 Quotas are computed from the site model: the pool's GPUs, cores, memory and rail devices. A workload
 is admitted only if every resource it requests is covered, so the rails are covered too.
@@ -60,6 +61,14 @@ def pool_quota(pool: PoolLayout, fabric: Fabric) -> dict[str, Any]:
     return quota
 
 
+def gpu_queue_resources(pools: list[PoolLayout], fabric: Fabric) -> list[str]:
+    """The resources the GPU ClusterQueue covers, in its order: cpu, memory, GPUs, the rails."""
+    covered: list[str] = []
+    for pool in pools:
+        covered += [r for r in pool_quota(pool, fabric) if r not in covered]
+    return covered
+
+
 class GpuQueues(Construct):
     def __init__(self, scope: Construct, id: str, *, pools: list[PoolLayout], fabric: Fabric) -> None:
         super().__init__(scope, id)
@@ -93,6 +102,9 @@ class GpuQueues(Construct):
                 "namespaceSelector": {},
                 "queueingStrategy": "BestEffortFIFO",
                 "preemption": {"withinClusterQueue": "LowerPriority"},
+                # the tenants' LocalQueues take turns by their recent usage over their weight
+                # (Kueue's admission fair sharing; its configuration sets the usage's half-life)
+                "admissionScope": {"admissionMode": "UsageBasedAdmissionFairSharing"},
                 "resourceGroups": [{"coveredResources": covered, "flavors": flavors}],
             },
         )
@@ -111,11 +123,16 @@ class GpuQueues(Construct):
 class TenantQueue(Construct):
     """A tenant's LocalQueue, typed by the class `cdk8s import` generated from the Kueue CRD (v1beta2)."""
 
-    def __init__(self, scope: Construct, id: str, *, tenant: str) -> None:
+    def __init__(self, scope: Construct, id: str, *, tenant: str, fair_share: int = 1) -> None:
         super().__init__(scope, id)
         kueue.LocalQueueV1Beta2(
             self,
             "Resource",
             metadata=ApiObjectMetadata(name=tenant, namespace=tenant),
-            spec=kueue.LocalQueueV1Beta2Spec(cluster_queue=CLUSTER_QUEUE),
+            spec=kueue.LocalQueueV1Beta2Spec(
+                cluster_queue=CLUSTER_QUEUE,
+                fair_sharing=kueue.LocalQueueV1Beta2SpecFairSharing(
+                    weight=kueue.LocalQueueV1Beta2SpecFairSharingWeight.from_number(fair_share)
+                ),
+            ),
         )

@@ -32,6 +32,9 @@ class TenantBucket(Strict):
 class Tenant(Strict):
     description: str
     nccl_benchmark: bool = False  # render the multi-node NCCL all-reduce benchmark job for this tenant
+    # Its weight in Kueue's admission fair sharing: while tenants' jobs wait for the same GPUs, the
+    # tenant whose recent GPU use (halving every week) divided by this weight is lowest goes first.
+    fair_share: PositiveInt = 1
     quota: TenantQuota
     # datasets, checkpoints, model artifacts: buckets by name; one key of the tenant's reads and writes
     # them all (and nothing else), delivered into its namespace through the vault

@@ -47,3 +47,29 @@ def test_tenants_get_a_queue_and_the_benchmark_spans_the_gpu_pool(one, small):
     (job,) = by_kind(docs, "Job")
     assert queue["spec"]["clusterQueue"] == "gpu"
     assert job["spec"]["suspend"] is True and job["spec"]["completions"] == small.pools["gpu"].count
+
+
+def test_tenants_take_turns_for_gpus_by_their_fair_share(small):
+    """A tenant's fair_share is its LocalQueue's weight in Kueue's admission fair sharing, which the
+    GPU ClusterQueue turns on; only GPUs count in the usage (a resource left out weighs 1 per unit,
+    so cores and bytes of memory would decide the turns)."""
+    import yaml
+
+    from sitegen.compose.apps import variant_apps
+    from sitegen.model import resolve
+
+    first = sorted(small.tenants)[0]
+    tenants = {**small.tenants, first: small.tenants[first].model_copy(update={"fair_share": 3})}
+    apps = variant_apps(small.model_copy(update={"tenants": tenants}), resolve(small, "one-cluster"))
+    ctx = context(apps, "ai")
+    weights = {
+        t.tenant: by_kind(output(ctx, t), "LocalQueue")[0]["spec"]["fairSharing"]["weight"]
+        for t in ctx.all(Tenant)
+    }
+    assert weights[first] == 3 and all(w == 1 for name, w in weights.items() if name != first)
+    (queue,) = by_kind(output(ctx, ctx.get(GpuQueues)), "ClusterQueue")
+    assert queue["spec"]["admissionScope"] == {"admissionMode": "UsageBasedAdmissionFairSharing"}
+    config = yaml.safe_load(output(ctx, ctx.get(Kueue))["managerConfig"]["controllerManagerConfigYaml"])
+    weights = config["admissionFairSharing"]["resourceWeights"]
+    assert weights.pop("nvidia.com/gpu") == 1.0 and set(weights.values()) == {0.0}
+    assert {"cpu", "memory"} <= set(weights)

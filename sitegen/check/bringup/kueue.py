@@ -16,8 +16,10 @@ and requeued with backoff; it is admitted again once what held its pods changed 
 cordon lifts, the refusal is another). Without it the workload stays admitted and
 holds what its placed pods took.
 
-Not modelled: cohorts and borrowing, flavor quotas (summed per resource), fair sharing,
-admission checks, partial admission, queueing strategies (here: by priority, then by key), the
+Not modelled: cohorts and borrowing, flavor quotas (summed per resource), fair sharing (the
+ClusterQueue's admission fair sharing orders waiting workloads of equal priority by their LocalQueues'
+decayed GPU use over their weight: time, which this simulation does not have), admission checks,
+partial admission, queueing strategies (here: by priority, then by key), the
 timeout's length and the backoff's (a requeued workload waits for a change of the nodes or their
 taints), the
 recoveryTimeout of a running workload that loses a pod.

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 
 import yaml
 
-from constructs.kueue import MANAGED_NAMESPACE_LABEL, QUEUE_LABEL
+from constructs.kueue import GPU_RESOURCE, MANAGED_NAMESPACE_LABEL, QUEUE_LABEL, gpu_queue_resources
 from sitegen.components.base import ChartComponent, Layer, NamespaceSecurity
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.gpu import PROJECT
@@ -46,9 +46,13 @@ class KueueValues(Values):
 PODS_READY_TIMEOUT = "10m"  # image pulls of a large training image over the site's mirror included
 
 
-def manager_config() -> str:
+USAGE_HALF_LIFE = "168h"  # a tenant's GPU use a week ago counts half in its turn (fair sharing)
+
+
+def manager_config(covered: list[str]) -> str:
     """Kueue's Configuration: the chart's defaults, but for what the site decides. The chart renders
-    `managedJobsNamespaceSelector` into its webhooks' namespace selectors too."""
+    `managedJobsNamespaceSelector` into its webhooks' namespace selectors too. `covered`: the GPU
+    ClusterQueue's resources, weighed for fair sharing (GPUs alone count)."""
     config = {
         "apiVersion": "config.kueue.x-k8s.io/v1beta2",
         "kind": "Configuration",
@@ -77,6 +81,15 @@ def manager_config() -> str:
         # All or nothing for whole-node jobs: a workload whose pods are not all Ready in time (a job of
         # 12 GPU nodes admitted while one is down) is evicted, its quota given back, and requeued with
         # backoff, instead of holding 88 GPUs forever. Present means on (config v1beta2 has no `enable`).
+        # Admission fair sharing (beta, on by default since v0.15) between the tenants' LocalQueues of
+        # the GPU ClusterQueue (its admissionScope): GPUs alone count; a resource left out of the
+        # weights counts 1 per unit, so cores and bytes of memory would outweigh every GPU
+        # (v0.19.2 pkg/util/admissionfairsharing CalculateUsage).
+        "admissionFairSharing": {
+            "usageHalfLifeTime": USAGE_HALF_LIFE,
+            "usageSamplingInterval": "5m",
+            "resourceWeights": {r: 1.0 if r == GPU_RESOURCE else 0.0 for r in covered},
+        },
         "waitForPodsReady": {
             "timeout": PODS_READY_TIMEOUT,
             "recoveryTimeout": PODS_READY_TIMEOUT,  # a running job that loses a pod for this long
@@ -142,7 +155,11 @@ class Kueue(ChartComponent):
                 ),
                 **placed(ctx.system_placement),
             ),
-            managerConfig=ManagerConfig(controllerManagerConfigYaml=manager_config()),
+            managerConfig=ManagerConfig(
+                controllerManagerConfigYaml=manager_config(
+                    gpu_queue_resources(ctx.gpu_pools, ctx.site.fabric)
+                )
+            ),
         )
 
     def powers(self, scope: ClusterScope) -> Mapping[str, Reviewed]:

@@ -123,7 +123,7 @@ class Tenant(RenderedComponent):
         ]
 
     def render(self, scope: Construct, ctx: ClusterContext) -> None:
-        TenantQueue(scope, "Queue", tenant=self.tenant)
+        TenantQueue(scope, "Queue", tenant=self.tenant, fair_share=ctx.site.tenants[self.tenant].fair_share)
         self._object_storage(scope, ctx)
         if ctx.site.tenants[self.tenant].nccl_benchmark:
             NcclAllReduceJob(
