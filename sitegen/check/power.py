@@ -156,7 +156,7 @@ def _accounts(binding: Binding, namespaces: Iterable[str]) -> set[tuple[str, str
     for subject in binding.subjects:
         if subject.get("kind") == "ServiceAccount":
             found.add((subject.get("namespace") or binding.namespace, subject.get("name", "")))
-        group = subject_namespaces(subject, binding.namespace)
+        group = subject_namespaces(subject)
         if group is not None:
             found |= {(ns, "*") for ns in (namespaces if group == "*" else (group,))}
     return found

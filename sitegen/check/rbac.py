@@ -91,7 +91,7 @@ def subject_is(subject: Mapping[str, Any], account: Account, binding_namespace: 
     return kind == "User" and who == f"system:serviceaccount:{ns}:{name}"
 
 
-def subject_namespaces(subject: Mapping[str, Any], binding_namespace: str) -> str | None:
+def subject_namespaces(subject: Mapping[str, Any]) -> str | None:
     """The namespace whose every ServiceAccount a Group subject stands for; `*` for every namespace;
     None for a subject that is not such a group."""
     if subject.get("kind") != "Group":
@@ -156,9 +156,6 @@ class Rbac:
     def cluster_role(self, name: str) -> tuple[Rule, ...]:
         found = self._cluster_roles.get(name)
         return found if found is not None else BOOTSTRAP_CLUSTER_ROLES.get(name, ())
-
-    def cluster_role_names(self) -> list[str]:
-        return list(self._cluster_roles)
 
     def _role_rules(self, binding: Mapping[str, Any], namespace: str) -> tuple[Rule, ...]:
         ref = binding.get("roleRef") or {}

@@ -28,7 +28,7 @@ import yaml
 
 from sitegen.compose.kube_yaml import KubeLoader
 from sitegen.model import ConfigError, Site
-from sitegen.model.paths import APPS
+from sitegen.model.paths import APPS, KUBEADM
 
 PINNED = "lbipam.cilium.io/ips"
 # bytes that a file holding an address or name of the list above contains
@@ -61,10 +61,8 @@ def _ranges(text: str) -> list[tuple[int, int]]:
 
 def _shrunk(before: str, after: str) -> bool:
     """Some address of the pool before is in no block of the pool after."""
-    kept = _ranges(after)
-    return any(
-        not any(lo <= start and stop <= hi for lo, hi in _merged(kept)) for start, stop in _ranges(before)
-    )
+    kept = _merged(_ranges(after))
+    return any(not any(lo <= start and stop <= hi for lo, hi in kept) for start, stop in _ranges(before))
 
 
 def _merged(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -124,7 +122,7 @@ def held(doc: Mapping[str, Any]) -> Iterator[tuple[str, str, Moves]]:
 def _cluster_of(path: PurePosixPath) -> str | None:
     """`<variant>/<cluster>` of a file of an app's or a cluster's kubeadm folder."""
     parts = path.parts
-    if len(parts) > 3 and parts[1] in (APPS, "kubeadm"):
+    if len(parts) > 3 and parts[1] in (APPS, KUBEADM):
         return f"{parts[0]}/{parts[2]}"
     return None
 

@@ -45,7 +45,6 @@ class Finding:
         return f"{self.check} {where}: {self.subject}: {self.title}"
 
 
-EXCEPTIONS_FILE = ".ci/scanner/exceptions.yaml"
 # Checks that judge every object alike, by site policy (their entries say why): they alone may be
 # excepted with `where: ["*"]`. Every other entry names its objects (and containers) one by one, so a
 # new object, or a new container in an excepted object, is a new finding.
@@ -264,7 +263,7 @@ def judge(report: Any, exceptions: list[Exception_]) -> Verdict:
     return Verdict(passed, failed, new, stale, excepted)
 
 
-def render(verdict: Verdict, exceptions: list[Exception_], exceptions_file: str = EXCEPTIONS_FILE) -> str:
+def render(verdict: Verdict, exceptions: list[Exception_], exceptions_file: str) -> str:
     lines = [
         f"checkov: {verdict.passed} passed, {verdict.failed} failed; "
         f"{sum(verdict.excepted.values())} findings excepted by {len(exceptions)} reviewed entries "
