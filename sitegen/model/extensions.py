@@ -89,7 +89,7 @@ class ExtraApp(Strict):
                 raise ValueError(f"object {i}: {kind} {name} is listed twice")
             seen.add((kind, name))
             group = obj["apiVersion"].rpartition("/")[0]
-            if (group, kind) in SAFE_CLUSTER_KINDS:
+            if is_cluster_scoped(obj):
                 _check_cluster_object(i, kind, obj)
             elif (group, kind) in CORE_CLUSTER_KINDS or kind == "List":
                 safe = ", ".join(sorted(k for _, k in SAFE_CLUSTER_KINDS))
