@@ -80,6 +80,27 @@ def reserved_priorities_expression(label: str, reserved: Sequence[str], appliers
     )
 
 
+def tenant_priority_expression(
+    label: str, allowed: Sequence[str], unlabelled: bool, appliers: Sequence[str]
+) -> str:
+    """A tenant's own workload carries one of its `allowed` priority classes (or none, where
+    `unlabelled`); what Git holds (the appliers), a kube-system controller's copy of a template, and an
+    update that leaves the label as it was (Kueue unsuspending a Job made before the tenant's
+    priority changed) pass."""
+
+    def value(labels: str) -> str:
+        return f"((has({labels}) && '{label}' in {labels}) ? {labels}['{label}'] : '')"
+
+    now = value("object.metadata.labels")
+    accepted = [*allowed, ""] if unlabelled else list(allowed)
+    return (
+        f"request.userInfo.username in {_cel_list(appliers)} || "
+        "request.userInfo.username.startsWith('system:serviceaccount:kube-system:') || "
+        f"{now} in {_cel_list(accepted)} || "
+        f"(request.operation == 'UPDATE' && {value('oldObject.metadata.labels')} == {now})"
+    )
+
+
 def cluster_admin_binding_expression(reviewed: Sequence[str]) -> str:
     return f"object.roleRef.name != 'cluster-admin' || object.metadata.name in {_cel_list(reviewed)}"
 

@@ -137,6 +137,23 @@ CASES = [
         "500 is more than the GPU pools hold (96)",
     ),
     case(
+        "tenant-cohort-without-its-gpus",
+        set_value("tenants.yaml", "ai-research", "cohort", value="research"),
+        "tenants.yaml",
+        "ai-research.guaranteed_gpus",
+        "give both cohort and guaranteed_gpus, or neither",
+    ),
+    case(
+        "tenant-cohort-beyond-the-gpu-pools",
+        both(
+            set_value("tenants.yaml", "ai-research", "cohort", value="research"),
+            set_value("tenants.yaml", "ai-research", "guaranteed_gpus", value=100),
+        ),
+        "tenants.yaml",
+        "ai-research.guaranteed_gpus",
+        "cohort research needs 4 GPUs more than whole nodes of the GPU pools leave it",
+    ),
+    case(
         "bmc-plane-too-small",
         set_value("network.yaml", "management", "bmc", "cidr", value="10.10.0.0/28"),
         "network.yaml",

@@ -276,6 +276,12 @@ class Component:
         """What its namespace may hold at once (a ResourceQuota, created with the namespace)."""
         return None
 
+    def priority_ceiling(self, ctx: ClusterContext) -> str | None:
+        """Of a queued namespace: the tenant priority (`low`, `normal`, `high`) bounding the Kueue
+        priority classes its own workloads may carry (what Git holds is bound only by the reserved
+        classes' policy); None: not bounded."""
+        return None
+
     # Argo CD health checks (Lua, as argocd-cm takes them) of the custom resources this component makes
     # whose readiness later apps depend on: the pinned Argo CD has no built-in check for them, and
     # would report them Healthy as soon as they exist (see vendor/argocd/).

@@ -86,6 +86,11 @@ class Site(Strict):
                 "memory_gb": sum(n * hw.memory_gb for n, hw in gpu_pools),
                 "gpus": sum(n * hw.gpu.count for n, hw in gpu_pools if hw.gpu),
             },
+            gpu_pools=[
+                (name, p.count, self.hardware[p.hardware].gpu.count)  # type: ignore[union-attr]
+                for name, p in self.pools.items()
+                if self.hardware[p.hardware].gpu
+            ],
             aistor_usable_tb=sum(x.usable_gb for x in self.aistor_layouts()) / 1000,
         )
         return self

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field, PositiveInt
 
 from sitegen.model.fields import ConfigError, DnsLabel, Strict
@@ -35,6 +37,17 @@ class Tenant(Strict):
     # Its weight in Kueue's admission fair sharing: while tenants' jobs wait for the same GPUs, the
     # tenant whose recent GPU use (halving every week) divided by this weight is lowest goes first.
     fair_share: PositiveInt = 1
+    # The highest Kueue priority its workloads may carry (the site's classes `low` and `high`, or
+    # none: 0). A `low` tenant's queued workloads must carry `low`; a `high` one's may carry `high`,
+    # going before (and within its ClusterQueue preempting) others' unlabelled work. Enforced at
+    # admission in its namespace.
+    priority: Literal["low", "normal", "high"] = "normal"
+    # GPUs set aside for a group of tenants: those naming one cohort share a ClusterQueue
+    # `gpu-<cohort>` whose nominal quota is their guaranteed_gpus together (in whole nodes), lent to
+    # the other queues while idle and taken back by preempting what borrowed it; its tenants borrow
+    # what the others leave idle. Without: the shared queue `gpu`, which keeps what cohorts leave.
+    cohort: DnsLabel | None = None
+    guaranteed_gpus: PositiveInt | None = None  # with a cohort
     quota: TenantQuota
     # datasets, checkpoints, model artifacts: buckets by name; one key of the tenant's reads and writes
     # them all (and nothing else), delivered into its namespace through the vault
@@ -48,8 +61,49 @@ class Tenant(Strict):
 SYSTEM_NAMESPACES = frozenset({"default", "kube-system", "kube-public", "kube-node-lease"})
 
 
-def check_tenants(tenants: dict[str, Tenant], capacity: dict[str, int], aistor_usable_tb: float) -> None:
+def cohort_gpus(tenants: dict[str, Tenant]) -> dict[str, int]:
+    """GPUs each cohort's tenants set aside together, by cohort, sorted."""
+    found: dict[str, int] = {}
+    for tenant in tenants.values():
+        if tenant.cohort is not None:
+            found[tenant.cohort] = found.get(tenant.cohort, 0) + (tenant.guaranteed_gpus or 0)
+    return dict(sorted(found.items()))
+
+
+def cohort_nodes(tenants: dict[str, Tenant], pools: list[tuple[str, int, int]]) -> dict[str, dict[str, int]]:
+    """The whole nodes each cohort's ClusterQueue holds, by cohort and GPU pool: its GPUs rounded up to
+    whole nodes, taken from `pools` (name, nodes, GPUs per node) in order. A cohort that does not fit
+    is a config error against its last tenant."""
+    free = {name: nodes for name, nodes, _ in pools}
+    shares: dict[str, dict[str, int]] = {}
+    for cohort, gpus in cohort_gpus(tenants).items():
+        taken: dict[str, int] = {}
+        for name, _, per_node in pools:
+            nodes = min(free[name], -(-gpus // per_node))
+            if nodes:
+                taken[name] = nodes
+                free[name] -= nodes
+                gpus -= nodes * per_node
+            if gpus <= 0:
+                break
+        if gpus > 0:
+            last = next(n for n in reversed(tenants) if tenants[n].cohort == cohort)
+            raise ConfigError(
+                ("tenants", last, "guaranteed_gpus"),
+                f"cohort {cohort} needs {gpus} GPUs more than whole nodes of the GPU pools leave it",
+            )
+        shares[cohort] = taken
+    return shares
+
+
+def check_tenants(
+    tenants: dict[str, Tenant],
+    capacity: dict[str, int],
+    gpu_pools: list[tuple[str, int, int]],
+    aistor_usable_tb: float,
+) -> None:
     """`capacity`: the GPU pools' cpu (cores), memory_gb and gpus, the most any quota can use;
+    `gpu_pools`: (name, nodes, GPUs per node) of each, what the cohorts' ClusterQueues divide;
     `aistor_usable_tb`: what the tenants' buckets may hold together."""
     promised = sum(b.quota_tb for t in tenants.values() for b in t.object_storage.values())
     if promised > aistor_usable_tb:
@@ -59,6 +113,16 @@ def check_tenants(tenants: dict[str, Tenant], capacity: dict[str, int], aistor_u
             f"the tenants' bucket quotas add up to {promised} TB; AIStor holds {aistor_usable_tb:.0f} TB usable",
         )
     for name, tenant in tenants.items():
+        if (tenant.cohort is None) != (tenant.guaranteed_gpus is None):
+            raise ConfigError(
+                ("tenants", name, "guaranteed_gpus" if tenant.cohort else "cohort"),
+                "a cohort sets GPUs aside for its tenants: give both cohort and guaranteed_gpus, or neither",
+            )
+        if tenant.guaranteed_gpus and tenant.quota.gpus and tenant.guaranteed_gpus > tenant.quota.gpus:
+            raise ConfigError(
+                ("tenants", name, "guaranteed_gpus"),
+                f"{tenant.guaranteed_gpus} is more than its namespace's quota lets it use ({tenant.quota.gpus})",
+            )
         for bucket in tenant.buckets(name):
             if len(bucket) > 63:
                 raise ConfigError(("tenants", name, "object_storage"), f"bucket {bucket} is longer than 63")
@@ -74,3 +138,4 @@ def check_tenants(tenants: dict[str, Tenant], capacity: dict[str, int], aistor_u
                     f"{asked} is more than the GPU pools hold ({capacity[field]}): a quota no queue can "
                     f"fill; leave it out for the whole pools",
                 )
+    cohort_nodes(tenants, gpu_pools)

@@ -16,7 +16,13 @@ and requeued with backoff; it is admitted again once what held its pods changed 
 cordon lifts, the refusal is another). Without it the workload stays admitted and
 holds what its placed pods took.
 
-Not modelled: cohorts and borrowing, flavor quotas (summed per resource), fair sharing (the
+Cohorts (spec.cohortName): a workload is admitted while its cohort's ClusterQueues together hold
+what it asks (borrowing what the others leave unused; no borrowingLimit or lendingLimit is set); one
+that fits its own queue's nominal quota takes it back by preempting what other queues borrowed, as
+reclaimWithinCohort allows, borrowed work first, lowest priority first. A borrowing workload preempts
+nothing outside its queue (borrowWithinCohort unset).
+
+Not modelled: hierarchical cohorts (Cohort objects) and fair sharing between ClusterQueues, flavor quotas (summed per resource), fair sharing (the
 ClusterQueue's admission fair sharing orders waiting workloads of equal priority by their LocalQueues'
 decayed GPU use over their weight: time, which this simulation does not have), admission checks,
 partial admission, queueing strategies (here: by priority, then by key), the
@@ -196,26 +202,74 @@ class Kueue:
                 f"ClusterQueue {cq_name}: workload namespace doesn't match ClusterQueue selector "
                 f"({w.template.namespace} is outside its namespaceSelector)"
             )
-        quota = _quota(cq.body)
         need = _total(w)
+        queues = self._cohort_of(cq.body)
+        quota = queues[cq_name]
         for resource in sorted(need):
             if resource not in quota:
                 return f"ClusterQueue {cq_name} covers no {resource}"
-        peers = [p for _, p in managed if p is not w and p.admitted and self._cluster_queue(p) == cq_name]
-        used: dict[str, int] = {}
-        for p in peers:
-            add(used, _total(p))
-        if all(used.get(r, 0) + n <= quota[r] for r, n in need.items()):
+        held = {name: [] for name in queues}  # type: dict[str, list[Workload]]
+        for _, p in managed:
+            if p is not w and p.admitted and (name := self._cluster_queue(p)) in queues:
+                held[name].append(p)
+        used = {name: _sum(ws) for name, ws in held.items()}
+        if _fits(need, cq_name, used, queues):
             return None
-        policy = (cq.body["spec"].get("preemption") or {}).get("withinClusterQueue", "Never")
-        if policy not in PREEMPTING:
-            return f"ClusterQueue {cq_name} is full and preempts nothing ({usage(used, need, quota)})"
-        for victim in sorted((p for p in peers if p.priority < w.priority), key=lambda p: p.priority):
-            add(used, _total(victim), -1)
-            self._evict(victim, f"preempted by {w.template.ref}")
-            if all(used.get(r, 0) + n <= quota[r] for r, n in need.items()):
+        spec = cq.body["spec"]
+        within = (spec.get("preemption") or {}).get("withinClusterQueue", "Never") in PREEMPTING
+        reclaim = (spec.get("preemption") or {}).get("reclaimWithinCohort", "Never")
+        own_nominal = all(used[cq_name].get(r, 0) + n <= quota[r] for r, n in need.items())
+        victims = [p for p in held[cq_name] if within and p.priority < w.priority]
+        borrowers = [  # reclaiming is for a workload that fits its queue's nominal quota
+            (name, p)
+            for name, ws in sorted(held.items())
+            if name != cq_name and own_nominal and reclaim in PREEMPTING
+            for p in ws
+            if reclaim == "Any" or p.priority < w.priority
+        ]
+        if not within and not borrowers:
+            return f"ClusterQueue {cq_name} is full and preempts nothing ({self._short(need, cq_name, used, queues)})"
+        # what other queues borrowed goes first (Kueue's candidate order), then the lowest priority
+        for name, victim in sorted(borrowers, key=lambda nv: nv[1].priority):
+            if not _borrowing(used[name], queues[name]):
+                continue
+            add(used[name], _total(victim), -1)
+            self._evict(
+                victim, f"preempted by {w.template.ref}: ClusterQueue {cq_name} takes back its nominal quota"
+            )
+            if _fits(need, cq_name, used, queues):
                 return None
-        return f"ClusterQueue {cq_name} cannot make room ({usage(used, need, quota)})"
+        for victim in sorted(victims, key=lambda p: p.priority):
+            add(used[cq_name], _total(victim), -1)
+            self._evict(victim, f"preempted by {w.template.ref}")
+            if _fits(need, cq_name, used, queues):
+                return None
+        return f"ClusterQueue {cq_name} cannot make room ({self._short(need, cq_name, used, queues)})"
+
+    def _cohort_of(self, cq: Mapping[str, Any]) -> dict[str, dict[str, int]]:
+        """The nominal quota of the ClusterQueue and of every other in its cohort (spec.cohortName), by
+        name: the quota a workload may borrow from (no borrowingLimit or lendingLimit is set)."""
+        name = cq["metadata"]["name"]
+        cohort = cq["spec"].get("cohortName")
+        queues = {name: _quota(cq)}
+        if cohort:
+            for _, other in self.cluster.of_kind("ClusterQueue"):
+                if other.body["spec"].get("cohortName") == cohort:
+                    queues[other.body["metadata"]["name"]] = _quota(other.body)
+        return queues
+
+    @staticmethod
+    def _short(
+        need: Mapping[str, int],
+        cq_name: str,
+        used: Mapping[str, dict[str, int]],
+        queues: Mapping[str, dict[str, int]],
+    ) -> str:
+        if len(queues) == 1:
+            return usage(used[cq_name], need, queues[cq_name])
+        pooled = {r: sum(u.get(r, 0) for u in used.values()) for r in need}
+        cohort = {r: sum(q.get(r, 0) for q in queues.values()) for r in need}
+        return "its cohort: " + usage(pooled, need, cohort)
 
     def _assign_flavor(self, w: Workload) -> str | None:
         """Admission assigns the first flavor of the ClusterQueue that covers the workload's resources
@@ -286,6 +340,31 @@ def _quota(cluster_queue: Mapping[str, Any]) -> dict[str, int]:
             for r in flavor.get("resources") or []:
                 add(quota, {r["name"]: quantity(r["nominalQuota"], milli=r["name"] == "cpu")})
     return quota
+
+
+def _sum(workloads: list[Workload]) -> dict[str, int]:
+    total: dict[str, int] = {}
+    for w in workloads:
+        add(total, _total(w))
+    return total
+
+
+def _fits(
+    need: Mapping[str, int],
+    cq_name: str,
+    used: Mapping[str, dict[str, int]],
+    queues: Mapping[str, dict[str, int]],
+) -> bool:
+    """Within what the cohort's queues hold together (a queue alone: its nominal quota): what one
+    leaves unused another borrows."""
+    return all(
+        sum(u.get(r, 0) for u in used.values()) + n <= sum(q.get(r, 0) for q in queues.values())
+        for r, n in need.items()
+    )
+
+
+def _borrowing(used: Mapping[str, int], quota: Mapping[str, int]) -> bool:
+    return any(n > quota.get(r, 0) for r, n in used.items())
 
 
 def _total(w: Workload) -> dict[str, int]:

@@ -74,24 +74,38 @@ def _admissible(ctx: Context) -> Iterator[Violation]:
             queue = local.get((doc.namespace, labels[QUEUE_LABEL]))
             if gpus and queue in queues:
                 workloads.append(_Workload(doc, queue, gpus, classes.get(labels.get(PRIORITY_LABEL, ""), 0)))
+        cohort_of = {name: (q.get("spec") or {}).get("cohortName") or name for name, q in queues.items()}
         for w in workloads:
             queue = queues[w.queue]
-            quota = _quota(queue)
+            cohort = [name for name in queues if cohort_of[name] == cohort_of[w.queue]]
+            quota = sum(_quota(queues[name]) for name in cohort)
             preempts = ((queue.get("spec") or {}).get("preemption") or {}).get("withinClusterQueue", "Never")
-            holders = [
+            holders = [  # other queues' long-running work stays within their nominal quota: kept
                 v
                 for v in workloads
                 if v is not w
-                and v.queue == w.queue
+                and v.queue in cohort
                 and v.doc.kind in LONG_RUNNING
-                and (preempts == "Never" or v.priority >= w.priority)
+                and (v.queue != w.queue or preempts == "Never" or v.priority >= w.priority)
             ]
             held = sum(v.gpus for v in holders)
+            where = f"ClusterQueue {w.queue}" + (
+                f" and its cohort {cohort_of[w.queue]}" if len(cohort) > 1 else ""
+            )
             if w.gpus > quota - held:
                 by = ", ".join(f"{v.doc.kind} {v.doc.namespace}/{v.doc.name} ({v.gpus})" for v in holders)
                 yield Violation(
                     w.doc,
                     "$.metadata.labels",
-                    f"needs {w.gpus} {GPU}; ClusterQueue {w.queue} holds {quota}"
+                    f"needs {w.gpus} {GPU}; {where} {'hold' if len(cohort) > 1 else 'holds'} {quota}"
                     + (f", of which {by} keep {held} it may not preempt" if holders else ""),
                 )
+            elif len(cohort) > 1 and w.doc.kind in LONG_RUNNING:
+                own = sum(v.gpus for v in workloads if v.queue == w.queue and v.doc.kind in LONG_RUNNING)
+                if own > _quota(queue):
+                    yield Violation(
+                        w.doc,
+                        "$.metadata.labels",
+                        f"ClusterQueue {w.queue}'s long-running work needs {own} {GPU}, its nominal quota is "
+                        f"{_quota(queue)}: it borrows, and the queue that lent takes it back by evicting it",
+                    )

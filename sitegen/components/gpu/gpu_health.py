@@ -9,7 +9,7 @@ from constructs.kueue import TenantQueue
 from sitegen.components.base import Layer, NamespaceSecurity, RenderedComponent
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.gpu import PROJECT, gpu_job_tolerations
-from sitegen.components.gpu.gpu_queues import GpuQueues
+from sitegen.components.gpu.gpu_queues import GpuQueues, idle_work_queue
 from sitegen.model import Site
 
 NAMESPACE = "gpu-health"
@@ -47,7 +47,7 @@ class GpuHealth(RenderedComponent):
     def render(self, scope: Construct, ctx: ClusterContext) -> None:
         health = ctx.site.services.health
         pool = ctx.gpu_pools[0]
-        TenantQueue(scope, "Queue", tenant=self.namespace)
+        TenantQueue(scope, "Queue", tenant=self.namespace, cluster_queue=idle_work_queue(ctx.site))
         NcclHealthCheck(
             scope,
             "Nccl",

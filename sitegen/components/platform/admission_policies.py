@@ -27,11 +27,18 @@ from constructs.admission import (
     reserved_priorities_expression,
     secret_readers_expression,
     tenant_pods_expression,
+    tenant_priority_expression,
 )
 from constructs.argocd import application_name
 from constructs.cluster_manager import NAME as SPOKE_MANAGER
 from constructs.edge import NAMESPACE_NAME_LABEL
-from constructs.kueue import MANAGED_NAMESPACE_LABEL, PRIORITIES, PRIORITY_LABEL
+from constructs.kueue import (
+    MANAGED_NAMESPACE_LABEL,
+    PRIORITIES,
+    PRIORITY_LABEL,
+    TENANT_CLASSES,
+    TENANT_PRIORITY_LABEL,
+)
 from constructs.objects import WORKLOAD_KINDS, pod_account
 from sitegen.components.base import Layer, RenderedComponent
 from sitegen.components.context import ClusterContext
@@ -152,6 +159,33 @@ class AdmissionPolicies(RenderedComponent):
     talks_to_api = False
     reads_rendered = True  # the node agents every other app ships
 
+    def _tenant_priorities(self, scope: Construct, ctx: ClusterContext) -> None:
+        """Per tenant priority in use: the Kueue classes a tenant's own workloads may carry."""
+        levels = sorted({p for c in ctx.components if (p := c.priority_ceiling(ctx)) is not None})
+        for level in levels:
+            allowed, unlabelled = TENANT_CLASSES[level]
+            assert set(allowed) <= set(PRIORITIES) and not set(allowed) & set(RESERVED_PRIORITIES)
+            shown = ", ".join(allowed) + (" or none" if unlabelled else "")
+            AdmissionPolicy(
+                scope,
+                f"TenantPriority-{level}",
+                name=f"sitegen-tenant-priority-{level}",
+                rules=[
+                    _rule("", "pods"),
+                    _rule("apps", "deployments", "statefulsets"),
+                    _rule("batch", "jobs", "cronjobs"),
+                ],
+                namespace_labels={MANAGED_NAMESPACE_LABEL: "true", TENANT_PRIORITY_LABEL: level},
+                expression=tenant_priority_expression(
+                    PRIORITY_LABEL,
+                    allowed,
+                    unlabelled,
+                    [applier(ctx.site.gitops.argocd.namespace, hub=ctx.is_hub)],
+                ),
+                message=f"a tenant whose priority is {level} (tenants.yaml) labels its workloads "
+                f"{PRIORITY_LABEL}: {shown}",
+            )
+
     def render(self, scope: Construct, ctx: ClusterContext) -> None:
         if ctx.has_gpus:
             assert set(RESERVED_PRIORITIES) <= set(PRIORITIES)
@@ -173,6 +207,7 @@ class AdmissionPolicies(RenderedComponent):
                 message=f"the Kueue priorities {', '.join(RESERVED_PRIORITIES)} preempt other tenants' "
                 "jobs: only what Git holds may carry them",
             )
+            self._tenant_priorities(scope, ctx)
         if ctx.has(CertManager):
             self._certificates(scope, ctx)
         AdmissionPolicy(

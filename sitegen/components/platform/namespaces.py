@@ -4,7 +4,7 @@ where the component sets one, its ResourceQuota."""
 from __future__ import annotations
 
 from constructs import Construct
-from constructs.kueue import MANAGED_NAMESPACE_LABEL
+from constructs.kueue import MANAGED_NAMESPACE_LABEL, TENANT_PRIORITY_LABEL
 from constructs.namespaces import AppNamespace, NamespaceQuota
 from sitegen.components.base import Layer, RenderedComponent
 from sitegen.components.context import ClusterContext
@@ -20,13 +20,17 @@ class Namespaces(RenderedComponent):
         minor = ctx.site.versions.kubernetes_minor
         for component in ctx.components:
             if component.security is not None:
+                labels = {MANAGED_NAMESPACE_LABEL: "true"} if component.queued else {}
+                priority = component.priority_ceiling(ctx)
+                if priority is not None:
+                    labels[TENANT_PRIORITY_LABEL] = priority
                 AppNamespace(
                     scope,
                     component.namespace,
                     name=component.namespace,
                     level=component.security.level,
                     kubernetes_minor=minor,
-                    labels={MANAGED_NAMESPACE_LABEL: "true"} if component.queued else None,
+                    labels=labels or None,
                     allowed_tolerations=component.allowed_tolerations(ctx),
                 )
                 quota = component.namespace_quota(ctx)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from constructs import Construct
 from constructs.gpu_workload import NcclAllReduceJob
-from constructs.kueue import GPU_RESOURCE, TenantQueue
+from constructs.kueue import CLUSTER_QUEUE, GPU_RESOURCE, TenantQueue, cohort_queue
 from constructs.namespaces import Quota
 from constructs.objects import api_object
 from constructs.secrets import VaultSecret
@@ -103,6 +103,9 @@ class Tenant(RenderedComponent):
             volumes=quota.volumes,
         )
 
+    def priority_ceiling(self, ctx: ClusterContext) -> str | None:
+        return ctx.site.tenants[self.tenant].priority
+
     def s3_access(self, ctx: ClusterContext) -> list[S3Access]:
         buckets = ctx.site.tenants[self.tenant].buckets(self.tenant)
         return [
@@ -123,7 +126,14 @@ class Tenant(RenderedComponent):
         ]
 
     def render(self, scope: Construct, ctx: ClusterContext) -> None:
-        TenantQueue(scope, "Queue", tenant=self.tenant, fair_share=ctx.site.tenants[self.tenant].fair_share)
+        tenant = ctx.site.tenants[self.tenant]
+        TenantQueue(
+            scope,
+            "Queue",
+            tenant=self.tenant,
+            fair_share=tenant.fair_share,
+            cluster_queue=CLUSTER_QUEUE if tenant.cohort is None else cohort_queue(tenant.cohort),
+        )
         self._object_storage(scope, ctx)
         if ctx.site.tenants[self.tenant].nccl_benchmark:
             NcclAllReduceJob(
