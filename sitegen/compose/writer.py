@@ -96,19 +96,27 @@ def write_tree(rendered: dict[PurePosixPath, bytes], out: Path, variants: list[s
 
     With `variants`, only those subfolders of `out` are replaced; otherwise the whole tree is. A tree
     that already holds exactly these bytes is left alone (no write, no swap); returns whether it changed.
-    Concurrent synths into one folder take turns (a lock file beside it).
+    A file whose bytes are already in `out` is linked into the staging folder, not written again: an
+    edit that changes a few files writes those (files are never changed in place, so the old tree and
+    the new share them safely). Concurrent synths into one folder take turns (a lock file beside it).
     """
     out = out.resolve()
     out.parent.mkdir(parents=True, exist_ok=True)
     with _locked(out):
-        if _holds(out, rendered, variants):
+        present = present_files(out, variants) or set()
+        kept = {path for path in present & set(rendered) if _same(out / path, rendered[path])}
+        if present == set(rendered) == kept:
             return False
         staging = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
         try:
+            made: set[Path] = set()
             for path, data in rendered.items():
                 target = staging / path
-                target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_bytes(data)
+                if target.parent not in made:
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    made.add(target.parent)
+                if not (path in kept and _linked(out / path, target)):
+                    target.write_bytes(data)
             if variants is None:
                 _swap(staging, out)
             else:
@@ -118,6 +126,22 @@ def write_tree(rendered: dict[PurePosixPath, bytes], out: Path, variants: list[s
         finally:
             shutil.rmtree(staging, ignore_errors=True)
     return True
+
+
+def _linked(source: Path, target: Path) -> bool:
+    try:
+        os.link(source, target)
+    except OSError:  # a file system without hard links: written instead
+        return False
+    return True
+
+
+def _same(path: Path, data: bytes) -> bool:
+    """Whether the file holds exactly `data` (its size first: most changed files differ in it)."""
+    try:
+        return path.stat().st_size == len(data) and path.read_bytes() == data
+    except FileNotFoundError:
+        return False
 
 
 @contextmanager
@@ -141,13 +165,6 @@ def present_files(out: Path, variants: list[str] | None) -> set[PurePosixPath] |
         for p in root.rglob("*")
         if not p.is_dir()
     }
-
-
-def _holds(out: Path, rendered: dict[PurePosixPath, bytes], variants: list[str] | None) -> bool:
-    """Whether `out` (or its `variants` folders) holds exactly these files with these bytes."""
-    if present_files(out, variants) != set(rendered):
-        return False
-    return all((out / path).read_bytes() == data for path, data in rendered.items())
 
 
 _RENAME_EXCHANGE = 2  # linux/fs.h
