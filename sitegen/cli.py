@@ -1,7 +1,8 @@
 """Command line: `sitegen synth` (the main job), `charts`, `doctor`, `plan`, `validate`, `apps`, `diff`, `rules`.
 
 The top of the pipeline: it loads the model, hands it to composition, checks and reports, and turns
-every config fault into one `error:` line and exit code 2.
+every known failure (sitegen.errors.SiteError) into `error:` lines and exit code 2, in one place
+(`SiteGroup`); anything else is a bug and ends as a traceback.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ _REPO = Path(__file__).resolve().parent.parent
 if str(_REPO) not in sys.path:
     sys.path.insert(0, str(_REPO))
 
+from sitegen.errors import Refused, SiteError  # noqa: E402
 from sitegen.model import ConfigError, ConfigFault, Site, dotted, load_site  # noqa: E402
 
 if TYPE_CHECKING:
@@ -59,8 +61,7 @@ DOCS_OPTION = click.option(
 def _require_dirs(*paths: Path) -> None:
     for path in paths:
         if not path.is_dir():
-            click.echo(f"error: {path}: directory does not exist", err=True)
-            sys.exit(2)
+            raise Refused(f"{path}: directory does not exist")
 
 
 def _progress():  # type: ignore[no-untyped-def]
@@ -79,15 +80,22 @@ def _progress():  # type: ignore[no-untyped-def]
 def _load(config_dir: Path) -> Site:
     from sitegen.compose.apps import pin_needs
 
-    try:
-        return load_site(config_dir, pin_needs())
-    except ConfigFault as fault:
-        for each in (fault, *fault.more):
-            click.echo(f"error: {each}", err=True)
-        sys.exit(2)
+    return load_site(config_dir, pin_needs())
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class SiteGroup(click.Group):
+    """Every command's known failures, printed one `error:` line each, exit 2."""
+
+    def invoke(self, ctx: click.Context) -> object:
+        try:
+            return super().invoke(ctx)
+        except SiteError as fault:
+            for line in fault.lines():
+                click.echo(f"error: {line}", err=True)
+            ctx.exit(2)
+
+
+@click.group(cls=SiteGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="sitegen", message="%(prog)s %(version)s")
 def cli() -> None:
     """GitOps generator for one bare-metal AI/HPC site: config/ in, dist/ out."""
@@ -128,13 +136,7 @@ def synth(config_dir: Path, variants: tuple[str, ...], out_dir: Path, show_moves
     for variant in variants:
         if variant not in site.variants:
             known = ", ".join(site.variants)
-            click.echo(
-                f"error: {config_dir / 'variants.yaml'}: unknown variant {variant!r} (known: {known})",
-                err=True,
-            )
-            sys.exit(2)
-    from sitegen.compose.chart_supply import ChartFault
-    from sitegen.compose.hydrate import HydrationError
+            raise Refused(f"{config_dir / 'variants.yaml'}: unknown variant {variant!r} (known: {known})")
     from sitegen.compose.variant import synthesize
     from sitegen.compose.writer import render_tree, write_tree
 
@@ -156,16 +158,9 @@ def synth(config_dir: Path, variants: tuple[str, ...], out_dir: Path, show_moves
                 click.echo(f"  - '{move}'")
             return
         check_moves(site, rendered, out_dir)
-    except (ChartFault, HydrationError) as fault:
-        click.echo(f"error: {fault}", err=True)
-        sys.exit(2)
     except ConfigError as fault:  # a rule that needs the composed site (tenant names, Service count)
         section, *field = fault.loc
-        click.echo(
-            f"error: {ConfigFault(config_dir / f'{section}.yaml', dotted(tuple(field)), fault.message)}",
-            err=True,
-        )
-        sys.exit(2)
+        raise ConfigFault(config_dir / f"{section}.yaml", dotted(tuple(field)), fault.message) from fault
     changed = write_tree(rendered, out_dir, chosen if variants else None)
     if key:
         fingerprint.remember(key, out_dir, {p.as_posix(): data for p, data in rendered.items()})
@@ -196,36 +191,25 @@ def charts(
 ) -> None:
     """Check the vendored chart archives (vendor/charts/) against charts.lock and config/versions.yaml;
     with --renew, vendor the pinned archives of KEYS (versions.yaml chart keys) from their source."""
-    from sitegen.compose.chart_supply import ChartFault, ChartStore, shown
+    from sitegen.compose.chart_supply import ChartStore, shown
     from sitegen.compose.variant import chart_keys
 
     site = _load(config_dir)
     pins = {k: site.versions.charts[k] for k in chart_keys(site, list(site.variants))}
     unknown = sorted(set(keys) - set(pins))
     if unknown:
-        click.echo(
-            f"error: {config_dir / 'versions.yaml'}: charts.{unknown[0]}: no component renders it", err=True
-        )
-        sys.exit(2)
+        raise Refused(f"{config_dir / 'versions.yaml'}: charts.{unknown[0]}: no component renders it")
     if (mirror or origin) and not renew:
-        click.echo("error: --mirror and --origin go with --renew", err=True)
-        sys.exit(2)
+        raise Refused("--mirror and --origin go with --renew")
     store = ChartStore()
-    try:
-        if renew:
-            wanted = list(keys) or store.outdated(pins)
-            renewed = store.renew(pins, [k for k in wanted if k in pins], mirror, origin)
-            click.echo(
-                f"renewed {', '.join(renewed)}" if renewed else "every vendored chart is the pinned one"
-            )
-        store.supply(pins)
-    except ChartFault as fault:
-        click.echo(f"error: {fault}", err=True)
-        sys.exit(2)
+    if renew:
+        wanted = list(keys) or store.outdated(pins)
+        renewed = store.renew(pins, [k for k in wanted if k in pins], mirror, origin)
+        click.echo(f"renewed {', '.join(renewed)}" if renewed else "every vendored chart is the pinned one")
+    store.supply(pins)
     strays = store.strays()
     if strays:
-        click.echo(f"error: {shown(strays[0])}: no charts.lock entry names it", err=True)
-        sys.exit(2)
+        raise Refused(f"{shown(strays[0])}: no charts.lock entry names it")
     click.echo(f"{len(pins)} charts vendored in vendor/charts/, all as charts.lock holds them")
 
 
@@ -332,8 +316,7 @@ def _simulate(site: Site, dist_dir: Path, variants: list[str]) -> list[Result]:
 
     for variant in variants:
         if not (dist_dir / variant).is_dir():
-            click.echo(f"error: {dist_dir / variant}: not synthesized; run `make synth`", err=True)
-            sys.exit(2)
+            raise Refused(f"{dist_dir / variant}: not synthesized; run `make synth`")
     return bring_up_dist(site, dist_dir, variants)
 
 
@@ -350,11 +333,7 @@ def _docs(site: Site, docs_dir: Path, check_only: bool) -> int:
     from sitegen.report import docs as generated
 
     _require_dirs(docs_dir)
-    try:
-        pages = generated.stale(docs_dir, site) if check_only else generated.refresh(docs_dir, site)
-    except generated.UnknownBlock as fault:
-        click.echo(f"error: {fault}", err=True)
-        return 2
+    pages = generated.stale(docs_dir, site) if check_only else generated.refresh(docs_dir, site)
     for page in pages:
         state = "are stale: run `make synth`" if check_only else "rewritten"
         click.echo(f"{'error: ' if check_only else ''}{page}: generated blocks {state}", err=check_only)
@@ -374,12 +353,10 @@ def check(config_dir: Path, dist_dir: Path, docs_dir: Path) -> None:
     site = _load(config_dir)
     _require_dirs(dist_dir)
     if fingerprint.recorded(dist_dir) != fingerprint.fingerprint(config_dir, None):
-        click.echo(
-            f"error: {dist_dir / fingerprint.INPUTS}: {dist_dir}/ is stale: {config_dir}/ or the generator "
-            "changed since the last synth; run `make synth` and commit dist/",
-            err=True,
+        raise Refused(
+            f"{dist_dir / fingerprint.INPUTS}: {dist_dir}/ is stale: {config_dir}/ or the generator "
+            "changed since the last synth; run `make synth` and commit dist/"
         )
-        sys.exit(2)
     for step in (lambda: _docs(site, docs_dir, check_only=True), lambda: _validate(site, dist_dir, [])):
         code = step()
         if code:
@@ -419,9 +396,8 @@ def scan(dist_dir: Path, exceptions: Path, checkov: Path) -> None:
     try:
         entries = load_exceptions(exceptions)
         verdict = judge(run_checkov(checkov.resolve(), dist_dir), entries)
-    except (ScanError, OSError) as fault:
-        click.echo(f"error: {fault}", err=True)
-        sys.exit(2)
+    except OSError as fault:  # the exceptions file or the scanner: not there, not readable
+        raise ScanError(str(fault)) from fault
     click.echo(render(verdict, entries, str(exceptions)))
     sys.exit(0 if verdict.ok else 1)
 
@@ -444,13 +420,9 @@ def scan(dist_dir: Path, exceptions: Path, checkov: Path) -> None:
 def diff(base: str, head: str | None, fmt: str, dist: str, max_bytes: int | None, more: str) -> None:
     """What changes in the clusters from BASE to HEAD (git revisions; no HEAD: the working tree):
     objects added, removed and changed per variant, cluster and app, with their changed fields."""
-    from sitegen.report.diff import DiffError, coloured, compare, render_json, render_markdown, render_text
+    from sitegen.report.diff import coloured, compare, render_json, render_markdown, render_text
 
-    try:
-        groups = compare(Path.cwd(), base, head, dist)
-    except DiffError as fault:
-        click.echo(f"error: {fault}", err=True)
-        sys.exit(2)
+    groups = compare(Path.cwd(), base, head, dist)
     if fmt == "markdown":
         text = render_markdown(groups, max_bytes, more)
     else:

@@ -22,6 +22,7 @@ from pathlib import Path
 import yaml
 
 from sitegen.compose.tools import PROJECT, helm_binary
+from sitegen.errors import SiteError
 from sitegen.model import ChartPin
 
 _HEADER = """\
@@ -31,7 +32,7 @@ _HEADER = """\
 """
 
 
-class ChartFault(Exception):
+class ChartFault(SiteError):
     """A chart that is not vendored, does not match the lock, or cannot be had: printed as one line."""
 
 

@@ -35,10 +35,11 @@ from sitegen.components.ownership import WrittenField
 from sitegen.compose import kube_yaml, ownership, writer
 from sitegen.compose.kube_yaml import KubeLoader
 from sitegen.compose.tools import HELM_VERSION, cache_dir, every_cpu, helm_binary
+from sitegen.errors import SiteError
 from sitegen.model.kinds import CORE_CLUSTER_KINDS
 
 
-class HydrationError(Exception):
+class HydrationError(SiteError):
     """A chart that fails to render, or a patch that no longer matches: one line."""
 
 

@@ -10,6 +10,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from sitegen.errors import SiteError
 from sitegen.model.extensions import merged
 from sitegen.model.fields import ConfigError, dotted
 from sitegen.model.pools import UNION_TAGS
@@ -33,13 +34,16 @@ def excerpt(value: str, limit: int = EXCERPT) -> str:
     return f"{value[: limit - 20]}...[{len(value):,} characters]"
 
 
-class ConfigFault(Exception):
+class ConfigFault(SiteError):
     """A config problem, printed as exactly one line: `<file>: <field>: <message>`."""
 
     def __init__(self, file: Path, field: str, message: str):
         message = " ".join(message.split())  # one line, whatever a value held
         super().__init__(f"{file}: {excerpt(field, 120) + ': ' if field else ''}{excerpt(message, 400)}")
         self.more: list[ConfigFault] = []  # further problems found in the same pass (a line each)
+
+    def lines(self) -> list[str]:
+        return [str(each) for each in (self, *self.more)]
 
 
 _EventLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)

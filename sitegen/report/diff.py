@@ -29,6 +29,7 @@ from sitegen.compose import fingerprint
 from sitegen.compose.kube_yaml import KubeLoader
 from sitegen.compose.ownership import KEEPS_DATA
 from sitegen.compose.writer import GENERATED
+from sitegen.errors import SiteError
 from sitegen.model import paths
 
 FIELDS_SHOWN = 12  # changed fields listed per object; the rest are counted
@@ -37,7 +38,7 @@ LINES_SHOWN = 200  # lines listed per changed text file (a RUNBOOK section the c
 VALUE_WIDTH = 100  # characters of an old or new value shown
 
 
-class DiffError(Exception):
+class DiffError(SiteError):
     """A revision git does not know, or no git repository: one line."""
 
 

@@ -11,6 +11,7 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
+from sitegen.errors import SiteError
 from sitegen.model import Site
 
 BLOCK = re.compile(
@@ -35,8 +36,8 @@ def _plan_storage(site: Site) -> str:
 GENERATORS: dict[str, Callable[[Site], str]] = {"components": _components, "plan storage": _plan_storage}
 
 
-class UnknownBlock(ValueError):
-    pass
+class UnknownBlock(SiteError):
+    """A generated block of docs/ no generator writes."""
 
 
 def refreshed(text: str, site: Site, page: Path) -> str:

@@ -22,10 +22,11 @@ from typing import Any
 
 import yaml
 
+from sitegen.errors import SiteError
 from sitegen.model import paths
 
 
-class ScanError(Exception):
+class ScanError(SiteError):
     """The scanner could not run or its output is not what this module reads."""
 
 
