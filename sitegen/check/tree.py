@@ -23,16 +23,20 @@ class Document:
 
     @property
     def variant(self) -> str:
-        return self.file.parts[0]
+        return paths.DistPath(self.file).variant
 
     @property
     def area(self) -> str:
-        return self.file.parts[1] if len(self.file.parts) > 2 else ""
+        return paths.DistPath(self.file).area
 
     @property
     def cluster(self) -> str | None:
-        parts = self.file.parts
-        return parts[2] if self.area in paths.CLUSTER_AREAS and len(parts) > 3 else None
+        return paths.DistPath(self.file).cluster
+
+    @property
+    def app(self) -> str | None:
+        """The app folder that holds it (an object of an Application)."""
+        return paths.DistPath(self.file).app
 
     @property
     def is_host_file(self) -> bool:

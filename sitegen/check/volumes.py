@@ -33,9 +33,10 @@ def _claim(spec: Mapping[str, Any]) -> tuple[str, str]:
 
 
 def volumes_of(doc: Document) -> Iterator[Volume]:
-    if doc.is_values or doc.is_host_file or doc.cluster is None or len(doc.file.parts) < 5:
+    app = doc.app
+    if app is None:
         return
-    app, body, kind = doc.file.parts[3], doc.body, doc.kind
+    body, kind = doc.body, doc.kind
     spec = body.get("spec") or {}
     group = doc.api_version.split("/")[0] if "/" in doc.api_version else ""
     if kind == "StatefulSet":

@@ -29,7 +29,7 @@ import yaml
 from constructs.argocd import application_name
 from sitegen.compose.kube_yaml import KubeLoader
 from sitegen.model import ConfigError, Site
-from sitegen.model.paths import APPS
+from sitegen.model.paths import APPS, DistPath
 
 # The server-pool fields AIStor fixes at a pool's first start.
 SHAPE = {
@@ -89,7 +89,8 @@ def check_growth(
 
 def _app_folders(paths: Iterable[PurePosixPath]) -> set[tuple[str, str, str]]:
     """(variant, cluster, app) of every app folder among `paths` (an Application each)."""
-    return {(p.parts[0], p.parts[2], p.parts[3]) for p in paths if len(p.parts) > 4 and p.parts[1] == APPS}
+    found = (DistPath(p) for p in paths)
+    return {(w.variant, w.cluster, w.app) for w in found if w.cluster is not None and w.app is not None}
 
 
 def _check_removals(

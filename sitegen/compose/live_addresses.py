@@ -28,7 +28,7 @@ import yaml
 
 from sitegen.compose.kube_yaml import KubeLoader
 from sitegen.model import ConfigError, Site
-from sitegen.model.paths import APPS, KUBEADM
+from sitegen.model.paths import APPS, KUBEADM, DistPath
 
 PINNED = "lbipam.cilium.io/ips"
 # bytes that a file holding an address or name of the list above contains
@@ -121,10 +121,8 @@ def held(doc: Mapping[str, Any]) -> Iterator[tuple[str, str, Moves]]:
 
 def _cluster_of(path: PurePosixPath) -> str | None:
     """`<variant>/<cluster>` of a file of an app's or a cluster's kubeadm folder."""
-    parts = path.parts
-    if len(parts) > 3 and parts[1] in (APPS, KUBEADM):
-        return f"{parts[0]}/{parts[2]}"
-    return None
+    where = DistPath(path)
+    return f"{where.variant}/{where.cluster}" if where.area in (APPS, KUBEADM) and where.cluster else None
 
 
 def addresses(files: Mapping[PurePosixPath, bytes]) -> dict[tuple[str, str], tuple[str, Moves]]:

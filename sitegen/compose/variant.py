@@ -355,9 +355,9 @@ def _check_service_addresses(site: Site, files: list[OutputFile]) -> None:
     """Every Service with a cluster IP needs an address of its cluster's service range."""
     counts: Counter[tuple[str, str]] = Counter()
     for file in files:
-        parts = file.path.parts
-        if len(parts) > 3 and parts[1] == paths.APPS:
-            counts[(parts[0], parts[2])] += _takes_cluster_ip(file)
+        where = paths.DistPath(file.path)
+        if where.area == paths.APPS and where.cluster is not None:
+            counts[(where.variant, where.cluster)] += _takes_cluster_ip(file)
     for (variant, cluster), services in sorted(counts.items()):
         cidr = site.clusters[cluster].service_cidr
         usable = cidr.num_addresses - 2  # the network address, and the API server's own Service

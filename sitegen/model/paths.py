@@ -12,6 +12,7 @@ dist/<variant>/ansible/                    the inventory of every host and the p
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 REPO_DIST = PurePosixPath("dist")  # where dist/ sits in the GitOps repository Argo CD reads
@@ -24,6 +25,47 @@ CONTAINERD = "containerd"
 CERTS_D = "certs.d"
 RUNBOOK = "RUNBOOK.md"
 CLUSTER_AREAS = (APPS, KUBEADM, VALUES)  # areas whose next folder is a cluster
+
+
+@dataclass(frozen=True)
+class DistPath:
+    """A file of dist/ read back (relative to dist/): the one place its folders are taken apart."""
+
+    path: PurePosixPath
+
+    @classmethod
+    def of(cls, path: str | PurePosixPath) -> DistPath:
+        return cls(PurePosixPath(path))
+
+    @property
+    def variant(self) -> str:
+        return self.path.parts[0]
+
+    @property
+    def area(self) -> str:
+        """apps, values, kubeadm, bootstrap, ...; "" for a file of the variant's own folder."""
+        return self.path.parts[1] if len(self.path.parts) > 2 else ""
+
+    @property
+    def cluster(self) -> str | None:
+        """The cluster of a file or folder of a cluster area (apps, values, kubeadm); no file lies in
+        an area's own folder."""
+        parts = self.path.parts
+        return parts[2] if len(parts) > 2 and parts[1] in CLUSTER_AREAS else None
+
+    @property
+    def app(self) -> str | None:
+        """The app (Argo CD Application) whose folder holds the file."""
+        return self.path.parts[3] if self.area == APPS and len(self.path.parts) > 4 else None
+
+    @property
+    def in_cluster(self) -> PurePosixPath | None:
+        """The path below its cluster's folder."""
+        return PurePosixPath(*self.path.parts[3:]) if self.cluster is not None else None
+
+    @property
+    def in_variant(self) -> PurePosixPath:
+        return PurePosixPath(*self.path.parts[1:])
 
 
 def app_dir(variant: str, cluster: str, app: str) -> PurePosixPath:

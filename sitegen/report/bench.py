@@ -26,7 +26,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import yaml
 
@@ -34,6 +34,7 @@ from sitegen.check.bringup import from_dist
 from sitegen.compose.hydrate import RenderJob, helm_arguments
 from sitegen.compose.variant import render_jobs
 from sitegen.model import load_site
+from sitegen.model.paths import BOOTSTRAP, DistPath
 
 SITEGEN = Path(sys.executable).parent / "sitegen"
 ONE_OBJECT_APP = """
@@ -133,10 +134,9 @@ def _objects_composed(dist: Path) -> int:
     charts = {kind.name for kind in COMPONENTS if issubclass(kind, ChartComponent)}
     files = [
         path
-        for variant in sorted(p for p in dist.iterdir() if p.is_dir())
-        for path in sorted(variant.rglob("*.yaml"))
-        if path.relative_to(variant).parts[0] == "bootstrap"
-        or (path.relative_to(variant).parts[0] == "apps" and path.relative_to(variant).parts[2] not in charts)
+        for path in sorted(dist.glob("*/*/**/*.yaml"))
+        if (where := DistPath(PurePosixPath(path.relative_to(dist).as_posix()))).area == BOOTSTRAP
+        or (where.app is not None and where.app not in charts)
     ]
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     return sum(

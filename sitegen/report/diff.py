@@ -278,15 +278,14 @@ class Group:
 
 
 def _group_key(path: str) -> tuple[str, str, str]:
-    parts = PurePosixPath(path).parts
-    variant = parts[0]
-    if len(parts) > 3 and parts[1] == paths.APPS:
-        return variant, parts[2], parts[3]
-    if len(parts) > 3 and parts[1] in paths.CLUSTER_AREAS:
-        return variant, parts[2], f"{parts[1]}/{PurePosixPath(*parts[3:])}"
-    if len(parts) == 1:
+    where = paths.DistPath.of(path)
+    if len(where.path.parts) == 1:
         return "-", "-", path  # beside the variants (the site picture)
-    return variant, "-", str(PurePosixPath(*parts[1:]))
+    if where.cluster is not None and where.app is not None:
+        return where.variant, where.cluster, where.app
+    if where.cluster is not None:
+        return where.variant, where.cluster, f"{where.area}/{where.in_cluster}"
+    return where.variant, "-", str(where.in_variant)
 
 
 def check_current(repo: Path, dist: str, config: Path) -> None:
@@ -397,7 +396,7 @@ def _generated(
     app folder each one syncs."""
     wanted = [
         p for p in tree.blobs
-        if PurePosixPath(p).parts[0] in variants
+        if paths.DistPath.of(p).variant in variants
         and (p.endswith(f"/{paths.APP_DESCRIPTOR}") or ".applicationset." in PurePosixPath(p).name)
     ]  # fmt: skip
     files = {p: b.decode("utf-8") for p, b in tree.read(dist, wanted).items()}
@@ -423,7 +422,7 @@ def _generated_changes(
     """Generated Applications added, removed or changed, in the group of the app each one syncs: a
     reviewer sees which app changes where, not an element file or a template."""
     variants = {
-        PurePosixPath(p).parts[0]
+        paths.DistPath.of(p).variant
         for p in touched
         if p.endswith(f"/{paths.APP_DESCRIPTOR}") or ".applicationset." in PurePosixPath(p).name
     }

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from constructs.argocd import ROOT
+from constructs.argocd import ROOT, application_name
 from sitegen.check.allowlists import allow_lists
 from sitegen.check.appsets import ExpandedApp, applications, dist_files
 from sitegen.check.rules import RULES, Context
@@ -35,7 +35,7 @@ def inventory(dist: Path, site: Site, *, as_json: bool = False) -> tuple[str, li
     apps, errors = applications(docs, dist_files(dist))
     layouts = {v: resolve(site, v) for v in site.variants}
     rendered_from = {
-        (variant, f"{cluster}-{app.name}"): site.versions.charts[app.chart_key]
+        (variant, application_name(cluster, app.name)): site.versions.charts[app.chart_key]
         for variant, layout in layouts.items()
         for cluster, cluster_apps in variant_apps(site, layout).by_cluster.items()
         for app in cluster_apps

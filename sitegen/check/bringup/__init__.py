@@ -25,7 +25,7 @@ __all__ = ["Blocker", "Event", "Result", "bring_up_dist", "bringup", "from_dist"
 def _is_text(path: PurePosixPath) -> bool:
     """Files the simulation reads as text: the runbook, host scripts, host configs (their headers), the
     S3 key policies the runbook attaches."""
-    return path.suffix in (".md", ".sh", ".json") or (len(path.parts) > 1 and path.parts[1] == paths.KUBEADM)
+    return path.suffix in (".md", ".sh", ".json") or paths.DistPath(path).area == paths.KUBEADM
 
 
 def from_dist(dist: Path, variant: str) -> tuple[Tree, Texts]:
@@ -47,7 +47,7 @@ def from_files(files: Iterable[OutputFile], variant: str) -> tuple[Tree, Texts]:
     tree: dict[PurePosixPath, list[dict[str, Any]]] = {}
     texts: dict[PurePosixPath, str] = {}
     for file in files:
-        if file.path.parts[0] != variant:
+        if paths.DistPath(file.path).variant != variant:
             continue
         if file.path.suffix == ".yaml":
             # hydrated chart objects come pre-rendered (text), ours as documents

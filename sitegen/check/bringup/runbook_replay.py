@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from pathlib import PurePosixPath
 from typing import Any
 
+from constructs.argocd import application_name
 from constructs.kubeadm import KUBELET_PATCH
 from sitegen.check.bringup.cluster import Cluster
 from sitegen.check.bringup.convergence import Convergence
@@ -329,7 +330,11 @@ class RunbookReplay:
             bodies, owner = list(self.state.tree.get(target, [])), "runbook"
         else:
             bodies = self.state.docs_under(target)
-            owner = f"{cluster.name}-{target.name}" if target.parent.name == cluster.name else "runbook"
+            owner = (
+                application_name(cluster.name, target.name)
+                if target.parent.name == cluster.name
+                else "runbook"
+            )
         if not bodies:
             raise Stop(Blocker(cluster.name, self.state.step, str(target), "nothing to apply there"))
         if any(b.get("kind") == "Application" and b["metadata"]["name"] == "root" for b in bodies):

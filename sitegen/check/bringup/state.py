@@ -15,6 +15,7 @@ from functools import cached_property
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any
 
+from constructs.argocd import application_name
 from sitegen.check.bringup.argo import AppSync, Providers
 from sitegen.check.bringup.cluster import Cluster
 from sitegen.check.bringup.etcd import Etcd
@@ -80,15 +81,15 @@ class SimulationState:
             cluster.remote = name != layout.hub.name
             cluster.applier = applier(argocd_namespace, hub=not cluster.remote)
             for kind in COMPONENTS:
-                app = f"{name}-{kind.name}"
+                app = application_name(name, kind.name)
                 if paths.app_dir(self.variant, name, kind.name) in folders:
                     for version in getattr(kind, "serves_at_runtime", ()):
                         cluster.runtime_groups[version.rpartition("/")[0]] = app
         for path, docs in tree.items():
-            parts = path.parts
-            if len(parts) > 4 and parts[1] == "apps" and parts[2] in self.clusters:
-                owner, cluster_of = f"{parts[2]}-{parts[3]}", self.clusters[parts[2]]
-            elif len(parts) > 2 and parts[1] == "bootstrap":
+            where = paths.DistPath(path)
+            if where.app is not None and where.cluster in self.clusters:
+                owner, cluster_of = application_name(where.cluster, where.app), self.clusters[where.cluster]
+            elif where.area == paths.BOOTSTRAP:
                 owner, cluster_of = "the root Application", self.clusters[layout.hub.name]
             else:
                 continue
@@ -170,11 +171,11 @@ class SimulationState:
             for group, app in cluster.runtime_groups.items():
                 found.groups[(name, group)] = app
         for cluster in self.clusters:
-            root = paths.cluster_apps_dir(self.variant, cluster)
             for path, bodies in sorted(self.tree.items()):
-                if not path.is_relative_to(root):
+                where = paths.DistPath(path)
+                if where.cluster != cluster or where.app is None:
                     continue
-                app = f"{cluster}-{path.relative_to(root).parts[0]}"
+                app = application_name(cluster, where.app)
                 for body in bodies:
                     kind = body.get("kind")
                     if kind == "CustomResourceDefinition":
@@ -193,8 +194,7 @@ class SimulationState:
         return found
 
     def cluster_of_path(self, path: PurePosixPath) -> str | None:
-        parts = path.parts
-        return parts[2] if len(parts) > 2 and parts[1] in paths.CLUSTER_AREAS else None
+        return paths.DistPath(path).cluster
 
     def event(self, cluster: str, what: str) -> None:
         self.result.timeline.append(Event(cluster, self.step, what))

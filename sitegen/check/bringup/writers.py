@@ -9,6 +9,7 @@ controller) is judged by the convergence, not here.
 
 from __future__ import annotations
 
+from constructs.argocd import application_name
 from sitegen.check.bringup.cluster import Cluster
 from sitegen.components.catalog import COMPONENTS
 
@@ -21,7 +22,7 @@ class FieldWriters:
 
     def run(self, cluster: Cluster) -> None:
         for component, field in self.writers:
-            app = f"{cluster.name}-{component}"
+            app = application_name(cluster.name, component)
             if not cluster.app_running(app):
                 continue
             for key, applied in cluster.of_kind(field.kind):

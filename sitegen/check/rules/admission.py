@@ -11,7 +11,6 @@ from sitegen.check.bringup.kube import pod_template
 from sitegen.check.rules.base import Context, Violation, rule
 from sitegen.check.tree import Document
 from sitegen.components.platform.admission_policies import applier as applier_account
-from sitegen.model import paths
 
 # kubeadm's admin.conf: what the RUNBOOK's kubectl applies bootstrap/ as
 RUNBOOK_ADMIN = Request("kubernetes-admin", ("kubeadm:cluster-admins", "system:authenticated"))
@@ -28,8 +27,8 @@ def applier(ctx: Context, doc: Document) -> Request:
 
 def as_applied(doc: Document) -> dict:
     """The object as it reaches the API server: an app's with Argo CD's tracking annotation."""
-    if doc.area == paths.APPS and doc.cluster is not None:
-        return tracked(doc.body, application_name(doc.cluster, doc.file.parts[3]))
+    if doc.cluster is not None and doc.app is not None:
+        return tracked(doc.body, application_name(doc.cluster, doc.app))
     return doc.body
 
 

@@ -13,6 +13,7 @@ from sitegen.check.pod_security import violations
 from sitegen.check.rules.base import Context, Violation, rule
 from sitegen.check.tree import Document
 from sitegen.components.platform.admission_policies import reaches_host
+from sitegen.model import paths
 
 _LEVELS = ("privileged", "baseline", "restricted")
 PARTIAL = "sitegen.io/partial"
@@ -106,7 +107,7 @@ def _restricted_problems(spec: dict[str, Any], container: dict[str, Any]) -> lis
 
 
 def _chart_apps(ctx: Context) -> set[tuple[str, str, str]]:
-    return {(f.parts[0], f.parts[2], f.stem) for f in ctx.charts}
+    return {(paths.DistPath(f).variant, paths.DistPath(f).cluster or "", f.stem) for f in ctx.charts}
 
 
 @rule(
@@ -119,7 +120,7 @@ def _restricted_workloads(ctx: Context) -> Iterator[Violation]:
     for w in ctx.workloads(scheduled_only=False):
         if w.agent_key in ctx.allow.privileged_workloads or is_partial(w.doc) or w.kind == "CustomResource":
             continue
-        if not w.doc.is_host_file and (w.doc.variant, w.doc.cluster, w.doc.file.parts[3]) in charts:
+        if not w.doc.is_host_file and (w.doc.variant, w.doc.cluster, w.doc.app) in charts:
             continue  # an upstream chart's pod: PSA-003 holds it to its namespace's level
         for cpath, container in containers(w.path, w.spec):
             problems = _restricted_problems(w.spec, container)

@@ -7,6 +7,7 @@ import re
 
 from constructs.aistor import OBJECT_STORE
 from constructs.aistor import root_key as aistor_root_key
+from constructs.argocd import application_name
 from sitegen.components.base import BucketRules, S3Access
 from sitegen.components.storage.aistor import AIStor
 from sitegen.components.storage.aistor_volumemanager import AIStorVolumeManager
@@ -72,7 +73,7 @@ kubectl directpv discover --nodes '{directpv_nodes([h.name for h in cluster.pool
 kubectl directpv init drives.yaml --dangerous
 ```
 """,
-        after=f"{cluster.name}-{AIStorVolumeManager.name}",
+        after=application_name(cluster.name, AIStorVolumeManager.name),
     )
 
 
@@ -97,7 +98,7 @@ mc alias set site https://{hostname} "$(vault kv get -field=user {root_key})" "$
 {_keys(consumers, site, apps.layout.name)}
 ```
 """,
-        after=f"{cluster.name}-{AIStor.name}",
+        after=application_name(cluster.name, AIStor.name),
     )
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from constructs.argocd import application_name
 from constructs.gpu_health import PAIR, burn_in_name, pair_name, pair_rounds
 from constructs.gpu_node_guard import CORDON_LABEL
 from sitegen.components.gpu.gpu_health import NAMESPACE, GpuHealth
@@ -82,7 +83,7 @@ nodes (`services.health.auto_cordon_max_nodes`), and labels it `{CORDON_LABEL}=<
 the same name says why. It never uncordons: after the repair the node takes the path above, then
 `kubectl label node <host> {CORDON_LABEL}-` gives the guard its place back.
 """,
-        after=f"{cluster.name}-{GpuHealth.name}",
+        after=application_name(cluster.name, GpuHealth.name),
     )
 
 

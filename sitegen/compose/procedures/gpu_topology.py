@@ -3,6 +3,7 @@ its rail's NIC (no driver exists before, so the fabric's preparation only announ
 
 from __future__ import annotations
 
+from constructs.argocd import application_name
 from sitegen.components.gpu.gpu_operator import GpuOperator
 from sitegen.compose.apps import VariantApps
 from sitegen.compose.fabric_hosts import DRIVER_ROOT
@@ -44,5 +45,5 @@ check each GPU against its rail's NIC: on one PCIe switch (`nvidia-smi topo -m` 
 bash {kdir}/fabric-topology-{pool.name}.sh
 ```
 """,
-        after=f"{cluster.name}-{GpuOperator.name}",
+        after=application_name(cluster.name, GpuOperator.name),
     )
