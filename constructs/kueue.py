@@ -18,6 +18,7 @@ from constructs.fabric import RDMA_HCA_MAX, RDMA_PREFIX, rail_resource
 from constructs.objects import api_object
 from imports.io.x_k8s import kueue
 from sitegen.model import Fabric, PoolLayout
+from sitegen.model.capacity import Capacity
 
 KUEUE = "kueue.x-k8s.io/v1beta2"
 GPU_RESOURCE = "nvidia.com/gpu"
@@ -68,16 +69,11 @@ def flavor_name(pool: PoolLayout) -> str:
 def pool_quota(pool: PoolLayout, fabric: Fabric, nodes: int | None = None) -> dict[str, Any]:
     """Nominal quota of `nodes` of a GPU pool (all of them unless given) per resource (ordered: cpu,
     memory, GPUs, rails)."""
-    gpu = pool.hardware.gpu
-    assert gpu is not None
-    nodes = len(pool.hosts) if nodes is None else nodes
-    quota: dict[str, Any] = {
-        "cpu": nodes * pool.hardware.cpu_cores,
-        "memory": f"{nodes * pool.hardware.memory_gb}G",
-        GPU_RESOURCE: nodes * gpu.count,
-    }
+    assert pool.hardware.gpu is not None
+    held = pool.capacity if nodes is None else Capacity.of(pool.hardware, nodes)
+    quota: dict[str, Any] = {"cpu": held.cpu_cores, "memory": f"{held.memory_gb}G", GPU_RESOURCE: held.gpus}
     for rail in fabric.rails_of(pool.name):
-        quota[f"{RDMA_PREFIX}/{rail_resource(rail)}"] = nodes * RDMA_HCA_MAX
+        quota[f"{RDMA_PREFIX}/{rail_resource(rail)}"] = held.nodes * RDMA_HCA_MAX
     return quota
 
 

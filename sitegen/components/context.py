@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
 from sitegen.model import ClusterLayout, ConfigError, ImagePin, Placement, PoolLayout, Site, VariantLayout
+from sitegen.model.capacity import Capacity, total
 
 
 class Part(Protocol):
@@ -48,6 +49,11 @@ class ClusterScope:
     @property
     def gpu_pools(self) -> list[PoolLayout]:
         return [p for p in self.cluster.pools if p.hardware.gpu is not None]
+
+    @property
+    def gpu_capacity(self) -> Capacity:
+        """The cluster's GPU pools together: what Kueue's queues and the tenants' quotas share."""
+        return total(p.capacity for p in self.gpu_pools)
 
     @property
     def has_gpus(self) -> bool:

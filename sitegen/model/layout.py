@@ -5,6 +5,7 @@ from __future__ import annotations
 import ipaddress
 from dataclasses import dataclass
 
+from sitegen.model.capacity import Capacity
 from sitegen.model.clusters import Cluster
 from sitegen.model.fabric import Fabric
 from sitegen.model.hardware import Hardware
@@ -32,6 +33,10 @@ class PoolLayout:
     @property
     def is_control_plane(self) -> bool:
         return self.role == CONTROL_PLANE_ROLE
+
+    @property
+    def capacity(self) -> Capacity:
+        return Capacity.of(self.hardware, len(self.hosts))
 
     @property
     def placement(self) -> Placement:

@@ -12,6 +12,7 @@ from functools import cached_property
 
 from pydantic import Field, model_validator
 
+from sitegen.model.capacity import Capacity, total
 from sitegen.model.clusters import Cluster, check_cidrs, check_clusters
 from sitegen.model.dashboards import Dashboard, check_dashboards
 from sitegen.model.erasure import ErasureLayout, alternative_set_sizes, erasure_layout
@@ -76,16 +77,10 @@ class Site(Strict):
         check_dashboards(self.dashboards)
         check_hosts_baseline(self.hosts, set(self.hardware))
         check_extensions(self.extensions, set(self.clusters), set(self.tenants))
-        gpu_pools = [
-            (p.count, self.hardware[p.hardware]) for p in self.pools.values() if self.hardware[p.hardware].gpu
-        ]
+        gpus = self.gpu_capacity()
         check_tenants(
             self.tenants,
-            {
-                "cpu": sum(n * hw.cpu_cores for n, hw in gpu_pools),
-                "memory_gb": sum(n * hw.memory_gb for n, hw in gpu_pools),
-                "gpus": sum(n * hw.gpu.count for n, hw in gpu_pools if hw.gpu),
-            },
+            {"cpu": gpus.cpu_cores, "memory_gb": gpus.memory_gb, "gpus": gpus.gpus},
             gpu_pools=[
                 (name, p.count, self.hardware[p.hardware].gpu.count)  # type: ignore[union-attr]
                 for name, p in self.pools.items()
@@ -99,6 +94,13 @@ class Site(Strict):
 
     def hardware_of(self, pool: str) -> Hardware:
         return self.hardware[self.pools[pool].hardware]
+
+    def pool_capacity(self, pool: str) -> Capacity:
+        return Capacity.of(self.hardware_of(pool), self.pools[pool].count)
+
+    def gpu_capacity(self) -> Capacity:
+        """The GPU pools of the whole site together."""
+        return total(self.pool_capacity(name) for name in self.pools if self.hardware_of(name).gpu)
 
     def node_labels(self, pool: str) -> dict[str, str]:
         """The pool's labels plus those that follow from its hardware, sorted for stable output."""

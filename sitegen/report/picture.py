@@ -236,9 +236,7 @@ def site_svg(site: Site) -> str:
     picture = draw.Drawing(WIDTH, top, id_prefix="site")
     picture.append(draw.Rectangle(0, 0, WIDTH, top, fill="white"))
     nodes = sum(p.count for p in site.pools.values())
-    gpus = sum(
-        p.count * site.hardware_of(n).gpu.count for n, p in site.pools.items() if site.hardware_of(n).gpu
-    )
+    gpus = site.gpu_capacity().gpus
     title = f"{len(site.pools)} pools, {nodes} nodes, {gpus} GPUs; variants {', '.join(site.variants)}"
     _text(picture, PAD, 30, title, 18, font_weight="bold")  # type: ignore[arg-type]
     for band in bands:

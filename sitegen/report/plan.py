@@ -56,13 +56,13 @@ class Plan:
 def pool_figures(site: Site, pool: str) -> Figures:
     hw = site.hardware_of(pool)
     n = site.pools[pool].count
-    gpu = hw.gpu
+    held = site.pool_capacity(pool)
     return Figures(
         nodes=n,
-        cores=n * hw.cpu_cores,
-        memory_gb=n * hw.memory_gb,
-        gpus=n * gpu.count if gpu else 0,
-        hbm_gb=n * gpu.count * gpu.hbm_gb if gpu else 0,
+        cores=held.cpu_cores,
+        memory_gb=held.memory_gb,
+        gpus=held.gpus,
+        hbm_gb=held.hbm_gb,
         nvme_drives=n * hw.nvme.drives,
         nvme_gb=n * hw.nvme.total_gb,
         ethernet_ports=n * hw.ethernet_100g_ports,

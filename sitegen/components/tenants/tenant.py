@@ -93,11 +93,11 @@ class Tenant(RenderedComponent):
     def namespace_quota(self, ctx: ClusterContext) -> Quota:
         """Config's, or the capacity of the GPU pools for what config leaves out."""
         quota = ctx.site.tenants[self.tenant].quota
-        pools = ctx.gpu_pools
+        pools = ctx.gpu_capacity
         return Quota(
-            cpu=quota.cpu or sum(len(p.hosts) * p.hardware.cpu_cores for p in pools),
-            memory_gb=quota.memory_gb or sum(len(p.hosts) * p.hardware.memory_gb for p in pools),
-            gpus=quota.gpus or sum(len(p.hosts) * p.hardware.gpu.count for p in pools if p.hardware.gpu),
+            cpu=quota.cpu or pools.cpu_cores,
+            memory_gb=quota.memory_gb or pools.memory_gb,
+            gpus=quota.gpus or pools.gpus,
             gpu_resource=GPU_RESOURCE,
             storage_gb=quota.storage_gb,
             volumes=quota.volumes,
