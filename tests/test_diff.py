@@ -12,7 +12,8 @@ import click
 import pytest
 import yaml
 
-from sitegen.report.diff import coloured, compare, field_changes, render_text
+from sitegen.report.diff import compare, field_changes
+from sitegen.report.diff_render import coloured, render_text
 
 from .conftest import CONFIG, SITEGEN
 
@@ -266,7 +267,8 @@ def test_a_config_change_not_yet_synthesized_is_not_no_change(tmp_path):
 
 def test_long_values_that_share_their_start_print_where_they_differ():
     """The CSR approver's host regex grows by one host at its end: old and new must not print alike."""
-    from sitegen.report.diff import Change, _field_lines
+    from sitegen.report.diff import Change
+    from sitegen.report.diff_render import _field_lines
 
     hosts = "|".join(f"cmp{i:02d}" for i in range(1, 51))
     old, new = f"^({hosts})$", f"^({hosts}|cmp51)$"
@@ -408,7 +410,7 @@ def test_a_commit_whose_dist_is_stale_is_refused(tmp_path):
 def test_a_comment_too_long_ends_at_a_fold_and_says_where_the_rest_is(repo):
     """Put-back: the pull request comment was the markdown cut at 60,000 bytes (`head -c`), mid-block.
     Within --max-bytes it ends after a whole row or fold and names what it left out and where."""
-    from sitegen.report.diff import render_markdown
+    from sitegen.report.diff_render import render_markdown
 
     groups = compare(repo, "HEAD~1", "HEAD")
     whole = render_markdown(groups)

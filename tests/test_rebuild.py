@@ -16,7 +16,8 @@ import pytest
 from constructs.etcd_backup import ARCHIVED_FILES, HOST_ARCHIVE_DIR
 from sitegen.check.bringup import rebuild
 from sitegen.check.bringup.events import Stop
-from sitegen.report.diff import compare, render_text
+from sitegen.report.diff import compare
+from sitegen.report.diff_render import render_text
 
 from .bringup_cases import ONE, TWO, installed, with_runbook_edited
 from .conftest import DIST, SITEGEN, edit_yaml

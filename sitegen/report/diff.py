@@ -16,7 +16,6 @@ import hashlib
 import json
 import re
 import subprocess
-from collections.abc import Set
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -32,10 +31,7 @@ from sitegen.compose.writer import GENERATED
 from sitegen.errors import SiteError
 from sitegen.model import paths
 
-FIELDS_SHOWN = 12  # changed fields listed per object; the rest are counted
 SECTION_GONE = "(section)"
-LINES_SHOWN = 200  # lines listed per changed text file (a RUNBOOK section the change adds is read whole)
-VALUE_WIDTH = 100  # characters of an old or new value shown
 
 
 class DiffError(SiteError):
@@ -114,32 +110,7 @@ def _objects(path: str, text: bytes) -> dict[str, dict[str, Any]]:
     return out
 
 
-def _text(value: Any) -> str:
-    return "-" if value is _MISSING else json.dumps(value, sort_keys=True, separators=(", ", ": "))
-
-
-def _one(value: Any) -> str:
-    text = _text(value)
-    return text if len(text) <= VALUE_WIDTH else text[: VALUE_WIDTH - 3] + "..."
-
-
-def _pair(old: Any, new: Any) -> str:
-    """`old -> new`, each cut to VALUE_WIDTH around where they first differ: two long values that
-    share their start must not print the same."""
-    a, b = _text(old), _text(new)
-    if len(a) <= VALUE_WIDTH and len(b) <= VALUE_WIDTH:
-        return f"{a} -> {b}"
-    same = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
-    start = max(0, same - VALUE_WIDTH // 4)
-
-    def window(text: str) -> str:
-        cut = text[start : start + VALUE_WIDTH - 6]
-        return ("..." if start else "") + cut + ("..." if start + len(cut) < len(text) else "")
-
-    return f"{window(a)} -> {window(b)}"
-
-
-_MISSING: Any = object()
+MISSING: Any = object()  # a field or line one side does not have
 
 
 def _leaves(node: Any, path: str = "") -> list[tuple[str, Any]]:
@@ -165,7 +136,7 @@ def field_changes(old: Any, new: Any, path: str = "") -> list[tuple[str, Any, An
         out = []
         for key in sorted(old.keys() | new.keys(), key=str):
             here = f"{path}.{key}" if path else str(key)
-            out += field_changes(old.get(key, _MISSING), new.get(key, _MISSING), here)
+            out += field_changes(old.get(key, MISSING), new.get(key, MISSING), here)
         return out
     if isinstance(old, list) and isinstance(new, list):
         named = _by_name(old), _by_name(new)
@@ -174,7 +145,7 @@ def field_changes(old: Any, new: Any, path: str = "") -> list[tuple[str, Any, An
             out = []
             for name in sorted(before.keys() | after.keys()):
                 out += field_changes(
-                    before.get(name, _MISSING), after.get(name, _MISSING), f"{path}[name={name}]"
+                    before.get(name, MISSING), after.get(name, MISSING), f"{path}[name={name}]"
                 )
             return out
         if len(old) == len(new):
@@ -184,8 +155,8 @@ def field_changes(old: Any, new: Any, path: str = "") -> list[tuple[str, Any, An
             if sum(1 for c in index_wise if c) <= max(1, len(old) // 2):
                 return [c for changes in index_wise for c in changes]
         before, after = {_key(i): i for i in old}, {_key(i): i for i in new}
-        removed = [(f"{path}[-]", before[k], _MISSING) for k in before if k not in after]
-        added = [(f"{path}[+]", _MISSING, after[k]) for k in after if k not in before]
+        removed = [(f"{path}[-]", before[k], MISSING) for k in before if k not in after]
+        added = [(f"{path}[+]", MISSING, after[k]) for k in after if k not in before]
         return removed + added or [(path, old, new)]  # same items, another order
     if isinstance(old, str) and isinstance(new, str) and ("\n" in old or "\n" in new):
         return _line_changes(path, old, new)
@@ -204,8 +175,8 @@ def _line_changes(path: str, old: str, new: str) -> list[tuple[str, Any, Any]]:
     before, after = old.splitlines(), new.splitlines()
     gone = [line for line in before if line not in set(after)]
     came = [line for line in after if line not in set(before)]
-    return [(f"{path} (line)", line, _MISSING) for line in gone] + [
-        (f"{path} (line)", _MISSING, line) for line in came
+    return [(f"{path} (line)", line, MISSING) for line in gone] + [
+        (f"{path} (line)", MISSING, line) for line in came
     ] or [(path, old, new)]
 
 
@@ -230,11 +201,11 @@ def _text_changes(path: str, old: bytes | None, new: bytes | None) -> list[tuple
     for title, lines in new_sections.items():
         where = f"§ {title}"
         if title not in old_sections:
-            out += [(where, _MISSING, line) for line in lines if line.strip()]
+            out += [(where, MISSING, line) for line in lines if line.strip()]
             continue
         changed = _line_changes("", "\n".join(old_sections[title]), "\n".join(lines))
         out += [(where, a, b) for line, a, b in changed if line]  # not the whole-section fallback
-    out += [(f"§ {title}", SECTION_GONE, _MISSING) for title in old_sections if title not in new_sections]
+    out += [(f"§ {title}", SECTION_GONE, MISSING) for title in old_sections if title not in new_sections]
     return out
 
 
@@ -374,7 +345,7 @@ def compare(repo: Path, base: str, head: str | None, dist: str = str(paths.REPO_
                     []
                     if crd
                     else [
-                        (f, _MISSING, v)
+                        (f, MISSING, v)
                         for f, v in _leaves(after[ref])
                         if f.split(".")[0] not in ("apiVersion", "kind", "metadata")
                     ]
@@ -462,218 +433,3 @@ def _left_behind(old: Tree, new: Tree, key: tuple[str, str, str], added: list[tu
         f"its ApplicationSet deletes it and leaves its {len(mine)} objects running, unmanaged"
         f"{held if data else ''}: delete them by hand (RUNBOOK: removing apps)"
     )
-
-
-COMMON_AT = 3  # a field change made the same way in this many objects of an app is said once
-
-
-def _field_key(field: tuple[str, Any, Any]) -> tuple[str, str, str]:
-    path, old, new = field
-    return path, _text(old), _text(new)
-
-
-def _common(group: Group) -> dict[tuple[str, str, str], int]:
-    """Field changes made alike in COMMON_AT or more changed objects of the group (a chart bump's
-    `helm.sh/chart` and version labels): said once at the top, left out of each object."""
-    counts: dict[tuple[str, str, str], int] = {}
-    for change in group.changes:
-        if change.state != "changed":
-            continue  # an added object reads as an object, with its own fields
-        for key in {_field_key(f) for f in change.fields}:
-            counts[key] = counts.get(key, 0) + 1
-    return {k: n for k, n in sorted(counts.items()) if n >= COMMON_AT}
-
-
-def _common_lines(common: dict[tuple[str, str, str], int]) -> list[str]:
-    return [f"in {n} objects: {p}: {_pair(_parsed(a), _parsed(b))}" for (p, a, b), n in common.items()]
-
-
-def _parsed(text: str) -> Any:
-    """A value back from `_text` (an absent one included: a field added or dropped alike)."""
-    return _MISSING if text == "-" else json.loads(text)
-
-
-def _field_lines(change: Change, skip: Set[tuple[str, str, str]] = frozenset()) -> list[str]:
-    fields = [f for f in change.fields if _field_key(f) not in skip]
-    if change.crd:
-        schema = [f for f in fields if ".schema.openAPIV3Schema." in f[0]]
-        other = [f for f in fields if f not in schema]
-        lines = [f"{p}: {_pair(a, b)}" for p, a, b in other[:FIELDS_SHOWN]]
-        return lines + ([f"schema changed: {len(schema)} fields"] if schema else [])
-    if change.text:
-        return _text_lines(fields)
-    if change.state == "added":
-        return _added_lines(fields)
-    lines = [f"{p}: {_pair(a, b)}" for p, a, b in fields[:FIELDS_SHOWN]]
-    if len(fields) > FIELDS_SHOWN:
-        lines.append(f"... and {len(fields) - FIELDS_SHOWN} more fields")
-    return lines
-
-
-ADDED_SHOWN = 6  # fields of an added object: what it runs, how much, when
-# what a reviewer of a new object reads first, in this order
-_MATTERS = ("image", "replicas", "schedule", "nominalQuota", "hard.", "requests", "limits", "value", "data.")
-
-
-def _added_lines(fields: list[tuple[str, Any, Any]]) -> list[str]:
-    """An added object's few fields that matter (its images, replicas, schedule, quotas, requests),
-    its values as they are, then how many more it holds."""
-    rank = {f[0]: next((i for i, m in enumerate(_MATTERS) if m in f[0]), len(_MATTERS)) for f in fields}
-    chosen = sorted(fields, key=lambda f: rank[f[0]])[:ADDED_SHOWN]
-    lines = [f"{p}: {_one(b)}" for p, _, b in sorted(chosen, key=fields.index)]
-    if len(fields) > ADDED_SHOWN:
-        lines.append(f"... and {len(fields) - ADDED_SHOWN} more fields")
-    return lines
-
-
-def _text_lines(fields: list[tuple[str, Any, Any]]) -> list[str]:
-    """A text file's lines as they read, `-` gone and `+` come, under the section they are in."""
-    lines: list[str] = []
-    section = None
-    for where, old, new in fields[:LINES_SHOWN]:
-        if where.startswith("§") and where != section:
-            section = where
-            lines.append(f"{where}:")
-        indent = "  " if section else ""
-        if old is not _MISSING:
-            lines.append(f"{indent}- {old}" if old != SECTION_GONE else f"{indent}(the section goes)")
-        if new is not _MISSING:
-            lines.append(f"{indent}+ {new}")
-    if len(fields) > LINES_SHOWN:
-        lines.append(f"... and {len(fields) - LINES_SHOWN} more lines")
-    return lines
-
-
-def _summary(groups: list[Group]) -> str:
-    totals = {s: sum(g.count(s) for g in groups) for s in ("added", "removed", "changed")}
-    apps = len(groups)
-    return f"{totals['added']} added, {totals['removed']} removed, {totals['changed']} changed in {apps} apps"
-
-
-def _body(g: Group, indent: str, detail: str) -> list[str]:
-    common = _common(g)
-    lines = [f"{indent}~ {line}" for line in _common_lines(common)]
-    for change in g.changes:
-        mark = {"added": "+", "removed": "-", "changed": "~"}[change.state]
-        lines.append(f"{indent}{mark} {change.ref}" + (f": {change.note}" if change.note else ""))
-        lines += [f"{detail}{line}" for line in _field_lines(change, set(common))]
-    return lines
-
-
-def _merged(groups: list[Group], indent: str, detail: str) -> list[tuple[list[str], Group, list[str]]]:
-    """(variants, group, body lines): a change made alike in several variants is listed once."""
-    merged: dict[tuple[str, str, tuple[str, ...]], tuple[list[str], Group, list[str]]] = {}
-    for g in groups:
-        body = _body(g, indent, detail)
-        key = (g.cluster, g.app, tuple(body))
-        if key in merged:
-            merged[key][0].append(g.variant)
-        else:
-            merged[key] = ([g.variant], g, body)
-    return list(merged.values())
-
-
-def render_text(groups: list[Group]) -> str:
-    if not groups:
-        return "no change in dist/\n"
-    out = []
-    for variants, g, body in _merged(groups, "  ", "      "):
-        out.append(
-            f"{', '.join(variants)} {g.cluster} {g.app}: +{g.count('added')} -{g.count('removed')} ~{g.count('changed')}"
-        )
-        out += body
-    out.append(_summary(groups))
-    return "\n".join(out) + "\n"
-
-
-def render_markdown(groups: list[Group], limit: int | None = None, more: str = "") -> str:
-    """The summary, a table of the apps, then each app's changes folded. Within `limit` bytes (a pull
-    request comment holds 65,536 characters), whole: the table and the folds end at a row or a fold,
-    never inside one, and a last line says how many are left out and where to read them (`more`)."""
-    if not groups:
-        return "No change in `dist/`.\n"
-    merged = _merged(groups, "", "    ")
-    head = [
-        f"**{_summary(groups)}**",
-        "",
-        "| variant | cluster | app | added | removed | changed |",
-        "|---|---|---|---|---|---|",
-    ]
-    rows = [
-        f"| {', '.join(v)} | {g.cluster} | `{g.app}` | {g.count('added')} | {g.count('removed')} | {g.count('changed')} |"
-        for v, g, _ in merged
-    ]
-    folds = [
-        "\n".join(
-            [
-                "",
-                f"<details><summary>{', '.join(v)} / {g.cluster} / {g.app}</summary>",
-                "",
-                "```",
-                *body,
-                "```",
-                "</details>",
-            ]
-        )
-        for v, g, body in merged
-    ]
-    room = None if limit is None else limit - 400  # the closing line's
-    out, used, rows_left, folds_left = list(head), sum(len(line) + 1 for line in head), 0, 0
-    for i, row in enumerate(rows):
-        if room is not None and used + len(row.encode()) + 1 > room:
-            rows_left = len(rows) - i
-            break
-        out.append(row)
-        used += len(row.encode()) + 1
-    for i, fold in enumerate([] if rows_left else folds):
-        if room is not None and used + len(fold.encode()) + 1 > room:
-            folds_left = len(folds) - i
-            break
-        out.append(fold)
-        used += len(fold.encode()) + 1
-    if rows_left or folds_left:
-        left = (
-            f"{rows_left} more apps, and the changes of every app,"
-            if rows_left
-            else f"the changes of {folds_left} more apps"
-        )
-        out += ["", f"_{left} do not fit here{': see ' + more if more else ''}._"]
-    return "\n".join(out) + "\n"
-
-
-def render_json(groups: list[Group]) -> str:
-    """The same for scripts: a list of {variants, cluster, app, changes: [{ref, state, fields}]}, a
-    change made alike in several variants once."""
-    out = []
-    for variants, g, _ in _merged(groups, "", ""):
-        changes = [
-            {
-                "ref": c.ref,
-                "state": c.state,
-                **({"note": c.note} if c.note else {}),
-                "fields": [{"path": p, "old": None if a is _MISSING else a, "new": None if b is _MISSING else b}
-                           for p, a, b in c.fields],
-            }
-            for c in g.changes
-        ]  # fmt: skip
-        out.append({"variants": variants, "cluster": g.cluster, "app": g.app, "changes": changes})
-    return json.dumps(out, indent=2, sort_keys=True, default=str) + "\n"
-
-
-_COLOURS = {"+": "green", "-": "red", "~": "yellow"}
-
-
-def coloured(text: str) -> str:
-    """The text report for a terminal: added objects green, removed red, changed yellow, the app
-    headings bold (NO_COLOR, or output to a pipe or file, keeps it plain)."""
-    import click
-
-    lines = []
-    for line in text.splitlines():
-        marker = line.lstrip()[:1]
-        if line and not line.startswith(" "):
-            line = click.style(line, bold=True)
-        elif marker in _COLOURS and line.lstrip()[1:2] == " ":
-            line = click.style(line, fg=_COLOURS[marker])
-        lines.append(line)
-    return "\n".join(lines) + ("\n" if text.endswith("\n") else "")
