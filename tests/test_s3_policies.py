@@ -115,7 +115,7 @@ def test_a_key_created_without_its_policy_is_a_blocker(site, inputs):
 
 
 def test_every_consumer_has_a_policy_file(site):
-    from sitegen.components.base import S3Access
+    from sitegen.components.s3 import S3Access
 
     with pytest.raises(ValueError, match="has no grant"):
         S3Access("nobody", ())

@@ -3,7 +3,8 @@
 A component module declares, in one place: its app (project, layer, namespace, Pod Security level and
 why), when it applies to a cluster, the chart and image pins it needs, what it must come after, its
 typed Helm values or the objects it renders, the names other components use, and its policy
-declarations (node agents and the pools they reach, S3 buckets it consumes, web routes it serves).
+declarations (node agents and the pools they reach, S3 buckets it consumes (s3.py), the traffic it
+starts (flows.py), web routes it serves).
 The registry lists the components; everything else (apps per cluster, sync order, projects, required
 pins, allow-lists, the runbook's lists) is derived from it.
 """
@@ -13,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import IntEnum
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal
 
 from constructs import Construct
 from constructs.edge import Route
@@ -26,7 +27,9 @@ from sitegen.model import Placement
 
 if TYPE_CHECKING:
     from sitegen.components.context import ClusterContext, ClusterScope
+    from sitegen.components.flows import Flow
     from sitegen.components.privilege import Reviewed
+    from sitegen.components.s3 import S3Access
     from sitegen.components.values import Values
 
 
@@ -70,139 +73,6 @@ class NodeAgent:
     why: str
     # Where the chart places the agent by itself, when its values have no node selector.
     implied_selector: Mapping[str, str] = field(default_factory=dict)
-
-
-WORLD = "world"  # outside the cluster (vault, git, registries, PowerScale, another cluster's address)
-NODES = "nodes"  # the nodes themselves (host network: kubelet, node-exporter, etcd metrics)
-EVERY_NAMESPACE = "*"
-
-
-@dataclass(frozen=True)
-class Flow:
-    """Traffic a component's pods start (egress): to the pods of another component (its namespace, on
-    this cluster; a component of another cluster is reached as WORLD), to WORLD or NODES, or to
-    EVERY_NAMESPACE. The destination's ingress follows from it. DNS, the own namespace and (for
-    `talks_to_api` components) the API server need no declaration."""
-
-    to: type[Component] | str
-    ports: tuple[int, ...]  # TCP; () any
-    why: str
-
-
-# What a consumer may do under its prefix: everything on its objects, or only put them (a backup that
-# must not read, overwrite-protect or delete what it wrote: expiry is the bucket's lifecycle rule).
-_OBJECT_ACTIONS = {
-    "read-write": (
-        "s3:GetObject",
-        "s3:PutObject",
-        "s3:DeleteObject",
-        "s3:AbortMultipartUpload",
-        "s3:ListMultipartUploadParts",
-    ),
-    "write-only": ("s3:PutObject", "s3:AbortMultipartUpload"),
-}
-_BUCKET_ACTIONS = {
-    "read-write": ("s3:GetBucketLocation", "s3:ListBucketMultipartUploads"),
-    "write-only": ("s3:GetBucketLocation",),
-}
-
-
-@dataclass(frozen=True)
-class S3Grant:
-    """Objects of a bucket under a prefix ("" for the whole bucket), and what the consumer may do there."""
-
-    bucket: str
-    prefix: str = ""
-    access: Literal["read-write", "write-only"] = "read-write"
-
-
-@dataclass(frozen=True)
-class BucketRules:
-    """What a consumer's bucket keeps and how much: a hard quota (decimal TB), versions of deleted and
-    overwritten objects kept `keep_days`, every object expiring `expire_days` after it was written."""
-
-    bucket: str
-    quota_tb: int | None = None
-    versioning: bool = False
-    keep_days: int | None = None
-    expire_days: int | None = None
-
-
-@dataclass(frozen=True)
-class S3Access:
-    """An S3 consumer: its AIStor user and what it may do where (the runbook creates the buckets and a
-    key of the user's own, limited by `policy()`; no consumer gets the root's rights)."""
-
-    user: str
-    grants: tuple[S3Grant, ...]
-    # lifecycle rules of the first bucket: objects under the prefix expire after the days
-    expire: tuple[tuple[str, int], ...] = ()
-    target: str = "aistor"  # or the second backup target's name
-    rules: tuple[BucketRules, ...] = ()  # of buckets the consumer owns alone
-
-    def __post_init__(self) -> None:
-        if not self.grants:
-            raise ValueError(f"S3 consumer {self.user} has no grant: its key would be refused everything")
-
-    @property
-    def buckets(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys(g.bucket for g in self.grants))
-
-    @property
-    def vault_key(self) -> str:
-        return s3_vault_key(self.user, self.target)
-
-    def policy(self) -> dict[str, Any]:
-        """The IAM policy of the consumer's key (AWS's syntax, which AIStor takes): its objects, its
-        bucket's listing limited to its prefix, nothing else (no bucket or admin action, no
-        s3:BypassGovernanceRetention: a locked object stays locked for every key but the root)."""
-        statements: list[dict[str, Any]] = []
-        versioned = {r.bucket for r in self.rules if r.versioning}
-        for g in self.grants:
-            bucket = f"arn:aws:s3:::{g.bucket}"
-            statements.append(
-                {
-                    "Effect": "Allow",
-                    "Action": list(_OBJECT_ACTIONS[g.access]),
-                    "Resource": [f"{bucket}/{g.prefix}*"],
-                }
-            )
-            statements.append(
-                {"Effect": "Allow", "Action": list(_BUCKET_ACTIONS[g.access]), "Resource": [bucket]}
-            )
-            if g.bucket in versioned and g.access == "read-write":
-                # earlier versions read back (a checkpoint overwritten by mistake), never deleted for good
-                statements.append(
-                    {
-                        "Effect": "Allow",
-                        "Action": ["s3:GetObjectVersion"],
-                        "Resource": [f"{bucket}/{g.prefix}*"],
-                    }
-                )
-                statements.append(
-                    {"Effect": "Allow", "Action": ["s3:ListBucketVersions"], "Resource": [bucket]}
-                )
-            if g.access == "read-write":
-                listing: dict[str, Any] = {
-                    "Effect": "Allow",
-                    "Action": ["s3:ListBucket"],
-                    "Resource": [bucket],
-                }
-                if g.prefix:
-                    listing["Condition"] = {"StringLike": {"s3:prefix": [f"{g.prefix}*"]}}
-                statements.append(listing)
-        return {"Version": "2012-10-17", "Statement": statements}
-
-
-def s3_vault_key(user: str, target: str = "aistor") -> str:
-    """Where the runbook stores an S3 consumer's key: of AIStor once the ObjectStore runs, or of the
-    second backup target (named `target`)."""
-    return f"aistor/users/{user}" if target == "aistor" else f"{backup_target_folder(target)}/users/{user}"
-
-
-def backup_target_folder(target: str) -> str:
-    """The vault folder of the second backup target's keys and CA."""
-    return f"backups/{target}"
 
 
 DataClass = Literal["state", "cache", "metrics", "logs"]

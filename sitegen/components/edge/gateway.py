@@ -7,11 +7,12 @@ from __future__ import annotations
 
 from constructs import Construct
 from constructs.edge import Route, SiteGateway, SiteIssuer, SiteRoutes
-from sitegen.components.base import Component, Flow, Layer, RenderedComponent
+from sitegen.components.base import Component, Layer, RenderedComponent
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.edge import PROJECT
 from sitegen.components.edge.cert_manager import CertManager
 from sitegen.components.edge.envoy_gateway import EnvoyGateway
+from sitegen.components.flows import Flow
 from sitegen.components.networking.cilium_lb import CiliumLb
 from sitegen.components.platform.secret_store import SecretStore
 

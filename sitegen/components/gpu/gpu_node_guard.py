@@ -8,8 +8,9 @@ from collections.abc import Mapping
 from constructs import Construct
 from constructs.gpu_node_guard import GpuNodeGuard as Guard
 from constructs.monitoring import FabricPool, cordon_conditions
-from sitegen.components.base import Flow, Layer, NamespaceSecurity, RenderedComponent
+from sitegen.components.base import Layer, NamespaceSecurity, RenderedComponent
 from sitegen.components.context import ClusterContext, ClusterScope
+from sitegen.components.flows import Flow
 from sitegen.components.gpu import PROJECT
 from sitegen.components.observability.kube_prometheus_stack import (
     PROMETHEUS_PORT,

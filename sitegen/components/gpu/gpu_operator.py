@@ -6,16 +6,9 @@ from collections.abc import Mapping
 from typing import Literal
 
 from constructs.gpu_workload import BATCH_LABEL, RUNTIME_CLASS
-from sitegen.components.base import (
-    WORLD,
-    ChartComponent,
-    Flow,
-    Layer,
-    NamespaceSecurity,
-    NodeAgent,
-    ObjectPatch,
-)
+from sitegen.components.base import ChartComponent, Layer, NamespaceSecurity, NodeAgent, ObjectPatch
 from sitegen.components.context import ClusterContext, ClusterScope
+from sitegen.components.flows import WORLD, Flow
 from sitegen.components.gpu import PROJECT
 from sitegen.components.hardware.node_feature_discovery import NodeFeatureDiscoveryWorker
 from sitegen.components.observability.kube_prometheus_stack import KubePrometheusStack

@@ -4,16 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from sitegen.components.base import (
-    WORLD,
-    ChartComponent,
-    Flow,
-    JsonPatch,
-    Layer,
-    NamespaceSecurity,
-    ObjectPatch,
-)
+from sitegen.components.base import ChartComponent, JsonPatch, Layer, NamespaceSecurity, ObjectPatch
 from sitegen.components.context import ClusterContext, ClusterScope
+from sitegen.components.flows import WORLD, Flow
 from sitegen.components.hardware.node_feature_discovery import NodeFeatureDiscoveryWorker
 from sitegen.components.networking import PROJECT
 from sitegen.components.privilege import (

@@ -15,8 +15,9 @@ from dataclasses import dataclass, field
 
 from constructs import Construct
 from constructs.network_policy import NamespacePolicy, Peer
-from sitegen.components.base import EVERY_NAMESPACE, NODES, WORLD, Flow, Layer, RenderedComponent
+from sitegen.components.base import Layer, RenderedComponent
 from sitegen.components.context import ClusterContext
+from sitegen.components.flows import EVERY_NAMESPACE, NODES, WORLD, Flow
 from sitegen.components.networking import PROJECT
 from sitegen.components.networking.cilium import Cilium
 from sitegen.components.platform.namespaces import Namespaces

@@ -7,8 +7,9 @@ from typing import Any, Literal
 from pydantic import Field
 
 from constructs.edge import Backend, Route
-from sitegen.components.base import WORLD, ChartComponent, Flow, Layer, NamespaceSecurity
+from sitegen.components.base import ChartComponent, Layer, NamespaceSecurity
 from sitegen.components.context import ClusterContext, ClusterScope
+from sitegen.components.flows import WORLD, Flow
 from sitegen.components.observability import PROJECT
 from sitegen.components.observability.kube_prometheus_stack import (
     PROMETHEUS_PORT,

@@ -12,19 +12,9 @@ from typing import Literal
 from pydantic import Field
 
 from constructs.local_cache import CLASS_NAME as LOCAL_NVME
-from sitegen.components.base import (
-    EVERY_NAMESPACE,
-    EVERY_POOL,
-    NODES,
-    WORLD,
-    ChartComponent,
-    Flow,
-    Layer,
-    NamespaceSecurity,
-    NodeAgent,
-    State,
-)
+from sitegen.components.base import EVERY_POOL, ChartComponent, Layer, NamespaceSecurity, NodeAgent, State
 from sitegen.components.context import ClusterContext, ClusterScope
+from sitegen.components.flows import EVERY_NAMESPACE, NODES, WORLD, Flow
 from sitegen.components.networking.cilium import Cilium
 from sitegen.components.observability import PROJECT
 from sitegen.components.observability.telemetry import REMOTE_WRITE_SECRET, SITE_CA_KEY, SITE_CA_SECRET

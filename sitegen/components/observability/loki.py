@@ -7,19 +7,12 @@ from typing import Literal
 from pydantic import Field
 
 from constructs.local_cache import CLASS_NAME as LOCAL_NVME
-from sitegen.components.base import (
-    ChartComponent,
-    Flow,
-    Layer,
-    NamespaceSecurity,
-    S3Access,
-    S3Grant,
-    State,
-    s3_vault_key,
-)
+from sitegen.components.base import ChartComponent, Layer, NamespaceSecurity, State
 from sitegen.components.context import ClusterContext, ClusterScope
+from sitegen.components.flows import Flow
 from sitegen.components.observability import PROJECT
 from sitegen.components.observability.kube_prometheus_stack import KubePrometheusStack
+from sitegen.components.s3 import S3Access, S3Grant, s3_vault_key
 from sitegen.components.storage.aistor import CA_SECRET as AISTOR_CA_SECRET
 from sitegen.components.storage.aistor import AIStor, s3_endpoint
 from sitegen.components.storage.local_nvme import LocalNvme

@@ -4,8 +4,9 @@ and, with other clusters, the telemetry door of the site Gateway."""
 from __future__ import annotations
 
 from constructs.edge import Backend, Route
-from sitegen.components.base import ChartComponent, Flow, Layer
+from sitegen.components.base import ChartComponent, Layer
 from sitegen.components.context import ClusterContext, ClusterScope
+from sitegen.components.flows import Flow
 from sitegen.components.observability import PROJECT
 from sitegen.components.observability.collector import (
     CHART,

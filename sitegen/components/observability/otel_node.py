@@ -7,16 +7,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from constructs.kubeadm import AUDIT_LOG_DIR
-from sitegen.components.base import (
-    EVERY_POOL,
-    WORLD,
-    ChartComponent,
-    Flow,
-    Layer,
-    NamespaceSecurity,
-    NodeAgent,
-)
+from sitegen.components.base import EVERY_POOL, ChartComponent, Layer, NamespaceSecurity, NodeAgent
 from sitegen.components.context import ClusterContext, ClusterScope
+from sitegen.components.flows import WORLD, Flow
 from sitegen.components.observability import PROJECT
 from sitegen.components.observability.collector import (
     CHART,

@@ -10,8 +10,9 @@ import yaml
 from pydantic import ConfigDict, Field, model_validator
 
 from constructs.edge import Backend, Route
-from sitegen.components.base import WORLD, ChartComponent, Component, Flow, Layer, NamespaceSecurity
+from sitegen.components.base import ChartComponent, Component, Layer, NamespaceSecurity
 from sitegen.components.context import ClusterContext, ClusterScope
+from sitegen.components.flows import WORLD, Flow
 from sitegen.components.networking.cilium import Cilium
 from sitegen.components.ownership import JobSecret
 from sitegen.components.platform import PROJECT

@@ -6,8 +6,9 @@ from collections.abc import Mapping
 from urllib.parse import urlsplit
 
 from constructs.secrets import READER_SERVICE_ACCOUNT
-from sitegen.components.base import WORLD, ChartComponent, Flow, Layer, NamespaceSecurity, ObjectPatch
+from sitegen.components.base import ChartComponent, Layer, NamespaceSecurity, ObjectPatch
 from sitegen.components.context import ClusterContext, ClusterScope
+from sitegen.components.flows import WORLD, Flow
 from sitegen.components.networking.cilium import Cilium
 from sitegen.components.platform import PROJECT
 from sitegen.components.platform.namespaces import Namespaces

@@ -11,20 +11,13 @@ from constructs import Construct
 from constructs.etcd_backup import ETCD_PREFIX, PKI_PREFIX, etcd_snapshot, pki_archive
 from constructs.host_backup import HostBackup, Producer, S3Target
 from constructs.secrets import VaultSecret
-from sitegen.components.base import (
-    WORLD,
-    Flow,
-    Layer,
-    NamespaceSecurity,
-    NodeAgent,
-    RenderedComponent,
-    S3Access,
-    S3Grant,
-)
+from sitegen.components.base import Layer, NamespaceSecurity, NodeAgent, RenderedComponent
 from sitegen.components.context import ClusterContext, ClusterScope
+from sitegen.components.flows import WORLD, Flow
 from sitegen.components.platform.namespaces import Namespaces
 from sitegen.components.platform.secret_store import SecretStore
 from sitegen.components.platform_nodes import PROJECT
+from sitegen.components.s3 import S3Access, S3Grant
 from sitegen.components.storage import second_target
 from sitegen.components.storage.aistor import CA_SECRET, ca_secret, s3_endpoint
 

@@ -13,21 +13,18 @@ from typing import Literal
 from constructs.edge import Backend, Route
 from constructs.registry import ADMIN_PASSWORD_KEY
 from sitegen.components.base import (
-    WORLD,
     ChartComponent,
     Component,
-    Flow,
     JsonPatch,
     Layer,
     NamespaceSecurity,
     ObjectPatch,
-    S3Access,
-    S3Grant,
     State,
-    s3_vault_key,
 )
 from sitegen.components.context import ClusterContext, ClusterScope
+from sitegen.components.flows import WORLD, Flow
 from sitegen.components.registry import PROJECT
+from sitegen.components.s3 import S3Access, S3Grant, s3_vault_key
 from sitegen.components.storage.aistor import CA_SECRET as AISTOR_CA_SECRET
 from sitegen.components.storage.aistor import AIStor, s3_endpoint
 from sitegen.components.storage.powerscale import PowerScale

@@ -8,9 +8,10 @@ from constructs import Construct
 from constructs.edge import SITE_CA_CERT_VAULT_KEY
 from constructs.registry import PULL_SECRET_KEY, ProxyCacheProjects
 from constructs.secrets import VaultSecret
-from sitegen.components.base import Flow, Layer, RenderedComponent
+from sitegen.components.base import Layer, RenderedComponent
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.edge.gateway import Gateway
+from sitegen.components.flows import Flow
 from sitegen.components.observability.telemetry import SITE_CA_KEY, SITE_CA_SECRET
 from sitegen.components.platform.secret_store import SecretStore
 from sitegen.components.registry import PROJECT

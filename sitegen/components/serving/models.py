@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from constructs import Construct
 from constructs.serving import ServingModels
-from sitegen.components.base import WORLD, Component, Flow, Layer, RenderedComponent, State
+from sitegen.components.base import Component, Layer, RenderedComponent, State
 from sitegen.components.context import ClusterContext, ClusterScope
+from sitegen.components.flows import WORLD, Flow
 from sitegen.components.serving import PROJECT
 from sitegen.components.serving.vllm_stack import VllmStack
 from sitegen.components.storage.local_nvme import LocalNvme

@@ -11,15 +11,9 @@ from typing import Literal
 
 from constructs.edge import ApiKeys, Backend, Route
 from constructs.serving import ENGINE_PORT
-from sitegen.components.base import (
-    ChartComponent,
-    Flow,
-    Layer,
-    NamespaceSecurity,
-    ObjectPatch,
-    placement_patch,
-)
+from sitegen.components.base import ChartComponent, Layer, NamespaceSecurity, ObjectPatch, placement_patch
 from sitegen.components.context import ClusterContext, ClusterScope
+from sitegen.components.flows import Flow
 from sitegen.components.observability.kube_prometheus_stack import KubePrometheusStack
 from sitegen.components.serving import PROJECT
 from sitegen.components.values import (

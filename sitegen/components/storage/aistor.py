@@ -14,8 +14,9 @@ from constructs import Construct
 from constructs.aistor import OBJECT_STORE, ObjectStore, license_secret
 from constructs.s3_front_doors import S3FrontDoors, front_door_addresses
 from constructs.secrets import VaultSecret
-from sitegen.components.base import Flow, Layer, NamespaceSecurity, RenderedComponent, State
+from sitegen.components.base import Layer, NamespaceSecurity, RenderedComponent, State
 from sitegen.components.context import ClusterContext, ClusterScope
+from sitegen.components.flows import Flow
 from sitegen.components.platform.secret_store import SecretStore
 from sitegen.components.storage import PROJECT
 from sitegen.components.storage.aistor_operator import AIStorOperator

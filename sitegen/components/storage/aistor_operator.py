@@ -7,15 +7,9 @@ from collections.abc import Mapping
 from pydantic import Field
 
 from constructs.aistor import OBJECT_STORE
-from sitegen.components.base import (
-    ChartComponent,
-    Flow,
-    Layer,
-    NamespaceSecurity,
-    ObjectPatch,
-    placement_patch,
-)
+from sitegen.components.base import ChartComponent, Layer, NamespaceSecurity, ObjectPatch, placement_patch
 from sitegen.components.context import ClusterContext, ClusterScope
+from sitegen.components.flows import Flow
 from sitegen.components.networking.cilium import Cilium
 from sitegen.components.ownership import WrittenField
 from sitegen.components.platform.namespaces import Namespaces

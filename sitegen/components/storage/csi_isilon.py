@@ -6,16 +6,15 @@ from collections.abc import Mapping
 
 from constructs.powerscale import PROVISIONER
 from sitegen.components.base import (
-    WORLD,
     ChartAgents,
     ChartComponent,
-    Flow,
     Layer,
     NamespaceSecurity,
     NodeAgent,
     ObjectPatch,
 )
 from sitegen.components.context import ClusterContext, ClusterScope
+from sitegen.components.flows import WORLD, Flow
 from sitegen.components.networking.cilium import Cilium
 from sitegen.components.node_access import CHANGES_NODES
 from sitegen.components.platform.namespaces import Namespaces

@@ -20,9 +20,11 @@ from constructs.host_backup import OUTPUT_DIR, HostBackup, Producer, S3Target, o
 from constructs.local_cache import CLASS_NAME as LOCAL_NVME
 from constructs.objects import RESTRICTED_CONTAINER, api_object
 from constructs.secrets import VaultSecret
-from sitegen.components.base import Component, Flow, Layer, RenderedComponent, S3Access, S3Grant, State
+from sitegen.components.base import Component, Layer, RenderedComponent, State
 from sitegen.components.context import ClusterContext, ClusterScope
+from sitegen.components.flows import Flow
 from sitegen.components.platform.secret_store import SecretStore
+from sitegen.components.s3 import S3Access, S3Grant
 from sitegen.components.storage import second_target
 from sitegen.components.storage.aistor import AIStor, ca_secret, s3_endpoint
 from sitegen.components.storage.local_nvme import LocalNvme

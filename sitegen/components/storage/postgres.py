@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from sitegen.components.base import ChartComponent, Flow, Layer, NamespaceSecurity
+from sitegen.components.base import ChartComponent, Layer, NamespaceSecurity
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.edge.cert_manager import CertManager
+from sitegen.components.flows import Flow
 from sitegen.components.networking.cilium import Cilium
 from sitegen.components.platform.namespaces import Namespaces
 from sitegen.components.privilege import (

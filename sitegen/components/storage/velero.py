@@ -16,8 +16,9 @@ import yaml
 
 from constructs.aistor import DRIVE_CLASS
 from constructs.local_cache import CLASS_NAME as LOCAL_CACHE_CLASS
-from sitegen.components.base import ChartComponent, Flow, Layer, NamespaceSecurity
+from sitegen.components.base import ChartComponent, Layer, NamespaceSecurity
 from sitegen.components.context import ClusterContext, ClusterScope
+from sitegen.components.flows import Flow
 from sitegen.components.networking.cilium import Cilium
 from sitegen.components.observability.kube_prometheus_stack import KubePrometheusStack
 from sitegen.components.platform.namespaces import Namespaces

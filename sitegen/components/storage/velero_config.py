@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from constructs import Construct
 from constructs.secrets import VaultSecret
-from sitegen.components.base import Layer, RenderedComponent, S3Access, S3Grant
+from sitegen.components.base import Layer, RenderedComponent
 from sitegen.components.context import ClusterContext
 from sitegen.components.platform.secret_store import SecretStore
+from sitegen.components.s3 import S3Access, S3Grant
 from sitegen.components.storage import PROJECT
 from sitegen.components.storage.aistor import ca_secret
 from sitegen.components.storage.second_target import second_ca_secret

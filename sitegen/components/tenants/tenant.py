@@ -16,20 +16,13 @@ from constructs.kueue import CLUSTER_QUEUE, GPU_RESOURCE, TenantQueue, cohort_qu
 from constructs.namespaces import Quota
 from constructs.objects import api_object
 from constructs.secrets import VaultSecret
-from sitegen.components.base import (
-    BucketRules,
-    Component,
-    Flow,
-    Layer,
-    NamespaceSecurity,
-    RenderedComponent,
-    S3Access,
-    S3Grant,
-)
+from sitegen.components.base import Component, Layer, NamespaceSecurity, RenderedComponent
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.edge.gateway import Gateway
+from sitegen.components.flows import Flow
 from sitegen.components.gpu import gpu_job_tolerations
 from sitegen.components.gpu.gpu_queues import GpuQueues
+from sitegen.components.s3 import BucketRules, S3Access, S3Grant
 from sitegen.components.storage.aistor import AIStor, ca_secret, s3_endpoint
 from sitegen.components.tenants import PROJECT
 

@@ -8,7 +8,7 @@ import re
 from constructs.aistor import OBJECT_STORE
 from constructs.aistor import root_key as aistor_root_key
 from constructs.argocd import application_name
-from sitegen.components.base import BucketRules, S3Access
+from sitegen.components.s3 import BucketRules, S3Access
 from sitegen.components.storage.aistor import AIStor
 from sitegen.components.storage.aistor_volumemanager import AIStorVolumeManager
 from sitegen.compose.apps import VariantApps

@@ -21,7 +21,7 @@ from constructs.kubeadm import (
     etcd_patch_file,
     kubelet_patch_file,
 )
-from sitegen.components.base import backup_target_folder
+from sitegen.components.s3 import backup_target_folder
 from sitegen.compose.apps import VariantApps
 from sitegen.compose.procedures.book import Runbook
 from sitegen.model import ClusterLayout, Host, PoolLayout, Site, paths

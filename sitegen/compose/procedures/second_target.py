@@ -8,7 +8,7 @@ import json
 from typing import Any
 
 from constructs.etcd_backup import ARCHIVE_UNIT, HOST_RECIPIENT
-from sitegen.components.base import S3Access, backup_target_folder
+from sitegen.components.s3 import S3Access, backup_target_folder
 from sitegen.components.storage.database import CNPG_API, PostgresDatabase
 from sitegen.components.storage.postgres import PLUGIN
 from sitegen.components.storage.second_target import second_endpoint

@@ -14,7 +14,7 @@ from constructs.secrets import (
     vault_mount,
     vault_role,
 )
-from sitegen.components.base import backup_target_folder
+from sitegen.components.s3 import backup_target_folder
 from sitegen.compose.apps import VariantApps
 from sitegen.compose.procedures.aistor import s3_consumers
 from sitegen.compose.procedures.book import Runbook, key_line

@@ -1,0 +1,26 @@
+"""The traffic a component's pods start, as components declare it (`Component.flows`): the network
+policies and the flows report are made from these."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from sitegen.components.base import Component
+
+WORLD = "world"  # outside the cluster (vault, git, registries, PowerScale, another cluster's address)
+NODES = "nodes"  # the nodes themselves (host network: kubelet, node-exporter, etcd metrics)
+EVERY_NAMESPACE = "*"
+
+
+@dataclass(frozen=True)
+class Flow:
+    """Traffic a component's pods start (egress): to the pods of another component (its namespace, on
+    this cluster; a component of another cluster is reached as WORLD), to WORLD or NODES, or to
+    EVERY_NAMESPACE. The destination's ingress follows from it. DNS, the own namespace and (for
+    `talks_to_api` components) the API server need no declaration."""
+
+    to: type[Component] | str
+    ports: tuple[int, ...]  # TCP; () any
+    why: str
