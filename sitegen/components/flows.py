@@ -4,10 +4,6 @@ policies and the flows report are made from these."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from sitegen.components.base import Component
 
 WORLD = "world"  # outside the cluster (vault, git, registries, PowerScale, another cluster's address)
 NODES = "nodes"  # the nodes themselves (host network: kubelet, node-exporter, etcd metrics)
@@ -21,6 +17,6 @@ class Flow:
     EVERY_NAMESPACE. The destination's ingress follows from it. DNS, the own namespace and (for
     `talks_to_api` components) the API server need no declaration."""
 
-    to: type[Component] | str
+    to: type | str  # a Component class (components/base.py imports this module), or one of the above
     ports: tuple[int, ...]  # TCP; () any
     why: str
