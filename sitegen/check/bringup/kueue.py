@@ -22,8 +22,8 @@ that fits its own queue's nominal quota takes it back by preempting what other q
 reclaimWithinCohort allows, borrowed work first, lowest priority first. A borrowing workload preempts
 nothing outside its queue (borrowWithinCohort unset).
 
-Not modelled: hierarchical cohorts (Cohort objects) and fair sharing between ClusterQueues, flavor quotas (summed per resource), fair sharing (the
-ClusterQueue's admission fair sharing orders waiting workloads of equal priority by their LocalQueues'
+Not modelled: hierarchical cohorts (Cohort objects), fair sharing between ClusterQueues, flavor
+quotas (summed per resource), admission fair sharing (the ClusterQueue's admission fair sharing orders waiting workloads of equal priority by their LocalQueues'
 decayed GPU use over their weight: time, which this simulation does not have), admission checks,
 partial admission, queueing strategies (here: by priority, then by key), the
 timeout's length and the backoff's (a requeued workload waits for a change of the nodes or their
@@ -208,12 +208,12 @@ class Kueue:
         for resource in sorted(need):
             if resource not in quota:
                 return f"ClusterQueue {cq_name} covers no {resource}"
-        held = {name: [] for name in queues}  # type: dict[str, list[Workload]]
+        held: dict[str, list[Workload]] = {name: [] for name in queues}
         for _, p in managed:
             if p is not w and p.admitted and (name := self._cluster_queue(p)) in queues:
                 held[name].append(p)
         used = {name: _sum(ws) for name, ws in held.items()}
-        if _fits(need, cq_name, used, queues):
+        if _fits(need, used, queues):
             return None
         spec = cq.body["spec"]
         within = (spec.get("preemption") or {}).get("withinClusterQueue", "Never") in PREEMPTING
@@ -237,12 +237,12 @@ class Kueue:
             self._evict(
                 victim, f"preempted by {w.template.ref}: ClusterQueue {cq_name} takes back its nominal quota"
             )
-            if _fits(need, cq_name, used, queues):
+            if _fits(need, used, queues):
                 return None
         for victim in sorted(victims, key=lambda p: p.priority):
             add(used[cq_name], _total(victim), -1)
             self._evict(victim, f"preempted by {w.template.ref}")
-            if _fits(need, cq_name, used, queues):
+            if _fits(need, used, queues):
                 return None
         return f"ClusterQueue {cq_name} cannot make room ({self._short(need, cq_name, used, queues)})"
 
@@ -267,9 +267,7 @@ class Kueue:
     ) -> str:
         if len(queues) == 1:
             return usage(used[cq_name], need, queues[cq_name])
-        pooled = {r: sum(u.get(r, 0) for u in used.values()) for r in need}
-        cohort = {r: sum(q.get(r, 0) for q in queues.values()) for r in need}
-        return "its cohort: " + usage(pooled, need, cohort)
+        return "its cohort: " + usage(_pooled(need, used), need, _pooled(need, queues))
 
     def _assign_flavor(self, w: Workload) -> str | None:
         """Admission assigns the first flavor of the ClusterQueue that covers the workload's resources
@@ -349,18 +347,18 @@ def _sum(workloads: list[Workload]) -> dict[str, int]:
     return total
 
 
+def _pooled(need: Mapping[str, int], per_queue: Mapping[str, Mapping[str, int]]) -> dict[str, int]:
+    """Each resource `need` names, summed over the cohort's queues (their use, or their quotas)."""
+    return {r: sum(q.get(r, 0) for q in per_queue.values()) for r in need}
+
+
 def _fits(
-    need: Mapping[str, int],
-    cq_name: str,
-    used: Mapping[str, dict[str, int]],
-    queues: Mapping[str, dict[str, int]],
+    need: Mapping[str, int], used: Mapping[str, dict[str, int]], queues: Mapping[str, dict[str, int]]
 ) -> bool:
     """Within what the cohort's queues hold together (a queue alone: its nominal quota): what one
     leaves unused another borrows."""
-    return all(
-        sum(u.get(r, 0) for u in used.values()) + n <= sum(q.get(r, 0) for q in queues.values())
-        for r, n in need.items()
-    )
+    pooled, held = _pooled(need, used), _pooled(need, queues)
+    return all(pooled[r] + n <= held[r] for r, n in need.items())
 
 
 def _borrowing(used: Mapping[str, int], quota: Mapping[str, int]) -> bool:

@@ -106,6 +106,15 @@ def applier(argocd_namespace: str, *, hub: bool) -> str:
     return f"system:serviceaccount:{ArgocdManager.namespace}:{SPOKE_MANAGER}"
 
 
+def _queued_workloads() -> list[dict]:
+    """The kinds Kueue queues (and the pods they make): what the priority policies judge."""
+    return [
+        _rule("", "pods"),
+        _rule("apps", "deployments", "statefulsets"),
+        _rule("batch", "jobs", "cronjobs"),
+    ]
+
+
 def _rule(group: str, *resources: str) -> dict:
     return {
         "apiGroups": [group],
@@ -170,11 +179,7 @@ class AdmissionPolicies(RenderedComponent):
                 scope,
                 f"TenantPriority-{level}",
                 name=f"sitegen-tenant-priority-{level}",
-                rules=[
-                    _rule("", "pods"),
-                    _rule("apps", "deployments", "statefulsets"),
-                    _rule("batch", "jobs", "cronjobs"),
-                ],
+                rules=_queued_workloads(),
                 namespace_labels={MANAGED_NAMESPACE_LABEL: "true", TENANT_PRIORITY_LABEL: level},
                 expression=tenant_priority_expression(
                     PRIORITY_LABEL,
@@ -193,11 +198,7 @@ class AdmissionPolicies(RenderedComponent):
                 scope,
                 "ReservedPriorities",
                 name="sitegen-reserved-priorities",
-                rules=[
-                    _rule("", "pods"),
-                    _rule("apps", "deployments", "statefulsets"),
-                    _rule("batch", "jobs", "cronjobs"),
-                ],
+                rules=_queued_workloads(),
                 namespace_labels={MANAGED_NAMESPACE_LABEL: "true"},
                 expression=reserved_priorities_expression(
                     PRIORITY_LABEL,
