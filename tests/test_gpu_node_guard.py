@@ -14,7 +14,7 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 
 from constructs.gpu_node_guard import CORDON_LABEL, GUARD_SCRIPT
-from constructs.monitoring import FATAL_XID, ROW_REMAP_FAILURE, FabricPool, cordon_conditions, ndr_link_down
+from constructs.node_faults import FATAL_XID, ROW_REMAP_FAILURE, FabricPool, cordon_conditions, ndr_link_down
 
 pytestmark = pytest.mark.skipif(not shutil.which("curl"), reason="needs curl")
 
@@ -231,7 +231,7 @@ def test_the_hub_alerts_when_the_guard_stops_or_is_outnumbered(docs, site):
 def test_guards_of_several_clusters_alert_once_each_counted_by_cluster():
     """The hub evaluates every cluster's series: one rule per alert, counting broken nodes per cluster
     (a spoke's series carry its external label), not one rule per guard that would fire twice."""
-    from constructs.monitoring import GuardWatch, SiteRisks, _guard_rules
+    from constructs.site_alerts import GuardWatch, SiteRisks, _guard_rules
 
     def watch(pool: str) -> GuardWatch:
         conditions = cordon_conditions((FabricPool(pool, ("mlx5_0",)),))

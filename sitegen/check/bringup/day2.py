@@ -51,7 +51,7 @@ if TYPE_CHECKING:
     from sitegen.check.bringup.simulate import Simulation
 
 GPU = "nvidia.com/gpu"
-XID_REASON = "gpu-fatal-xid"  # the guard's label value for a fatal Xid (constructs/monitoring.py)
+XID_REASON = "gpu-fatal-xid"  # the guard's label value for a fatal Xid (constructs/node_faults.py)
 LINK_DOWN = "ndr-link-down"  # and for a fabric port down
 _UPGRADE = re.compile(r"^### Upgrading Kubernetes.*?(?=^### )", re.S | re.M)
 _POOL_BATCH = re.compile(r"^  - pool `([\w-]+)` \((\d+) nodes\): (\d+) at a time", re.M)

@@ -1,5 +1,5 @@
 """`gpu-node-guard`: cordons a GPU node that Prometheus shows broken, on the system pool (see
-constructs/gpu_node_guard.py); the same conditions alert (constructs/monitoring.py)."""
+constructs/gpu_node_guard.py); the same conditions (constructs/node_faults.py) alert."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from collections.abc import Mapping
 
 from constructs import Construct
 from constructs.gpu_node_guard import GpuNodeGuard as Guard
-from constructs.monitoring import FabricPool, cordon_conditions
+from constructs.node_faults import FabricPool, cordon_conditions
 from sitegen.components.base import Layer, NamespaceSecurity, RenderedComponent
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.flows import Flow

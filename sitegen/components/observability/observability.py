@@ -12,20 +12,10 @@ from __future__ import annotations
 from constructs import Construct
 from constructs import gpu_node_guard as guard
 from constructs.edge import SITE_CA_CERT_VAULT_KEY
-from constructs.monitoring import (
-    CILIUM_TARGETS,
-    BackupWatch,
-    DashboardReader,
-    Dashboards,
-    DatabaseWatch,
-    FabricPool,
-    GuardWatch,
-    PodMonitors,
-    PodTarget,
-    SiteAlerts,
-    SiteRisks,
-)
+from constructs.monitoring import CILIUM_TARGETS, DashboardReader, Dashboards, PodMonitors, PodTarget
+from constructs.node_faults import FabricPool
 from constructs.secrets import VaultSecret
+from constructs.site_alerts import BackupWatch, DatabaseWatch, GuardWatch, SiteAlerts, SiteRisks
 from sitegen.components.base import Layer, RenderedComponent
 from sitegen.components.context import ClusterContext
 from sitegen.components.gpu.gpu_health import NAMESPACE as GPU_HEALTH

@@ -1,0 +1,460 @@
+"""The alerts for the site's own risks: one PrometheusRule on the hub, whose rules cover every cluster
+of the variant (the other clusters' agents write their series to the hub).
+
+The thresholds that depend on the site (GPUs per node, NDR ports per node, erasure parity) are
+computed from the site model, so a hardware or layout change moves the alert with it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from constructs import Construct
+from constructs.monitoring import MONITORING
+from constructs.node_faults import FATAL_XID, IB_PORT_ACTIVE, ROW_REMAP_FAILURE, FabricPool, ndr_link_down
+from constructs.objects import SKIP_DRY_RUN, api_object
+
+
+@dataclass(frozen=True)
+class BackupWatch:
+    """A scheduled backup: a CronJob (of `namespace`) or a Velero Schedule (of Velero's)."""
+
+    kind: Literal["cronjob", "velero"]
+    name: str  # the CronJob's or the Schedule's
+    subject: str  # what the alerts call it
+    stale_after_seconds: int  # its longest gap between runs, and an hour
+    namespace: str = ""
+
+    @property
+    def alert_prefix(self) -> str:
+        camel = "".join(part.title() for part in self.name.split("-"))
+        return camel if self.kind == "cronjob" else f"VeleroBackup{camel}"
+
+
+@dataclass(frozen=True)
+class DatabaseWatch:
+    """A CloudNativePG database: its namespace, its Cluster's name (the instances' pod names start
+    with it), how many instances run, how far its WAL archive may fall behind, and how old its last base
+    backup may get (a restore replays every WAL segment since)."""
+
+    namespace: str
+    name: str
+    instances: int
+    archive_timeout_seconds: int
+    base_backup_stale_after_seconds: int
+
+
+@dataclass(frozen=True)
+class GuardWatch:
+    """The GPU node guard of a cluster: its Deployment, how many nodes it cordons at most, and what for."""
+
+    namespace: str
+    name: str
+    max_nodes: int
+    conditions: tuple[tuple[str, str], ...]  # reason, PromQL (cordon_conditions)
+
+
+@dataclass(frozen=True)
+class SiteRisks:
+    gpus_per_node: dict[str, tuple[int, tuple[str, ...]]]  # GPU pool -> (GPUs per node, its hosts)
+    fabric_pools: tuple[FabricPool, ...]
+    aistor_parity: int | None  # None: no AIStor in this cluster
+    nvme_wear_percent: int = 80
+    health_namespace: str | None = None  # where the periodic GPU health checks run (None: none)
+    health_max_age_days: int = 8
+    policy_audit: bool = False  # Cilium only logs what the network policies would drop
+    backups: tuple[BackupWatch, ...] = ()  # what must succeed on schedule, in any cluster of the variant
+    spoke_token_days: int | None = None  # how long a spoke's Argo CD token lives (None: no spokes)
+    guards: tuple[GuardWatch, ...] = ()  # the GPU node guards of the variant's clusters
+    databases: tuple[DatabaseWatch, ...] = ()  # the site's PostgreSQL clusters (CloudNativePG)
+    runbook: str = ""  # the RUNBOOK's path in the repository: where each alert's `runbook_url` points
+
+
+GITOPS_RUNBOOK_SECTION = "when-argo-cd-alerts"  # the anchor of the RUNBOOK's section on these alerts
+
+
+def _alert(
+    name: str, expr: str, severity: str, summary: str, for_: str = "5m", runbook_url: str = ""
+) -> dict[str, Any]:
+    return {
+        "alert": name,
+        "expr": expr,
+        "for": for_,
+        "labels": {"severity": severity},
+        "annotations": {"summary": summary, **({"runbook_url": runbook_url} if runbook_url else {})},
+    }
+
+
+def _regex(names: tuple[str, ...] | list[str]) -> str:
+    return "|".join(names)
+
+
+def _gpu_rules(risks: SiteRisks) -> list[dict[str, Any]]:
+    rules = [
+        # DCGM exports the last Xid code as the value (0: none since the exporter started), and keeps it:
+        # a new Xid is a change of the value (one repeating the last code is not seen). GpuFatalXid stays
+        # on while the last code is fatal: the node needs its repair.
+        _alert(
+            "GpuXid",
+            "DCGM_FI_DEV_XID_ERRORS != 0 and changes(DCGM_FI_DEV_XID_ERRORS[15m]) > 0",
+            "warning",
+            "GPU {{ $labels.gpu }} on {{ $labels.Hostname }} reported Xid {{ $value }}",
+            for_="0m",
+        ),
+        _alert(
+            "GpuFatalXid",
+            FATAL_XID,
+            "critical",
+            "GPU {{ $labels.gpu }} on {{ $labels.Hostname }}: Xid {{ $value }}; drain the node and reset the GPU",
+            for_="0m",
+        ),
+        # both are in dcgm-exporter's default counters (the ECC volatile counters are not)
+        _alert(
+            "GpuUncorrectableRemappedRows",
+            "increase(DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS[1h]) > 0",
+            "warning",
+            "GPU {{ $labels.gpu }} on {{ $labels.Hostname }} remapped rows after uncorrectable errors",
+            for_="0m",
+        ),
+        _alert(
+            "GpuRowRemapFailure",
+            ROW_REMAP_FAILURE,
+            "critical",
+            "GPU {{ $labels.gpu }} on {{ $labels.Hostname }} ran out of spare rows: replace it",
+            for_="0m",
+        ),
+        _alert(
+            "DcgmExporterDown",
+            'up{job="nvidia-dcgm-exporter"} == 0',
+            "warning",
+            "no GPU metrics from {{ $labels.instance }}: Xid and ECC alerts are blind there",
+        ),
+    ]
+    for pool, (count, hosts) in sorted(risks.gpus_per_node.items()):
+        rules.append(
+            _alert(
+                "GpuMissing",
+                f'count by (Hostname) (DCGM_FI_DEV_GPU_TEMP{{Hostname=~"{_regex(hosts)}"}}) < {count}',
+                "critical",
+                f"{{{{ $labels.Hostname }}}} (pool {pool}) shows {{{{ $value }}}} of its {count} GPUs",
+                for_="10m",
+            )
+        )
+    return rules
+
+
+def _health_rules(risks: SiteRisks) -> list[dict[str, Any]]:
+    """The periodic NCCL and DCGM checks: a failed run (bandwidth below the promise, a failed
+    diagnostic) and no passed run for too long (the GPUs were never idle, or Kueue never admitted it)."""
+    ns = f'namespace="{risks.health_namespace}"'
+    age = risks.health_max_age_days * 86400
+    return [
+        _alert(
+            "GpuHealthCheckFailed",
+            f"max by (job_name) (kube_job_status_failed{{{ns}}}) > 0 and on (job_name) "
+            f"(time() - max by (job_name) (kube_job_status_start_time{{{ns}}})) < 86400",
+            "warning",
+            "GPU health check {{ $labels.job_name }} failed: its log has the bus bandwidth or the failed "
+            "DCGM test; take the nodes it ran on out and check them",
+            for_="0m",
+        ),
+        _alert(
+            "GpuHealthCheckStale",
+            f"(time() - max by (cronjob) (kube_cronjob_status_last_successful_time{{{ns}}})) > {age} "
+            f"and on (cronjob) (time() - max by (cronjob) (kube_cronjob_created{{{ns}}})) > {age} "
+            f"and on (cronjob) max by (cronjob) (kube_cronjob_spec_suspend{{{ns}}}) == 0",
+            "warning",
+            f"GPU health check {{{{ $labels.cronjob }}}} has not passed for {risks.health_max_age_days} days",
+            for_="1h",
+        ),
+    ]
+
+
+def _guard_rules(risks: SiteRisks) -> list[dict[str, Any]]:
+    """A guard that stopped passing (its probe goes stale after a failed pass), and more broken GPU
+    nodes in one cluster than its guard may cordon: the rest stay schedulable until a person looks.
+    One rule each for every cluster's guard: the series carry their cluster (a spoke's external label)."""
+    if not risks.guards:
+        return []
+    first = risks.guards[0]
+    assert all(
+        (g.namespace, g.name, g.max_nodes) == (first.namespace, first.name, first.max_nodes)
+        for g in risks.guards
+    )
+    failing = " or ".join(sorted({q for g in risks.guards for _, q in g.conditions}))
+    return [
+        _alert(
+            "GpuNodeGuardDown",
+            f'kube_deployment_status_replicas_available{{namespace="{first.namespace}", '
+            f'deployment="{first.name}"}} < 1',
+            "critical",
+            "the GPU node guard is not passing: a GPU node with a fatal Xid or a link down stays "
+            f"schedulable (kubectl -n {first.namespace} logs deploy/{first.name})",
+            for_="10m",
+        ),
+        _alert(
+            "GpuNodesBrokenPastGuardLimit",
+            f"count by (cluster) ({failing}) > {first.max_nodes}",
+            "critical",
+            f"{{{{ $value }}}} GPU nodes broken, the guard cordons at most {first.max_nodes}: a fabric "
+            "or switch fault? cordon the nodes by hand once the cause is known",
+            for_="5m",
+        ),
+    ]
+
+
+def _backup_rules(risks: SiteRisks) -> list[dict[str, Any]]:
+    """A backup that failed, one that has not succeeded for longer than its schedule allows, and one
+    that never did, per cluster (the hub evaluates the spokes' series too)."""
+    rules = []
+    for watch in risks.backups:
+        hours = watch.stale_after_seconds // 3600
+        label, subject = watch.alert_prefix, watch.subject
+        if watch.kind == "cronjob":
+            cronjob = f'namespace="{watch.namespace}", cronjob="{watch.name}"'
+            # a CronJob's Jobs are named after it and their scheduled minute
+            jobs = f'namespace="{watch.namespace}", job_name=~"{watch.name}-[0-9]+"'
+            last = f"max by (cluster) (kube_cronjob_status_last_successful_time{{{cronjob}}})"
+            failed = (
+                f"max by (cluster, job_name) (kube_job_status_failed{{{jobs}}}) > 0 and on (cluster, job_name) "
+                f"(time() - max by (cluster, job_name) (kube_job_status_start_time{{{jobs}}})) < {watch.stale_after_seconds}"
+            )
+        else:
+            where = f'schedule="{watch.name}"'
+            last = f"max by (cluster) (velero_backup_last_successful_timestamp{{{where}}})"
+            failed = f"max by (cluster) (velero_backup_last_status{{{where}}}) != 1"
+        rules += [
+            _alert(f"{label}Failed", failed, "warning",
+                   f"{subject} failed in {{{{ $labels.cluster }}}}: read its logs before the next run", for_="15m"),
+            _alert(f"{label}Stale", f"(time() - {last}) > {watch.stale_after_seconds}", "critical",
+                   f"{subject} has not succeeded for more than {hours} h in {{{{ $labels.cluster }}}}", for_="0m"),
+            _alert(f"{label}Missing", f"absent({last.removeprefix('max by (cluster) (').removesuffix(')')})",
+                   "critical", f"{subject} has never succeeded since monitoring started ({hours} h)",
+                   for_=f"{hours}h"),
+        ]  # fmt: skip
+    return rules
+
+
+def _database_rules(risks: SiteRisks) -> list[dict[str, Any]]:
+    """A database's WAL archive falling behind (a point in time past it cannot come back; the primary's
+    volume fills with WAL it cannot archive), an instance down (a node lost: the next one lost takes
+    the synchronous standby), a standby that does not stream, a base backup that is late. CloudNativePG's
+    exporter (`cnpg_pg_stat_archiver_*`, `cnpg_collector_up`, `cnpg_pg_replication_*`) and the Barman
+    Cloud plugin's (`barman_cloud_cloudnative_pg_io_*`), on each instance."""
+    rules = []
+    for db in risks.databases:
+        pods = f'namespace="{db.namespace}", pod=~"{db.name}-[0-9]+"'
+        label = "".join(part.title() for part in db.name.split("-"))
+        primary = f"cnpg_pg_stat_archiver_seconds_since_last_archival{{{pods}}} unless on (pod) (cnpg_pg_replication_in_recovery{{{pods}}} == 1)"
+        behind = 3 * db.archive_timeout_seconds
+        rules += [
+            _alert(f"{label}WalArchiveBehind", f"max by (cluster) ({primary}) > {behind}", "critical",
+                   f"{db.name}'s WAL has not reached the archive for more than {behind // 60} min in "
+                   "{{ $labels.cluster }}: the ObjectStore's credentials, AIStor, or the plugin", for_="5m"),
+            _alert(f"{label}WalArchiveFailing",
+                   f"max by (cluster) (increase(cnpg_pg_stat_archiver_failed_count{{{pods}}}[10m])) > 0", "warning",
+                   f"{db.name} fails to archive WAL in {{{{ $labels.cluster }}}} (it retries)", for_="10m"),
+            _alert(f"{label}InstanceDown", f"count by (cluster) (cnpg_collector_up{{{pods}}} == 1) < {db.instances}",
+                   "warning", f"fewer than {db.instances} instances of {db.name} run in {{{{ $labels.cluster }}}}: "
+                   "one more lost leaves no synchronous standby", for_="10m"),
+            _alert(f"{label}StandbyNotStreaming",
+                   f"min by (cluster) (cnpg_pg_replication_streaming_replicas{{{pods}}} unless on (pod) "
+                   f"(cnpg_pg_replication_in_recovery{{{pods}}} == 1)) < {db.instances - 1}", "warning",
+                   f"a standby of {db.name} does not stream from the primary in {{{{ $labels.cluster }}}}", for_="10m"),
+            _alert(f"{label}BaseBackupStale",
+                   f"time() - max by (cluster) (barman_cloud_cloudnative_pg_io_last_available_backup_timestamp{{{pods}}}) "
+                   f"> {db.base_backup_stale_after_seconds}", "warning",
+                   f"{db.name}'s last base backup in {{{{ $labels.cluster }}}} is older than "
+                   f"{db.base_backup_stale_after_seconds // 3600} h: a restore replays every WAL segment since",
+                   for_="30m"),
+        ]  # fmt: skip
+    return rules
+
+
+def _gitops_rules(risks: SiteRisks) -> list[dict[str, Any]]:
+    """Delivery that stopped converging: an Application that stays OutOfSync or not Healthy (drift
+    self-heal cannot fix, a prune a `Prune=false` object waits for, a sync that keeps failing, a node
+    holding a DaemonSet), a failed sync, an ApplicationSet that cannot generate its apps; and what the
+    apps need at run time: ExternalSecrets that do not sync, certificates that do not renew. Argo CD's
+    controllers' metrics (v3.4 controller/metrics, applicationset/metrics), External Secrets' and
+    cert-manager's; every series carries the cluster it came from."""
+    url = f"{risks.runbook}#{GITOPS_RUNBOOK_SECTION}" if risks.runbook else ""
+    rules = [
+        _alert("ArgoCdAppOutOfSync", 'argocd_app_info{sync_status!="Synced"} == 1', "warning",
+               "{{ $labels.name }} is {{ $labels.sync_status }} for 30 minutes: its sync keeps failing, drift "
+               "comes back, or an object it no longer ships waits to be pruned by hand", "30m", url),
+        _alert("ArgoCdAppUnhealthy", 'argocd_app_info{health_status!~"Healthy|Suspended"} == 1', "warning",
+               "{{ $labels.name }} is {{ $labels.health_status }} for 30 minutes (a node down keeps a "
+               "DaemonSet's app Progressing)", "30m", url),
+        _alert("ArgoCdSyncFailed", 'increase(argocd_app_sync_total{phase=~"Error|Failed"}[15m]) > 0',
+               "warning", "a sync of {{ $labels.name }} failed: it retries, then waits for the next commit",
+               "0m", url),
+        _alert("ArgoCdApplicationSetError",
+               'argocd_appset_info{resource_update_status!="ApplicationSetUpToDate"} == 1', "critical",
+               "ApplicationSet {{ $labels.name }} cannot generate its Applications "
+               "({{ $labels.resource_update_status }}): its root waits on it", "15m", url),
+        _alert("ExternalSecretNotReady", 'externalsecret_status_condition{condition="Ready",status="False"} == 1',
+               "warning", "ExternalSecret {{ $labels.namespace }}/{{ $labels.name }} does not sync from the "
+               "vault (a missing key, a role that may not read it)", "15m", url),
+        _alert("CertificateNotReady", 'certmanager_certificate_ready_status{condition="False"} == 1', "warning",
+               "Certificate {{ $labels.namespace }}/{{ $labels.name }} is not ready: it is not issued or "
+               "renewed", "15m", url),
+        _alert("CertificateExpiresSoon",
+               "certmanager_certificate_expiration_timestamp_seconds - time() < 14 * 86400", "critical",
+               "Certificate {{ $labels.namespace }}/{{ $labels.name }} expires within 14 days and has not "
+               "been renewed", "1h", url),
+    ]  # fmt: skip
+    if risks.spoke_token_days:
+        rules += [
+            _alert(
+                "ArgoCdClusterDisconnected",
+                "argocd_cluster_connection_status == 0",
+                "critical",
+                "Argo CD cannot reach {{ $labels.server }}: if its token expired (issued for "
+                f"{risks.spoke_token_days} days), rotate it (RUNBOOK: Argo CD's credential)",
+                for_="10m",
+            ),
+            _alert(
+                "ArgoCdControllerMetricsAbsent",
+                'absent(argocd_cluster_connection_status{server!="https://kubernetes.default.svc"})',
+                "warning",
+                "Argo CD reports no spoke connection: the spokes' reachability is unknown",
+                for_="30m",
+            ),
+        ]
+    return rules
+
+
+def _fabric_rules(risks: SiteRisks) -> list[dict[str, Any]]:
+    rules = []
+    for pool in risks.fabric_pools:
+        rules += [
+            _alert(
+                "NdrLinkDown",
+                ndr_link_down(pool),
+                "critical",
+                f"NDR link {{{{ $labels.device }}}} on {{{{ $labels.node }}}} (pool {pool.name}) is down",
+                for_="2m",
+            ),
+            _alert(
+                "NdrPortNotActive",
+                f"node_infiniband_state_id{pool.ports} != {IB_PORT_ACTIVE}",
+                "warning",
+                f"NDR port {{{{ $labels.device }}}} on {{{{ $labels.node }}}} (pool {pool.name}) is up "
+                "but not active: subnet manager or partition",
+            ),
+            _alert(
+                "NdrPortMissing",
+                f"count by (node) (node_infiniband_state_id{pool.ports}) < {len(pool.devices)}",
+                "critical",
+                f"{{{{ $labels.node }}}} (pool {pool.name}) shows {{{{ $value }}}} of its "
+                f"{len(pool.devices)} NDR ports",
+            ),
+        ]
+    return rules
+
+
+def _storage_rules(risks: SiteRisks) -> list[dict[str, Any]]:
+    rules = [
+        _alert(
+            "NvmeWear",
+            f"smartctl_device_percentage_used >= {risks.nvme_wear_percent}",
+            "warning",
+            "NVMe {{ $labels.device }} on {{ $labels.instance }} has used {{ $value }} % of its rated endurance",
+            for_="1h",
+        ),
+        _alert(
+            "NvmeSpareLow",
+            "smartctl_device_available_spare < smartctl_device_available_spare_threshold",
+            "critical",
+            "NVMe {{ $labels.device }} on {{ $labels.instance }} is below its spare threshold",
+            for_="1h",
+        ),
+    ]
+    if risks.aistor_parity is not None:
+        parity = risks.aistor_parity
+        rules += [
+            _alert(
+                "AIStorDriveOffline",
+                "minio_cluster_drive_offline_total > 0",
+                "warning",
+                "{{ $value }} AIStor drives offline; healing waits for their replacement",
+            ),
+            # Past `parity` offline drives one erasure set may already have lost its redundancy.
+            _alert(
+                "AIStorDrivesAtParity",
+                f"minio_cluster_drive_offline_total >= {parity}",
+                "critical",
+                f"{{{{ $value }}}} AIStor drives offline: at EC:{parity} one erasure set may have no redundancy left",
+                for_="0m",
+            ),
+            _alert(
+                "AIStorNodeOffline",
+                "minio_cluster_nodes_offline_total > 0",
+                "critical",
+                "{{ $value }} AIStor servers offline",
+                for_="2m",
+            ),
+            _alert(
+                "AIStorCapacityLow",
+                "minio_cluster_capacity_usable_free_bytes / minio_cluster_capacity_usable_total_bytes < 0.1",
+                "warning",
+                "AIStor has less than 10 % usable capacity left",
+                for_="30m",
+            ),
+        ]
+    return rules
+
+
+ETCD_RULES = [
+    _alert(
+        "EtcdDatabaseNearQuota",
+        "etcd_mvcc_db_total_size_in_bytes / etcd_server_quota_backend_bytes > 0.8",
+        "warning",
+        "etcd on {{ $labels.instance }} uses {{ $value | humanizePercentage }} of its quota; defragment",
+        for_="10m",
+    )
+]
+
+
+# Rendered only while config/network.yaml asks for audit: a reminder that never resolves by itself.
+POLICY_AUDIT_ALERT = _alert(
+    "NetworkPolicyAuditMode",
+    "vector(1)",
+    "warning",
+    "Cilium runs its network policies in audit mode: nothing is dropped, every namespace is open "
+    "(kubernetes.network_policy: audit in config/network.yaml)",
+    for_="0m",
+)
+
+
+class SiteAlerts(Construct):
+    """Alert rules for the site's own risks; the chart's default rules cover Kubernetes and etcd."""
+
+    def __init__(self, scope: Construct, id: str, *, namespace: str, risks: SiteRisks) -> None:
+        super().__init__(scope, id)
+        groups = [
+            {"name": name, "rules": rules}
+            for name, rules in (
+                ("site-gpu", _gpu_rules(risks) if risks.gpus_per_node else []),
+                ("site-fabric", _fabric_rules(risks)),
+                ("site-storage", _storage_rules(risks)),
+                ("site-etcd", ETCD_RULES),
+                ("site-health", _health_rules(risks) if risks.health_namespace else []),
+                ("site-gpu-guard", _guard_rules(risks)),
+                ("site-backups", _backup_rules(risks)),
+                ("site-databases", _database_rules(risks)),
+                ("site-network", [POLICY_AUDIT_ALERT] if risks.policy_audit else []),
+                ("site-gitops", _gitops_rules(risks)),
+            )
+            if rules
+        ]
+        api_object(
+            self,
+            "Resource",
+            MONITORING,
+            "PrometheusRule",
+            {"name": "site", "namespace": namespace, "annotations": SKIP_DRY_RUN},
+            spec={"groups": groups},
+        )
