@@ -161,6 +161,22 @@ class Observability(RenderedComponent):
             key=ALERTMANAGER_VAULT_KEY,
             properties=["alertmanager.yaml"],
         )
+        self._grafana(scope, ctx)
+        self._loki_credentials(scope, ctx)
+        if ctx.variant.spokes:
+            # htpasswd lines ({SHA}) of the clients that deliver telemetry from the other clusters
+            VaultSecret(
+                scope,
+                "TelemetryUsers",
+                name=TELEMETRY_USERS,
+                namespace=ctx.get(OtelGateway).namespace,
+                store=ctx.store,
+                key=HTPASSWD_VAULT_KEY,
+                properties=[".htpasswd"],
+            )
+
+    def _grafana(self, scope: Construct, ctx: ClusterContext) -> None:
+        """The site's dashboards and Grafana's own credentials: its admin and its OIDC client."""
         grafana = ctx.get(Grafana).namespace
         Dashboards(scope, "Dashboards", namespace=grafana, dashboards=dict(ctx.site.dashboards))
         VaultSecret(
@@ -181,6 +197,11 @@ class Observability(RenderedComponent):
             key=OIDC_VAULT_KEY,
             properties=[OIDC_SECRET_KEY],
         )
+
+    def _loki_credentials(self, scope: Construct, ctx: ClusterContext) -> None:
+        """Loki's S3 keys and the AIStor CA, its gateway's users, and the pair each of its clients
+        (Grafana, the telemetry gateway) reads and writes logs with."""
+        grafana = ctx.get(Grafana).namespace
         loki = ctx.get(Loki).namespace
         VaultSecret(
             scope,
@@ -216,17 +237,6 @@ class Observability(RenderedComponent):
                     "LOKI_PASSWORD": "{{ .password }}",
                     "basic": '{{ printf "%s:%s" .username .password | b64enc }}',
                 },
-            )
-        if ctx.variant.spokes:
-            # htpasswd lines ({SHA}) of the clients that deliver telemetry from the other clusters
-            VaultSecret(
-                scope,
-                "TelemetryUsers",
-                name=TELEMETRY_USERS,
-                namespace=ctx.get(OtelGateway).namespace,
-                store=ctx.store,
-                key=HTPASSWD_VAULT_KEY,
-                properties=[".htpasswd"],
             )
 
 
