@@ -49,56 +49,11 @@ class ObjectStore(Construct):
         store: str,
     ) -> None:
         super().__init__(scope, id)
-        hw = pool.hardware
-        env = [{"name": "MINIO_STORAGE_CLASS_STANDARD", "value": f"EC:{parity}"}]
-        if isinstance(tier.set_drive_count, int):
-            env.append({"name": "MINIO_ERASURE_SET_DRIVE_COUNT", "value": str(tier.set_drive_count)})
-        resources: dict[str, Any] = {
-            "requests": {
-                "cpu": str(int(hw.cpu_cores * NODE_SHARE)),
-                "memory": f"{int(hw.memory_gb * NODE_SHARE)}G",
-            },
-            "limits": {"memory": f"{int(hw.memory_gb * 0.9)}G"},
-        }
-        pool_spec: dict[str, Any] = {
-            "volumesPerServer": hw.nvme.drives,
-            "volumeClaimTemplate": {
-                "metadata": {"name": "data"},
-                "spec": {
-                    "accessModes": ["ReadWriteOnce"],
-                    "storageClassName": DRIVE_CLASS,
-                    "resources": {"requests": {"storage": volume_size(hw.nvme.drive_gb)}},
-                },
-            },
-            "nodeSelector": pool.placement.node_selector,
-            "tolerations": list(pool.placement.tolerations),
-            "labels": {STORE_LABEL: name},  # the S3 front doors' selector
-            "resources": resources,
-            "securityContext": {
-                "runAsUser": 1000,
-                "runAsGroup": 1000,
-                "fsGroup": 1000,
-                "runAsNonRoot": True,
-                "fsGroupChangePolicy": "OnRootMismatch",
-            },
-            "containerSecurityContext": RESTRICTED_CONTAINER,
-        }
-        if tier.rdma:
-            # The RDMA build, inter-node shards over the storage rails. Needs aistor-operator >= 6.0.0.
-            env.append({"name": "MINIO_RDMA_INTERNODE", "value": "on"})
-            rails = fabric.rails_of(pool.name)
-            pool_spec["annotations"] = {
-                "k8s.v1.cni.cncf.io/networks": json.dumps(
-                    [{"name": f"storage-rail-{r.lower()}", "interface": f"net-{r.lower()}"} for r in rails],
-                    separators=(",", ":"),
-                )
-            }
-            for kind in ("requests", "limits"):
-                resources[kind].update({f"{RDMA_PREFIX}/{rail_resource(r)}": "1" for r in rails})
+        pool_spec = _server_pool(name, pool, rdma_rails=fabric.rails_of(pool.name) if tier.rdma else None)
         spec = {
             "image": image.ref,
             "configuration": {"name": f"{name}-env"},
-            "env": env,
+            "env": _env(tier, parity),
             "prometheusOperator": True,
             "certificates": {"disableAutoCert": False, "config": {"dnsNames": [tier.s3_hostname]}},
             # S3 on a load-balancer address under the external name: for the hub's services when AIStor
@@ -130,6 +85,62 @@ class ObjectStore(Construct):
                 "config.env": 'export MINIO_ROOT_USER="{{ .user }}"\nexport MINIO_ROOT_PASSWORD="{{ .password }}"\n'
             },
         )
+
+
+def _env(tier: AIStorTier, parity: int) -> list[dict[str, str]]:
+    env = [{"name": "MINIO_STORAGE_CLASS_STANDARD", "value": f"EC:{parity}"}]
+    if isinstance(tier.set_drive_count, int):
+        env.append({"name": "MINIO_ERASURE_SET_DRIVE_COUNT", "value": str(tier.set_drive_count)})
+    if tier.rdma:
+        # The RDMA build, inter-node shards over the storage rails. Needs aistor-operator >= 6.0.0.
+        env.append({"name": "MINIO_RDMA_INTERNODE", "value": "on"})
+    return env
+
+
+def _server_pool(name: str, pool: PoolLayout, *, rdma_rails: list[str] | None) -> dict[str, Any]:
+    """What every server pool of the store has in common: its servers' drives, placement and resources,
+    and with `rdma_rails` (None: TCP only) a network attachment and NIC on each storage rail."""
+    hw = pool.hardware
+    resources: dict[str, Any] = {
+        "requests": {
+            "cpu": str(int(hw.cpu_cores * NODE_SHARE)),
+            "memory": f"{int(hw.memory_gb * NODE_SHARE)}G",
+        },
+        "limits": {"memory": f"{int(hw.memory_gb * 0.9)}G"},
+    }
+    pool_spec: dict[str, Any] = {
+        "volumesPerServer": hw.nvme.drives,
+        "volumeClaimTemplate": {
+            "metadata": {"name": "data"},
+            "spec": {
+                "accessModes": ["ReadWriteOnce"],
+                "storageClassName": DRIVE_CLASS,
+                "resources": {"requests": {"storage": volume_size(hw.nvme.drive_gb)}},
+            },
+        },
+        "nodeSelector": pool.placement.node_selector,
+        "tolerations": list(pool.placement.tolerations),
+        "labels": {STORE_LABEL: name},  # the S3 front doors' selector
+        "resources": resources,
+        "securityContext": {
+            "runAsUser": 1000,
+            "runAsGroup": 1000,
+            "fsGroup": 1000,
+            "runAsNonRoot": True,
+            "fsGroupChangePolicy": "OnRootMismatch",
+        },
+        "containerSecurityContext": RESTRICTED_CONTAINER,
+    }
+    if rdma_rails is not None:
+        pool_spec["annotations"] = {
+            "k8s.v1.cni.cncf.io/networks": json.dumps(
+                [{"name": f"storage-rail-{r.lower()}", "interface": f"net-{r.lower()}"} for r in rdma_rails],
+                separators=(",", ":"),
+            )
+        }
+        for kind in ("requests", "limits"):
+            resources[kind].update({f"{RDMA_PREFIX}/{rail_resource(r)}": "1" for r in rdma_rails})
+    return pool_spec
 
 
 def root_key(name: str) -> str:

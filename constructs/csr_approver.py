@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import Any
 
 from constructs import Construct
 from constructs.objects import RESTRICTED_CONTAINER, account_with_cluster_role, api_object
@@ -43,6 +44,22 @@ class KubeletCsrApprover(Construct):
     ) -> None:
         super().__init__(scope, id)
         labels = {"app.kubernetes.io/name": NAME}
+        self._rbac(namespace)
+        pod = _pod(labels, env=_env(hosts, node_cidr), image=image, placement=placement)
+        api_object(
+            self,
+            "Deployment",
+            "apps/v1",
+            "Deployment",
+            {"name": NAME, "namespace": namespace, "labels": labels},
+            spec={
+                "replicas": 2,
+                "selector": {"matchLabels": labels},
+                "template": {"metadata": {"labels": labels}, "spec": pod},
+            },
+        )
+
+    def _rbac(self, namespace: str) -> None:
         account_with_cluster_role(
             self,
             NAME,
@@ -91,71 +108,67 @@ class KubeletCsrApprover(Construct):
             roleRef={"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": NAME},
             subjects=[{"kind": "ServiceAccount", "name": NAME, "namespace": namespace}],
         )
-        env = {
-            "PROVIDER_REGEX": provider_regex(hosts),
-            "PROVIDER_IP_PREFIXES": node_cidr,
-            # The cluster DNS does not resolve node names (they live in the hosts' own files): the
-            # name is checked against the plan and the IPs against the node network instead.
-            "BYPASS_DNS_RESOLUTION": "true",
-            "ALLOWED_DNS_NAMES": "1",  # the node name; anything more is not a kubelet of ours
-            # Judge only the kubelets' own requests: AIStor's operator asks this signer for its
-            # store's certificate and approves that itself; judged, it would be denied, for good.
-            "IGNORE_NON_SYSTEM_NODE": "true",
-            "LEADER_ELECTION": "true",
-            "METRICS_BIND_ADDRESS": f":{METRICS_PORT}",
-            "HEALTH_PROBE_BIND_ADDRESS": f":{HEALTH_PORT}",
-        }
-        probe = {"httpGet": {"path": "/healthz", "port": HEALTH_PORT}, "periodSeconds": 10}
-        pod = {
-            "serviceAccountName": NAME,
-            "nodeSelector": placement.node_selector,
-            "tolerations": list(placement.tolerations),
-            "securityContext": {
-                "runAsNonRoot": True,
-                "runAsUser": 65532,
-                "seccompProfile": {"type": "RuntimeDefault"},
-            },
-            "affinity": {
-                "podAntiAffinity": {
-                    "preferredDuringSchedulingIgnoredDuringExecution": [
-                        {
-                            "weight": 100,
-                            "podAffinityTerm": {
-                                "labelSelector": {"matchLabels": labels},
-                                "topologyKey": "kubernetes.io/hostname",
-                            },
-                        }
-                    ]
-                }
-            },
-            "containers": [
-                {
-                    "name": "approver",
-                    "image": image.ref,
-                    "env": [{"name": k, "value": v} for k, v in env.items()],
-                    "ports": [
-                        {"name": "metrics", "containerPort": METRICS_PORT},
-                        {"name": "health", "containerPort": HEALTH_PORT},
-                    ],
-                    "livenessProbe": probe,
-                    "readinessProbe": probe,
-                    "resources": {
-                        "requests": {"cpu": "50m", "memory": "64Mi"},
-                        "limits": {"memory": "128Mi"},
-                    },
-                    "securityContext": {**RESTRICTED_CONTAINER, "readOnlyRootFilesystem": True},
-                }
-            ],
-        }
-        api_object(
-            self,
-            "Deployment",
-            "apps/v1",
-            "Deployment",
-            {"name": NAME, "namespace": namespace, "labels": labels},
-            spec={
-                "replicas": 2,
-                "selector": {"matchLabels": labels},
-                "template": {"metadata": {"labels": labels}, "spec": pod},
-            },
-        )
+
+
+def _env(hosts: Sequence[str], node_cidr: str) -> dict[str, str]:
+    return {
+        "PROVIDER_REGEX": provider_regex(hosts),
+        "PROVIDER_IP_PREFIXES": node_cidr,
+        # The cluster DNS does not resolve node names (they live in the hosts' own files): the
+        # name is checked against the plan and the IPs against the node network instead.
+        "BYPASS_DNS_RESOLUTION": "true",
+        "ALLOWED_DNS_NAMES": "1",  # the node name; anything more is not a kubelet of ours
+        # Judge only the kubelets' own requests: AIStor's operator asks this signer for its
+        # store's certificate and approves that itself; judged, it would be denied, for good.
+        "IGNORE_NON_SYSTEM_NODE": "true",
+        "LEADER_ELECTION": "true",
+        "METRICS_BIND_ADDRESS": f":{METRICS_PORT}",
+        "HEALTH_PROBE_BIND_ADDRESS": f":{HEALTH_PORT}",
+    }
+
+
+def _pod(
+    labels: dict[str, str], *, env: dict[str, str], image: ImagePin, placement: Placement
+) -> dict[str, Any]:
+    probe = {"httpGet": {"path": "/healthz", "port": HEALTH_PORT}, "periodSeconds": 10}
+    return {
+        "serviceAccountName": NAME,
+        "nodeSelector": placement.node_selector,
+        "tolerations": list(placement.tolerations),
+        "securityContext": {
+            "runAsNonRoot": True,
+            "runAsUser": 65532,
+            "seccompProfile": {"type": "RuntimeDefault"},
+        },
+        "affinity": {
+            "podAntiAffinity": {
+                "preferredDuringSchedulingIgnoredDuringExecution": [
+                    {
+                        "weight": 100,
+                        "podAffinityTerm": {
+                            "labelSelector": {"matchLabels": labels},
+                            "topologyKey": "kubernetes.io/hostname",
+                        },
+                    }
+                ]
+            }
+        },
+        "containers": [
+            {
+                "name": "approver",
+                "image": image.ref,
+                "env": [{"name": k, "value": v} for k, v in env.items()],
+                "ports": [
+                    {"name": "metrics", "containerPort": METRICS_PORT},
+                    {"name": "health", "containerPort": HEALTH_PORT},
+                ],
+                "livenessProbe": probe,
+                "readinessProbe": probe,
+                "resources": {
+                    "requests": {"cpu": "50m", "memory": "64Mi"},
+                    "limits": {"memory": "128Mi"},
+                },
+                "securityContext": {**RESTRICTED_CONTAINER, "readOnlyRootFilesystem": True},
+            }
+        ],
+    }

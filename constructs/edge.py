@@ -137,6 +137,42 @@ class SiteGateway(Construct):
     ) -> None:
         super().__init__(scope, id)
         name = "site"
+        self._data_plane(name, namespace, placement=placement, address=address, replicas=replicas)
+        hostnames = sorted(r.hostname for r in routes)
+        _object(
+            self,
+            "Certificate",
+            "cert-manager.io/v1",
+            "Certificate",
+            {"name": f"{name}-gateway", "namespace": namespace},
+            {
+                "secretName": f"{name}-gateway-tls",
+                "dnsNames": hostnames,
+                "issuerRef": {"group": "cert-manager.io", "kind": "ClusterIssuer", "name": ISSUER},
+                "privateKey": {"algorithm": "ECDSA", "size": 256, "rotationPolicy": "Always"},
+            },
+        )
+        _object(
+            self,
+            "Gateway",
+            GATEWAY_API,
+            "Gateway",
+            {"name": name, "namespace": namespace},
+            {"gatewayClassName": "envoy", "listeners": _listeners(name, routes)},
+        )
+        self._https_redirect(name, namespace)
+        for route in routes:
+            for backend in route.backends:
+                if backend.tls_secret:
+                    BackendTls(
+                        self, f"Tls-{route.name}-{backend.service}", namespace=route.namespace,
+                        backend=backend, cluster_domain=cluster_domain,
+                    )  # fmt: skip
+
+    def _data_plane(
+        self, name: str, namespace: str, *, placement: Placement, address: str, replicas: int
+    ) -> None:
+        """The EnvoyProxy that places Envoy's pods and Service, and the GatewayClass that names it."""
         _object(
             self,
             "Proxy",
@@ -178,61 +214,8 @@ class SiteGateway(Construct):
                 },
             },
         )
-        hostnames = sorted(r.hostname for r in routes)
-        _object(
-            self,
-            "Certificate",
-            "cert-manager.io/v1",
-            "Certificate",
-            {"name": f"{name}-gateway", "namespace": namespace},
-            {
-                "secretName": f"{name}-gateway-tls",
-                "dnsNames": hostnames,
-                "issuerRef": {"group": "cert-manager.io", "kind": "ClusterIssuer", "name": ISSUER},
-                "privateKey": {"algorithm": "ECDSA", "size": 256, "rotationPolicy": "Always"},
-            },
-        )
-        _object(
-            self,
-            "Gateway",
-            GATEWAY_API,
-            "Gateway",
-            {"name": name, "namespace": namespace},
-            {
-                "gatewayClassName": "envoy",
-                # One HTTPS listener per front end: its hostname, and routes only from the namespace
-                # that owns it. A listener open to all namespaces without a hostname would let any
-                # tenant attach a route for any name under the site certificate.
-                "listeners": [
-                    *(
-                        {
-                            "name": f"https-{route.name}",
-                            "protocol": "HTTPS",
-                            "port": 443,
-                            "hostname": route.hostname,
-                            "tls": {
-                                "mode": "Terminate",
-                                "certificateRefs": [{"kind": "Secret", "name": f"{name}-gateway-tls"}],
-                            },
-                            "allowedRoutes": {
-                                "namespaces": {
-                                    "from": "Selector",
-                                    "selector": {"matchLabels": {NAMESPACE_NAME_LABEL: route.namespace}},
-                                }
-                            },
-                        }
-                        for route in sorted(routes, key=lambda r: r.name)
-                    ),
-                    # plain HTTP only answers with a redirect (and carries ACME HTTP-01 challenges)
-                    {
-                        "name": "http",
-                        "protocol": "HTTP",
-                        "port": 80,
-                        "allowedRoutes": {"namespaces": {"from": "Same"}},
-                    },
-                ],
-            },
-        )
+
+    def _https_redirect(self, name: str, namespace: str) -> None:
         _object(
             self,
             "Redirect",
@@ -253,13 +236,40 @@ class SiteGateway(Construct):
                 ],
             },
         )
-        for route in routes:
-            for backend in route.backends:
-                if backend.tls_secret:
-                    BackendTls(
-                        self, f"Tls-{route.name}-{backend.service}", namespace=route.namespace,
-                        backend=backend, cluster_domain=cluster_domain,
-                    )  # fmt: skip
+
+
+def _listeners(gateway: str, routes: list[Route]) -> list[dict[str, Any]]:
+    # One HTTPS listener per front end: its hostname, and routes only from the namespace that owns
+    # it. A listener open to all namespaces without a hostname would let any tenant attach a route
+    # for any name under the site certificate.
+    return [
+        *(
+            {
+                "name": f"https-{route.name}",
+                "protocol": "HTTPS",
+                "port": 443,
+                "hostname": route.hostname,
+                "tls": {
+                    "mode": "Terminate",
+                    "certificateRefs": [{"kind": "Secret", "name": f"{gateway}-gateway-tls"}],
+                },
+                "allowedRoutes": {
+                    "namespaces": {
+                        "from": "Selector",
+                        "selector": {"matchLabels": {NAMESPACE_NAME_LABEL: route.namespace}},
+                    }
+                },
+            }
+            for route in sorted(routes, key=lambda r: r.name)
+        ),
+        # plain HTTP only answers with a redirect (and carries ACME HTTP-01 challenges)
+        {
+            "name": "http",
+            "protocol": "HTTP",
+            "port": 80,
+            "allowedRoutes": {"namespaces": {"from": "Same"}},
+        },
+    ]
 
 
 class SiteRoutes(Construct):

@@ -20,8 +20,9 @@ from __future__ import annotations
 
 from pathlib import PurePosixPath
 
+from constructs.api_server_policies import ENCRYPTION_CONFIG
 from constructs.host_backup import OUTPUT_DIR, ROOT_CONTAINER, Producer, output_mount
-from constructs.kubeadm import ENCRYPTION_CONFIG, KUBEADM_PKI
+from constructs.kubeadm import KUBEADM_PKI
 from constructs.objects import RESTRICTED_CONTAINER
 from sitegen.model import ImagePin
 

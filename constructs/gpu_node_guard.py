@@ -12,6 +12,7 @@ fabric's or Prometheus', not the nodes', and a person decides (an alert says so)
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from constructs import Construct
 from constructs.objects import NOBODY_POD, RESTRICTED_CONTAINER, account_with_cluster_role, api_object
@@ -126,39 +127,7 @@ class GpuNodeGuard(Construct):
             "CONDITIONS": "/etc/guard/conditions",
             "ALIVE": "/tmp/alive",
         }
-        probe = {
-            "exec": {"command": ["/bin/sh", "-c", f"find /tmp/alive -mmin -{STALE_MINUTES} | grep -q ."]},
-            "initialDelaySeconds": 60,
-            "periodSeconds": 30,
-        }
-        pod = {
-            "serviceAccountName": NAME,
-            "nodeSelector": placement.node_selector,
-            "tolerations": list(placement.tolerations),
-            "securityContext": NOBODY_POD,
-            "containers": [
-                {
-                    "name": "guard",
-                    "image": image.ref,
-                    "command": ["/bin/sh", "/etc/guard/guard.sh"],
-                    "env": [{"name": k, "value": v} for k, v in env.items()],
-                    "livenessProbe": probe,
-                    "readinessProbe": probe,
-                    "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}, "limits": {"memory": "64Mi"}},
-                    "securityContext": {**RESTRICTED_CONTAINER, "readOnlyRootFilesystem": True},
-                    "volumeMounts": [
-                        {"name": "script", "mountPath": "/etc/guard/guard.sh", "subPath": "guard.sh"},
-                        {"name": "conditions", "mountPath": "/etc/guard/conditions"},
-                        {"name": "tmp", "mountPath": "/tmp"},
-                    ],
-                }
-            ],
-            "volumes": [
-                {"name": "script", "configMap": {"name": f"{NAME}-script"}},
-                {"name": "conditions", "configMap": {"name": f"{NAME}-conditions"}},
-                {"name": "tmp", "emptyDir": {"sizeLimit": "16Mi"}},
-            ],
-        }
+        pod = _pod(env, image=image, placement=placement)
         api_object(
             self,
             "Deployment",
@@ -173,3 +142,40 @@ class GpuNodeGuard(Construct):
                 "template": {"metadata": {"labels": labels}, "spec": pod},
             },
         )
+
+
+def _pod(env: Mapping[str, str], *, image: ImagePin, placement: Placement) -> dict[str, Any]:
+    """The guard's pod: the script and conditions from their ConfigMaps, alive while its passes are."""
+    probe = {
+        "exec": {"command": ["/bin/sh", "-c", f"find /tmp/alive -mmin -{STALE_MINUTES} | grep -q ."]},
+        "initialDelaySeconds": 60,
+        "periodSeconds": 30,
+    }
+    return {
+        "serviceAccountName": NAME,
+        "nodeSelector": placement.node_selector,
+        "tolerations": list(placement.tolerations),
+        "securityContext": NOBODY_POD,
+        "containers": [
+            {
+                "name": "guard",
+                "image": image.ref,
+                "command": ["/bin/sh", "/etc/guard/guard.sh"],
+                "env": [{"name": k, "value": v} for k, v in env.items()],
+                "livenessProbe": probe,
+                "readinessProbe": probe,
+                "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}, "limits": {"memory": "64Mi"}},
+                "securityContext": {**RESTRICTED_CONTAINER, "readOnlyRootFilesystem": True},
+                "volumeMounts": [
+                    {"name": "script", "mountPath": "/etc/guard/guard.sh", "subPath": "guard.sh"},
+                    {"name": "conditions", "mountPath": "/etc/guard/conditions"},
+                    {"name": "tmp", "mountPath": "/tmp"},
+                ],
+            }
+        ],
+        "volumes": [
+            {"name": "script", "configMap": {"name": f"{NAME}-script"}},
+            {"name": "conditions", "configMap": {"name": f"{NAME}-conditions"}},
+            {"name": "tmp", "emptyDir": {"sizeLimit": "16Mi"}},
+        ],
+    }

@@ -81,18 +81,6 @@ class HostBackup(Construct):
         placement: Placement,
     ) -> None:
         super().__init__(scope, id)
-        output = f"{OUTPUT_DIR}/{producer.file}"
-        env = {
-            "PREFIX": prefix,
-            "CLUSTER": cluster,
-            "SUFFIX": producer.suffix,
-            "BUCKET": target.bucket,
-            "S3_HOST": target.host,
-            "S3_REGION": target.region,
-            "CA_FILE": f"{CA_MOUNT}/ca.crt",
-            "OUTPUT": output,
-            "KEYS": KEYS_MOUNT,
-        }
         pod: dict[str, Any] = {
             "restartPolicy": "Never",
             "automountServiceAccountToken": False,
@@ -100,34 +88,7 @@ class HostBackup(Construct):
             "tolerations": list(placement.tolerations),
             "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
             "initContainers": [producer.container],
-            "containers": [
-                {
-                    "name": "upload",
-                    "image": curl.ref,
-                    "command": ["/bin/sh", "-c", UPLOAD_SCRIPT],
-                    "env": [
-                        *({"name": k, "value": v} for k, v in env.items()),
-                        {"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},
-                    ],
-                    "resources": {
-                        "requests": {"cpu": "100m", "memory": "64Mi"},
-                        "limits": {"memory": "256Mi"},
-                    },
-                    # reads what the producer wrote, 0600: as root, or as the producer's own user
-                    "securityContext": ROOT_CONTAINER
-                    if producer.runs_as is None
-                    else {
-                        **RESTRICTED_CONTAINER,
-                        "runAsUser": producer.runs_as,
-                        "readOnlyRootFilesystem": True,
-                    },
-                    "volumeMounts": [
-                        {"name": "output", "mountPath": OUTPUT_DIR, "readOnly": True},
-                        {"name": "s3-ca", "mountPath": CA_MOUNT, "readOnly": True},
-                        {"name": "s3-keys", "mountPath": KEYS_MOUNT, "readOnly": True},
-                    ],
-                }
-            ],
+            "containers": [_upload(producer, target, prefix=prefix, cluster=cluster, curl=curl)],
             "volumes": [
                 *producer.volumes,
                 {"name": "output", "emptyDir": {"sizeLimit": "10Gi"}},  # etcd's quota is 2 GiB by default
@@ -149,6 +110,49 @@ class HostBackup(Construct):
                 "template": {"metadata": {"labels": {"app.kubernetes.io/name": name}}, "spec": pod},
             },
         )
+
+
+def _upload(
+    producer: Producer, target: S3Target, *, prefix: str, cluster: str, curl: ImagePin
+) -> dict[str, Any]:
+    """The container that puts the producer's file into the target's bucket (UPLOAD_SCRIPT)."""
+    env = {
+        "PREFIX": prefix,
+        "CLUSTER": cluster,
+        "SUFFIX": producer.suffix,
+        "BUCKET": target.bucket,
+        "S3_HOST": target.host,
+        "S3_REGION": target.region,
+        "CA_FILE": f"{CA_MOUNT}/ca.crt",
+        "OUTPUT": f"{OUTPUT_DIR}/{producer.file}",
+        "KEYS": KEYS_MOUNT,
+    }
+    return {
+        "name": "upload",
+        "image": curl.ref,
+        "command": ["/bin/sh", "-c", UPLOAD_SCRIPT],
+        "env": [
+            *({"name": k, "value": v} for k, v in env.items()),
+            {"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},
+        ],
+        "resources": {
+            "requests": {"cpu": "100m", "memory": "64Mi"},
+            "limits": {"memory": "256Mi"},
+        },
+        # reads what the producer wrote, 0600: as root, or as the producer's own user
+        "securityContext": ROOT_CONTAINER
+        if producer.runs_as is None
+        else {
+            **RESTRICTED_CONTAINER,
+            "runAsUser": producer.runs_as,
+            "readOnlyRootFilesystem": True,
+        },
+        "volumeMounts": [
+            {"name": "output", "mountPath": OUTPUT_DIR, "readOnly": True},
+            {"name": "s3-ca", "mountPath": CA_MOUNT, "readOnly": True},
+            {"name": "s3-keys", "mountPath": KEYS_MOUNT, "readOnly": True},
+        ],
+    }
 
 
 def output_mount() -> dict[str, Any]:

@@ -8,6 +8,13 @@ from __future__ import annotations
 
 from constructs import Construct
 from constructs import host_config as api
+from constructs.api_server_policies import (
+    ADMISSION_CONFIG,
+    AUDIT_POLICY,
+    AUTHENTICATION_CONFIG,
+    ENCRYPTION_CONFIG,
+    ApiServerPolicies,
+)
 from constructs.host_file import HostFile, config_document
 from sitegen.model import ClusterLayout, Host, PoolLayout
 
@@ -15,14 +22,8 @@ KUBEADM_PKI = "/etc/kubernetes/pki"  # kubeadm's certificatesDir (its default)
 CRI_SOCKET = "unix:///var/run/containerd/containerd.sock"
 CGROUP_DRIVER = "systemd"  # the kubelet's; containerd's runc uses the same (compose/containerd.py)
 
-# Host paths the API server reads; the runbook creates them before `kubeadm init`.
-AUDIT_POLICY = "/etc/kubernetes/audit/policy.yaml"
+# The API server writes its audit log here, on the host (the policy files it reads: api_server_policies.py).
 AUDIT_LOG_DIR = "/var/log/kubernetes/audit"
-ADMISSION_CONFIG = "/etc/kubernetes/admission/admission.yaml"
-AUTHENTICATION_CONFIG = "/etc/kubernetes/authn/authentication.yaml"
-# CIS 1.2.1: anonymous requests only for the load balancer's and kubelet's health checks
-ANONYMOUS_PATHS = ("/livez", "/readyz", "/healthz")
-ENCRYPTION_CONFIG = "/etc/kubernetes/enc/enc.yaml"
 
 # kubeadm applies `kubeletconfiguration+strategic.yaml` from here over the cluster-wide kubelet
 # configuration of the node it inits or joins: how a pool gets its own reservations.
@@ -39,9 +40,6 @@ ADMISSION_PLUGINS = (
     "EventRateLimit",
     "PodTolerationRestriction",
 )
-# Events per second the API server accepts (burst after a quiet spell): for the whole server, per
-# namespace (a noisy tenant cannot starve the rest) and per user.
-EVENT_RATE_LIMITS = (("Server", 100, 200, None), ("Namespace", 20, 100, 2000), ("User", 10, 50, 2000))
 
 TOKEN = "${KUBEADM_TOKEN}"
 CA_CERT_HASH = "${KUBEADM_CA_CERT_HASH}"
@@ -296,156 +294,6 @@ def _inventory(pool: PoolLayout) -> str:
     pairs = [f"{h.name}={h.address}" for h in pool.hosts]
     lines = [" ".join(pairs[i : i + 6]) for i in range(0, len(pairs), 6)]
     return "NODE_NAME=NODE_IP:\n" + "\n".join(f"  {line}" for line in lines)
-
-
-ENCRYPTION_KEY_VAR = "ENCRYPTION_KEY"
-ENCRYPTION_KEY_NAME = "key1"
-ENCRYPTION_PROVIDER = "secretbox"  # XSalsa20-Poly1305: Kubernetes' advice over aescbc (padding oracle)
-
-
-class ApiServerPolicies(Construct):
-    """Audit policy, Pod Security admission defaults and Secrets' encryption at rest, the files the API
-    server flags point at."""
-
-    def __init__(self, scope: Construct, id: str, *, kubernetes_minor: str) -> None:
-        super().__init__(scope, id)
-        encryption = HostFile(
-            self,
-            "Encryption",
-            file_name="encryption-config.yaml",
-            header=(
-                f"Secrets at rest: the key comes from the vault (${{{ENCRYPTION_KEY_VAR}}}, envsubst) into "
-                f"{ENCRYPTION_CONFIG}, mode 0600, on every control-plane node before kubeadm init or join."
-            ),
-        )
-        config_document(
-            encryption,
-            api.EncryptionConfiguration(
-                resources=[
-                    api.EncryptedResources(
-                        resources=["secrets"],
-                        providers=[
-                            api.EncryptionProvider(
-                                secretbox={
-                                    "keys": [
-                                        api.EncryptionKey(
-                                            name=ENCRYPTION_KEY_NAME, secret=f"${{{ENCRYPTION_KEY_VAR}}}"
-                                        )
-                                    ]
-                                }
-                            ),
-                            api.EncryptionProvider(identity={}),
-                        ],
-                    )
-                ]
-            ),
-        )
-        audit = HostFile(
-            self,
-            "AuditPolicy",
-            file_name="audit-policy.yaml",
-            header=f"Copy to {AUDIT_POLICY} on every control-plane node before kubeadm init or join.",
-        )
-        config_document(
-            audit,
-            api.AuditPolicy(
-                omitStages=["RequestReceived"],
-                rules=[
-                    api.AuditRule(
-                        level="None", nonResourceURLs=["/healthz*", "/livez*", "/readyz*", "/version"]
-                    ),
-                    api.AuditRule(
-                        level="None", resources=[api.GroupResources(group="", resources=["events"])]
-                    ),
-                    api.AuditRule(
-                        level="None",
-                        users=["system:kube-scheduler", "system:kube-controller-manager"],
-                        verbs=["get", "list", "watch"],
-                    ),
-                    # Secret payloads must never reach the log: metadata only.
-                    api.AuditRule(
-                        level="Metadata",
-                        resources=[
-                            api.GroupResources(
-                                group="", resources=["secrets", "configmaps", "serviceaccounts/token"]
-                            ),
-                            api.GroupResources(group="authentication.k8s.io", resources=["tokenreviews"]),
-                        ],
-                    ),
-                    api.AuditRule(
-                        level="RequestResponse",
-                        resources=[
-                            api.GroupResources(group="rbac.authorization.k8s.io"),
-                            api.GroupResources(group="admissionregistration.k8s.io"),
-                        ],
-                    ),
-                    api.AuditRule(level="Metadata"),
-                ],
-            ),
-        )
-        authentication = HostFile(
-            self,
-            "Authentication",
-            file_name="authentication-config.yaml",
-            header=f"Copy to {AUTHENTICATION_CONFIG} on every control-plane node before kubeadm init or join.",
-        )
-        config_document(
-            authentication,
-            api.AuthenticationConfiguration(
-                anonymous=api.Anonymous(
-                    enabled=True, conditions=[api.AnonymousCondition(path=p) for p in ANONYMOUS_PATHS]
-                )
-            ),
-        )
-        admission = HostFile(
-            self,
-            "Admission",
-            file_name="admission-config.yaml",
-            header=f"Copy to {ADMISSION_CONFIG} on every control-plane node before kubeadm init or join.",
-        )
-        version = kubernetes_minor
-        config_document(
-            admission,
-            api.AdmissionConfiguration(
-                plugins=[
-                    api.AdmissionPlugin(
-                        name="PodSecurity",
-                        configuration=api.PodSecurityConfiguration(
-                            apiVersion="pod-security.admission.config.k8s.io/v1",
-                            kind="PodSecurityConfiguration",
-                            # Unlabelled namespaces get baseline; every namespace we render is labelled.
-                            defaults=api.PodSecurityDefaults(
-                                enforce="baseline",
-                                enforce_version=version,
-                                audit="restricted",
-                                audit_version=version,
-                                warn="restricted",
-                                warn_version=version,
-                            ),
-                            # Static control-plane pods (kube-vip, etcd) live here and need host access.
-                            exemptions=api.PodSecurityExemptions(
-                                usernames=[],
-                                # none: an exempt request skips enforce, audit and warn; GPU pods
-                                # need nothing baseline refuses (memlock is a host limit)
-                                runtimeClasses=[],
-                                namespaces=["kube-system"],
-                            ),
-                        ),
-                    ),
-                    api.AdmissionPlugin(
-                        name="EventRateLimit",
-                        configuration=api.EventRateLimitConfiguration(
-                            apiVersion="eventratelimit.admission.k8s.io/v1alpha1",
-                            kind="Configuration",
-                            limits=[
-                                api.EventRateLimit(type=kind, qps=qps, burst=burst, cacheSize=cache)
-                                for kind, qps, burst, cache in EVENT_RATE_LIMITS
-                            ],
-                        ),
-                    ),
-                ]
-            ),
-        )
 
 
 class KubeadmConfigs(Construct):

@@ -37,53 +37,12 @@ class ModelServer(Construct):
         queue: str,
     ) -> None:
         super().__init__(scope, id)
-        gpu = pool.hardware.gpu
-        assert gpu is not None
         labels = {
             "app.kubernetes.io/name": "vllm",
             "app.kubernetes.io/instance": model.name,
             "model": model.name,
         }
-        template = GpuPodTemplate(
-            pool=pool,
-            fabric=fabric,
-            namespace=namespace,
-            image=image,
-            gpus=gpu.count,
-            rails=(),
-            labels=labels,
-            env={"HF_HOME": "/models"},
-            command=[
-                "vllm",
-                "serve",
-                model.source,
-                "--served-model-name",
-                model.name,
-                "--host",
-                "0.0.0.0",
-                "--port",
-                str(ENGINE_PORT),
-                "--tensor-parallel-size",
-                str(gpu.count),
-                "--max-model-len",
-                str(model.max_model_len),
-                "--enable-prefix-caching",
-            ],
-        ).to_dict()
-        spec: dict[str, Any] = template["spec"]
-        spec["securityContext"]["fsGroup"] = WORKLOAD_UID  # the weights volume is written as the pod's user
-        container = spec["containers"][0]
-        container["name"] = "vllm"
-        container["env"].append(
-            {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": HF_TOKEN_SECRET, "key": "token"}}}
-        )
-        container["ports"] = [{"name": "http", "containerPort": ENGINE_PORT}]
-        probe = {"httpGet": {"path": "/health", "port": "http"}, "periodSeconds": 10}
-        # loading and compiling a large model takes minutes: up to 30 before liveness counts
-        container["startupProbe"] = {**probe, "failureThreshold": 180}
-        container["readinessProbe"] = {**probe, "failureThreshold": 3}
-        container["livenessProbe"] = {**probe, "failureThreshold": 6}
-        container["volumeMounts"].append({"name": "models", "mountPath": "/models"})
+        template = _engine_template(model, labels, namespace=namespace, pool=pool, fabric=fabric, image=image)
         api_object(
             self,
             "Service",
@@ -122,18 +81,76 @@ class ModelServer(Construct):
                 "podManagementPolicy": "Parallel",
                 "selector": {"matchLabels": labels},
                 "template": template,
-                "volumeClaimTemplates": [
-                    {
-                        "metadata": {"name": "models"},
-                        "spec": {
-                            "accessModes": ["ReadWriteOnce"],
-                            "storageClassName": LOCAL_NVME,
-                            "resources": {"requests": {"storage": f"{model.cache_gb}G"}},
-                        },
-                    }
-                ],
+                "volumeClaimTemplates": [_weights_cache(model)],
             },
         )
+
+
+def _engine_template(
+    model: ServedModel,
+    labels: dict[str, str],
+    *,
+    namespace: str,
+    pool: PoolLayout,
+    fabric: Fabric,
+    image: ImagePin,
+) -> dict[str, Any]:
+    """The vLLM engine's pod: the GPU workload template, serving the model on every GPU of the node."""
+    gpu = pool.hardware.gpu
+    assert gpu is not None
+    template = GpuPodTemplate(
+        pool=pool,
+        fabric=fabric,
+        namespace=namespace,
+        image=image,
+        gpus=gpu.count,
+        rails=(),
+        labels=labels,
+        env={"HF_HOME": "/models"},
+        command=[
+            "vllm",
+            "serve",
+            model.source,
+            "--served-model-name",
+            model.name,
+            "--host",
+            "0.0.0.0",
+            "--port",
+            str(ENGINE_PORT),
+            "--tensor-parallel-size",
+            str(gpu.count),
+            "--max-model-len",
+            str(model.max_model_len),
+            "--enable-prefix-caching",
+        ],
+    ).to_dict()
+    spec: dict[str, Any] = template["spec"]
+    spec["securityContext"]["fsGroup"] = WORKLOAD_UID  # the weights volume is written as the pod's user
+    container = spec["containers"][0]
+    container["name"] = "vllm"
+    container["env"].append(
+        {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": HF_TOKEN_SECRET, "key": "token"}}}
+    )
+    container["ports"] = [{"name": "http", "containerPort": ENGINE_PORT}]
+    probe = {"httpGet": {"path": "/health", "port": "http"}, "periodSeconds": 10}
+    # loading and compiling a large model takes minutes: up to 30 before liveness counts
+    container["startupProbe"] = {**probe, "failureThreshold": 180}
+    container["readinessProbe"] = {**probe, "failureThreshold": 3}
+    container["livenessProbe"] = {**probe, "failureThreshold": 6}
+    container["volumeMounts"].append({"name": "models", "mountPath": "/models"})
+    return template
+
+
+def _weights_cache(model: ServedModel) -> dict[str, Any]:
+    """The claim of each replica's weights cache, on its node's NVMe."""
+    return {
+        "metadata": {"name": "models"},
+        "spec": {
+            "accessModes": ["ReadWriteOnce"],
+            "storageClassName": LOCAL_NVME,
+            "resources": {"requests": {"storage": f"{model.cache_gb}G"}},
+        },
+    }
 
 
 class ServingModels(Construct):

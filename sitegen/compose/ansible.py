@@ -16,16 +16,14 @@ from typing import Any
 
 import yaml
 
-from constructs.etcd_backup import HOST_RECIPIENT
-from constructs.kubeadm import (
+from constructs.api_server_policies import (
     ADMISSION_CONFIG,
     AUDIT_POLICY,
     AUTHENTICATION_CONFIG,
     ENCRYPTION_CONFIG,
-    ETCD_PATCH,
-    KUBELET_PATCH,
-    PATCHES_DIR,
 )
+from constructs.etcd_backup import HOST_RECIPIENT
+from constructs.kubeadm import ETCD_PATCH, KUBELET_PATCH, PATCHES_DIR
 from sitegen.compose.writer import OutputFile
 from sitegen.model import Site, VariantLayout, paths
 
@@ -33,6 +31,10 @@ INVENTORY = "inventory.yml"
 PLAYBOOK = "site.yml"
 PKI_RECIPIENT_TAG = "pki-recipient"
 HOST_SCRIPTS = "/var/lib/sitegen/scripts"  # where the play copies the host scripts it runs (root's only)
+# left to Ansible: the host's pool and kubeadm folder (inventory vars), the hosts to run on (-e sitegen_hosts=)
+_POOL = "{{ sitegen_pool }}"
+_KUBEADM = "{{ sitegen_kubeadm }}"
+_HOSTS = "{{ sitegen_hosts | default('all') }}"
 
 
 def group(cluster: str, pool: str) -> str:
@@ -102,117 +104,131 @@ def _install(src: str, dest: str, mode: str, when: str | None = None) -> dict[st
     return task
 
 
+def _baseline_play(directory: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "name": "Host baseline: prepare, reboot, check",
+        "hosts": _HOSTS,
+        "become": True,
+        "tags": ["baseline"],
+        "serial": "10%",  # a bad baseline stops the play on the first tenth of the hosts
+        "max_fail_percentage": 0,
+        "tasks": [
+            directory,
+            *_copy_and_run(f"host-prep-{_POOL}.sh", "the baseline of the pool"),
+            {"name": "Reboot into the baseline's kernel and arguments", "ansible.builtin.reboot": {"reboot_timeout": 1800}},
+            *_check(f"host-preflight-{_POOL}.sh", "the host against the baseline"),
+        ],
+    }  # fmt: skip
+
+
+def _mirrors_play() -> dict[str, Any]:
+    return {
+        "name": "Registry mirrors: pull through Harbor",
+        "hosts": _HOSTS,
+        "become": True,
+        "tags": ["mirrors"],
+        "tasks": [
+            {
+                "name": "Install the registry hosts (the pull credential step fills their authorization in)",
+                "ansible.builtin.copy": {
+                    "src": f"{{{{ playbook_dir }}}}/../{paths.CONTAINERD}/{paths.CERTS_D}/",
+                    "dest": "/etc/containerd/certs.d/",
+                    "mode": "0600",
+                    "force": False,
+                },
+            },
+        ],
+    }  # fmt: skip
+
+
+def _fabric_play(directory: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "name": "Fabric preparation: the RDMA rails of the pool",
+        "hosts": _HOSTS,
+        "become": True,
+        "tags": ["fabric"],
+        "serial": "10%",
+        "max_fail_percentage": 0,
+        "tasks": [
+            directory,
+            {
+                "name": "Prepare and check the fabric",
+                "when": "sitegen_fabric",
+                "block": [
+                    *_copy_and_run(f"fabric-prep-{_POOL}.sh", "the fabric preparation"),
+                    *_check(f"fabric-preflight-{_POOL}.sh", "the fabric"),
+                ],
+            },
+        ],
+    }  # fmt: skip
+
+
+def _join_files_play() -> dict[str, Any]:
+    return {
+        "name": "Kubelet and API server files of the join",
+        "hosts": _HOSTS,
+        "become": True,
+        "tags": ["join-files"],
+        "vars": {
+            "sitegen_encryption": f"{_KUBEADM}/encryption-config.yaml",
+            "sitegen_encryption_key": "{{ lookup('ansible.builtin.env', 'ENCRYPTION_KEY') }}",
+            "sitegen_pki_recipient": "{{ lookup('ansible.builtin.env', 'PKI_RECIPIENT') }}",
+        },
+        "tasks": [
+            {
+                "name": "Refuse the control plane without the encryption key from the vault",
+                "when": "sitegen_control_plane",
+                "no_log": True,
+                "ansible.builtin.assert": {
+                    "that": ["sitegen_encryption_key | length > 0"],
+                    "fail_msg": "ENCRYPTION_KEY is empty: export it from the vault first (RUNBOOK)",
+                },
+            },
+            _install(f"{_KUBEADM}/kubelet-{_POOL}.yaml", f"{PATCHES_DIR}/{KUBELET_PATCH}", "0644"),
+            _install(f"{_KUBEADM}/etcd-{{{{ inventory_hostname }}}}.yaml", f"{PATCHES_DIR}/{ETCD_PATCH}", "0644", "sitegen_control_plane"),
+            _install(f"{_KUBEADM}/audit-policy.yaml", AUDIT_POLICY, "0600", "sitegen_control_plane"),
+            _install(f"{_KUBEADM}/admission-config.yaml", ADMISSION_CONFIG, "0600", "sitegen_control_plane"),
+            _install(f"{_KUBEADM}/authentication-config.yaml", AUTHENTICATION_CONFIG, "0600", "sitegen_control_plane"),
+            {
+                "name": f"Install {ENCRYPTION_CONFIG} with the key from the vault (ENCRYPTION_KEY)",
+                "when": "sitegen_control_plane",
+                "no_log": True,
+                "ansible.builtin.copy": {
+                    "content": (
+                        "{{ lookup('ansible.builtin.file', sitegen_encryption)"
+                        " | replace('${ENCRYPTION_KEY}', sitegen_encryption_key) }}"
+                    ),
+                    "dest": ENCRYPTION_CONFIG,
+                    "mode": "0600",
+                },
+            },
+            {
+                # public; until the second-target step has made it, the archive's timer skips
+                "name": f"Install {HOST_RECIPIENT}, the PKI archive's recipient (PKI_RECIPIENT)",
+                "when": "sitegen_control_plane and sitegen_pki_recipient | length > 0",
+                "tags": [PKI_RECIPIENT_TAG],
+                "ansible.builtin.copy": {
+                    "content": "{{ sitegen_pki_recipient }}\n",
+                    "dest": HOST_RECIPIENT,
+                    "mode": "0644",
+                },
+            },
+        ],
+    }  # fmt: skip
+
+
 def playbook() -> list[dict[str, Any]]:
-    pools = "{{ sitegen_pool }}"
-    kubeadm = "{{ sitegen_kubeadm }}"
-    hosts = "{{ sitegen_hosts | default('all') }}"
+    # one object in both plays that use it, so the YAML holds it once (an anchor and its alias)
     directory = {
         "name": "Make the folder of the scripts",
         "ansible.builtin.file": {"path": HOST_SCRIPTS, "state": "directory", "mode": "0700"},
     }
     return [
-        {
-            "name": "Host baseline: prepare, reboot, check",
-            "hosts": hosts,
-            "become": True,
-            "tags": ["baseline"],
-            "serial": "10%",  # a bad baseline stops the play on the first tenth of the hosts
-            "max_fail_percentage": 0,
-            "tasks": [
-                directory,
-                *_copy_and_run(f"host-prep-{pools}.sh", "the baseline of the pool"),
-                {"name": "Reboot into the baseline's kernel and arguments", "ansible.builtin.reboot": {"reboot_timeout": 1800}},
-                *_check(f"host-preflight-{pools}.sh", "the host against the baseline"),
-            ],
-        },
-        {
-            "name": "Registry mirrors: pull through Harbor",
-            "hosts": hosts,
-            "become": True,
-            "tags": ["mirrors"],
-            "tasks": [
-                {
-                    "name": "Install the registry hosts (the pull credential step fills their authorization in)",
-                    "ansible.builtin.copy": {
-                        "src": f"{{{{ playbook_dir }}}}/../{paths.CONTAINERD}/{paths.CERTS_D}/",
-                        "dest": "/etc/containerd/certs.d/",
-                        "mode": "0600",
-                        "force": False,
-                    },
-                },
-            ],
-        },
-        {
-            "name": "Fabric preparation: the RDMA rails of the pool",
-            "hosts": hosts,
-            "become": True,
-            "tags": ["fabric"],
-            "serial": "10%",
-            "max_fail_percentage": 0,
-            "tasks": [
-                directory,
-                {
-                    "name": "Prepare and check the fabric",
-                    "when": "sitegen_fabric",
-                    "block": [
-                        *_copy_and_run(f"fabric-prep-{pools}.sh", "the fabric preparation"),
-                        *_check(f"fabric-preflight-{pools}.sh", "the fabric"),
-                    ],
-                },
-            ],
-        },
-        {
-            "name": "Kubelet and API server files of the join",
-            "hosts": hosts,
-            "become": True,
-            "tags": ["join-files"],
-            "vars": {
-                "sitegen_encryption": f"{kubeadm}/encryption-config.yaml",
-                "sitegen_encryption_key": "{{ lookup('ansible.builtin.env', 'ENCRYPTION_KEY') }}",
-                "sitegen_pki_recipient": "{{ lookup('ansible.builtin.env', 'PKI_RECIPIENT') }}",
-            },
-            "tasks": [
-                {
-                    "name": "Refuse the control plane without the encryption key from the vault",
-                    "when": "sitegen_control_plane",
-                    "no_log": True,
-                    "ansible.builtin.assert": {
-                        "that": ["sitegen_encryption_key | length > 0"],
-                        "fail_msg": "ENCRYPTION_KEY is empty: export it from the vault first (RUNBOOK)",
-                    },
-                },
-                _install(f"{kubeadm}/kubelet-{pools}.yaml", f"{PATCHES_DIR}/{KUBELET_PATCH}", "0644"),
-                _install(f"{kubeadm}/etcd-{{{{ inventory_hostname }}}}.yaml", f"{PATCHES_DIR}/{ETCD_PATCH}", "0644", "sitegen_control_plane"),
-                _install(f"{kubeadm}/audit-policy.yaml", AUDIT_POLICY, "0600", "sitegen_control_plane"),
-                _install(f"{kubeadm}/admission-config.yaml", ADMISSION_CONFIG, "0600", "sitegen_control_plane"),
-                _install(f"{kubeadm}/authentication-config.yaml", AUTHENTICATION_CONFIG, "0600", "sitegen_control_plane"),
-                {
-                    "name": f"Install {ENCRYPTION_CONFIG} with the key from the vault (ENCRYPTION_KEY)",
-                    "when": "sitegen_control_plane",
-                    "no_log": True,
-                    "ansible.builtin.copy": {
-                        "content": (
-                            "{{ lookup('ansible.builtin.file', sitegen_encryption)"
-                            " | replace('${ENCRYPTION_KEY}', sitegen_encryption_key) }}"
-                        ),
-                        "dest": ENCRYPTION_CONFIG,
-                        "mode": "0600",
-                    },
-                },
-                {
-                    # public; until the second-target step has made it, the archive's timer skips
-                    "name": f"Install {HOST_RECIPIENT}, the PKI archive's recipient (PKI_RECIPIENT)",
-                    "when": "sitegen_control_plane and sitegen_pki_recipient | length > 0",
-                    "tags": [PKI_RECIPIENT_TAG],
-                    "ansible.builtin.copy": {
-                        "content": "{{ sitegen_pki_recipient }}\n",
-                        "dest": HOST_RECIPIENT,
-                        "mode": "0644",
-                    },
-                },
-            ],
-        },
-    ]  # fmt: skip
+        _baseline_play(directory),
+        _mirrors_play(),
+        _fabric_play(directory),
+        _join_files_play(),
+    ]
 
 
 class _Dumper(yaml.SafeDumper):

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import shlex
 
+from constructs.aistor import OBJECT_STORE
 from constructs.gpu_workload import BATCH_LABEL
 from constructs.kubeadm import PATCHES_DIR
 from sitegen.components.platform_nodes.etcd_backup import EtcdBackup
-from sitegen.components.storage.aistor import OBJECT_STORE
 from sitegen.components.storage.database import PostgresDatabase
 from sitegen.compose.apps import VariantApps
 from sitegen.compose.ownership import KEEP_ON_DELETE, SYNC_OPTIONS
@@ -89,14 +89,19 @@ def day2(apps: VariantApps) -> str:
 
 
 def _procedures(apps: VariantApps) -> list[str]:
-    site, layout = apps.site, apps.layout
-    out = []
+    return [*_gpu_node_out(apps), *_aistor_replacement(apps), _adding_hosts(apps), *replacements(apps)]
+
+
+def _gpu_node_out(apps: VariantApps) -> list[str]:
+    """Taking a node of the first GPU pool out (none without one)."""
+    layout = apps.layout
     gpu = next(((c, p) for c in layout.clusters for p in c.worker_pools if p.hardware.gpu), None)
-    if gpu is not None:
-        cluster, pool = gpu
-        budget = dict((b.pool, b) for _, b in cluster_budgets(apps, cluster))[pool.name]
-        out.append(
-            f"""### Taking a GPU node out (`{cluster.name}`, pool {pool.name})
+    if gpu is None:
+        return []
+    cluster, pool = gpu
+    budget = dict((b.pool, b) for _, b in cluster_budgets(apps, cluster))[pool.name]
+    return [
+        f"""### Taking a GPU node out (`{cluster.name}`, pool {pool.name})
 
 A multi-node job loses every rank when one node goes: never drain a node with batch pods on it. Cordon
 it (Kueue admits nothing new there), wait until its `{BATCH_LABEL}=true` pods have finished, then
@@ -122,14 +127,20 @@ GPU driver upgrades follow the same rule without you: the GPU Operator's upgrade
 at a time and only once the `{BATCH_LABEL}=true` pods on it have completed (no timeout), so a driver
 change never kills a running step; a new driver version is a change of `versions.yaml` and a sync.
 """
-        )
+    ]
+
+
+def _aistor_replacement(apps: VariantApps) -> list[str]:
+    """Replacing an AIStor drive or server (none in a variant without AIStor's pool)."""
+    site, layout = apps.site, apps.layout
     tier = site.storage.aistor
     aistor = next((c for c in layout.clusters if any(p.name == tier.pool for p in c.pools)), None)
-    if aistor is not None:
-        budgets = [b for p, b in cluster_budgets(apps, aistor) if p.name == tier.pool]
-        per_pool = "; ".join(f"{b.pool}: {b.down} ({b.why})" for b in budgets)
-        out.append(
-            f"""### Replacing an AIStor drive or server (`{aistor.name}`, pool {tier.pool})
+    if aistor is None:
+        return []
+    budgets = [b for p, b in cluster_budgets(apps, aistor) if p.name == tier.pool]
+    per_pool = "; ".join(f"{b.pool}: {b.down} ({b.why})" for b in budgets)
+    return [
+        f"""### Replacing an AIStor drive or server (`{aistor.name}`, pool {tier.pool})
 
 Servers that may be down at once, per server pool: {per_pool}. More than that takes erasure sets below
 their read quorum: their objects are unreadable until the servers return (`sitegen plan` says how much).
@@ -156,12 +167,15 @@ those alone (new drives), as above, then delete the pending pod. A server pool i
 resized: more servers are a new entry of `storage.aistor.server_pools`, and a pool leaves only after
 `mc admin decommission start` has moved its objects off it.
 """
-        )
+    ]
+
+
+def _adding_hosts(apps: VariantApps) -> str:
+    layout = apps.layout
     folders = ", ".join(
         f"`{paths.in_repo(paths.kubeadm_dir(layout.name, c.name))}/`" for c in layout.clusters
     )
-    out.append(
-        f"""### Adding hosts
+    return f"""### Adding hosts
 
 Add them to their pool in `config/pools.yaml` (storage hosts also as a new server pool), synth, review
 and merge. On each new host run its pool's join step from the bring-up above with the regenerated files
@@ -170,8 +184,6 @@ quotas). Joined hosts keep their names and addresses: synth refuses a renamed or
 a control-plane member that disappears unless `config/clusters.yaml` `replaced_members` names the host
 taking its place (the RUNBOOK then has the move's steps).
 """
-    )
-    return out + replacements(apps)
 
 
 def _kubernetes_upgrade(apps: VariantApps, minor: str, nxt: str) -> str:

@@ -32,10 +32,11 @@ from constructs.argocd import (
     root_name,
 )
 from constructs.secrets import read_keys
-from sitegen.components.base import Project
+from sitegen.components.base import Component, Project
 from sitegen.components.catalog import COMPONENTS
+from sitegen.components.context import ClusterContext
 from sitegen.components.ownership import WrittenField
-from sitegen.components.platform.argo_cd import OIDC_SECRET, OIDC_SECRET_KEY, OIDC_VAULT_KEY, ArgoCd
+from sitegen.components.platform.argo_cd import ArgoCd
 from sitegen.components.platform.secret_store import SecretStore
 from sitegen.components.storage.aistor import AIStor
 from sitegen.compose.apps import CompositionError, VariantApps, predecessors
@@ -279,9 +280,9 @@ def _access(access: ObjectChart, apps: VariantApps) -> None:
     OidcClientSecret(
         access,
         "OidcClientSecret",
-        name=OIDC_SECRET,
-        key=OIDC_SECRET_KEY,
-        vault_key=OIDC_VAULT_KEY,
+        name=ArgoCd.oidc_secret,
+        key=ArgoCd.oidc_secret_key,
+        vault_key=ArgoCd.oidc_vault_key,
         namespace=argocd_ns,
         secret_store=site.secrets.store,
     )
@@ -303,11 +304,8 @@ def bootstrap(
 ) -> Delivery:  # fmt: skip
     """Each cluster's root into `root` (the hub's) and `spoke_roots`; Argo CD's credentials and the
     spoke registrations into `access`, an app of the hub like any other (it waits for the hub's store)."""
-    site, layout = apps.site, apps.layout
-    gitops = site.gitops
-    argocd_ns = gitops.argocd.namespace
+    layout = apps.layout
     variant, hub = layout.name, layout.hub.name
-    hub_server = layout.server(layout.hub)
     order = sync_order(apps, documents)
     root_apps = foundation(apps)
     descriptors: dict[PurePosixPath, dict[str, Any]] = {}
@@ -317,21 +315,7 @@ def bootstrap(
     for ctx, component in apps.members():
         cluster = ctx.cluster.name
         if cluster == hub and component.name in root_apps:
-            path = paths.in_repo(paths.app_dir(variant, cluster, component.name))
-            ClusterApplication(
-                root,
-                f"App-{cluster}-{component.name}",
-                cluster=cluster,
-                app=component.name,
-                layer=component.layer.name.lower(),
-                wave=order.hub_root[(cluster, component.name)],
-                namespace=argocd_ns,
-                project=component.project.name,
-                source=AppSource(gitops.repo_url, gitops.revision, str(path)),
-                server=hub_server,
-                destination_namespace=component.namespace,
-                sync_options=component.sync_options,
-            )
+            _foundation_application(root, apps, order, component)
             continue
         wave = (
             order.hub_root[(cluster, component.name)]
@@ -339,17 +323,8 @@ def bootstrap(
             else order.waves[(cluster, component.name)]
         )
         generated[cluster].add(wave)
-        writes = [w for c in ctx.components for w in c.writes]
-        descriptors[paths.app_descriptor(variant, cluster, component.name)] = _descriptor(
-            cluster=cluster,
-            app=component.name,
-            layer=component.layer.name.lower(),
-            wave=wave,
-            project=component.project.name,
-            server=layout.server(ctx.cluster),
-            namespace=component.namespace,
-            sync_options=component.sync_options,
-            ignore=ignored_fields(documents[(cluster, component.name)], writes),
+        descriptors[paths.app_descriptor(variant, cluster, component.name)] = _generated_descriptor(
+            ctx, component, wave, documents[(cluster, component.name)]
         )
     access_wave = order.hub_root[(hub, ACCESS_APP)]
     generated[hub].add(access_wave)
@@ -359,12 +334,65 @@ def bootstrap(
         layer="foundation",
         wave=access_wave,
         project=BOOTSTRAP_PROJECT.name,
-        server=hub_server,
-        namespace=argocd_ns,
+        server=layout.server(layout.hub),
+        namespace=apps.site.gitops.argocd.namespace,
         sync_options=["ServerSideApply=true"],
         ignore=[],
     )
     _access(access, apps)
+    _roots(root, spoke_roots, apps, order, generated)
+    return Delivery(descriptors)
+
+
+def _foundation_application(root: ObjectChart, apps: VariantApps, order: Order, component: Component) -> None:
+    """A foundation app of the hub as an Application of the root (the runbook installs it first)."""
+    gitops, layout = apps.site.gitops, apps.layout
+    cluster = layout.hub.name
+    path = paths.in_repo(paths.app_dir(layout.name, cluster, component.name))
+    ClusterApplication(
+        root,
+        f"App-{cluster}-{component.name}",
+        cluster=cluster,
+        app=component.name,
+        layer=component.layer.name.lower(),
+        wave=order.hub_root[(cluster, component.name)],
+        namespace=gitops.argocd.namespace,
+        project=component.project.name,
+        source=AppSource(gitops.repo_url, gitops.revision, str(path)),
+        server=layout.server(layout.hub),
+        destination_namespace=component.namespace,
+        sync_options=component.sync_options,
+    )
+
+
+def _generated_descriptor(
+    ctx: ClusterContext, component: Component, wave: int, docs: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """The descriptor of an app its cluster's ApplicationSet of `wave` generates."""
+    writes = [w for c in ctx.components for w in c.writes]
+    return _descriptor(
+        cluster=ctx.cluster.name,
+        app=component.name,
+        layer=component.layer.name.lower(),
+        wave=wave,
+        project=component.project.name,
+        server=ctx.variant.server(ctx.cluster),
+        namespace=component.namespace,
+        sync_options=component.sync_options,
+        ignore=ignored_fields(docs, writes),
+    )
+
+
+def _roots(
+    root: ObjectChart, spoke_roots: Mapping[str, ObjectChart], apps: VariantApps, order: Order,
+    generated: Mapping[str, set[int]],
+) -> None:  # fmt: skip
+    """Each cluster's ApplicationSets (one per wave it generates apps in) into its root, each spoke's
+    root into the hub's, and the hub's root last."""
+    gitops, layout = apps.site.gitops, apps.layout
+    argocd_ns = gitops.argocd.namespace
+    variant, hub = layout.name, layout.hub.name
+    hub_server = layout.server(layout.hub)
     for cluster in layout.clusters:
         name = cluster.name
         chart = root if cluster is layout.hub else spoke_roots[name]
@@ -405,4 +433,3 @@ def bootstrap(
         revision=gitops.revision,
         server=hub_server,
     )
-    return Delivery(descriptors)

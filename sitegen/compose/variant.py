@@ -13,11 +13,10 @@ from typing import Any
 
 from cdk8s import App
 
-from constructs.objects import WORKLOAD_KINDS
+from constructs.objects import WEBHOOK_KINDS, WORKLOAD_KINDS
 from sitegen.components.base import ChartComponent, Component, RenderedComponent
 from sitegen.components.catalog import COMPONENTS
 from sitegen.components.context import ClusterContext
-from sitegen.components.networking.network_policies import WEBHOOK_KINDS
 from sitegen.compose import chart_values
 from sitegen.compose.ansible import ansible_files
 from sitegen.compose.apps import CompositionError, VariantApps, variant_apps
@@ -208,50 +207,102 @@ def _variant_files(
     documents: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for ctx in apps.contexts:
         cluster = ctx.cluster.name
-        readers = sorted(
-            (c for c in ctx.components if _reads_rendered(c)),
-            key=lambda c: c.reads_readers,  # type: ignore[attr-defined]
-        )
-        for component in [*(c for c in ctx.components if c not in readers), *readers]:
-            folder = paths.app_dir(variant, cluster, component.name)
+        for component in _readers_last(ctx):
             if isinstance(component, RenderedComponent):
-                chart = composed.charts.get((cluster, component.name))
-                if chart is None:
-                    chart = ObjectChart(app, f"{variant}-{cluster}-{component.name}", folder=folder)
-                    rendered = {name: docs for (c, name), docs in documents.items() if c == cluster}
-                    component.render(chart, dataclasses.replace(ctx, rendered=rendered))
-                found = patches.for_app(cluster, component.name)
-                if found:
-                    _patched_chart(chart, found, patches)
+                chart = _rendered_chart(app, ctx, component, composed, documents, patches)
                 charts[(cluster, component.name)] = chart
                 documents[(cluster, component.name)] = chart.documents
             elif isinstance(component, ChartComponent):
-                rendered = hydrated[str(folder)]
-                kept = _kept(component, rendered)
-                _check_serves(ctx, component, rendered, kept)
-                found = patches.for_app(cluster, component.name)
-                patched = dict(_patched_render(kept, found, patches)) if found else {}
+                folder = paths.app_dir(variant, cluster, component.name)
+                kept, patched = _hydrated_objects(ctx, component, hydrated[str(folder)], patches)
                 files += [
                     OutputFile(paths.PurePosixPath(o.path), [patched[o]])
                     if patched.get(o) is not None
                     else OutputFile(paths.PurePosixPath(o.path), [], text=o.text)
                     for o in kept
                 ]
-                # identities only (the CRDs are large), but the bodies of what the network policies
-                # read (the Services the API server calls) and of the bindings (a spoke's manager may
-                # bind only the roles they name), of the workloads, and of what a controller writes
-                # into (its app ignores the field; a CRD's conversion is left to the bring-up check)
-                documents[(cluster, component.name)] = [
-                    patched[o]  # type: ignore[misc]
-                    if patched.get(o) is not None
-                    else o.document()
-                    if o.kind in WEBHOOK_KINDS
-                    or o.kind in BINDING_KINDS
-                    or o.kind in WORKLOAD_KINDS
-                    or o.kind in WRITTEN_KINDS
-                    else o.metadata_document()
-                    for o in kept
-                ]
+                documents[(cluster, component.name)] = _read_documents(kept, patched)
+    root, spoke_roots, access = _bootstrap_charts(app, apps)
+    delivery = bootstrap(root, spoke_roots, access, apps, documents)
+    for chart in [*charts.values(), access, root, *spoke_roots.values()]:
+        files += chart.output_files()
+    files += [
+        OutputFile(path, [], text=json.dumps(element, indent=2, sort_keys=True) + "\n")
+        for path, element in sorted(delivery.descriptors.items())
+    ]
+    files.append(_runbook_file(apps, charts, [root, access, *spoke_roots.values()]))
+    files += _bucket_files(apps)
+    files += mirror_files(apps.site, variant)
+    files += ansible_files(apps.site, apps.layout)
+    return files
+
+
+def _readers_last(ctx: ClusterContext) -> list[Component]:
+    """The cluster's components, those that read other apps' objects after the rest (in their order)."""
+    readers = sorted(
+        (c for c in ctx.components if _reads_rendered(c)),
+        key=lambda c: c.reads_readers,  # type: ignore[attr-defined]
+    )
+    return [*(c for c in ctx.components if c not in readers), *readers]
+
+
+def _rendered_chart(
+    app: App,
+    ctx: ClusterContext,
+    component: RenderedComponent,
+    composed: _Composed,
+    documents: Mapping[tuple[str, str], list[dict[str, Any]]],
+    patches: Patches,
+) -> ObjectChart:
+    """A cdk8s app's chart, patched: composed already, or rendered now from what the cluster's apps
+    before it rendered."""
+    variant, cluster = ctx.variant.name, ctx.cluster.name
+    chart = composed.charts.get((cluster, component.name))
+    if chart is None:
+        folder = paths.app_dir(variant, cluster, component.name)
+        chart = ObjectChart(app, f"{variant}-{cluster}-{component.name}", folder=folder)
+        rendered = {name: docs for (c, name), docs in documents.items() if c == cluster}
+        component.render(chart, dataclasses.replace(ctx, rendered=rendered))
+    found = patches.for_app(cluster, component.name)
+    if found:
+        _patched_chart(chart, found, patches)
+    return chart
+
+
+def _hydrated_objects(
+    ctx: ClusterContext, component: ChartComponent, rendered: Rendered, patches: Patches
+) -> tuple[list[RenderedObject], dict[RenderedObject, dict[str, Any] | None]]:
+    """A chart app's objects it keeps, and the patched body of each a patch names."""
+    kept = _kept(component, rendered)
+    _check_serves(ctx, component, rendered, kept)
+    found = patches.for_app(ctx.cluster.name, component.name)
+    return kept, dict(_patched_render(kept, found, patches)) if found else {}
+
+
+def _read_documents(
+    kept: list[RenderedObject], patched: Mapping[RenderedObject, dict[str, Any] | None]
+) -> list[dict[str, Any]]:
+    """What the apps that read a chart app's objects get of them."""
+    # identities only (the CRDs are large), but the bodies of what the network policies
+    # read (the Services the API server calls) and of the bindings (a spoke's manager may
+    # bind only the roles they name), of the workloads, and of what a controller writes
+    # into (its app ignores the field; a CRD's conversion is left to the bring-up check)
+    return [
+        patched[o]  # type: ignore[misc]
+        if patched.get(o) is not None
+        else o.document()
+        if o.kind in WEBHOOK_KINDS
+        or o.kind in BINDING_KINDS
+        or o.kind in WORKLOAD_KINDS
+        or o.kind in WRITTEN_KINDS
+        else o.metadata_document()
+        for o in kept
+    ]
+
+
+def _bootstrap_charts(app: App, apps: VariantApps) -> tuple[ObjectChart, dict[str, ObjectChart], ObjectChart]:
+    """The charts the bootstrap fills: the hub's root, each spoke's root and the access app's."""
+    variant = apps.layout.name
     root = ObjectChart(app, f"{variant}-bootstrap", folder=paths.bootstrap_dir(variant))
     spoke_roots = {
         s.name: ObjectChart(
@@ -261,20 +312,25 @@ def _variant_files(
     }
     hub = apps.layout.hub.name
     access = ObjectChart(app, f"{variant}-{hub}-{ACCESS_APP}", folder=paths.app_dir(variant, hub, ACCESS_APP))
-    delivery = bootstrap(root, spoke_roots, access, apps, documents)
-    for chart in [*charts.values(), access, root, *spoke_roots.values()]:
-        files += chart.output_files()
-    files += [
-        OutputFile(path, [], text=json.dumps(element, indent=2, sort_keys=True) + "\n")
-        for path, element in sorted(delivery.descriptors.items())
-    ]
+    return root, spoke_roots, access
+
+
+def _runbook_file(
+    apps: VariantApps, charts: Mapping[tuple[str, str], ObjectChart], bootstrap_charts: list[ObjectChart]
+) -> OutputFile:
+    """The RUNBOOK, from every cluster's objects."""
     ours: dict[str, list[dict[str, Any]]] = {c.name: [] for c in apps.layout.clusters}
     for (cluster, _), chart in charts.items():
         ours[cluster] += chart.documents
     # the bootstrap objects live on the hub
-    ours[hub] += [*root.documents, *access.documents, *(d for c in spoke_roots.values() for d in c.documents)]
-    files.append(OutputFile(paths.bootstrap_dir(variant) / paths.RUNBOOK, [], text=runbook(apps, ours)))
-    files += [
+    ours[apps.layout.hub.name] += [d for chart in bootstrap_charts for d in chart.documents]
+    return OutputFile(paths.bootstrap_dir(apps.layout.name) / paths.RUNBOOK, [], text=runbook(apps, ours))
+
+
+def _bucket_files(apps: VariantApps) -> list[OutputFile]:
+    """Each S3 consumer's policy, then each second-target bucket's lifecycle."""
+    variant = apps.layout.name
+    files = [
         OutputFile(
             paths.s3_policy_file(variant, access.user), [], text=json.dumps(access.policy(), indent=2) + "\n"
         )
@@ -286,8 +342,6 @@ def _variant_files(
         OutputFile(paths.lifecycle_file(variant, bucket), [], text=lifecycle_text(second, bucket, lock_days))
         for bucket in second_buckets(second)
     ]
-    files += mirror_files(apps.site, variant)
-    files += ansible_files(apps.site, apps.layout)
     return files
 
 

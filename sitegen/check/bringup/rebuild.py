@@ -32,7 +32,8 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from constructs.kubeadm import ENCRYPTION_CONFIG, ENCRYPTION_KEY_VAR, ETCD_PATCH, KUBELET_PATCH, PATCHES_DIR
+from constructs.api_server_policies import ENCRYPTION_CONFIG, ENCRYPTION_KEY_VAR
+from constructs.kubeadm import ETCD_PATCH, KUBELET_PATCH, PATCHES_DIR
 from sitegen.check.bringup.cluster import Cluster
 from sitegen.check.bringup.etcd import Member, peer_url
 from sitegen.check.bringup.events import Blocker, Event, Stop

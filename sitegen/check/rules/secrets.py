@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from itertools import pairwise
 
+from constructs.api_server_policies import ENCRYPTION_CONFIG
 from constructs.edge import ISSUING_CA_VAULT_KEY, SITE_CA_KEY_PAIR
-from constructs.kubeadm import ENCRYPTION_CONFIG, KUBEADM_PKI
+from constructs.kubeadm import KUBEADM_PKI
 from constructs.secrets import vault_role
 from sitegen.check.placement import pod_spec
 from sitegen.check.rules.base import Context, Violation, rule

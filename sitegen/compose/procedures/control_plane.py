@@ -6,8 +6,7 @@ from __future__ import annotations
 
 from pathlib import PurePosixPath
 
-from constructs.etcd_backup import HOST_RECIPIENT
-from constructs.kubeadm import (
+from constructs.api_server_policies import (
     ADMISSION_CONFIG,
     AUDIT_POLICY,
     AUTHENTICATION_CONFIG,
@@ -15,6 +14,9 @@ from constructs.kubeadm import (
     ENCRYPTION_KEY_NAME,
     ENCRYPTION_KEY_VAR,
     ENCRYPTION_PROVIDER,
+)
+from constructs.etcd_backup import HOST_RECIPIENT
+from constructs.kubeadm import (
     ETCD_PATCH,
     KUBELET_PATCH,
     PATCHES_DIR,

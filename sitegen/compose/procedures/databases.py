@@ -9,9 +9,9 @@ placeholder it fills with the lost instance's number.
 from __future__ import annotations
 
 from constructs.local_cache import CLASS_NAME as LOCAL_NVME
-from sitegen.components.storage.database import CNPG_API, PostgresDatabase
-from sitegen.components.storage.postgres import PLUGIN
-from sitegen.components.storage.second_target import second_endpoint
+from sitegen.components.second_target import second_endpoint
+from sitegen.components.storage.database import PostgresDatabase
+from sitegen.components.storage.postgres import BarmanCloud, CloudNativePg
 from sitegen.compose.apps import VariantApps
 from sitegen.model import ClusterLayout
 
@@ -28,13 +28,14 @@ def restore_title(database: str, cluster: str) -> str:
 
 
 def database_sections(apps: VariantApps, layout: ClusterLayout, db: type[PostgresDatabase]) -> str:
-    site = apps.site
-    database = db.spec(site)
+    return f"{_lost_node(apps, layout, db)}\n{_restore(apps, layout, db)}"
+
+
+def _lost_node(apps: VariantApps, layout: ClusterLayout, db: type[PostgresDatabase]) -> str:
+    """What a lost node costs the database, and what to do when the node does not come back."""
+    database = db.spec(apps.site)
     pool = layout.system_pool
-    second = site.services.backups.second
-    dump_bucket = second.bucket_of(db.cluster)
     ns, name, consumer = db.namespace, db.cluster, db.consumer.name
-    restored, restored_db = f"{name}-restore", f"{db.database}_restored"
     return f"""### {title(db.cluster, layout.name)}
 
 `{name}` runs {database.instances} PostgreSQL instances on as many `{pool.name}` nodes (never two on one),
@@ -64,8 +65,19 @@ kubectl -n {ns} wait cluster/{name} --for=jsonpath='{{.status.readyInstances}}'=
 
 While one instance is missing, commits wait for the one standby left; with none left they stop (no
 write is acknowledged on one node alone) until the new instance has caught up.
+"""
 
-### {restore_title(db.cluster, layout.name)}
+
+def _restore(apps: VariantApps, layout: ClusterLayout, db: type[PostgresDatabase]) -> str:
+    """A restore to a point in time from the archive in AIStor, or from the second target's dump."""
+    site = apps.site
+    database = db.spec(site)
+    pool = layout.system_pool
+    second = site.services.backups.second
+    dump_bucket = second.bucket_of(db.cluster)
+    ns, name, consumer = db.namespace, db.cluster, db.consumer.name
+    restored, restored_db = f"{name}-restore", f"{db.database}_restored"
+    return f"""### {restore_title(db.cluster, layout.name)}
 
 A bad change, or every instance lost: CloudNativePG restores into a new Cluster, never in
 place. Restore beside it from the archive in AIStor (base backups kept {database.backups.retention_days}
@@ -75,7 +87,7 @@ database of `{name}` and swap the names (Argo CD keeps managing `{name}` and {co
 
 ```sh
 kubectl -n {ns} apply -f - <<EOF
-apiVersion: {CNPG_API}
+apiVersion: {CloudNativePg.api}
 kind: Cluster
 metadata: {{name: {restored}, namespace: {ns}}}
 spec:
@@ -89,7 +101,7 @@ spec:
       recoveryTarget: {{targetTime: "<UTC time before the bad change, or drop it for the newest>"}}
   externalClusters:
     - name: archive
-      plugin: {{name: {PLUGIN}, parameters: {{barmanObjectName: {db.archive()}, serverName: {name}}}}}
+      plugin: {{name: {BarmanCloud.plugin}, parameters: {{barmanObjectName: {db.archive()}, serverName: {name}}}}}
 EOF
 kubectl -n {ns} wait cluster/{restored} --for=jsonpath='{{.status.readyInstances}}'=1 --timeout=2h
 kubectl -n {ns} exec {restored}-1 -c postgres -- pg_dump --format=custom {db.database} > {db.cluster}.dump

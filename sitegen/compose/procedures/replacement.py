@@ -14,7 +14,6 @@ from pathlib import PurePosixPath
 
 from constructs.gpu_health import burn_in_name, pair_name
 from constructs.gpu_workload import BATCH_LABEL
-from sitegen.components.gpu.gpu_health import NAMESPACE as GPU_HEALTH
 from sitegen.components.gpu.gpu_health import GpuHealth
 from sitegen.compose.apps import VariantApps
 from sitegen.compose.procedures.control_plane import (
@@ -216,6 +215,45 @@ def _rebuild_worker(apps: VariantApps, cluster: ClusterLayout, pool: PoolLayout)
     kdir = _kdir(apps, cluster)
     site = apps.site
     gpu = pool.hardware.gpu is not None and apps.context(cluster).has(GpuHealth)
+    cordon = f"kubectl cordon {NODE}   # no work before its burn-in\n" if gpu else ""
+    return f"""### {rebuild_title(cluster.name, pool.name)}
+
+A host of pool {pool.name} rebuilt (a new OS disk, a board, a chassis back from repair) under its
+name and address. Drain it if it still runs, then delete its Node: the new kubelet registers it again.
+With `{NODE}` the host and `{ADDRESS}` its address (from the header of `join-{pool.name}.yaml`):
+
+```sh
+kubectl drain {NODE} --ignore-daemonsets --delete-emptydir-data --timeout=30m   # if it still runs
+kubectl delete node {NODE}
+```
+
+{_baseline(apps, cluster, pool, NODE)}{_rails_and_cache(apps, cluster, pool)}
+
+On a control-plane node, a token of its own, into the vault:
+
+```sh
+{join_token(f"rebuild {NODE}")}
+{store_join_values(site, cluster, "KUBEADM_TOKEN")}
+```
+
+On the host, the join:
+
+```sh
+{worker_join(site, cluster, kdir, pool, NODE, ADDRESS)}
+```
+
+From the admin host, its labels at once (the node labeler would within its schedule):
+
+```sh
+{cordon}{label_nodes(pool, [NODE])}
+```{_after_labels(apps, pool, gpu)}
+"""
+
+
+def _rails_and_cache(apps: VariantApps, cluster: ClusterLayout, pool: PoolLayout) -> str:
+    """The rebuilt host's fabric preparation and local cache's volume group, where its pool has them."""
+    kdir = _kdir(apps, cluster)
+    site = apps.site
     fabric = (
         f"""
 
@@ -237,31 +275,14 @@ Its local NVMe cache's volume group (step "Local NVMe cache"), over its cache dr
 ```sh
 {volume_group(cache.volume_group)}
 ```"""
-    cordon = f"kubectl cordon {NODE}   # no work before its burn-in\n" if gpu else ""
-    tail = ""
-    if gpu:
-        burn_in, pair = burn_in_name(NODE), pair_name(BEFORE, NODE)
-        tail = f"""
+    return fabric
 
-Its burn-in before any work (step "GPU burn-in: pool {pool.name}"): the Jobs of its last one go first,
-then its DCGM diagnostics; then its pair test with `{BEFORE}`, the node before it in the pool's ring,
-whose links are known good: taken out for the test as any GPU node (Taking a GPU node out: its batch
-pods finish first, its model servers move), so a slow result is the rebuilt node's.
 
-```sh
-kubectl -n {GPU_HEALTH} delete job --ignore-not-found {burn_in} {pair}
-kubectl -n {GPU_HEALTH} create job {burn_in} --from=cronjob/{burn_in}
-kubectl -n {GPU_HEALTH} wait --for=condition=complete --timeout=4h job/{burn_in}
-kubectl cordon {BEFORE}
-kubectl get pods -A -l {BATCH_LABEL}=true --field-selector spec.nodeName={BEFORE}   # repeat until empty
-kubectl drain {BEFORE} --ignore-daemonsets --delete-emptydir-data --timeout=30m
-kubectl -n {GPU_HEALTH} create job {pair} --from=cronjob/{pair}
-kubectl -n {GPU_HEALTH} wait --for=condition=complete --timeout=1h job/{pair}
-kubectl -n {GPU_HEALTH} logs job/{pair} | grep 'bus bandwidth'
-kubectl uncordon {BEFORE} {NODE}
-```"""
-    if pool.name == site.storage.aistor.pool:
-        tail = f"""
+def _after_labels(apps: VariantApps, pool: PoolLayout, gpu: bool) -> str:
+    """What the rebuilt host does before any work: an AIStor server finds its drives, a GPU node burns
+    in; other hosts nothing."""
+    if pool.name == apps.site.storage.aistor.pool:
+        return f"""
 
 Its drives: those moved from the failed chassis keep what the volume manager wrote on them and list
 as Ready again; only new drives are initialized (Replacing an AIStor drive or server). Its server pod,
@@ -270,35 +291,27 @@ bound to its drives, starts on it:
 ```sh
 kubectl directpv list drives --nodes {NODE}
 ```"""
-    return f"""### {rebuild_title(cluster.name, pool.name)}
+    return _burn_in(pool) if gpu else ""
 
-A host of pool {pool.name} rebuilt (a new OS disk, a board, a chassis back from repair) under its
-name and address. Drain it if it still runs, then delete its Node: the new kubelet registers it again.
-With `{NODE}` the host and `{ADDRESS}` its address (from the header of `join-{pool.name}.yaml`):
 
-```sh
-kubectl drain {NODE} --ignore-daemonsets --delete-emptydir-data --timeout=30m   # if it still runs
-kubectl delete node {NODE}
-```
+def _burn_in(pool: PoolLayout) -> str:
+    burn_in, pair = burn_in_name(NODE), pair_name(BEFORE, NODE)
+    return f"""
 
-{_baseline(apps, cluster, pool, NODE)}{fabric}
-
-On a control-plane node, a token of its own, into the vault:
+Its burn-in before any work (step "GPU burn-in: pool {pool.name}"): the Jobs of its last one go first,
+then its DCGM diagnostics; then its pair test with `{BEFORE}`, the node before it in the pool's ring,
+whose links are known good: taken out for the test as any GPU node (Taking a GPU node out: its batch
+pods finish first, its model servers move), so a slow result is the rebuilt node's.
 
 ```sh
-{join_token(f"rebuild {NODE}")}
-{store_join_values(site, cluster, "KUBEADM_TOKEN")}
-```
-
-On the host, the join:
-
-```sh
-{worker_join(site, cluster, kdir, pool, NODE, ADDRESS)}
-```
-
-From the admin host, its labels at once (the node labeler would within its schedule):
-
-```sh
-{cordon}{label_nodes(pool, [NODE])}
-```{tail}
-"""
+kubectl -n {GpuHealth.namespace} delete job --ignore-not-found {burn_in} {pair}
+kubectl -n {GpuHealth.namespace} create job {burn_in} --from=cronjob/{burn_in}
+kubectl -n {GpuHealth.namespace} wait --for=condition=complete --timeout=4h job/{burn_in}
+kubectl cordon {BEFORE}
+kubectl get pods -A -l {BATCH_LABEL}=true --field-selector spec.nodeName={BEFORE}   # repeat until empty
+kubectl drain {BEFORE} --ignore-daemonsets --delete-emptydir-data --timeout=30m
+kubectl -n {GpuHealth.namespace} create job {pair} --from=cronjob/{pair}
+kubectl -n {GpuHealth.namespace} wait --for=condition=complete --timeout=1h job/{pair}
+kubectl -n {GpuHealth.namespace} logs job/{pair} | grep 'bus bandwidth'
+kubectl uncordon {BEFORE} {NODE}
+```"""
