@@ -99,94 +99,83 @@ def test_an_extra_workload_is_judged_by_the_same_rules(config_copy, tmp_path):
     assert "one-cluster/apps/ai/site-docs/site-docs.deployment.web.yaml" in validated.output
 
 
-@pytest.mark.parametrize(
-    ("parts", "field", "message"),
-    [
-        ({"values": {"grafna": {"a": 1}}}, "values.grafna", "no chart app 'grafna' takes values"),
-        (
-            {
-                "apps": {
-                    "x": {
-                        **EXTRA,
-                        "objects": [
-                            {
-                                "apiVersion": "rbac.authorization.k8s.io/v1",
-                                "kind": "ClusterRole",
-                                "metadata": {"name": "r"},
-                            }
-                        ],
-                    }
+def app_x(**fields) -> dict:
+    """extensions.yaml's parts for one extra app `x`: EXTRA with `fields` over it."""
+    return {"apps": {"x": {**EXTRA, **fields}}}
+
+
+# What extensions.yaml may not do: its parts, the field the refusal names, what it says
+REFUSED_EXTENSIONS = [
+    pytest.param(
+        {"values": {"grafna": {"a": 1}}},
+        "values.grafna",
+        "no chart app 'grafna' takes values",
+        id="unknown-chart",
+    ),
+    pytest.param(
+        app_x(
+            objects=[
+                {
+                    "apiVersion": "rbac.authorization.k8s.io/v1",
+                    "kind": "ClusterRole",
+                    "metadata": {"name": "r"},
                 }
-            },
-            "apps.x.objects",
-            "ClusterRole is cluster-scoped",
+            ]
         ),
-        ({"apps": {"x": {**EXTRA, "namespace": "ai-research"}}}, "apps.x.namespace", "belongs to a tenant"),
-        (
-            {"apps": {"x": {**EXTRA, "objects": [{**CLUSTER_WIDE[0], "globalDefault": True}]}}},
-            "apps.x.objects",
-            "a globalDefault PriorityClass would re-rank every pod of the site",
-        ),
-        (
-            {
-                "apps": {
-                    "x": {
-                        **EXTRA,
-                        "objects": [
-                            {
-                                **CLUSTER_WIDE[1],
-                                "metadata": {
-                                    "name": "s",
-                                    "annotations": {"storageclass.kubernetes.io/is-default-class": "true"},
-                                },
-                            }
-                        ],
-                    }
+        "apps.x.objects",
+        "ClusterRole is cluster-scoped",
+        id="cluster-scoped",
+    ),
+    pytest.param(
+        app_x(namespace="ai-research"), "apps.x.namespace", "belongs to a tenant", id="tenant-namespace"
+    ),
+    pytest.param(
+        app_x(objects=[{**CLUSTER_WIDE[0], "globalDefault": True}]),
+        "apps.x.objects",
+        "a globalDefault PriorityClass would re-rank every pod of the site",
+        id="global-default-priority",
+    ),
+    pytest.param(
+        app_x(
+            objects=[
+                {
+                    **CLUSTER_WIDE[1],
+                    "metadata": {
+                        "name": "s",
+                        "annotations": {"storageclass.kubernetes.io/is-default-class": "true"},
+                    },
                 }
-            },
-            "apps.x.objects",
-            "the site's default StorageClass is the model's",
+            ]
         ),
-        ({"apps": {"x": {**EXTRA, "cluster": "hpc"}}}, "apps.x.cluster", "no cluster 'hpc'"),
-        (
-            {
-                "apps": {
-                    "x": {
-                        **EXTRA,
-                        "objects": [
-                            {**EXTRA["objects"][0], "metadata": {"name": "i", "namespace": "argocd"}}
-                        ],
-                    }
-                }
-            },
-            "apps.x.objects[0].metadata.namespace",
-            "live in its namespace 'site-docs'",
-        ),
-        # put-back: a typo was reported by validate against the generated values file, not here
-        (
-            {"values": {"metrics-server": {"argz": ARGS}}},
-            "values.metrics-server.argz",
-            "the chart neither declares nor reads this key",
-        ),
-        # put-back: an override of what config/ sets went through, and config/ said otherwise
-        (
-            {"values": {"kube-prometheus-stack": {"prometheus": {"prometheusSpec": {"retention": "90d"}}}}},
-            "values.kube-prometheus-stack.prometheus.prometheusSpec.retention",
-            "the site model sets it from services.yaml: monitoring.prometheus.retention_days",
-        ),
-    ],
-    ids=[
-        "unknown-chart",
-        "cluster-scoped",
-        "tenant-namespace",
-        "global-default-priority",
-        "default-storage-class",
-        "unknown-cluster",
-        "other-namespace",
-        "key-the-chart-ignores",
-        "field-the-model-sets",
-    ],
-)
+        "apps.x.objects",
+        "the site's default StorageClass is the model's",
+        id="default-storage-class",
+    ),
+    pytest.param(app_x(cluster="hpc"), "apps.x.cluster", "no cluster 'hpc'", id="unknown-cluster"),
+    pytest.param(
+        app_x(objects=[{**EXTRA["objects"][0], "metadata": {"name": "i", "namespace": "argocd"}}]),
+        "apps.x.objects[0].metadata.namespace",
+        "live in its namespace 'site-docs'",
+        id="other-namespace",
+    ),
+    # put-back: a typo was reported by validate against the generated values file, not here
+    pytest.param(
+        {"values": {"metrics-server": {"argz": ARGS}}},
+        "values.metrics-server.argz",
+        "the chart neither declares nor reads this key",
+        id="key-the-chart-ignores",
+    ),
+    # put-back: an override of what config/ sets went through, and config/ said otherwise
+    pytest.param(
+        {"values": {"kube-prometheus-stack": {"prometheus": {"prometheusSpec": {"retention": "90d"}}}}},
+        "values.kube-prometheus-stack.prometheus.prometheusSpec.retention",
+        "the site model sets it from services.yaml: monitoring.prometheus.retention_days",
+        id="field-the-model-sets",
+    ),
+]
+
+
+@pytest.mark.parametrize(("parts", "field", "message"), REFUSED_EXTENSIONS)
 def test_what_extensions_may_not_do_is_one_config_line(config_copy, tmp_path, parts, field, message):
     extend(config_copy, **parts)
     line = refusal(config_copy, tmp_path)

@@ -1,89 +1,19 @@
-"""Every policy rule fires on a manifest that breaks it, names file and rule, and passes compliant ones."""
+"""Every policy rule fires on a manifest that breaks it and names file and rule; rule ids are unique,
+image pins are judged, the schema cache keys on what the checker reads. Compliant manifests pass:
+test_policy_placement.py."""
 
 from __future__ import annotations
 
-import dataclasses
-import re
 from typing import Any
 
 import pytest
 
 from sitegen.check import validate as validate_module
-from sitegen.check.allowlists import AllowLists, allow_lists
 from sitegen.check.rules import RULES
 from sitegen.check.rules.pins import image_is_pinned
-from sitegen.components.base import NodeAgent
 
 from .conftest import add, validate
-
-GPU_TAINT = {"key": "dedicated", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"}
-AISTOR_TAINT = {"key": "dedicated", "operator": "Equal", "value": "aistor", "effect": "NoSchedule"}
-CP_TAINT = {"key": "node-role.kubernetes.io/control-plane", "operator": "Exists", "effect": "NoSchedule"}
-INFRA = {"node-role.kubernetes.io/infra": "true"}
-INFRA_TAINT = {"key": "dedicated", "operator": "Equal", "value": "infra", "effect": "NoSchedule"}
-GPU = {"node-role.kubernetes.io/gpu": "true"}
-COMPUTE = {"node-role.kubernetes.io/compute": "true"}
-
-RESTRICTED = {
-    "allowPrivilegeEscalation": False,
-    "runAsNonRoot": True,
-    "capabilities": {"drop": ["ALL"]},
-    "seccompProfile": {"type": "RuntimeDefault"},
-}
-
-
-def container(image: str = "registry.example.internal/app:1.2.3", **extra: Any) -> dict[str, Any]:
-    return {
-        "name": "app",
-        "image": image,
-        "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}},
-        "securityContext": RESTRICTED,
-        **extra,
-    }
-
-
-def workload(
-    kind: str = "Deployment",
-    name: str = "svc",
-    selector: dict | None = None,
-    tolerations=(),
-    containers=None,
-    **pod: Any,
-) -> dict[str, Any]:
-    spec: dict[str, Any] = {"containers": containers or [container()], **pod}
-    if selector is not None:
-        spec["nodeSelector"] = selector
-    if tolerations:
-        spec["tolerations"] = list(tolerations)
-    body: dict[str, Any] = {
-        "selector": {"matchLabels": {"app": name}},
-        "template": {"metadata": {"labels": {"app": name}}, "spec": spec},
-    }
-    return {
-        "apiVersion": "apps/v1",
-        "kind": kind,
-        "metadata": {"name": name, "namespace": "demo"},
-        "spec": body,
-    }
-
-
-def namespace(name: str, enforce: str | None = "restricted") -> dict[str, Any]:
-    labels = (
-        {}
-        if enforce is None
-        else {
-            f"pod-security.kubernetes.io/{m}": enforce if m == "enforce" else "restricted"
-            for m in ("enforce", "audit", "warn")
-        }
-    )
-    # as synth writes every Namespace: never pruned nor deleted with an Application (APP-013)
-    annotations = {"argocd.argoproj.io/sync-options": "Delete=false,Prune=false"}
-    return {
-        "apiVersion": "v1",
-        "kind": "Namespace",
-        "metadata": {"name": name, "labels": labels, "annotations": annotations},
-    }
-
+from .policy_manifests import COMPUTE, CP_TAINT, GPU, GPU_TAINT, INFRA, container, namespace, workload
 
 APP = {
     "apiVersion": "argoproj.io/v1alpha1",
@@ -385,78 +315,6 @@ def test_unique_names_across_apps(tree):
     assert f"{rel} [doc 0] ConfigMap demo/c: UNQ-001 unique-names" in result.stdout
 
 
-def test_compliant_workloads_pass(tree):
-    add(tree, "one-cluster/apps/ai/ok/ns.yaml", namespace("demo"))
-    add(
-        tree,
-        "one-cluster/apps/ai/ok/deny.yaml",
-        {
-            "apiVersion": "networking.k8s.io/v1",
-            "kind": "NetworkPolicy",
-            "metadata": {"name": "default-deny", "namespace": "demo"},
-            "spec": {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]},
-        },
-    )
-    add(
-        tree,
-        "one-cluster/apps/ai/ok/infra.yaml",
-        workload(name="api", selector=INFRA, tolerations=[INFRA_TAINT]),
-    )
-    add(
-        tree, "one-cluster/apps/ai/ok/gpu.yaml", workload(name="model", selector=GPU, tolerations=[GPU_TAINT])
-    )
-    add(
-        tree,
-        "one-cluster/apps/ai/ok/job.yaml",
-        {
-            "apiVersion": "batch/v1",
-            "kind": "Job",
-            "metadata": {"name": "batch", "namespace": "demo"},
-            "spec": {
-                "template": {
-                    "spec": {"nodeSelector": COMPUTE, "restartPolicy": "Never", "containers": [container()]}
-                }
-            },
-        },
-    )
-    result = validate(tree)
-    assert result.exit_code == 0, result.stdout
-
-
-def test_listed_node_agent_must_tolerate_exactly_its_pools(tree, monkeypatch):
-    def with_agent(site) -> AllowLists:
-        found = allow_lists(site)
-        agents = {
-            key: {**agents, "DaemonSet/demo/agent": NodeAgent(frozenset({"*"}), "test agent")}
-            if key == ("one-cluster", "ai")
-            else agents
-            for key, agents in found.agents.items()
-        }
-        return dataclasses.replace(found, agents=agents)
-
-    monkeypatch.setattr(validate_module, "allow_lists", with_agent)
-    every_taint = [CP_TAINT, GPU_TAINT, AISTOR_TAINT, INFRA_TAINT]
-    rel = add(
-        tree, "one-cluster/apps/ai/agent/ds.yaml", workload("DaemonSet", "agent", tolerations=every_taint)
-    )
-    assert validate(tree).exit_code == 0, validate(tree).stdout
-    add(tree, rel, workload("DaemonSet", "agent", tolerations=every_taint[:2]))
-    result = validate(tree)
-    assert result.exit_code == 1 and "PLC-005 agents-reach" in result.stdout
-    add(tree, rel, workload("DaemonSet", "agent", tolerations=[{"operator": "Exists"}]))  # tolerates all
-    assert validate(tree).exit_code == 0
-
-
-def test_unlisted_agent_on_every_node_is_refused(tree):
-    add(
-        tree,
-        "one-cluster/apps/ai/agent/ds.yaml",
-        workload("DaemonSet", "agent", tolerations=[{"operator": "Exists"}]),
-    )
-    result = validate(tree)
-    assert "PLC-004 control-plane-taint" in result.stdout
-
-
 @pytest.mark.parametrize(
     ("image", "pinned"),
     [
@@ -503,21 +361,3 @@ def test_the_schema_cache_keys_on_every_module_the_checker_reads():
     assert imported
     sources = {m.__name__ for m in validate_module._SCHEMA_SOURCES}
     assert {importlib.import_module(m).__name__ for m in imported} <= sources
-
-
-def test_a_whitelist_without_the_tolerations_the_plugin_adds(tree):
-    """PodTolerationRestriction merges the memory-pressure toleration into every pod that is not
-    BestEffort before it checks the whitelist: a tenant whitelist without it refuses the tenant's own
-    jobs, and PLC-008 says so before any cluster does."""
-    path = tree / "one-cluster/apps/ai/namespaces/namespace.ai-research.yaml"
-    text = path.read_text()
-    pattern = re.compile(
-        r',?\{\\?"effect\\?":\\?"NoSchedule\\?",\\?"key\\?":\\?"node.kubernetes.io/memory-pressure\\?"[^}]*\}'
-    )
-    stripped, count = pattern.subn("", text)
-    assert count == 1, text
-    path.write_text(stripped)
-    result = validate(tree)
-    assert result.exit_code == 1
-    assert "PLC-008" in result.stdout and "node.kubernetes.io/memory-pressure" in result.stdout, result.stdout
-    assert "PodTolerationRestriction adds it to a pod that is not BestEffort" in result.stdout

@@ -14,7 +14,7 @@ from sitegen.model.fields import Address, BucketName, ConfigError, DnsLabel, Dns
 from sitegen.model.hardware import Hardware
 from sitegen.model.pools import INFRA_ROLE, Pool
 from sitegen.model.storage import Storage
-from sitegen.model.tenants import Tenant
+from sitegen.model.tenants import Tenant, TenantQuota
 
 RETENTION_FILL = 0.85  # share of a Prometheus volume its blocks may fill
 
@@ -306,6 +306,21 @@ def check_services(
         raise ConfigError(("services", "serving", "tenant"), f"unknown tenant {serving.tenant!r}")
     if len({m.name for m in serving.models}) != len(serving.models):
         raise ConfigError(("services", "serving", "models"), "model names must be unique")
+    _check_bucket_protection(services, storage)
+    system = pools[infra]
+    for at, database in services.databases.items():
+        if database.instances > system.count:
+            raise ConfigError(
+                (*at, "instances"),
+                f"{database.instances} instances, one per node, on {system.count} {infra} nodes",
+            )
+    _check_model_caches(serving, tenants[serving.tenant].quota)
+    _check_registry(services.registry, storage)
+
+
+def _check_bucket_protection(services: Services, storage: Storage) -> None:
+    """A protected bucket is one the site writes; its object lock needs versioning and ends before the
+    backups it holds expire."""
     buckets = {
         services.logs.bucket,
         services.logs.ruler_bucket,
@@ -341,14 +356,10 @@ def check_services(
                     f"{protection.lock_days} days outlive the database's backup retention "
                     f"({database.backups.retention_days} days): the old backups could not go",
                 )
-    system = pools[infra]
-    for at, database in services.databases.items():
-        if database.instances > system.count:
-            raise ConfigError(
-                (*at, "instances"),
-                f"{database.instances} instances, one per node, on {system.count} {infra} nodes",
-            )
-    quota = tenants[serving.tenant].quota
+
+
+def _check_model_caches(serving: Serving, quota: TenantQuota) -> None:
+    """The serving tenant's quota holds a weight cache volume per model replica."""
     caches = sum(m.cache_gb * m.replicas for m in serving.models)
     if caches > quota.storage_gb:
         raise ConfigError(
@@ -361,7 +372,10 @@ def check_services(
             ("tenants", serving.tenant, "quota", "volumes"),
             f"{quota.volumes} claims cannot hold one weight cache per model replica ({claims})",
         )
-    registry = services.registry
+
+
+def _check_registry(registry: Registry, storage: Storage) -> None:
+    """One proxy cache per upstream registry, and a PowerScale class that exists."""
     upstreams: dict[str, str] = {}
     for name, cache in registry.proxy_cache.items():
         if cache.registry in upstreams:

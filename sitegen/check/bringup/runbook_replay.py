@@ -34,25 +34,26 @@ from sitegen.check.bringup.kube import (
     CORDONED,
     NOT_READY,
     Node,
-    Taint,
     label_selector_matches,
     node_affinity_matches,
     pod_template,
-    quantity,
 )
 from sitegen.check.bringup.objects import key_of, show
 from sitegen.check.bringup.refusals import create_refusal
+from sitegen.check.bringup.registration import (
+    KUBELET_LABELS,
+    capacity,
+    joining_addresses,
+    registered_labels,
+    registered_taints,
+    reservations,
+)
 from sitegen.check.bringup.runtime import refusal, written_config
 from sitegen.check.bringup.services_replay import mc_command, vault_command
 from sitegen.check.bringup.state import SimulationState
 from sitegen.check.bringup.storage import step_pools
 from sitegen.compose.procedures.book import RunbookStep, commands, listed_keys
 from sitegen.model import paths
-
-CONTROL_PLANE_TAINT = Taint("node-role.kubernetes.io/control-plane", "", "NoSchedule")
-MAX_PODS = 110  # the kubelet's default
-EVICTION_HARD_MEMORY = 100 * 2**20  # the kubelet's default memory.available threshold
-KUBELET_LABELS = {"kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64"}  # set by every kubelet
 
 
 class RunbookReplay:
@@ -193,14 +194,8 @@ class RunbookReplay:
         patches = (init.get("patches") or {}).get("directory")
         if patches:
             self.state.patch_dirs.setdefault(cluster.name, set()).add(patches)
-        extra = {a["name"]: a["value"] for a in registration.get("kubeletExtraArgs") or []}
-        if "${NODE_NAME}" in str(registration.get("name", "")):
-            header = self.state.texts.get(config, "")
-            addresses = dict(re.findall(r"\b([a-z][\w-]*)=(\d+\.\d+\.\d+\.\d+)", header))
-            names = list(addresses)
-        else:
-            names = [str(registration["name"])]
-            addresses = {names[0]: str(extra.get("node-ip", ""))}
+        addresses = joining_addresses(registration, self.state.texts.get(config, ""))
+        names = list(addresses)
         if rebuilt is not None:
             names = [n for n in names if n == rebuilt.name]
         if init["kind"] == "InitConfiguration":  # kubeadm uploads it; every joining kubelet downloads it
@@ -208,23 +203,15 @@ class RunbookReplay:
             cluster.node_agents.server_tls_bootstrap = bool(kubelet.get("serverTLSBootstrap"))
             # kubeadm's default since 1.22 where the configuration names none
             self.state.cgroup_drivers[cluster.name] = str(kubelet.get("cgroupDriver", "systemd"))
-        taints = registration.get("taints")
-        pool_taints = (
-            [CONTROL_PLANE_TAINT] if taints is None and control_plane
-            else [Taint(t["key"], str(t.get("value", "")), t["effect"]) for t in taints or []]
-        )  # fmt: skip
-        labels = {}
-        if "node-labels" in extra:
-            labels = dict(pair.split("=", 1) for pair in extra["node-labels"].split(","))
-        if control_plane:
-            labels["node-role.kubernetes.io/control-plane"] = ""
+        pool_taints = registered_taints(registration, control_plane=control_plane)
+        labels = registered_labels(registration, control_plane=control_plane)
         if patch is None:
             raise Stop(Blocker(
                 cluster.name, self.state.step, str(config),
                 f"joins {_names(names)} without kubelet reservations (no {KUBELET_PATCH} installed): pods "
                 "may request the memory the kubelet and container runtime live on",
             ))  # fmt: skip
-        reserved = _reservations(patch)
+        reserved = reservations(patch)
         for name in names:
             pool = self.state.hosts.get(name)
             if pool is None:
@@ -242,16 +229,10 @@ class RunbookReplay:
                         f"kubeadm {init['kind'][:-13].lower()} stops: {runtime}",
                     )
                 )
-            hw = pool.hardware
-            capacity = {
-                "cpu": hw.cpu_cores * 1000,
-                "memory": hw.memory_gb * 10**9,
-                "pods": MAX_PODS,
-                **({"hardware/gpu": hw.gpu.count} if hw.gpu else {}),
-            }
             cluster.nodes[name] = Node(
                 name, pool.name, {**KUBELET_LABELS, "kubernetes.io/hostname": name, **labels},
-                [*pool_taints, *NOT_READY], capacity, dict(reserved), address=addresses.get(name, ""),
+                [*pool_taints, *NOT_READY], capacity(pool.hardware), dict(reserved),
+                address=addresses.get(name, ""),
             )  # fmt: skip
             self.state.rails[cluster.name][name] = (
                 rebuilt.rails if rebuilt else self.state.prepared.get(pool.name, set())
@@ -463,21 +444,6 @@ class RunbookReplay:
             or "the CNI agent is not on them"
         )
         return f"{len(down)} nodes NotReady ({_names([n.name for n in down])}): {why}"
-
-
-def _reservations(patch: Mapping[str, Any] | None) -> dict[str, int]:
-    """What pods cannot request: kube and system reservations of the kubelet patch the node joined
-    with, and the kubelet's default hard eviction threshold (memory.available 100Mi)."""
-    reserved: dict[str, int] = {"memory": EVICTION_HARD_MEMORY}
-    if patch is None:
-        return reserved
-    for field_name in ("systemReserved", "kubeReserved"):
-        for name, value in (patch.get(field_name) or {}).items():
-            reserved[name] = reserved.get(name, 0) + quantity(value, milli=name == "cpu")
-    eviction = (patch.get("evictionHard") or {}).get("memory.available")
-    if eviction:
-        reserved["memory"] = reserved.get("memory", 0) + quantity(eviction)
-    return reserved
 
 
 def _meta_labels(cluster: Cluster, w: Any) -> dict[str, str]:
