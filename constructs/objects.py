@@ -21,6 +21,8 @@ NOBODY_POD = {"runAsNonRoot": True, "runAsUser": 65534, "seccompProfile": {"type
 
 # The kinds whose objects make pods (a Pod itself included).
 WORKLOAD_KINDS = ("Deployment", "StatefulSet", "DaemonSet", "Job", "CronJob", "Pod")
+# The kinds whose objects make the API server call a Service: webhooks and aggregated APIs.
+WEBHOOK_KINDS = ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration", "APIService")
 
 # The container context the `restricted` Pod Security level asks for.
 RESTRICTED_CONTAINER = {
@@ -36,6 +38,16 @@ def pod_account(spec: Mapping[str, Any]) -> str:
     the deprecated `serviceAccount` (some charts still write only that; the v1 conversion copies it
     over), else `default`."""
     return spec.get("serviceAccountName") or spec.get("serviceAccount") or "default"
+
+
+def reaches_host(pod: Mapping[str, Any]) -> bool:
+    """Whether a pod's spec reaches its node: the host's network or PIDs, a hostPath, a privileged container."""
+    containers = [*(pod.get("initContainers") or []), *(pod.get("containers") or [])]
+    return bool(
+        pod.get("hostNetwork") or pod.get("hostPID")
+        or any("hostPath" in v for v in pod.get("volumes") or [])
+        or any((c.get("securityContext") or {}).get("privileged") for c in containers)
+    )  # fmt: skip
 
 
 def api_object(

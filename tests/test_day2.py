@@ -135,7 +135,7 @@ def test_gpu_health_checks_run_last_and_fail_below_the_promised_bandwidth(site):
     import yaml
 
     from constructs.kueue import PRIORITIES
-    from sitegen.components.gpu.gpu_health import expected_busbw_gbps
+    from sitegen.components.gpu.gpu_health import GpuHealth
 
     assert PRIORITIES["health"][0] < min(v for k, (v, _) in PRIORITIES.items() if k != "health")
     assert PRIORITIES["health"][0] < 0
@@ -145,7 +145,7 @@ def test_gpu_health_checks_run_last_and_fail_below_the_promised_bandwidth(site):
     assert job["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] == "health"
     assert job["spec"]["completions"] == site.services.health.nccl.nodes
     env = {e["name"]: e.get("value") for e in job["spec"]["template"]["spec"]["containers"][0]["env"]}
-    threshold = expected_busbw_gbps(site, "gpu") * site.services.health.nccl.min_fraction
+    threshold = GpuHealth.expected_busbw_gbps(site, "gpu") * site.services.health.nccl.min_fraction
     assert float(env["MIN_BUSBW_GBPS"]) == round(threshold, 1) == 160.0  # 4 rails x 400 Gb/s, 80 %
     (rules,) = yaml.safe_load_all(
         (DIST / "one-cluster/apps/ai/observability/monitoring.prometheusrule.site.yaml").read_text()

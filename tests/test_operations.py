@@ -207,7 +207,7 @@ def test_burn_in_pairs_form_a_ring_in_rounds_of_disjoint_pairs():
 def test_each_gpu_node_is_measured_with_both_ring_neighbours(docs, site):
     """Each pair is pinned to exactly its two hosts, tolerates their cordon, and fails below the
     fraction of the nodes' NDR bandwidth the config promises."""
-    from sitegen.components.gpu.gpu_health import expected_busbw_gbps
+    from sitegen.components.gpu.gpu_health import GpuHealth
 
     pairs = {
         d.name: d.body["spec"]
@@ -215,7 +215,7 @@ def test_each_gpu_node_is_measured_with_both_ring_neighbours(docs, site):
         if d.variant == "one-cluster" and d.kind == "CronJob" and d.name.startswith("nccl-pair-")
     }
     hosts = [f"gpu{i:02d}" for i in range(1, 13)]
-    minimum = expected_busbw_gbps(site, "gpu") * site.services.health.nccl.min_fraction
+    minimum = GpuHealth.expected_busbw_gbps(site, "gpu") * site.services.health.nccl.min_fraction
     for i, host in enumerate(hosts):
         peer = hosts[(i + 1) % len(hosts)]
         spec = pairs.pop(f"nccl-pair-{host}-{peer}")

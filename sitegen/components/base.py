@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, ClassVar, Literal
 from constructs import Construct
 from constructs.edge import Route
 from constructs.namespaces import PsaLevel, Quota
+from constructs.secrets import VaultSecret
 from sitegen.components.operands import Operand
 from sitegen.components.ownership import JobSecret, WrittenField
 from sitegen.components.patches import JsonPatch, ObjectPatch
@@ -97,6 +98,36 @@ class State:
             raise ValueError(f"{self.workload}: a state has copies or says why it has none, not both")
 
 
+@dataclass(frozen=True)
+class VaultSecretSpec:
+    """A Secret a component's software reads, written from the vault key `key` by External Secrets:
+    `properties` become variables of `template` (the Secret's data) or, without one, keys of their own."""
+
+    name: str
+    namespace: str
+    key: str
+    properties: tuple[str, ...]
+    template: Mapping[str, str] | None = None
+
+    def render(self, scope: Construct, store: str) -> None:
+        VaultSecret(
+            scope, f"{self.namespace}-{self.name}", name=self.name, namespace=self.namespace, store=store,
+            key=self.key, properties=list(self.properties),
+            template=dict(self.template) if self.template is not None else None,
+        )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class CsiAccess:
+    """The CSI access modes a storage driver's CreateVolume takes (read from the driver's source), and
+    the message it fails the others with; the bring-up refuses a claim its driver would refuse."""
+
+    driver: str  # the provisioner name StorageClasses give
+    single_node_multi_writer: bool  # advertised: ReadWriteOnce maps to SINGLE_NODE_MULTI_WRITER
+    modes: frozenset[str]
+    refusal: str  # format: {mode} the CSI mode, {volume} the volume's name
+
+
 def placement_patch(kind: str, name: str, placement: Placement, *, why: str) -> ObjectPatch:
     """Place the pods of a workload the chart gives no placement values for."""
     spec = "/spec/template/spec"
@@ -173,6 +204,8 @@ class Component:
     skip_dry_run: ClassVar[bool] = False
     # The API calls its controllers make that its RBAC must grant, and which of them read the vault.
     runtime_needs: ClassVar[RuntimeNeeds] = RuntimeNeeds()
+    # Of a CSI driver: the access modes its CreateVolume takes.
+    csi_access: ClassVar[CsiAccess | None] = None
 
     @classmethod
     def applies(cls, scope: ClusterScope) -> bool:
@@ -242,6 +275,12 @@ class Component:
 
     def routes(self, ctx: ClusterContext) -> list[Route]:
         """The web front ends this component serves through the site Gateway."""
+        return []
+
+    def vault_secrets(self, ctx: ClusterContext) -> list[VaultSecretSpec]:
+        """The Secrets its software reads from the vault. A rendered component renders its own; a
+        chart's are rendered by its project's companion app (observability for its charts), which
+        comes before it."""
         return []
 
     @property

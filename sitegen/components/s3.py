@@ -1,5 +1,5 @@
 """What a component does in S3 (`Component.s3_access`, `second_copy`): its AIStor or second-target
-user, the buckets and prefixes it may use, and the policy of its key."""
+user, the buckets and prefixes it may use, and the policy of its key; and where an S3 API answers."""
 
 from __future__ import annotations
 
@@ -22,6 +22,18 @@ _BUCKET_ACTIONS = {
     "read-write": ("s3:GetBucketLocation", "s3:ListBucketMultipartUploads"),
     "write-only": ("s3:GetBucketLocation",),
 }
+
+
+@dataclass(frozen=True)
+class S3Endpoint:
+    """Where a consumer reaches an S3 API (over TLS), and the region its clients sign requests with."""
+
+    host: str
+    region: str
+
+    @property
+    def url(self) -> str:
+        return f"https://{self.host}"
 
 
 @dataclass(frozen=True)

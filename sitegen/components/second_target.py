@@ -7,8 +7,7 @@ from __future__ import annotations
 from constructs import Construct
 from constructs.secrets import VaultSecret
 from sitegen.components.flows import WORLD, Flow
-from sitegen.components.s3 import backup_target_folder
-from sitegen.components.storage.aistor import S3Endpoint
+from sitegen.components.s3 import S3Endpoint, backup_target_folder
 from sitegen.model import Site
 from sitegen.model.services import POWERSCALE_S3_PORT
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sitegen.components.storage.velero import UNSNAPSHOTTED_CLASSES
+from sitegen.components.storage.velero import Velero
 from sitegen.compose.apps import variant_apps
 from sitegen.model import Site, resolve
 from sitegen.model.services import BackupSchedule
@@ -47,7 +47,7 @@ def recovery_points(site: Site) -> list[Copy]:
         Copy("tenant volumes", "-", None, None, "no second copy: Velero's data mover (node agent) is not "
              "deployed; PowerScale's own replication is outside this model"),
         *(Copy(f"{name} volumes", "-", None, None, f"skipped by the tenants' backup: {why}")
-          for name, why in UNSNAPSHOTTED_CLASSES.items()),
+          for name, why in Velero.unsnapshotted_classes.items()),
         Copy("AIStor objects", "-", None, None, f"erasure coded in place (EC:{aistor.parity}), no copy: models "
              "and images come back from their sources, logs and metrics expire"),
         Copy("secrets, site CA", "-", None, None, "in the vault, outside the site: its own snapshots"),

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
+
+import pytest
+
 from sitegen.check.placement import tolerated_taints
 from sitegen.components.observability.grafana import Grafana
 from sitegen.components.observability.kube_prometheus_stack import KubePrometheusStack
@@ -67,3 +71,36 @@ def test_grafana_reads_prometheus_and_loki_of_its_cluster(one):
     urls = {d["uid"]: d["url"] for d in values["datasources"]["datasources.yaml"]["datasources"]}
     assert urls["prometheus"].startswith("http://kube-prometheus-stack-prometheus.monitoring.svc.")
     assert urls["loki"].startswith("http://loki-gateway.loki.svc.")
+
+
+def _external_secrets(apps, cluster):
+    return {
+        (d["metadata"]["namespace"], d["metadata"]["name"]): d
+        for d in by_kind(render(apps, cluster, Observability), "ExternalSecret")
+    }
+
+
+def test_the_observability_app_writes_exactly_what_its_charts_declare(two):
+    """Each chart's component declares the Secrets it reads (`vault_secrets`); the project's app
+    renders those and nothing else, on the hub and on the agents' cluster alike."""
+    for cluster, charts in (
+        ("ai", (KubePrometheusStack, Grafana, Loki, OtelGateway)),
+        ("aistor", (KubePrometheusStack, OtelNode)),
+    ):
+        ctx = context(two, cluster)
+        declared = {(s.namespace, s.name): s for kind in charts for s in ctx.get(kind).vault_secrets(ctx)}
+        rendered = _external_secrets(two, cluster)
+        assert set(rendered) == set(declared) and declared
+        for key, spec in declared.items():
+            remote = [r["remoteRef"] for r in rendered[key]["spec"]["data"]]
+            assert remote == [{"key": spec.key, "property": p} for p in spec.properties]
+
+
+def test_a_secret_declared_twice_differently_is_refused(two, monkeypatch):
+    ctx = context(two, "ai")
+    twin = ctx.get(Grafana).vault_secrets(ctx)[0]
+    monkeypatch.setattr(
+        Loki, "vault_secrets", lambda self, ctx: [dataclasses.replace(twin, key="loki/other")], raising=True
+    )
+    with pytest.raises(ValueError, match=f"Secret {twin.namespace}/{twin.name} is declared twice"):
+        render(two, "ai", Observability)

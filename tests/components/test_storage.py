@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from sitegen.check.placement import targeted_pools
-from sitegen.components.storage.aistor import AIStor, s3_endpoint
+from sitegen.components.storage.aistor import AIStor
 from sitegen.components.storage.aistor_operator import AIStorOperator
 from sitegen.components.storage.aistor_volumemanager import AIStorVolumeManager
 from sitegen.components.storage.csi_isilon import CsiIsilon
@@ -34,8 +34,8 @@ def test_aistor_serves_s3_on_its_external_name_and_in_cluster_to_its_own(one, tw
     for apps, cluster in ((one, "ai"), (two, "aistor")):
         (store,) = by_kind(render(apps, cluster, AIStor), "ObjectStore")
         assert store["spec"]["services"]["minio"]["serviceType"] == "LoadBalancer"
-    assert s3_endpoint(small, context(two, "ai").cluster).host == small.storage.aistor.s3_hostname
-    assert s3_endpoint(small, context(one, "ai").cluster).host.endswith(".svc.cluster.local")
+    assert AIStor.s3_endpoint(small, context(two, "ai").cluster).host == small.storage.aistor.s3_hostname
+    assert AIStor.s3_endpoint(small, context(one, "ai").cluster).host.endswith(".svc.cluster.local")
 
 
 def test_volume_manager_node_server_runs_where_aistor_runs(one):

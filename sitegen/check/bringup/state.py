@@ -27,7 +27,7 @@ from sitegen.check.bringup.vault import Vault
 from sitegen.check.bringup.writers import FieldWriters
 from sitegen.components.catalog import COMPONENTS
 from sitegen.components.networking.cilium import Cilium
-from sitegen.components.platform.admission_policies import applier
+from sitegen.components.platform.admission_policies import AdmissionPolicies
 from sitegen.model import VariantLayout, paths
 
 if TYPE_CHECKING:
@@ -79,7 +79,7 @@ class SimulationState:
         for name, cluster in self.clusters.items():
             cluster.cni_app = f"{name}-{Cilium.name}"
             cluster.remote = name != layout.hub.name
-            cluster.applier = applier(argocd_namespace, hub=not cluster.remote)
+            cluster.applier = AdmissionPolicies.applier(argocd_namespace, hub=not cluster.remote)
             for kind in COMPONENTS:
                 app = application_name(name, kind.name)
                 if paths.app_dir(self.variant, name, kind.name) in folders:

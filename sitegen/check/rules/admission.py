@@ -10,7 +10,7 @@ from sitegen.check.admission_policy import POD_MAKERS, Policy, Request, admitted
 from sitegen.check.bringup.kube import pod_template
 from sitegen.check.rules.base import Context, Violation, rule
 from sitegen.check.tree import Document
-from sitegen.components.platform.admission_policies import applier as applier_account
+from sitegen.components.platform.admission_policies import AdmissionPolicies
 
 # kubeadm's admin.conf: what the RUNBOOK's kubectl applies bootstrap/ as
 RUNBOOK_ADMIN = Request("kubernetes-admin", ("kubeadm:cluster-admins", "system:authenticated"))
@@ -22,7 +22,7 @@ def applier(ctx: Context, doc: Document) -> Request:
         return RUNBOOK_ADMIN
     layout = ctx.layouts.get(doc.variant)
     hub = layout is not None and doc.cluster == layout.hub.name
-    return Request(applier_account(ctx.site.gitops.argocd.namespace, hub=hub))
+    return Request(AdmissionPolicies.applier(ctx.site.gitops.argocd.namespace, hub=hub))
 
 
 def as_applied(doc: Document) -> dict:

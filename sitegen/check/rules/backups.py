@@ -13,7 +13,7 @@ from constructs.etcd_backup import HOST_ARCHIVE_DIR
 from sitegen.check.bringup.kube import pod_template
 from sitegen.check.rules.base import Context, Violation, rule
 from sitegen.check.tree import Document
-from sitegen.components.storage.aistor import s3_endpoint
+from sitegen.components.storage.aistor import AIStor
 
 
 def _pod(doc: Document) -> Mapping[str, Any]:
@@ -76,7 +76,7 @@ def _second_copy(ctx: Context) -> Iterator[Violation]:
         layout = ctx.layouts.get(variant)
         if layout is None:
             continue
-        aistor = {s3_endpoint(ctx.site, c).host for c in layout.clusters}
+        aistor = {AIStor.s3_endpoint(ctx.site, c).host for c in layout.clusters}
         anchor = min(docs, key=lambda d: (d.file.as_posix(), d.index))
         produced = [
             (what, doc, _upload_host(doc))

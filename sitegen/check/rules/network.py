@@ -9,7 +9,7 @@ from constructs.network_policy import EVERY_NAMESPACE
 from sitegen.check.netpol import End, PolicyView
 from sitegen.check.rules.base import Context, Violation, rule
 from sitegen.check.tree import Document
-from sitegen.components.networking.network_policies import cluster_flows
+from sitegen.components.networking.network_policies import NetworkPolicies
 from sitegen.compose.apps import variant_apps
 
 
@@ -55,7 +55,7 @@ def _declared_flows(ctx: Context) -> Iterator[Violation]:
                 continue
             view = PolicyView(docs)
             namespaces = cluster_ctx.site_namespaces()
-            declared = cluster_flows(cluster_ctx)
+            declared = NetworkPolicies.cluster_flows(cluster_ctx)
             for namespace, flows in sorted(declared.items()):
                 for peer, ports in sorted(flows.egress.items()):
                     targets = namespaces if peer.namespace == EVERY_NAMESPACE else [peer.namespace or ""]

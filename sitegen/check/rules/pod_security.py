@@ -7,12 +7,11 @@ from collections.abc import Iterator
 from typing import Any
 
 from constructs.namespaces import PSA
-from constructs.objects import WORKLOAD_KINDS
+from constructs.objects import WORKLOAD_KINDS, reaches_host
 from sitegen.check.bringup.kube import pod_template
 from sitegen.check.pod_security import violations
 from sitegen.check.rules.base import Context, Violation, rule
 from sitegen.check.tree import Document
-from sitegen.components.platform.admission_policies import reaches_host
 from sitegen.model import paths
 
 _LEVELS = ("privileged", "baseline", "restricted")

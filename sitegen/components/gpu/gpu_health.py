@@ -12,20 +12,12 @@ from sitegen.components.gpu import PROJECT, gpu_job_tolerations
 from sitegen.components.gpu.gpu_queues import GpuQueues, idle_work_queue
 from sitegen.model import Site
 
-NAMESPACE = "gpu-health"
-
-
-def expected_busbw_gbps(site: Site, pool: str) -> float:
-    """A GPU node's NDR bandwidth in GB/s (rails x link): the bound of a multi-node all-reduce's bus
-    bandwidth, whose bottleneck is the network between the nodes."""
-    return len(site.fabric.rails_of(pool)) * site.fabric.link_gbps / 8
-
 
 class GpuHealth(RenderedComponent):
     name = "gpu-health"
     project = PROJECT
     layer = Layer.TENANTS
-    namespace = NAMESPACE
+    namespace = "gpu-health"
     security = NamespaceSecurity("baseline", "GPU pods, none exempt (as the tenants')")
     queued = True
     skip_dry_run = True  # Kueue's LocalQueue
@@ -35,6 +27,12 @@ class GpuHealth(RenderedComponent):
     }
     after = (GpuQueues,)
     talks_to_api = False
+
+    @staticmethod
+    def expected_busbw_gbps(site: Site, pool: str) -> float:
+        """A GPU node's NDR bandwidth in GB/s (rails x link): the bound of a multi-node all-reduce's bus
+        bandwidth, whose bottleneck is the network between the nodes."""
+        return len(site.fabric.rails_of(pool)) * site.fabric.link_gbps / 8
 
     @classmethod
     def applies(cls, scope: ClusterScope) -> bool:
@@ -58,7 +56,7 @@ class GpuHealth(RenderedComponent):
             image=ctx.image("nvidia-pytorch"),
             schedule=health.nccl.schedule,
             nodes=min(health.nccl.nodes, len(pool.hosts)),
-            min_busbw_gbps=expected_busbw_gbps(ctx.site, pool.name) * health.nccl.min_fraction,
+            min_busbw_gbps=GpuHealth.expected_busbw_gbps(ctx.site, pool.name) * health.nccl.min_fraction,
         )
         DcgmHealthCheck(
             scope,
@@ -76,5 +74,5 @@ class GpuHealth(RenderedComponent):
                 scope, f"BurnIn-{gpu_pool.name}", pool=gpu_pool, fabric=ctx.site.fabric,
                 namespace=self.namespace, dcgm_image=ctx.image("dcgm"), nccl_image=ctx.image("nvidia-pytorch"),
                 level=health.burn_in_level, queue=self.namespace,
-                min_busbw_gbps=expected_busbw_gbps(ctx.site, gpu_pool.name) * health.nccl.min_fraction,
+                min_busbw_gbps=GpuHealth.expected_busbw_gbps(ctx.site, gpu_pool.name) * health.nccl.min_fraction,
             )  # fmt: skip

@@ -8,7 +8,7 @@ from sitegen.components.base import Layer, RenderedComponent
 from sitegen.components.context import ClusterContext
 from sitegen.components.networking import PROJECT
 from sitegen.components.networking.cilium import Cilium
-from sitegen.components.storage.aistor import front_door_hosts
+from sitegen.components.storage.aistor import AIStor
 
 
 class CiliumLb(RenderedComponent):
@@ -22,5 +22,5 @@ class CiliumLb(RenderedComponent):
     def render(self, scope: Construct, ctx: ClusterContext) -> None:
         LoadBalancerPool(
             scope, "Pool", cluster=ctx.cluster, interface=ctx.site.network.kubernetes.interface,
-            front_doors=len(front_door_hosts(ctx)),
+            front_doors=len(AIStor.front_door_hosts(ctx)),
         )  # fmt: skip

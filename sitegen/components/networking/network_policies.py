@@ -15,14 +15,13 @@ from dataclasses import dataclass, field
 
 from constructs import Construct
 from constructs.network_policy import NamespacePolicy, Peer
+from constructs.objects import WEBHOOK_KINDS
 from sitegen.components.base import Layer, RenderedComponent
 from sitegen.components.context import ClusterContext
 from sitegen.components.flows import EVERY_NAMESPACE, NODES, WORLD, Flow
 from sitegen.components.networking import PROJECT
 from sitegen.components.networking.cilium import Cilium
 from sitegen.components.platform.namespaces import Namespaces
-
-WEBHOOK_KINDS = ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration", "APIService")
 
 
 @dataclass
@@ -52,37 +51,6 @@ def _peer(ctx: ClusterContext, flow: Flow) -> Peer:
     return Peer(namespace=target.namespace) if target is not None else Peer(entity=WORLD)
 
 
-def cluster_flows(
-    ctx: ClusterContext, rendered: dict[str, list[dict]] | None = None
-) -> dict[str, NamespaceFlows]:
-    """The allowed flows per site namespace of the cluster."""
-    names = ctx.site_namespaces()
-    flows = {ns: NamespaceFlows() for ns in names}
-    for component in ctx.components:
-        own = flows.get(component.namespace)
-        if own is None:
-            continue
-        own.api |= component.talks_to_api
-        if component.exposed:
-            own.add(own.ingress, Peer(entity=WORLD), ())
-            own.add(own.ingress, Peer(entity=NODES), ())
-        for flow in component.flows(ctx):
-            peer = _peer(ctx, flow)
-            own.add(own.egress, peer, flow.ports)
-            source = Peer(namespace=component.namespace)
-            if peer.namespace == EVERY_NAMESPACE:
-                for other in flows.values():
-                    other.add(other.ingress, source, flow.ports)
-            elif peer.namespace in flows and peer.namespace != component.namespace:
-                flows[peer.namespace].add(flows[peer.namespace].ingress, source, flow.ports)
-    for docs in (rendered or {}).values():
-        for doc in docs:
-            for namespace in _webhook_backends(doc):
-                if namespace in flows:
-                    flows[namespace].add(flows[namespace].ingress, Peer(entity="kube-apiserver"), ())
-    return flows
-
-
 def _webhook_backends(doc: dict) -> list[str]:
     """Namespaces of the Services the API server calls: webhooks and aggregated APIs. Any port: a
     Service's port maps to a pod port the configuration does not say."""
@@ -103,8 +71,39 @@ class NetworkPolicies(RenderedComponent):
     after = (Cilium, Namespaces)
     reads_rendered = True  # the webhooks the apps render
 
+    @staticmethod
+    def cluster_flows(
+        ctx: ClusterContext, rendered: dict[str, list[dict]] | None = None
+    ) -> dict[str, NamespaceFlows]:
+        """The allowed flows per site namespace of the cluster."""
+        names = ctx.site_namespaces()
+        flows = {ns: NamespaceFlows() for ns in names}
+        for component in ctx.components:
+            own = flows.get(component.namespace)
+            if own is None:
+                continue
+            own.api |= component.talks_to_api
+            if component.exposed:
+                own.add(own.ingress, Peer(entity=WORLD), ())
+                own.add(own.ingress, Peer(entity=NODES), ())
+            for flow in component.flows(ctx):
+                peer = _peer(ctx, flow)
+                own.add(own.egress, peer, flow.ports)
+                source = Peer(namespace=component.namespace)
+                if peer.namespace == EVERY_NAMESPACE:
+                    for other in flows.values():
+                        other.add(other.ingress, source, flow.ports)
+                elif peer.namespace in flows and peer.namespace != component.namespace:
+                    flows[peer.namespace].add(flows[peer.namespace].ingress, source, flow.ports)
+        for docs in (rendered or {}).values():
+            for doc in docs:
+                for namespace in _webhook_backends(doc):
+                    if namespace in flows:
+                        flows[namespace].add(flows[namespace].ingress, Peer(entity="kube-apiserver"), ())
+        return flows
+
     def render(self, scope: Construct, ctx: ClusterContext) -> None:
-        flows_by_namespace = cluster_flows(ctx, dict(ctx.rendered))
+        flows_by_namespace = self.cluster_flows(ctx, dict(ctx.rendered))
         for docs in ctx.rendered.values():  # namespaces the charts create (Cilium's secrets namespace)
             for doc in docs:
                 if doc.get("kind") == "Namespace":

@@ -7,7 +7,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from constructs.edge import Backend, Route
-from sitegen.components.base import ChartComponent, Layer, NamespaceSecurity
+from sitegen.components.base import ChartComponent, Layer, NamespaceSecurity, VaultSecretSpec
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.flows import WORLD, Flow
 from sitegen.components.observability import PROJECT
@@ -17,7 +17,7 @@ from sitegen.components.observability.kube_prometheus_stack import (
     KubePrometheusStack,
 )
 from sitegen.components.observability.loki import GATEWAY_SERVICE as LOKI_GATEWAY
-from sitegen.components.observability.loki import LOKI_CLIENT, Loki
+from sitegen.components.observability.loki import LOKI_CLIENT, Loki, client_secret
 from sitegen.components.values import OFF, Placed, Resources, Toggle, Values, placed, requests
 
 SERVICE = "grafana"
@@ -232,6 +232,14 @@ class Grafana(ChartComponent):
     after = (KubePrometheusStack, Loki)  # its data sources
     namespace = "grafana"
     security = NamespaceSecurity("baseline", "the chart's pods are not verified against restricted")
+
+    def vault_secrets(self, ctx: ClusterContext) -> list[VaultSecretSpec]:
+        """Its admin, its OIDC client's secret, and its pair for Loki's gateway."""
+        return [
+            VaultSecretSpec(ADMIN_SECRET, self.namespace, ADMIN_VAULT_KEY, ("admin-user", "admin-password")),
+            VaultSecretSpec(OIDC_SECRET, self.namespace, OIDC_VAULT_KEY, (OIDC_SECRET_KEY,)),
+            client_secret(self.namespace),
+        ]
 
     def flows(self, ctx: ClusterContext) -> list[Flow]:
         return [

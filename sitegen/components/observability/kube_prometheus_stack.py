@@ -1,7 +1,7 @@
 """`kube-prometheus-stack`: Prometheus, Alertmanager, the operator, kube-state-metrics and node-exporter.
 
 The hub runs HA Prometheus on local NVMe with the site's rules; any other cluster runs Prometheus in
-agent mode, writing to the hub through the Gateway.
+agent mode, writing to the hub through the Gateway (prometheus.py).
 """
 
 from __future__ import annotations
@@ -11,13 +11,29 @@ from typing import Literal
 
 from pydantic import Field
 
-from constructs.local_cache import CLASS_NAME as LOCAL_NVME
-from sitegen.components.base import EVERY_POOL, ChartComponent, Layer, NamespaceSecurity, NodeAgent, State
+from sitegen.components.base import (
+    EVERY_POOL,
+    ChartComponent,
+    Layer,
+    NamespaceSecurity,
+    NodeAgent,
+    State,
+    VaultSecretSpec,
+)
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.flows import EVERY_NAMESPACE, NODES, WORLD, Flow
 from sitegen.components.networking.cilium import Cilium
 from sitegen.components.observability import PROJECT
-from sitegen.components.observability.telemetry import REMOTE_WRITE_SECRET, SITE_CA_KEY, SITE_CA_SECRET
+from sitegen.components.observability.prometheus import (
+    Prometheus,
+    StorageSpec,
+    hub_prometheus,
+    local_volume,
+    spoke_prometheus,
+)
+from sitegen.components.observability.telemetry import (
+    delivery_credentials,
+)
 from sitegen.components.operands import Operand
 from sitegen.components.ownership import JobSecret, WrittenField
 from sitegen.components.platform.namespaces import Namespaces
@@ -29,7 +45,6 @@ from sitegen.components.values import (
     Pdb,
     Placed,
     Resources,
-    SecretKeyRef,
     Toggle,
     Toleration,
     Values,
@@ -45,84 +60,6 @@ AGENTS_NAMESPACE = "monitoring-agents"
 ALERTMANAGER_CONFIG = "alertmanager-config"  # its `alertmanager.yaml`, from the vault
 ALERTMANAGER_VAULT_KEY = "alertmanager/config"
 PROMETHEUS_PORT = 9090
-
-
-class StorageRequest(Values):
-    storage: str
-
-
-class StorageResources(Values):
-    requests: StorageRequest
-
-
-class VolumeClaimSpec(Values):
-    storageClassName: str
-    accessModes: list[str]
-    resources: StorageResources
-
-
-class VolumeClaimTemplate(Values):
-    spec: VolumeClaimSpec
-
-
-class StorageSpec(Values):
-    volumeClaimTemplate: VolumeClaimTemplate
-
-
-def local_volume(size_gb: int) -> StorageSpec:
-    return StorageSpec(
-        volumeClaimTemplate=VolumeClaimTemplate(
-            spec=VolumeClaimSpec(
-                storageClassName=LOCAL_NVME,
-                accessModes=["ReadWriteOnce"],
-                resources=StorageResources(requests=StorageRequest(storage=f"{size_gb}G")),
-            )
-        )
-    )
-
-
-class RemoteWriteAuth(Values):
-    username: SecretKeyRef
-    password: SecretKeyRef
-
-
-class CaSecret(Values):
-    secret: SecretKeyRef
-
-
-class TlsConfig(Values):
-    ca: CaSecret
-
-
-class RemoteWrite(Values):
-    url: str
-    name: str
-    basicAuth: RemoteWriteAuth
-    tlsConfig: TlsConfig | None = None
-
-
-class PrometheusSpec(Placed):
-    replicas: int
-    podAntiAffinity: Literal["soft", "hard"] | None = None
-    retention: str | None = None
-    retentionSize: str | None = None
-    storageSpec: StorageSpec | None = None
-    externalLabels: dict[str, str]
-    # Select every monitor of the cluster, not only those carrying the chart's release label.
-    serviceMonitorSelectorNilUsesHelmValues: bool = False
-    podMonitorSelectorNilUsesHelmValues: bool = False
-    probeSelectorNilUsesHelmValues: bool = False
-    scrapeConfigSelectorNilUsesHelmValues: bool = False
-    ruleSelectorNilUsesHelmValues: bool | None = None
-    enableRemoteWriteReceiver: bool | None = None
-    remoteWrite: list[RemoteWrite] | None = None
-    resources: Resources
-
-
-class Prometheus(Values):
-    agentMode: bool | None = None
-    podDisruptionBudget: Pdb | None = None
-    prometheusSpec: PrometheusSpec
 
 
 class AlertmanagerSpec(Placed):
@@ -342,6 +279,17 @@ class KubePrometheusStack(ChartComponent):
         for kind in ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration")
     )  # fmt: skip
 
+    def vault_secrets(self, ctx: ClusterContext) -> list[VaultSecretSpec]:
+        """On the hub, Alertmanager's configuration (its receivers hold credentials); elsewhere, what
+        Prometheus delivers its series to the hub with."""
+        if not ctx.is_hub:
+            return delivery_credentials(self.namespace, ctx.site)
+        return [
+            VaultSecretSpec(
+                ALERTMANAGER_CONFIG, self.namespace, ALERTMANAGER_VAULT_KEY, ("alertmanager.yaml",)
+            )
+        ]
+
     def flows(self, ctx: ClusterContext) -> list[Flow]:
         return [
             Flow(EVERY_NAMESPACE, (), "Prometheus scrapes every namespace's metrics"),
@@ -372,25 +320,8 @@ class KubePrometheusStack(ChartComponent):
     def values(self, ctx: ClusterContext) -> KubePrometheusStackValues:
         system = placed(ctx.system_placement)
         monitoring = ctx.site.services.monitoring
-        external_labels = {"cluster": ctx.cluster.name}
         if ctx.is_hub:
-            prom = monitoring.prometheus
-            prometheus = Prometheus(
-                podDisruptionBudget=Pdb(),
-                prometheusSpec=PrometheusSpec(
-                    replicas=prom.replicas,
-                    podAntiAffinity="hard",  # the two copies never share a node
-                    retention=f"{prom.retention_days}d",
-                    retentionSize=prom.retention_size,
-                    storageSpec=local_volume(prom.volume_gb),
-                    externalLabels=external_labels,
-                    ruleSelectorNilUsesHelmValues=False,  # and every rule
-                    # the agents of the other clusters write here, through the Gateway
-                    enableRemoteWriteReceiver=bool(ctx.variant.spokes),
-                    resources=requests("4", "32Gi", "64Gi"),
-                    **system,
-                ),
-            )
+            prometheus = hub_prometheus(ctx, system)
             alertmanager = Alertmanager(
                 podDisruptionBudget=Pdb(),
                 alertmanagerSpec=AlertmanagerSpec(
@@ -411,33 +342,7 @@ class KubePrometheusStack(ChartComponent):
                 ),
             )
         else:
-            tls = None
-            if ctx.site.services.certificates.internal_ca:
-                tls = TlsConfig(ca=CaSecret(secret=SecretKeyRef(name=SITE_CA_SECRET, key=SITE_CA_KEY)))
-            # A cluster with GPUs keeps a few hours of its own series, queryable: its GPU node guard
-            # asks them (gpu-node-guard); any other spoke only forwards (agent mode).
-            local = ctx.has_gpus
-            prometheus = Prometheus(
-                agentMode=not local,
-                prometheusSpec=PrometheusSpec(
-                    replicas=1,
-                    retention=LOCAL_RETENTION if local else None,
-                    externalLabels=external_labels,
-                    remoteWrite=[
-                        RemoteWrite(
-                            url=f"https://{monitoring.telemetry_hostname}/api/v1/write",
-                            name=ctx.variant.hub.name,
-                            basicAuth=RemoteWriteAuth(
-                                username=SecretKeyRef(name=REMOTE_WRITE_SECRET, key="username"),
-                                password=SecretKeyRef(name=REMOTE_WRITE_SECRET, key="password"),
-                            ),
-                            tlsConfig=tls,
-                        )
-                    ],
-                    resources=requests("500m", "2Gi", "8Gi"),
-                    **system,
-                ),
-            )
+            prometheus = spoke_prometheus(ctx, system)
             alertmanager = Alertmanager(enabled=False)
             rules = DefaultRules(create=False)  # rules are evaluated by the hub, on the series written there
         return KubePrometheusStackValues(
@@ -475,8 +380,6 @@ class KubePrometheusStack(ChartComponent):
             ),
         }
 
-
-LOCAL_RETENTION = "6h"  # a spoke's own queryable series (its GPU node guard's); the hub keeps them all
 
 PROMETHEUS_SERVICE = (
     f"{KubePrometheusStack.name}-prometheus"  # the chart's name for it: `<release>-prometheus`

@@ -7,14 +7,14 @@ from typing import Literal
 from pydantic import Field
 
 from constructs.local_cache import CLASS_NAME as LOCAL_NVME
-from sitegen.components.base import ChartComponent, Layer, NamespaceSecurity, State
+from sitegen.components.base import ChartComponent, Layer, NamespaceSecurity, State, VaultSecretSpec
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.flows import Flow
 from sitegen.components.observability import PROJECT
 from sitegen.components.observability.kube_prometheus_stack import KubePrometheusStack
 from sitegen.components.s3 import S3Access, S3Grant, s3_vault_key
 from sitegen.components.storage.aistor import CA_SECRET as AISTOR_CA_SECRET
-from sitegen.components.storage.aistor import AIStor, s3_endpoint
+from sitegen.components.storage.aistor import AIStor, ca_vault_secret
 from sitegen.components.storage.local_nvme import LocalNvme
 from sitegen.components.values import (
     OFF,
@@ -172,6 +172,18 @@ class LokiValues(Values):
     sidecar: Sidecar = Sidecar(rules=RulesSidecar(resource="configmap"))
 
 
+def client_secret(namespace: str) -> VaultSecretSpec:
+    """The pair a client of Loki's gateway (Grafana, the telemetry gateway) reads and writes logs with."""
+    return VaultSecretSpec(
+        LOKI_CLIENT, namespace, LOKI_CLIENT_VAULT_KEY, ("username", "password"),
+        {
+            "LOKI_USERNAME": "{{ .username }}",
+            "LOKI_PASSWORD": "{{ .password }}",
+            "basic": '{{ printf "%s:%s" .username .password | b64enc }}',
+        },
+    )  # fmt: skip
+
+
 class Loki(ChartComponent):
     name = "loki"
     modelled_values = {"loki.limits_config.retention_period": "services.yaml: logs.retention_days"}
@@ -202,13 +214,22 @@ class Loki(ChartComponent):
                   without_copy=f"rebuilt from the index and chunks in s3://{bucket}/"),
         ]  # fmt: skip
 
+    def vault_secrets(self, ctx: ClusterContext) -> list[VaultSecretSpec]:
+        """Its S3 keys and the AIStor CA, and its gateway's users (htpasswd)."""
+        s3_keys = {"AWS_ACCESS_KEY_ID": "{{ .access_key }}", "AWS_SECRET_ACCESS_KEY": "{{ .secret_key }}"}
+        return [
+            VaultSecretSpec(S3_SECRET, self.namespace, S3_VAULT_KEY, ("access_key", "secret_key"), s3_keys),
+            ca_vault_secret(self.namespace),
+            VaultSecretSpec(GATEWAY_USERS, self.namespace, GATEWAY_USERS_VAULT_KEY, (".htpasswd",)),
+        ]
+
     def s3_access(self, ctx: ClusterContext) -> list[S3Access]:
         logs = ctx.site.services.logs
         return [S3Access(S3_USER, (S3Grant(logs.bucket), S3Grant(logs.ruler_bucket)))]
 
     def values(self, ctx: ClusterContext) -> LokiValues:
         logs = ctx.site.services.logs
-        s3 = s3_endpoint(ctx.site, ctx.cluster)
+        s3 = AIStor.s3_endpoint(ctx.site, ctx.cluster)
         system = placed(ctx.system_placement)
         ca_volume, ca_mount = secret_volume("aistor-ca", AISTOR_CA_SECRET, CA_MOUNT)
 

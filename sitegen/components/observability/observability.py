@@ -1,67 +1,30 @@
-"""`observability`: what the charts cannot express: Cilium's pod monitors, the site's alert rules and
-dashboards, and the credentials the observability charts read (all from the vault).
-
-On the hub: the rules (for every cluster of the variant: the others' agents write to the hub),
-dashboards, Grafana's admin, Loki's S3 keys and the AIStor CA, the Loki gateway's users and its
-clients' pair, the telemetry door's htpasswd. On any other cluster: the basic-auth pair its agents
-deliver with, and the site CA's certificate.
+"""`observability`: what the charts cannot express: Cilium's, the databases' and External Secrets' pod
+monitors, the site's alert rules and dashboards (on the hub: the rules cover every cluster of the
+variant, whose agents write to the hub), and the Secrets the observability charts read from the vault,
+which each chart's component declares (`vault_secrets`).
 """
 
 from __future__ import annotations
 
 from constructs import Construct
 from constructs import gpu_node_guard as guard
-from constructs.edge import SITE_CA_CERT_VAULT_KEY
 from constructs.monitoring import CILIUM_TARGETS, DashboardReader, Dashboards, PodMonitors, PodTarget
 from constructs.node_faults import FabricPool
-from constructs.secrets import VaultSecret
 from constructs.site_alerts import BackupWatch, DatabaseWatch, GuardWatch, SiteAlerts, SiteRisks
-from sitegen.components.base import Layer, RenderedComponent
+from sitegen.components.base import Layer, RenderedComponent, VaultSecretSpec
 from sitegen.components.context import ClusterContext
-from sitegen.components.gpu.gpu_health import NAMESPACE as GPU_HEALTH
+from sitegen.components.gpu.gpu_health import GpuHealth
 from sitegen.components.gpu.gpu_node_guard import GpuNodeGuard, guard_conditions
 from sitegen.components.observability import PROJECT
-from sitegen.components.observability.grafana import (
-    ADMIN_SECRET,
-    ADMIN_VAULT_KEY,
-    OIDC_SECRET,
-    OIDC_SECRET_KEY,
-    OIDC_VAULT_KEY,
-    SERVICE_ACCOUNT,
-    Grafana,
-)
+from sitegen.components.observability.grafana import SERVICE_ACCOUNT, Grafana
 from sitegen.components.observability.grafana_database import GrafanaDatabase
-from sitegen.components.observability.kube_prometheus_stack import (
-    ALERTMANAGER_CONFIG,
-    ALERTMANAGER_VAULT_KEY,
-    NAMESPACE,
-    KubePrometheusStack,
-)
-from sitegen.components.observability.loki import (
-    GATEWAY_USERS,
-    GATEWAY_USERS_VAULT_KEY,
-    LOKI_CLIENT,
-    LOKI_CLIENT_VAULT_KEY,
-    S3_SECRET,
-    S3_VAULT_KEY,
-    Loki,
-)
-from sitegen.components.observability.otel_gateway import OtelGateway
-from sitegen.components.observability.otel_node import OtelNode
-from sitegen.components.observability.telemetry import (
-    CLIENT_VAULT_KEY,
-    HTPASSWD_VAULT_KEY,
-    REMOTE_WRITE_SECRET,
-    SITE_CA_KEY,
-    SITE_CA_SECRET,
-    TELEMETRY_USERS,
-)
+from sitegen.components.observability.kube_prometheus_stack import NAMESPACE, KubePrometheusStack
+from sitegen.components.observability.loki import Loki
 from sitegen.components.platform.external_secrets import ExternalSecrets
 from sitegen.components.platform.secret_store import SecretStore
 from sitegen.components.platform_nodes import etcd_backup
 from sitegen.components.platform_nodes.etcd_backup import EtcdBackup
 from sitegen.components.registry.harbor_database import HarborDatabase
-from sitegen.components.storage.aistor import ca_secret as aistor_ca
 from sitegen.components.storage.postgres import CloudNativePg
 from sitegen.model import Site, VariantLayout, paths
 
@@ -98,50 +61,34 @@ class Observability(RenderedComponent):
                 "external-secrets", eso, {"app.kubernetes.io/name": "external-secrets"}, "metrics"
             )
             PodMonitors(scope, "ExternalSecrets", namespace=self.namespace, targets=[target])
-        if ctx.has(Grafana):
+        if ctx.is_hub:
             self._hub(scope, ctx)
-        else:
-            self._agent_credentials(scope, ctx)
+        self._credentials(scope, ctx)
 
-    def _agent_credentials(self, scope: Construct, ctx: ClusterContext) -> None:
-        """A cluster without the stack: the credentials its agents deliver to the hub with, in each
-        namespace that has one (Prometheus here, the log collector among the node agents)."""
-        namespaces = [self.namespace, *([ctx.get(OtelNode).namespace] if ctx.has(OtelNode) else [])]
-        for namespace in namespaces:
-            VaultSecret(
-                scope,
-                f"RemoteWrite-{namespace}",
-                name=REMOTE_WRITE_SECRET,
-                namespace=namespace,
-                store=ctx.store,
-                key=CLIENT_VAULT_KEY,
-                properties=["username", "password"],
-                template={
-                    "username": "{{ .username }}",
-                    "password": "{{ .password }}",
-                    "basic": '{{ printf "%s:%s" .username .password | b64enc }}',
-                },
-            )
-            if ctx.site.services.certificates.internal_ca:
-                # the certificate only, never the key
-                VaultSecret(
-                    scope,
-                    f"SiteCA-{namespace}",
-                    name=SITE_CA_SECRET,
-                    namespace=namespace,
-                    store=ctx.store,
-                    key=SITE_CA_CERT_VAULT_KEY,
-                    properties=[SITE_CA_KEY],
-                )
+    def _credentials(self, scope: Construct, ctx: ClusterContext) -> None:
+        """The Secrets the observability charts read (their `vault_secrets`): charts render no
+        ExternalSecret of ours, so their project's app writes them, before they start."""
+        declared: dict[tuple[str, str], VaultSecretSpec] = {}
+        for component in ctx.components:
+            if component.project is not PROJECT:
+                continue
+            for spec in component.vault_secrets(ctx):
+                # two clients of one namespace may declare the same Secret; never two different ones
+                if declared.setdefault((spec.namespace, spec.name), spec) != spec:
+                    raise ValueError(
+                        f"{component.name}: Secret {spec.namespace}/{spec.name} is declared twice"
+                    )
+        for spec in declared.values():
+            spec.render(scope, ctx.store)
 
     def _hub(self, scope: Construct, ctx: ClusterContext) -> None:
-        grafana = ctx.get(Grafana)
+        """The site's alert rules and dashboards, and the monitors of Argo CD's controllers."""
         DashboardReader(
             scope,
             "DashboardReader",
             namespace=self.namespace,
             account=SERVICE_ACCOUNT,
-            account_namespace=grafana.namespace,
+            account_namespace=ctx.get(Grafana).namespace,
         )
         SiteAlerts(scope, "Alerts", namespace=self.namespace, risks=site_risks(ctx.site, ctx.variant))
         # the Applications' sync and health, failed syncs and spoke connections (the application
@@ -152,92 +99,9 @@ class Observability(RenderedComponent):
             for name in ("argocd-application-controller", "argocd-applicationset-controller")
         ]
         PodMonitors(scope, "ArgoCd", namespace=self.namespace, targets=controllers)
-        VaultSecret(
-            scope,
-            "AlertmanagerConfig",
-            name=ALERTMANAGER_CONFIG,
-            namespace=self.namespace,
-            store=ctx.store,
-            key=ALERTMANAGER_VAULT_KEY,
-            properties=["alertmanager.yaml"],
+        Dashboards(
+            scope, "Dashboards", namespace=ctx.get(Grafana).namespace, dashboards=dict(ctx.site.dashboards)
         )
-        self._grafana(scope, ctx)
-        self._loki_credentials(scope, ctx)
-        if ctx.variant.spokes:
-            # htpasswd lines ({SHA}) of the clients that deliver telemetry from the other clusters
-            VaultSecret(
-                scope,
-                "TelemetryUsers",
-                name=TELEMETRY_USERS,
-                namespace=ctx.get(OtelGateway).namespace,
-                store=ctx.store,
-                key=HTPASSWD_VAULT_KEY,
-                properties=[".htpasswd"],
-            )
-
-    def _grafana(self, scope: Construct, ctx: ClusterContext) -> None:
-        """The site's dashboards and Grafana's own credentials: its admin and its OIDC client."""
-        grafana = ctx.get(Grafana).namespace
-        Dashboards(scope, "Dashboards", namespace=grafana, dashboards=dict(ctx.site.dashboards))
-        VaultSecret(
-            scope,
-            "GrafanaAdmin",
-            name=ADMIN_SECRET,
-            namespace=grafana,
-            store=ctx.store,
-            key=ADMIN_VAULT_KEY,
-            properties=["admin-user", "admin-password"],
-        )
-        VaultSecret(
-            scope,
-            "GrafanaOidc",
-            name=OIDC_SECRET,
-            namespace=grafana,
-            store=ctx.store,
-            key=OIDC_VAULT_KEY,
-            properties=[OIDC_SECRET_KEY],
-        )
-
-    def _loki_credentials(self, scope: Construct, ctx: ClusterContext) -> None:
-        """Loki's S3 keys and the AIStor CA, its gateway's users, and the pair each of its clients
-        (Grafana, the telemetry gateway) reads and writes logs with."""
-        grafana = ctx.get(Grafana).namespace
-        loki = ctx.get(Loki).namespace
-        VaultSecret(
-            scope,
-            "LokiS3",
-            name=S3_SECRET,
-            namespace=loki,
-            store=ctx.store,
-            key=S3_VAULT_KEY,
-            properties=["access_key", "secret_key"],
-            template={"AWS_ACCESS_KEY_ID": "{{ .access_key }}", "AWS_SECRET_ACCESS_KEY": "{{ .secret_key }}"},
-        )
-        aistor_ca(scope, "LokiAIStorCA", namespace=loki, store=ctx.store)
-        VaultSecret(
-            scope,
-            "LokiGatewayUsers",
-            name=GATEWAY_USERS,
-            namespace=loki,
-            store=ctx.store,
-            key=GATEWAY_USERS_VAULT_KEY,
-            properties=[".htpasswd"],
-        )
-        for client in sorted({grafana, ctx.get(OtelGateway).namespace}):
-            VaultSecret(
-                scope,
-                f"LokiClient-{client}",
-                name=LOKI_CLIENT,
-                namespace=client,
-                store=ctx.store,
-                key=LOKI_CLIENT_VAULT_KEY,
-                properties=["username", "password"],
-                template={
-                    "LOKI_USERNAME": "{{ .username }}",
-                    "LOKI_PASSWORD": "{{ .password }}",
-                    "basic": '{{ printf "%s:%s" .username .password | b64enc }}',
-                },
-            )
 
 
 def site_risks(site: Site, variant: VariantLayout) -> SiteRisks:
@@ -258,7 +122,7 @@ def site_risks(site: Site, variant: VariantLayout) -> SiteRisks:
         aistor_parity=site.aistor_layout().parity
         if any(p.name == site.storage.aistor.pool for p in pools)
         else None,
-        health_namespace=GPU_HEALTH if any(p.hardware.gpu for p in pools) else None,
+        health_namespace=GpuHealth.namespace if any(p.hardware.gpu for p in pools) else None,
         health_max_age_days=site.services.health.max_age_days,
         policy_audit=site.network.kubernetes.network_policy == "audit",
         backups=_backups(site),

@@ -4,7 +4,7 @@ and, with other clusters, the telemetry door of the site Gateway."""
 from __future__ import annotations
 
 from constructs.edge import Backend, Route
-from sitegen.components.base import ChartComponent, Layer
+from sitegen.components.base import ChartComponent, Layer, VaultSecretSpec
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.flows import Flow
 from sitegen.components.observability import PROJECT
@@ -27,8 +27,8 @@ from sitegen.components.observability.kube_prometheus_stack import (
     KubePrometheusStack,
 )
 from sitegen.components.observability.loki import GATEWAY_SERVICE as LOKI_GATEWAY
-from sitegen.components.observability.loki import LOKI_CLIENT, Loki
-from sitegen.components.observability.telemetry import TELEMETRY_USERS
+from sitegen.components.observability.loki import LOKI_CLIENT, Loki, client_secret
+from sitegen.components.observability.telemetry import HTPASSWD_VAULT_KEY, TELEMETRY_USERS
 from sitegen.components.values import (
     EnvVar,
     EnvVarSource,
@@ -50,6 +50,12 @@ class OtelGateway(ChartComponent):
     after = (KubePrometheusStack, Loki)
     namespace = NAMESPACE
     images = {COLLECTOR_IMAGE: "the log collectors"}
+
+    def vault_secrets(self, ctx: ClusterContext) -> list[VaultSecretSpec]:
+        """Its pair for Loki's gateway and, where other clusters deliver, the htpasswd lines ({SHA}) of
+        their clients."""
+        users = VaultSecretSpec(TELEMETRY_USERS, self.namespace, HTPASSWD_VAULT_KEY, (".htpasswd",))
+        return [client_secret(self.namespace), *([users] if ctx.variant.spokes else [])]
 
     def flows(self, ctx: ClusterContext) -> list[Flow]:
         return [Flow(Loki, (), "pushes logs to Loki's gateway")]

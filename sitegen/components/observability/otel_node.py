@@ -7,7 +7,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from constructs.kubeadm import AUDIT_LOG_DIR
-from sitegen.components.base import EVERY_POOL, ChartComponent, Layer, NamespaceSecurity, NodeAgent
+from sitegen.components.base import (
+    EVERY_POOL,
+    ChartComponent,
+    Layer,
+    NamespaceSecurity,
+    NodeAgent,
+    VaultSecretSpec,
+)
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.flows import WORLD, Flow
 from sitegen.components.observability import PROJECT
@@ -33,7 +40,12 @@ from sitegen.components.observability.kube_prometheus_stack import (
 )
 from sitegen.components.observability.otel_gateway import SERVICE as GATEWAY_SERVICE
 from sitegen.components.observability.otel_gateway import OtelGateway
-from sitegen.components.observability.telemetry import REMOTE_WRITE_SECRET, SITE_CA_KEY, SITE_CA_SECRET
+from sitegen.components.observability.telemetry import (
+    REMOTE_WRITE_SECRET,
+    SITE_CA_KEY,
+    SITE_CA_SECRET,
+    delivery_credentials,
+)
 from sitegen.components.values import (
     EVERY_TAINT,
     EnvVar,
@@ -66,6 +78,10 @@ class OtelNode(ChartComponent):
         "NVMe devices, the log collector reads /var/log/pods",
     )
     images = {COLLECTOR_IMAGE: "the log collectors"}
+
+    def vault_secrets(self, ctx: ClusterContext) -> list[VaultSecretSpec]:
+        """Outside the hub, what its log collector delivers to the hub with."""
+        return [] if ctx.is_hub else delivery_credentials(self.namespace, ctx.site)
 
     def flows(self, ctx: ClusterContext) -> list[Flow]:
         # to the hub's gateway collector; a spoke ships through the hub's Gateway

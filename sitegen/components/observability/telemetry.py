@@ -6,6 +6,10 @@ metrics by Prometheus remote write, logs by OTLP, with one basic-auth pair from 
 
 from __future__ import annotations
 
+from constructs.edge import SITE_CA_CERT_VAULT_KEY
+from sitegen.components.base import VaultSecretSpec
+from sitegen.model import Site
+
 REMOTE_WRITE_SECRET = (
     "remote-write"  # the agents' basic-auth pair (username, password, basic), from the vault
 )
@@ -16,3 +20,19 @@ CLIENT_VAULT_KEY = "telemetry/client"
 SITE_CA_SECRET = "site-ca-cert"
 SITE_CA_KEY = "tls.crt"
 HTPASSWD_VAULT_KEY = "telemetry/htpasswd"
+
+
+def delivery_credentials(namespace: str, site: Site) -> list[VaultSecretSpec]:
+    """What an agent outside the hub delivers with, in its namespace: the basic-auth pair, and with the
+    internal CA the site CA's certificate (never its key)."""
+    pair = VaultSecretSpec(
+        REMOTE_WRITE_SECRET, namespace, CLIENT_VAULT_KEY, ("username", "password"),
+        {
+            "username": "{{ .username }}",
+            "password": "{{ .password }}",
+            "basic": '{{ printf "%s:%s" .username .password | b64enc }}',
+        },
+    )  # fmt: skip
+    if not site.services.certificates.internal_ca:
+        return [pair]
+    return [pair, VaultSecretSpec(SITE_CA_SECRET, namespace, SITE_CA_CERT_VAULT_KEY, (SITE_CA_KEY,))]

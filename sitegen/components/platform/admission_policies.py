@@ -39,7 +39,7 @@ from constructs.kueue import (
     TENANT_CLASSES,
     TENANT_PRIORITY_LABEL,
 )
-from constructs.objects import WORKLOAD_KINDS, pod_account
+from constructs.objects import WORKLOAD_KINDS, pod_account, reaches_host
 from sitegen.components.base import Layer, RenderedComponent
 from sitegen.components.context import ClusterContext
 from sitegen.components.edge.cert_manager import CertManager
@@ -98,14 +98,6 @@ RESERVED_PRIORITIES = ("acceptance", "serving")  # the ones that preempt others'
 KUBE_SYSTEM = "kube-system"
 
 
-def applier(argocd_namespace: str, *, hub: bool) -> str:
-    """Who applies dist/ to a cluster: the hub's application controller, or a spoke's manager (the
-    policies let it through; validate and bringup create as it)."""
-    if hub:
-        return f"system:serviceaccount:{argocd_namespace}:argocd-application-controller"
-    return f"system:serviceaccount:{ArgocdManager.namespace}:{SPOKE_MANAGER}"
-
-
 def _queued_workloads() -> list[dict]:
     """The kinds Kueue queues (and the pods they make): what the priority policies judge."""
     return [
@@ -138,15 +130,6 @@ def _pod_spec(doc: Mapping[str, Any]) -> Mapping[str, Any] | None:
     return (spec.get("template") or {}).get("spec")
 
 
-def reaches_host(pod: Mapping[str, Any]) -> bool:
-    containers = [*(pod.get("initContainers") or []), *(pod.get("containers") or [])]
-    return bool(
-        pod.get("hostNetwork") or pod.get("hostPID")
-        or any("hostPath" in v for v in pod.get("volumes") or [])
-        or any((c.get("securityContext") or {}).get("privileged") for c in containers)
-    )  # fmt: skip
-
-
 def host_access_accounts(rendered: Mapping[str, list[dict[str, Any]]]) -> list[str]:
     """`<namespace>/<service account>` of every workload the cluster's apps ship that reaches its node."""
     found = set()
@@ -168,6 +151,14 @@ class AdmissionPolicies(RenderedComponent):
     talks_to_api = False
     reads_rendered = True  # the node agents every other app ships
 
+    @staticmethod
+    def applier(argocd_namespace: str, *, hub: bool) -> str:
+        """Who applies dist/ to a cluster: the hub's application controller, or a spoke's manager (the
+        policies let it through; validate and bringup create as it)."""
+        if hub:
+            return f"system:serviceaccount:{argocd_namespace}:argocd-application-controller"
+        return f"system:serviceaccount:{ArgocdManager.namespace}:{SPOKE_MANAGER}"
+
     def _tenant_priorities(self, scope: Construct, ctx: ClusterContext) -> None:
         """Per tenant priority in use: the Kueue classes a tenant's own workloads may carry."""
         levels = sorted({p for c in ctx.components if (p := c.priority_ceiling(ctx)) is not None})
@@ -185,7 +176,7 @@ class AdmissionPolicies(RenderedComponent):
                     PRIORITY_LABEL,
                     allowed,
                     unlabelled,
-                    [applier(ctx.site.gitops.argocd.namespace, hub=ctx.is_hub)],
+                    [self.applier(ctx.site.gitops.argocd.namespace, hub=ctx.is_hub)],
                 ),
                 message=f"a tenant whose priority is {level} (tenants.yaml) labels its workloads "
                 f"{PRIORITY_LABEL}: {shown}",
@@ -203,7 +194,7 @@ class AdmissionPolicies(RenderedComponent):
                 expression=reserved_priorities_expression(
                     PRIORITY_LABEL,
                     RESERVED_PRIORITIES,
-                    [applier(ctx.site.gitops.argocd.namespace, hub=ctx.is_hub)],
+                    [self.applier(ctx.site.gitops.argocd.namespace, hub=ctx.is_hub)],
                 ),
                 message=f"the Kueue priorities {', '.join(RESERVED_PRIORITIES)} preempt other tenants' "
                 "jobs: only what Git holds may carry them",
@@ -292,7 +283,7 @@ class AdmissionPolicies(RenderedComponent):
             ],
             namespace_labels={NAMESPACE_NAME_LABEL: KUBE_SYSTEM},
             expression=kube_system_workloads_expression(
-                [applier(ctx.site.gitops.argocd.namespace, hub=ctx.is_hub)], apps
+                [AdmissionPolicies.applier(ctx.site.gitops.argocd.namespace, hub=ctx.is_hub)], apps
             ),
             message=f"Argo CD puts workloads into {KUBE_SYSTEM} (exempt from Pod Security) only for "
             f"{', '.join(apps) or 'no app'}",
@@ -361,7 +352,7 @@ class AdmissionPolicies(RenderedComponent):
             name="sitegen-persistent-volumes",
             rules=[{**_rule("", "persistentvolumes"), "operations": ["CREATE"]}],
             expression=persistent_volume_expression(
-                [applier(ctx.site.gitops.argocd.namespace, hub=ctx.is_hub)], provisioners
+                [AdmissionPolicies.applier(ctx.site.gitops.argocd.namespace, hub=ctx.is_hub)], provisioners
             ),
             message="PersistentVolumes come from Git or a CSI provisioner; hostPath, local and NFS "
             "volumes from Git only",

@@ -44,11 +44,6 @@ from sitegen.model.gitops import Sso
 
 # the usual object names (argocd-server, ...), which the HTTPRoute and runbook name
 FULLNAME = "argocd"
-# The OIDC client secret, written from the vault into a Secret Argo CD reads by reference
-# (`$<secret>:<key>` needs the part-of label); the root renders its ExternalSecret.
-OIDC_SECRET = "argocd-oidc"
-OIDC_SECRET_KEY = "clientSecret"
-OIDC_VAULT_KEY = "argocd/oidc"
 SERVER_SERVICE = f"{FULLNAME}-server"
 SERVER_TLS_SECRET = "argocd-server-tls"  # the name argocd-server loads its key pair from
 
@@ -267,7 +262,7 @@ def oidc_config(sso: Sso) -> str:
             "name": "SSO",
             "issuer": sso.issuer,
             "clientID": sso.client_id,
-            "clientSecret": f"${OIDC_SECRET}:{OIDC_SECRET_KEY}",
+            "clientSecret": f"${ArgoCd.oidc_secret}:{ArgoCd.oidc_secret_key}",
             "requestedScopes": ["openid", "profile", "email", sso.groups_claim],
         },
         sort_keys=False,
@@ -292,6 +287,11 @@ class ArgoCd(ChartComponent):
         "baseline", "the chart's redis-ha and haproxy are not verified against restricted; audit and warn are"
     )
     images = {"argocd": "every Argo CD component (the chart's appVersion is older)"}
+    # The OIDC client secret, written from the vault into a Secret Argo CD reads by reference
+    # (`$<secret>:<key>` needs the part-of label); the root renders its ExternalSecret (delivery.py).
+    oidc_secret = "argocd-oidc"
+    oidc_secret_key = "clientSecret"
+    oidc_vault_key = "argocd/oidc"
 
     def flows(self, ctx: ClusterContext) -> list[Flow]:
         ports = {_port(ctx.site.gitops.repo_url), 443}  # the repository, the OIDC issuer

@@ -8,7 +8,7 @@ from collections import defaultdict
 from collections.abc import Mapping
 
 from constructs import Construct
-from constructs.cluster_manager import NAME, ClusterManager, resource_of
+from constructs.cluster_manager import ClusterManager, resource_of
 from sitegen.components.base import Layer, NamespaceSecurity, RenderedComponent
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.platform import PROJECT
@@ -22,8 +22,6 @@ from sitegen.components.privilege import (
     UPDATES_CRDS,
     Reviewed,
 )
-
-ACCOUNT = NAME
 
 
 class ArgocdManager(RenderedComponent):

@@ -11,6 +11,7 @@ from constructs import Construct
 from constructs.etcd_backup import ETCD_PREFIX, PKI_PREFIX, etcd_snapshot, pki_archive
 from constructs.host_backup import HostBackup, Producer, S3Target
 from constructs.secrets import VaultSecret
+from sitegen.components import second_target
 from sitegen.components.base import Layer, NamespaceSecurity, NodeAgent, RenderedComponent
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.flows import WORLD, Flow
@@ -18,8 +19,7 @@ from sitegen.components.platform.namespaces import Namespaces
 from sitegen.components.platform.secret_store import SecretStore
 from sitegen.components.platform_nodes import PROJECT
 from sitegen.components.s3 import S3Access, S3Grant
-from sitegen.components.storage import second_target
-from sitegen.components.storage.aistor import CA_SECRET, ca_secret, s3_endpoint
+from sitegen.components.storage.aistor import CA_SECRET, AIStor, ca_secret
 
 NAME = "etcd-backup"  # into AIStor
 S3_USER = "etcd-backup"
@@ -107,7 +107,7 @@ class EtcdBackup(RenderedComponent):
     def render(self, scope: Construct, ctx: ClusterContext) -> None:
         backups = ctx.site.services.backups
         second = backups.second
-        s3 = s3_endpoint(ctx.site, ctx.cluster)
+        s3 = AIStor.s3_endpoint(ctx.site, ctx.cluster)
         (aistor_access,) = self.s3_access(ctx)
         etcd_access, pki_access = self.second_copy(ctx)
         for id, secret, access in (
@@ -120,7 +120,7 @@ class EtcdBackup(RenderedComponent):
                 properties=["access_key", "secret_key"],
                 template={"AWS_ACCESS_KEY_ID": "{{ .access_key }}", "AWS_SECRET_ACCESS_KEY": "{{ .secret_key }}"},
             )  # fmt: skip
-        ca_secret(scope, "AIStorCA", namespace=self.namespace, store=ctx.store)
+        ca_secret(scope, namespace=self.namespace, store=ctx.store)
         second_target.second_ca_secret(
             scope, "SecondCA", site=ctx.site, namespace=self.namespace, store=ctx.store
         )

@@ -26,10 +26,9 @@ from sitegen.components.flows import WORLD, Flow
 from sitegen.components.registry import PROJECT
 from sitegen.components.s3 import S3Access, S3Grant, s3_vault_key
 from sitegen.components.storage.aistor import CA_SECRET as AISTOR_CA_SECRET
-from sitegen.components.storage.aistor import AIStor, s3_endpoint
+from sitegen.components.storage.aistor import AIStor
 from sitegen.components.storage.powerscale import PowerScale
 from sitegen.components.values import ON, Placed, Resources, Toggle, Values, placed, requests
-from sitegen.model import Site
 
 SERVICE = "harbor"
 # harbor-database's Cluster (harbor_database.py): its name, its primary's Service, owner and database
@@ -148,40 +147,14 @@ CREDENTIALS = (
     ADMIN, SECRET_KEY, CORE, XSRF, TOKEN, JOBSERVICE, REGISTRY_HTTP, REGISTRY_CREDENTIALS,
     REDIS, REGISTRY_REDIS, TRIVY_REDIS,
 )  # fmt: skip
-# The nodes' pull robot (constructs/registry.py): its secret is the vault's, set by the setup Job and
-# written into every host's hosts.toml by the RUNBOOK.
-PULL_SECRET = "harbor-node-pull"
-PULL_VAULT_KEY = "harbor/node-pull"
-OIDC_SECRET = "harbor-oidc"
-OIDC_VAULT_KEY = "harbor/oidc"
-OVERWRITE_ENV = "CONFIG_OVERWRITE_JSON"
-
-
-def oidc_settings(site: Site) -> dict[str, object]:
-    """Harbor's OIDC settings (its configuration API's names): the site's provider and groups, members
-    made on first login, Harbor's admins the group Argo CD makes admin; the client secret is a template
-    field the ExternalSecret fills from the vault."""
-    sso = site.gitops.argocd.sso
-    admins = sorted(group for group, role in site.gitops.argocd.rbac.items() if role == "admin")
-    return {
-        "auth_mode": "oidc_auth",
-        "primary_auth_mode": True,
-        "oidc_name": "site",
-        "oidc_endpoint": sso.issuer,
-        "oidc_client_id": site.services.registry.sso_client_id,
-        "oidc_client_secret": "{{ .client_secret }}",
-        "oidc_scope": f"openid,profile,email,{sso.groups_claim}",
-        "oidc_groups_claim": sso.groups_claim,
-        "oidc_admin_group": admins[0],
-        "oidc_user_claim": "preferred_username",
-        "oidc_auto_onboard": True,
-        "oidc_verify_cert": True,
-    }
-
-
 DATABASE_CREDENTIALS = (DATABASE_PASSWORD,)
 # Secrets the chart renders that the vault's copies replace
 CHART_SECRETS = (REGISTRY_REDIS, TRIVY_REDIS)
+# The nodes' pull robot (constructs/registry.py): its secret is the vault's (HarborConfig.pull_vault_key).
+PULL_SECRET = "harbor-node-pull"
+OIDC_SECRET = "harbor-oidc"
+OIDC_VAULT_KEY = "harbor/oidc"
+OVERWRITE_ENV = "CONFIG_OVERWRITE_JSON"
 
 
 def vault_copies(registry_storage: str) -> tuple[VaultCopy, ...]:
@@ -442,7 +415,7 @@ class Harbor(ChartComponent):
         system = placed(ctx.system_placement)
         ca = registry_claim = None
         if registry.storage == "aistor":
-            s3 = s3_endpoint(ctx.site, ctx.cluster)
+            s3 = AIStor.s3_endpoint(ctx.site, ctx.cluster)
             image_storage = ImageChartStorage(
                 type="s3",
                 disableredirect=True,

@@ -21,12 +21,11 @@ from sitegen.components.registry.harbor import (
     OIDC_VAULT_KEY,
     OVERWRITE_ENV,
     PULL_SECRET,
-    PULL_VAULT_KEY,
     Harbor,
-    oidc_settings,
     vault_copies,
 )
 from sitegen.components.storage.aistor import ca_secret as aistor_ca
+from sitegen.model import Site
 
 
 class HarborConfig(RenderedComponent):
@@ -38,6 +37,31 @@ class HarborConfig(RenderedComponent):
     namespace = Harbor.namespace
     skip_dry_run = True
     images = {"curl": "Harbor's proxy-cache projects"}
+    # The nodes' pull robot's secret (constructs/registry.py): set by the setup Job, written into every
+    # host's hosts.toml by the RUNBOOK.
+    pull_vault_key = "harbor/node-pull"
+
+    @staticmethod
+    def oidc_settings(site: Site) -> dict[str, object]:
+        """Harbor's OIDC settings (its configuration API's names): the site's provider and groups, members
+        made on first login, Harbor's admins the group Argo CD makes admin; the client secret is a template
+        field the ExternalSecret fills from the vault."""
+        sso = site.gitops.argocd.sso
+        admins = sorted(group for group, role in site.gitops.argocd.rbac.items() if role == "admin")
+        return {
+            "auth_mode": "oidc_auth",
+            "primary_auth_mode": True,
+            "oidc_name": "site",
+            "oidc_endpoint": sso.issuer,
+            "oidc_client_id": site.services.registry.sso_client_id,
+            "oidc_client_secret": "{{ .client_secret }}",
+            "oidc_scope": f"openid,profile,email,{sso.groups_claim}",
+            "oidc_groups_claim": sso.groups_claim,
+            "oidc_admin_group": admins[0],
+            "oidc_user_claim": "preferred_username",
+            "oidc_auto_onboard": True,
+            "oidc_verify_cert": True,
+        }
 
     @classmethod
     def applies(cls, scope: ClusterScope) -> bool:
@@ -62,13 +86,13 @@ class HarborConfig(RenderedComponent):
         VaultSecret(
             scope, "Oidc", name=OIDC_SECRET, namespace=self.namespace, store=ctx.store, key=OIDC_VAULT_KEY,
             properties=["client_secret"],
-            template={OVERWRITE_ENV: json.dumps(oidc_settings(ctx.site), sort_keys=True)},
+            template={OVERWRITE_ENV: json.dumps(self.oidc_settings(ctx.site), sort_keys=True)},
         )  # fmt: skip
         if storage == "aistor":
-            aistor_ca(scope, "AIStorCA", namespace=self.namespace, store=ctx.store)
+            aistor_ca(scope, namespace=self.namespace, store=ctx.store)
         VaultSecret(
             scope, "PullRobot", name=PULL_SECRET, namespace=self.namespace, store=ctx.store,
-            key=PULL_VAULT_KEY, properties=[PULL_SECRET_KEY],
+            key=self.pull_vault_key, properties=[PULL_SECRET_KEY],
         )  # fmt: skip
         ca = None
         if ctx.site.services.certificates.internal_ca:  # the certificate only, never the key

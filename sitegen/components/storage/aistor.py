@@ -8,16 +8,14 @@ CA each consumer gets from the vault (`aistor/ca`) as the Secret `aistor-ca`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from constructs import Construct
 from constructs.aistor import OBJECT_STORE, ObjectStore, license_secret
 from constructs.s3_front_doors import S3FrontDoors, front_door_addresses
-from constructs.secrets import VaultSecret
-from sitegen.components.base import Layer, NamespaceSecurity, RenderedComponent, State
+from sitegen.components.base import Layer, NamespaceSecurity, RenderedComponent, State, VaultSecretSpec
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.flows import Flow
 from sitegen.components.platform.secret_store import SecretStore
+from sitegen.components.s3 import S3Endpoint
 from sitegen.components.storage import PROJECT
 from sitegen.components.storage.aistor_operator import AIStorOperator
 from sitegen.components.storage.aistor_volumemanager import AIStorVolumeManager
@@ -28,36 +26,13 @@ REGION = "us-east-1"  # AIStor's default region; S3 clients sign requests with i
 CA_SECRET = "aistor-ca"  # the AIStor CA, in each consumer's namespace
 
 
-@dataclass(frozen=True)
-class S3Endpoint:
-    host: str
-    region: str = REGION
-
-    @property
-    def url(self) -> str:
-        return f"https://{self.host}"
-
-
-def s3_endpoint(site: Site, consumer: ClusterLayout) -> S3Endpoint:
-    if any(p.name == site.storage.aistor.pool for p in consumer.pools):
-        return S3Endpoint(f"{S3_SERVICE}.{OBJECT_STORE}.svc.{consumer.spec.dns_domain}")
-    return S3Endpoint(site.storage.aistor.s3_hostname)
-
-
-def front_door_hosts(scope: ClusterScope) -> list[str]:
-    """The storage hosts that serve S3 on addresses of their own: in the cluster that runs AIStor,
-    when another cluster of the variant consumes it (constructs/s3_front_doors.py)."""
-    tier = scope.site.storage.aistor
-    if tier.pool not in scope.pool_names or len(scope.variant.clusters) == 1:
-        return []
-    return [h.name for h in scope.cluster.pool(tier.pool).hosts]
-
-
-def ca_secret(scope: Construct, id: str, *, namespace: str, store: str, name: str = CA_SECRET) -> None:
+def ca_vault_secret(namespace: str, name: str = CA_SECRET) -> VaultSecretSpec:
     """The AIStor CA as a Secret (`aistor-ca`, or `name` beside another's) in a consumer's namespace."""
-    VaultSecret(
-        scope, id, name=name, namespace=namespace, store=store, key="aistor/ca", properties=["ca.crt"]
-    )
+    return VaultSecretSpec(name, namespace, "aistor/ca", ("ca.crt",))
+
+
+def ca_secret(scope: Construct, *, namespace: str, store: str, name: str = CA_SECRET) -> None:
+    ca_vault_secret(namespace, name).render(scope, store)
 
 
 # Healthy once the operator reports every server pool initialized: before that S3 does not answer, and
@@ -108,6 +83,24 @@ class AIStor(RenderedComponent):
     }
 
     exposed = True  # S3 for clients outside the cluster (the hub, in two clusters; hosts; the operator)
+
+    @staticmethod
+    def s3_endpoint(site: Site, consumer: ClusterLayout) -> S3Endpoint:
+        """Where a cluster's consumers reach AIStor's S3: its Service where AIStor runs in that cluster,
+        else `storage.aistor.s3_hostname` (the front doors' or the load balancer's address)."""
+        if any(p.name == site.storage.aistor.pool for p in consumer.pools):
+            return S3Endpoint(f"{S3_SERVICE}.{OBJECT_STORE}.svc.{consumer.spec.dns_domain}", REGION)
+        return S3Endpoint(site.storage.aistor.s3_hostname, REGION)
+
+    @staticmethod
+    def front_door_hosts(scope: ClusterScope) -> list[str]:
+        """The storage hosts that serve S3 on addresses of their own: in the cluster that runs AIStor,
+        when another cluster of the variant consumes it (constructs/s3_front_doors.py)."""
+        tier = scope.site.storage.aistor
+        if tier.pool not in scope.pool_names or len(scope.variant.clusters) == 1:
+            return []
+        return [h.name for h in scope.cluster.pool(tier.pool).hosts]
+
     health_checks = {("aistor.min.io", "ObjectStore"): OBJECT_STORE_HEALTH}
 
     def flows(self, ctx: ClusterContext) -> list[Flow]:
@@ -149,7 +142,7 @@ class AIStor(RenderedComponent):
             fabric=site.fabric,
             store=ctx.store,
         )
-        hosts = front_door_hosts(ctx)
+        hosts = self.front_door_hosts(ctx)
         if hosts:
             S3FrontDoors(
                 scope, "FrontDoors", store=OBJECT_STORE, namespace=self.namespace,

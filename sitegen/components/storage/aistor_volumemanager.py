@@ -6,6 +6,7 @@ from collections.abc import Mapping
 
 from sitegen.components.base import (
     ChartComponent,
+    CsiAccess,
     JsonPatch,
     Layer,
     NamespaceSecurity,
@@ -33,16 +34,6 @@ from sitegen.components.values import Placed, Values, placed
 CHART_ACCOUNT = "directpv-min-io"
 DRIVER = "directpv-min-io"
 NODE_ACCOUNT = "directpv-node-server"
-# The access modes DirectPV's CreateVolume accepts (the bring-up's refusals/csi.py reads them): the
-# open-source line of AIStor DirectPV 5.0.2, minio/directpv v4.1.6 pkg/csi/controller/server.go, takes
-# SINGLE_NODE_WRITER only and advertises no SINGLE_NODE_MULTI_WRITER (ReadWriteOnce and ReadWriteOncePod
-# map to SINGLE_NODE_WRITER; ReadOnlyMany and ReadWriteMany are refused); AIStor's source is not public.
-CSI_ACCESS = {
-    "driver": DRIVER,
-    "single_node_multi_writer": False,
-    "modes": ("SINGLE_NODE_WRITER",),
-    "refusal": "unsupported access mode {mode} for volume {volume}",
-}
 NODE_SERVER = "node-server"
 _READ = ["get", "list", "watch"]
 NODE_RULES = [
@@ -72,6 +63,16 @@ class AIStorVolumeManager(ChartComponent):
     serves = ("directpv.min.io/v1beta1",)
     project = PROJECT
     layer = Layer.FOUNDATION
+    # The access modes DirectPV's CreateVolume accepts (the bring-up's refusals/csi.py reads them): the
+    # open-source line of AIStor DirectPV 5.0.2, minio/directpv v4.1.6 pkg/csi/controller/server.go, takes
+    # SINGLE_NODE_WRITER only and advertises no SINGLE_NODE_MULTI_WRITER (ReadWriteOnce and ReadWriteOncePod
+    # map to SINGLE_NODE_WRITER; ReadOnlyMany and ReadWriteMany are refused); AIStor's source is not public.
+    csi_access = CsiAccess(
+        DRIVER,
+        single_node_multi_writer=False,
+        modes=frozenset(("SINGLE_NODE_WRITER",)),
+        refusal="unsupported access mode {mode} for volume {volume}",
+    )
     after = (Cilium, Namespaces)
     namespace = "directpv"  # the chart's, whatever the release namespace
     security = NamespaceSecurity("privileged", "the CSI node server formats and mounts the AIStor drives")

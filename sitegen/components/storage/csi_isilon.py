@@ -8,6 +8,7 @@ from constructs.powerscale import PROVISIONER
 from sitegen.components.base import (
     ChartAgents,
     ChartComponent,
+    CsiAccess,
     Layer,
     NamespaceSecurity,
     NodeAgent,
@@ -21,25 +22,6 @@ from sitegen.components.platform.namespaces import Namespaces
 from sitegen.components.privilege import CREATES_VOLUMES, Reviewed, persistent_only
 from sitegen.components.storage import PROJECT
 from sitegen.components.values import Placed, Toleration, Values, placed, tolerations_of
-
-# The access modes PowerScale's CreateVolume accepts (the bring-up's refusals/csi.py reads them):
-# dell/csi-powerscale service/controller.go (its newest public commit, "CSM 1.16 updates"; 2.17.2's own
-# tree is not there) advertises SINGLE_NODE_MULTI_WRITER and accepts every mode the provisioner then
-# sends (ReadWriteOnce -> SINGLE_NODE_MULTI_WRITER, ReadWriteOncePod -> SINGLE_NODE_SINGLE_WRITER,
-# ReadOnlyMany, ReadWriteMany); it refuses only SINGLE_NODE_READER_ONLY and MULTI_NODE_SINGLE_WRITER,
-# which no Kubernetes access mode maps to.
-CSI_ACCESS = {
-    "driver": PROVISIONER,
-    "single_node_multi_writer": True,
-    "modes": (
-        "SINGLE_NODE_WRITER",
-        "SINGLE_NODE_SINGLE_WRITER",
-        "SINGLE_NODE_MULTI_WRITER",
-        "MULTI_NODE_READER_ONLY",
-        "MULTI_NODE_MULTI_WRITER",
-    ),
-    "refusal": "unknown or unsupported access mode",
-}
 
 
 class Controller(Placed):
@@ -69,6 +51,26 @@ class CsiIsilon(ChartComponent):
     project = PROJECT
     # a service, not a foundation: its pods mount the credentials `powerscale` writes from the vault
     layer = Layer.SERVICES
+    # The access modes PowerScale's CreateVolume accepts (the bring-up's refusals/csi.py reads them):
+    # dell/csi-powerscale service/controller.go (its newest public commit, "CSM 1.16 updates"; 2.17.2's own
+    # tree is not there) advertises SINGLE_NODE_MULTI_WRITER and accepts every mode the provisioner then
+    # sends (ReadWriteOnce -> SINGLE_NODE_MULTI_WRITER, ReadWriteOncePod -> SINGLE_NODE_SINGLE_WRITER,
+    # ReadOnlyMany, ReadWriteMany); it refuses only SINGLE_NODE_READER_ONLY and MULTI_NODE_SINGLE_WRITER,
+    # which no Kubernetes access mode maps to.
+    csi_access = CsiAccess(
+        PROVISIONER,
+        single_node_multi_writer=True,
+        modes=frozenset(
+            (
+                "SINGLE_NODE_WRITER",
+                "SINGLE_NODE_SINGLE_WRITER",
+                "SINGLE_NODE_MULTI_WRITER",
+                "MULTI_NODE_READER_ONLY",
+                "MULTI_NODE_MULTI_WRITER",
+            )
+        ),
+        refusal="unknown or unsupported access mode",
+    )
     after = (Cilium, Namespaces)
     namespace = "isilon"  # Dell's documented namespace
     security = NamespaceSecurity("baseline", "the CSI controller (the node plugin: isilon-node)")

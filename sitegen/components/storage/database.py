@@ -20,20 +20,19 @@ from constructs.host_backup import OUTPUT_DIR, HostBackup, Producer, S3Target, o
 from constructs.local_cache import CLASS_NAME as LOCAL_NVME
 from constructs.objects import RESTRICTED_CONTAINER, api_object
 from constructs.secrets import VaultSecret
+from sitegen.components import second_target
 from sitegen.components.base import Component, Layer, RenderedComponent, State
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.flows import Flow
 from sitegen.components.platform.secret_store import SecretStore
 from sitegen.components.s3 import S3Access, S3Grant
-from sitegen.components.storage import second_target
-from sitegen.components.storage.aistor import AIStor, ca_secret, s3_endpoint
+from sitegen.components.storage.aistor import AIStor, ca_secret
 from sitegen.components.storage.local_nvme import LocalNvme
-from sitegen.components.storage.postgres import PLUGIN, BarmanCloud, CloudNativePg
+from sitegen.components.storage.postgres import BarmanCloud, CloudNativePg
 from sitegen.model import Site
 from sitegen.model.services import Database
 
 POSTGRES_UID = 26  # the postgres user of CloudNativePG's images
-CNPG_API = "postgresql.cnpg.io/v1"
 BARMAN_API = "barmancloud.cnpg.io/v1"
 PORT = 5432
 
@@ -147,9 +146,9 @@ class PostgresDatabase(RenderedComponent):
             key=archive_access.vault_key, properties=["access_key", "secret_key"],
             template={"ACCESS_KEY_ID": "{{ .access_key }}", "ACCESS_SECRET_KEY": "{{ .secret_key }}"},
         )  # fmt: skip
-        ca_secret(scope, "AIStorCA", namespace=self.namespace, store=ctx.store, name=self.aistor_ca)
+        ca_secret(scope, namespace=self.namespace, store=ctx.store, name=self.aistor_ca)
         self._cluster(scope, ctx)
-        endpoint = s3_endpoint(ctx.site, ctx.cluster)
+        endpoint = AIStor.s3_endpoint(ctx.site, ctx.cluster)
         api_object(
             scope, "Archive", BARMAN_API, "ObjectStore", {"name": self.archive(), "namespace": self.namespace},
             spec={
@@ -168,13 +167,13 @@ class PostgresDatabase(RenderedComponent):
             },
         )  # fmt: skip
         api_object(
-            scope, "BaseBackups", CNPG_API, "ScheduledBackup", {"name": self.cluster, "namespace": self.namespace},
+            scope, "BaseBackups", CloudNativePg.api, "ScheduledBackup", {"name": self.cluster, "namespace": self.namespace},
             spec={
                 # the operator's cron has seconds first
                 "schedule": f"0 {database.backups.schedule}",
                 "cluster": {"name": self.cluster},
                 "method": "plugin",
-                "pluginConfiguration": {"name": PLUGIN},
+                "pluginConfiguration": {"name": BarmanCloud.plugin},
                 "backupOwnerReference": "self",
                 "immediate": True,  # the first base backup at once: the archive restores nothing before it
             },
@@ -185,7 +184,7 @@ class PostgresDatabase(RenderedComponent):
         database = self.spec(ctx.site)
         placement = ctx.system_placement
         api_object(
-            scope, "Cluster", CNPG_API, "Cluster", {"name": self.cluster, "namespace": self.namespace},
+            scope, "Cluster", CloudNativePg.api, "Cluster", {"name": self.cluster, "namespace": self.namespace},
             spec={
                 "instances": database.instances,
                 "imageName": ctx.image("postgresql").ref,
@@ -215,7 +214,7 @@ class PostgresDatabase(RenderedComponent):
                     "tolerations": [dict(t) for t in placement.tolerations],
                 },
                 "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}, "limits": {"memory": "2Gi"}},
-                "plugins": [{"name": PLUGIN, "isWALArchiver": True, "parameters": {"barmanObjectName": self.archive()}}],
+                "plugins": [{"name": BarmanCloud.plugin, "isWALArchiver": True, "parameters": {"barmanObjectName": self.archive()}}],
             },
         )  # fmt: skip
 

@@ -26,7 +26,6 @@ from sitegen.components.storage import PROJECT
 from sitegen.components.values import Image, Placed, Resources, Values, image, placed, requests
 
 NAMESPACE = "cnpg-system"  # the plugin must run in the operator's namespace
-PLUGIN = "barman-cloud.cloudnative-pg.io"  # the plugin's name, as a Cluster names it
 INSTANCE_STATUS_PORT = 8000  # each instance's status endpoint, which the operator polls
 PLUGIN_PORT = 9090  # the plugin's gRPC service (mutual TLS, cert-manager's certificates)
 
@@ -50,7 +49,8 @@ class CloudNativePgValues(Placed):
 class CloudNativePg(ChartComponent):
     name = "cloudnative-pg"
     chart = "cloudnative-pg"
-    serves = ("postgresql.cnpg.io/v1",)
+    api = "postgresql.cnpg.io/v1"  # of the Cluster, Backup and ScheduledBackup kinds
+    serves = (api,)
     project = PROJECT
     layer = Layer.FOUNDATION
     after = (Cilium, Namespaces)
@@ -115,6 +115,7 @@ class BarmanCloudValues(Placed):
 class BarmanCloud(ChartComponent):
     name = "barman-cloud"
     chart = "plugin-barman-cloud"
+    plugin = "barman-cloud.cloudnative-pg.io"  # the plugin's name, as a Cluster names it
     serves = ("barmancloud.cnpg.io/v1",)
     project = PROJECT
     layer = Layer.FOUNDATION

@@ -10,6 +10,7 @@ from constructs.local_cache import DEVICE_CLASS
 from sitegen.components.base import (
     ChartAgents,
     ChartComponent,
+    CsiAccess,
     JsonPatch,
     Layer,
     NamespaceSecurity,
@@ -35,17 +36,6 @@ from sitegen.components.values import (
     required_affinity,
     tolerations_of,
 )
-
-# The access modes TopoLVM's CreateVolume accepts (the bring-up's refusals/csi.py reads them): topolvm/topolvm
-# v0.41.0 internal/driver/controller.go takes SINGLE_NODE_WRITER only ("unsupported access mode: %s") and
-# its controller does not advertise SINGLE_NODE_MULTI_WRITER (so the provisioner maps ReadWriteOnce and
-# ReadWriteOncePod to SINGLE_NODE_WRITER; ReadOnlyMany and ReadWriteMany are refused).
-CSI_ACCESS = {
-    "driver": "topolvm.io",
-    "single_node_multi_writer": False,
-    "modes": ("SINGLE_NODE_WRITER",),
-    "refusal": "unsupported access mode: {mode}",
-}
 
 
 class DeviceClass(Values):
@@ -100,6 +90,16 @@ class TopoLvm(ChartComponent):
     serves = ("topolvm.io/v1",)
     project = PROJECT
     layer = Layer.FOUNDATION
+    # The access modes TopoLVM's CreateVolume accepts (the bring-up's refusals/csi.py reads them): topolvm/topolvm
+    # v0.41.0 internal/driver/controller.go takes SINGLE_NODE_WRITER only ("unsupported access mode: %s") and
+    # its controller does not advertise SINGLE_NODE_MULTI_WRITER (so the provisioner maps ReadWriteOnce and
+    # ReadWriteOncePod to SINGLE_NODE_WRITER; ReadOnlyMany and ReadWriteMany are refused).
+    csi_access = CsiAccess(
+        "topolvm.io",
+        single_node_multi_writer=False,
+        modes=frozenset(("SINGLE_NODE_WRITER",)),
+        refusal="unsupported access mode: {mode}",
+    )
     after = (Cilium, Namespaces)
     namespace = "topolvm-system"
     security = NamespaceSecurity("restricted", "the CSI controller (the node plugin and lvmd: topolvm-node)")

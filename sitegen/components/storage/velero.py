@@ -23,10 +23,11 @@ from sitegen.components.networking.cilium import Cilium
 from sitegen.components.observability.kube_prometheus_stack import KubePrometheusStack
 from sitegen.components.platform.namespaces import Namespaces
 from sitegen.components.privilege import EVERYTHING, Reviewed
+from sitegen.components.s3 import S3Endpoint
+from sitegen.components.second_target import CA_SECRET as SECOND_CA_SECRET
+from sitegen.components.second_target import second_endpoint, second_flow
 from sitegen.components.storage import PROJECT
-from sitegen.components.storage.aistor import CA_SECRET, AIStor, S3Endpoint, s3_endpoint
-from sitegen.components.storage.second_target import CA_SECRET as SECOND_CA_SECRET
-from sitegen.components.storage.second_target import second_endpoint, second_flow
+from sitegen.components.storage.aistor import CA_SECRET, AIStor
 from sitegen.components.values import (
     Image,
     NonRootPod,
@@ -46,12 +47,6 @@ LOCATION = "aistor"
 CREDENTIALS = "velero-aistor"  # `cloud`: the AWS plugin's credentials file, from the vault
 PLUGINS = "plugins"
 VOLUME_POLICY = "volume-policy"
-# Volumes no CSI snapshot can take, skipped by the tenants' backups instead of failing them (BAK-003),
-# and why they need none (`plan` says it).
-UNSNAPSHOTTED_CLASSES = {
-    LOCAL_CACHE_CLASS: "TopoLVM's thick node-local volumes take no snapshot; a model cache comes back from its source",
-    DRIVE_CLASS: "AIStor's DirectPV drives, protected by its erasure coding",
-}
 
 
 class Mount(Values):
@@ -126,7 +121,7 @@ def _location(
 def _locations(ctx: ClusterContext) -> list[dict[str, Any]]:
     backups = ctx.site.services.backups
     return [
-        _location(ctx, LOCATION, backups.bucket, s3_endpoint(ctx.site, ctx.cluster), CA_SECRET, None),
+        _location(ctx, LOCATION, backups.bucket, AIStor.s3_endpoint(ctx.site, ctx.cluster), CA_SECRET, None),
         _location(ctx, backups.second.name, backups.second.bucket_of(PREFIX), second_endpoint(ctx.site),
                   SECOND_CA_SECRET, second_credentials(ctx)),
     ]  # fmt: skip
@@ -147,7 +142,7 @@ def _volume_policy() -> dict[str, Any]:
     policy = {
         "version": "v1",
         "volumePolicies": [
-            {"conditions": {"storageClass": list(UNSNAPSHOTTED_CLASSES)}, "action": {"type": "skip"}}
+            {"conditions": {"storageClass": list(Velero.unsnapshotted_classes)}, "action": {"type": "skip"}}
         ],
     }
     return {
@@ -238,6 +233,12 @@ class Velero(ChartComponent):
     serves = ("velero.io/v1", "velero.io/v2alpha1")
     project = PROJECT
     layer = Layer.SERVICES  # after its keys (velero-config) and AIStor
+    # Volumes no CSI snapshot can take, skipped by the tenants' backups instead of failing them (BAK-003),
+    # and why they need none (`plan` says it).
+    unsnapshotted_classes = {
+        LOCAL_CACHE_CLASS: "TopoLVM's thick node-local volumes take no snapshot; a model cache comes back from its source",
+        DRIVE_CLASS: "AIStor's DirectPV drives, protected by its erasure coding",
+    }
     after = (Cilium, Namespaces, KubePrometheusStack)  # its ServiceMonitor
     namespace = NAMESPACE
     security = NamespaceSecurity("restricted", "the server runs restricted (non-root, read-only)")

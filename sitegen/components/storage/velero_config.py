@@ -9,9 +9,9 @@ from sitegen.components.base import Layer, RenderedComponent
 from sitegen.components.context import ClusterContext
 from sitegen.components.platform.secret_store import SecretStore
 from sitegen.components.s3 import S3Access, S3Grant
+from sitegen.components.second_target import second_ca_secret
 from sitegen.components.storage import PROJECT
 from sitegen.components.storage.aistor import ca_secret
-from sitegen.components.storage.second_target import second_ca_secret
 from sitegen.components.storage.velero import CREDENTIALS, NAMESPACE, PREFIX, Velero, second_credentials
 
 S3_USER = "velero"
@@ -48,5 +48,5 @@ class VeleroConfig(RenderedComponent):
                 scope, id, name=name, namespace=self.namespace, store=ctx.store, key=key,
                 properties=["access_key", "secret_key"], template={"cloud": CLOUD_FILE},
             )  # fmt: skip
-        ca_secret(scope, "AIStorCA", namespace=self.namespace, store=ctx.store)
+        ca_secret(scope, namespace=self.namespace, store=ctx.store)
         second_ca_secret(scope, "SecondCA", site=ctx.site, namespace=self.namespace, store=ctx.store)

@@ -23,7 +23,7 @@ from sitegen.components.flows import Flow
 from sitegen.components.gpu import gpu_job_tolerations
 from sitegen.components.gpu.gpu_queues import GpuQueues
 from sitegen.components.s3 import BucketRules, S3Access, S3Grant
-from sitegen.components.storage.aistor import AIStor, ca_secret, s3_endpoint
+from sitegen.components.storage.aistor import AIStor, ca_secret
 from sitegen.components.tenants import PROJECT
 
 OBJECT_STORAGE = "object-storage"  # the Secret of the tenant's key and the ConfigMap of its endpoint
@@ -64,8 +64,8 @@ class Tenant(RenderedComponent):
             key=access.vault_key, properties=["access_key", "secret_key"],
             template={"AWS_ACCESS_KEY_ID": "{{ .access_key }}", "AWS_SECRET_ACCESS_KEY": "{{ .secret_key }}"},
         )  # fmt: skip
-        ca_secret(scope, "AIStorCA", namespace=self.tenant, store=ctx.store)
-        endpoint = s3_endpoint(ctx.site, ctx.cluster)
+        ca_secret(scope, namespace=self.tenant, store=ctx.store)
+        endpoint = AIStor.s3_endpoint(ctx.site, ctx.cluster)
         api_object(
             scope,
             "ObjectStorage",

@@ -4,7 +4,7 @@ everything."""
 from __future__ import annotations
 
 from sitegen.components.platform.argo_cd import ArgoCd
-from sitegen.components.registry.harbor import oidc_settings
+from sitegen.components.registry.harbor_config import HarborConfig
 from sitegen.compose.apps import VariantApps
 from sitegen.compose.procedures.book import Runbook
 from sitegen.model import paths
@@ -44,7 +44,7 @@ Admin and Viewer by the same groups, anyone else refused); its login form and ba
 its local admin (`grafana/admin` in the vault) is break-glass only: `kubectl -n grafana exec deploy/grafana
 -- grafana cli admin reset-admin-password ...` with `GF_AUTH_BASIC_ENABLED=true` set for the duration.
 Harbor signs in through it too (client `{site.services.registry.sso_client_id}`, secret `harbor/oidc` in the
-vault; members are made at their first login, and the group `{oidc_settings(site)["oidc_admin_group"]}` are
+vault; members are made at their first login, and the group `{HarborConfig.oidc_settings(site)["oidc_admin_group"]}` are
 Harbor's admins); its local `admin` (`harbor/admin`) stays for break-glass and the proxy-cache setup job.
 """,
     )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from constructs.s3_front_doors import front_door_addresses
-from sitegen.components.storage.aistor import front_door_hosts
+from sitegen.components.storage.aistor import AIStor
 from sitegen.components.storage.csi_isilon import CsiIsilon
 from sitegen.compose.apps import VariantApps
 from sitegen.compose.procedures.book import Runbook
@@ -37,7 +37,7 @@ def _names(apps: VariantApps) -> list[tuple[str, str]]:
         )
     ]
     home = next(c for c in apps.layout.clusters if site.storage.aistor.pool in {p.name for p in c.pools})
-    doors = front_door_hosts(apps.context(home))
+    doors = AIStor.front_door_hosts(apps.context(home))
     if doors:
         addresses = front_door_addresses(home.spec.load_balancer_cidr, doors)
         first, last = min(addresses.values()), max(addresses.values())

@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from constructs.argocd import application_name
 from constructs.gpu_health import PAIR, burn_in_name, pair_name, pair_rounds
 from constructs.gpu_node_guard import CORDON_LABEL
-from sitegen.components.gpu.gpu_health import NAMESPACE, GpuHealth
+from sitegen.components.gpu.gpu_health import GpuHealth
 from sitegen.compose.apps import VariantApps
 from sitegen.compose.procedures.book import Runbook
 from sitegen.model import ClusterLayout, PoolLayout
@@ -63,15 +63,15 @@ node and tolerating only its cordon:
 
 ```sh
 {_create(burn_in_name(h) for h in hosts)}
-kubectl -n {NAMESPACE} wait --for=condition=complete --timeout=4h {_jobs(burn_in_name(h) for h in hosts)}
+kubectl -n {GpuHealth.namespace} wait --for=condition=complete --timeout=4h {_jobs(burn_in_name(h) for h in hosts)}
 {_pair_rounds(rounds)}
-for job in {" ".join(pairs)}; do echo "$job: $(kubectl -n {NAMESPACE} logs job/$job | grep 'bus bandwidth')"; done
+for job in {" ".join(pairs)}; do echo "$job: $(kubectl -n {GpuHealth.namespace} logs job/$job | grep 'bus bandwidth')"; done
 kubectl uncordon {" ".join(hosts)}
 ```
 
 The loop prints each node's two bandwidth figures: a node whose both pairs fall short is the slow one
 (its neighbours each have a good pair). Uncordon only the nodes whose DCGM Job and at least one pair
-completed; a node that failed stays cordoned: read `kubectl -n {NAMESPACE} logs job/<job>`, repair or
+completed; a node that failed stays cordoned: read `kubectl -n {GpuHealth.namespace} logs job/<job>`, repair or
 replace it, delete its Jobs and run them again. A GPU node that joins later, or comes back from a
 repair, takes the same path: cordoned at its join, its DCGM Job, its two pairs (`{PAIR}-<before>-<host>` and
 `{PAIR}-<host>-<after>`, one after the other, with neighbours in service: each waits until its
@@ -88,7 +88,7 @@ the same name says why. It never uncordons: after the repair the node takes the 
 
 
 def _create(names: Iterable[str]) -> str:
-    return "\n".join(f"kubectl -n {NAMESPACE} create job {n} --from=cronjob/{n}" for n in names)
+    return "\n".join(f"kubectl -n {GpuHealth.namespace} create job {n} --from=cronjob/{n}" for n in names)
 
 
 def _jobs(names: Iterable[str]) -> str:
@@ -98,6 +98,6 @@ def _jobs(names: Iterable[str]) -> str:
 def _pair_rounds(rounds: list[list[tuple[str, str]]]) -> str:
     return "\n".join(
         f"{_create(pair_name(*p) for p in round_)}\n"
-        f"kubectl -n {NAMESPACE} wait --for=condition=complete --timeout=1h {_jobs(pair_name(*p) for p in round_)}"
+        f"kubectl -n {GpuHealth.namespace} wait --for=condition=complete --timeout=1h {_jobs(pair_name(*p) for p in round_)}"
         for round_ in rounds
     )

@@ -4,7 +4,7 @@ pull robot's basic auth (its secret from the vault) to Harbor; git holds a place
 from __future__ import annotations
 
 from constructs.registry import PULL_ROBOT, PULL_SECRET_KEY, ROBOT_PREFIX
-from sitegen.components.registry.harbor import PULL_VAULT_KEY
+from sitegen.components.registry.harbor_config import HarborConfig
 from sitegen.compose.apps import VariantApps
 from sitegen.compose.hosts import PULL_AUTH_PLACEHOLDER
 from sitegen.compose.procedures.book import Runbook
@@ -22,13 +22,13 @@ def pull_credential(book: Runbook, apps: VariantApps) -> None:
         f"""
 Harbor's proxy-cache projects are private: containerd pulls them as the robot `{ROBOT_PREFIX}{PULL_ROBOT}`
 (pull on every project, nothing else), which the `harbor-config` Job keeps at the vault's secret
-(`{PULL_VAULT_KEY}`, property `{PULL_SECRET_KEY}`: 8 to 128 characters with upper and lower case letters
+(`{HarborConfig.pull_vault_key}`, property `{PULL_SECRET_KEY}`: 8 to 128 characters with upper and lower case letters
 and a digit, as Harbor asks). Until this step the hosts send the placeholder, Harbor refuses it and
 containerd pulls from the upstream instead. On every host, as root, with a vault token that may read the
 key (the admin's, once, not a cluster's):
 
 ```sh
-auth=$(printf '%s:%s' '{ROBOT_PREFIX}{PULL_ROBOT}' "$(vault kv get -field={PULL_SECRET_KEY} {kv}/{PULL_VAULT_KEY})" | base64 -w0)
+auth=$(printf '%s:%s' '{ROBOT_PREFIX}{PULL_ROBOT}' "$(vault kv get -field={PULL_SECRET_KEY} {kv}/{HarborConfig.pull_vault_key})" | base64 -w0)
 for f in {mirrors}/*/hosts.toml; do
   d=/etc/containerd/{paths.CERTS_D}/$(basename "$(dirname "$f")"); mkdir -p "$d"
   sed "s|{PULL_AUTH_PLACEHOLDER}|$auth|" "$f" > "$d/hosts.toml"; chmod 0600 "$d/hosts.toml"

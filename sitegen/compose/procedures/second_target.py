@@ -9,9 +9,9 @@ from typing import Any
 
 from constructs.etcd_backup import ARCHIVE_UNIT, HOST_RECIPIENT
 from sitegen.components.s3 import S3Access, backup_target_folder
-from sitegen.components.storage.database import CNPG_API, PostgresDatabase
-from sitegen.components.storage.postgres import PLUGIN
-from sitegen.components.storage.second_target import second_endpoint
+from sitegen.components.second_target import second_endpoint
+from sitegen.components.storage.database import PostgresDatabase
+from sitegen.components.storage.postgres import BarmanCloud, CloudNativePg
 from sitegen.compose.ansible import INVENTORY, PKI_RECIPIENT_TAG, PLAYBOOK, group
 from sitegen.compose.apps import VariantApps
 from sitegen.model import Site, paths
@@ -208,9 +208,9 @@ def after_losing_aistor(apps: VariantApps) -> str:
     second = site.services.backups.second
     databases = _databases(apps)
     backups = "\n".join(
-        f"kubectl -n {db.namespace} create -f - <<EOF\napiVersion: {CNPG_API}\nkind: Backup\n"
+        f"kubectl -n {db.namespace} create -f - <<EOF\napiVersion: {CloudNativePg.api}\nkind: Backup\n"
         f"metadata: {{generateName: {db.cluster}-after-aistor-, namespace: {db.namespace}}}\n"
-        f"spec: {{cluster: {{name: {db.cluster}}}, method: plugin, pluginConfiguration: {{name: {PLUGIN}}}}}\nEOF"
+        f"spec: {{cluster: {{name: {db.cluster}}}, method: plugin, pluginConfiguration: {{name: {BarmanCloud.plugin}}}}}\nEOF"
         for db in databases
     )
     return f"""### After losing AIStor

@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from sitegen.components.platform.argocd_manager import ACCOUNT, ArgocdManager
+from constructs.cluster_manager import NAME as ACCOUNT
+from sitegen.components.platform.argocd_manager import ArgocdManager
 from sitegen.compose.apps import VariantApps
 from sitegen.compose.procedures.book import Runbook
 from sitegen.model import ClusterLayout, paths

@@ -7,9 +7,8 @@ InvalidArgument for a mode it does not take; the provisioner retries and records
 `ProvisioningFailed: failed to provision volume with StorageClass "<class>": rpc error: code =
 InvalidArgument desc = <the driver's message>`.
 
-What each driver takes is declared with its component (sitegen/components/storage: topolvm.py,
-aistor_volumemanager.py, csi_isilon.py: `CSI_ACCESS`, from the driver's source). Checked where a claim
-would be provisioned: a PersistentVolumeClaim once nothing else keeps it from binding (storage.py's
+What each driver takes is declared with its component (`Component.csi_access`, from the driver's
+source). Checked where a claim would be provisioned: a PersistentVolumeClaim once nothing else keeps it from binding (storage.py's
 `claim_status`), and the claim templates of a StatefulSet's pods (`ON_POD`).
 
 Not modelled: claim templates of operators' custom resources (CloudNativePG's, AIStor's pools, the
@@ -20,13 +19,13 @@ bound to a pre-made PersistentVolume (`volumeName`: no provisioning), drivers wi
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
 from sitegen.check.bringup.objects import ClusterObjects, Workload
 from sitegen.check.bringup.refusals.types import CreateCheck, PodCheck
-from sitegen.components.storage import aistor_volumemanager, csi_isilon, topolvm
+from sitegen.components.base import CsiAccess
+from sitegen.components.catalog import COMPONENTS
 
 # csi-lib-utils accessmodes: the Kubernetes mode -> the CSI mode, without / with SINGLE_NODE_MULTI_WRITER
 _TO_CSI = {
@@ -37,36 +36,22 @@ _TO_CSI = {
 }
 
 
-@dataclass(frozen=True)
-class DriverAccess:
-    """The CSI modes a driver's CreateVolume takes, and its message for the others."""
-
-    driver: str
-    single_node_multi_writer: bool
-    modes: frozenset[str]
-    refusal: str  # format: {mode} the CSI mode, {volume} the volume's name
-
-    def refused(self, access_modes: list[str]) -> str | None:
-        for mode in access_modes:
-            pair = _TO_CSI.get(mode)
-            if pair is None:  # not a Kubernetes access mode: the API server's validation refuses it
-                continue
-            csi_mode = pair[self.single_node_multi_writer]
-            if csi_mode not in self.modes:
-                return self.refusal.format(mode=csi_mode, volume="pvc-<uid>")
-        return None
+def refused(access: CsiAccess, access_modes: list[str]) -> str | None:
+    """The driver's message for the first access mode its CreateVolume does not take, or None."""
+    for mode in access_modes:
+        pair = _TO_CSI.get(mode)
+        if pair is None:  # not a Kubernetes access mode: the API server's validation refuses it
+            continue
+        csi_mode = pair[access.single_node_multi_writer]
+        if csi_mode not in access.modes:
+            return access.refusal.format(mode=csi_mode, volume="pvc-<uid>")
+    return None
 
 
 @cache
-def declared() -> dict[str, DriverAccess]:
-    """The drivers' declarations, by provisioner name."""
-    found = {}
-    for module in (topolvm, aistor_volumemanager, csi_isilon):
-        d: Mapping[str, Any] = module.CSI_ACCESS
-        found[d["driver"]] = DriverAccess(
-            d["driver"], bool(d["single_node_multi_writer"]), frozenset(d["modes"]), d["refusal"]
-        )
-    return found
+def declared() -> dict[str, CsiAccess]:
+    """The drivers' declarations (Component.csi_access), by provisioner name."""
+    return {kind.csi_access.driver: kind.csi_access for kind in COMPONENTS if kind.csi_access is not None}
 
 
 def provisioning_refusal(claim_spec: Mapping[str, Any], cluster: ClusterObjects) -> str | None:
@@ -78,7 +63,7 @@ def provisioning_refusal(claim_spec: Mapping[str, Any], cluster: ClusterObjects)
     if sc is None:
         return None  # storage.py names the missing class
     access = declared().get(str(sc.body.get("provisioner", "")))
-    why = access.refused(list(claim_spec.get("accessModes") or [])) if access else None
+    why = refused(access, list(claim_spec.get("accessModes") or [])) if access else None
     if why is None:
         return None
     return (
