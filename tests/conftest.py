@@ -32,8 +32,8 @@ def _seed_dist() -> Path:
     """The seed site's synthesized tree: the committed dist/ while config/ is the seed's (the same
     fingerprint), else one synth of the fixture, shared by the test workers and kept until the code or
     the fixture changes (the synth cache holds the previous one only)."""
+    from sitegen.cache import cache_dir
     from sitegen.compose.fingerprint import fingerprint, recorded
-    from sitegen.compose.tools import cache_dir
 
     key = fingerprint(CONFIG, None)
     if recorded(REPO / "dist") == key:
@@ -73,7 +73,7 @@ def site() -> Site:
 @pytest.fixture(scope="session")
 def docs():
     """The committed dist/ read back as documents (bodies are shared: read only)."""
-    from sitegen.check.tree import load_tree
+    from sitegen.tree.documents import load_tree
 
     return load_tree(DIST)
 

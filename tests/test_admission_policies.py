@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from sitegen.check.admission_policy import Policy, Request, denying_policies
-from sitegen.check.tree import load_tree
+from sitegen.tree.documents import load_tree
 
 from .conftest import DIST, add, invoke_sitegen, validate
 

@@ -9,11 +9,11 @@ import pytest
 from constructs.objects import pod_account
 from sitegen.check.allowlists import SYSTEM_NAMESPACE, allow_lists
 from sitegen.check.bringup.kube import pod_template
-from sitegen.check.tree import load_tree
 from sitegen.components.base import ChartAgents
 from sitegen.components.catalog import COMPONENTS
 from sitegen.components.gpu.gpu_operator import GpuOperator
 from sitegen.components.networking.network_operator import NetworkOperator
+from sitegen.tree.documents import load_tree
 
 from .conftest import DIST
 

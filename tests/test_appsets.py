@@ -13,9 +13,9 @@ import yaml
 from sitegen.check.appsets import applications, dist_files
 from sitegen.check.bringup import bringup, from_dist, timeline
 from sitegen.check.bringup.health import run_health_script
-from sitegen.check.tree import load_tree
 from sitegen.components.platform.argo_cd import APPLICATION_SET_HEALTH
 from sitegen.model import load_site
+from sitegen.tree.documents import load_tree
 
 from .bringup_cases import ONE, TWO, blocked, edited, run
 from .conftest import CONFIG, DIST, invoke_sitegen, run_sitegen, validate

@@ -8,9 +8,9 @@ import pytest
 import yaml
 
 from sitegen.check.appsets import applications, dist_files
-from sitegen.check.tree import load_tree
 from sitegen.compose.apps import variant_apps
 from sitegen.model import resolve
+from sitegen.tree.documents import load_tree
 
 from .conftest import DIST, add, invoke_sitegen, validate
 

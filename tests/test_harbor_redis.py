@@ -11,8 +11,8 @@ import pytest
 import yaml
 
 from sitegen.check.bringup.kube import pod_template
-from sitegen.check.tree import load_tree
 from sitegen.components.registry.harbor import REDIS_READERS, REDIS_VAULT_KEY, Harbor
+from sitegen.tree.documents import load_tree
 
 from .conftest import DIST
 

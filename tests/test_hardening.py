@@ -8,7 +8,7 @@ from pathlib import PurePosixPath
 import pytest
 
 from sitegen.check.bringup.kube import pod_template
-from sitegen.check.tree import load_tree
+from sitegen.tree.documents import load_tree
 
 from .conftest import DIST
 

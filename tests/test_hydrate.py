@@ -7,8 +7,8 @@ import yaml
 
 from sitegen.components.base import JsonPatch, ObjectPatch
 from sitegen.compose.hydrate import HydrationError, RenderJob, _patch, _split, _without_schemas, render
-from sitegen.compose.kube_yaml import KubeLoader
 from sitegen.compose.variant import render_jobs
+from sitegen.tree.kube_yaml import KubeLoader
 
 CRD = """\
 apiVersion: apiextensions.k8s.io/v1

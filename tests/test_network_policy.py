@@ -6,7 +6,7 @@ from __future__ import annotations
 import yaml
 
 from sitegen.check.netpol import End, PolicyView
-from sitegen.check.tree import load_tree
+from sitegen.tree.documents import load_tree
 
 from .conftest import DIST, invoke_sitegen, validate
 

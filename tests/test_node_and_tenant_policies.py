@@ -9,7 +9,7 @@ import copy
 import pytest
 
 from sitegen.check.admission_policy import Policy, Request, denying_policies
-from sitegen.check.tree import load_tree
+from sitegen.tree.documents import load_tree
 
 from .conftest import DIST
 

@@ -27,7 +27,7 @@ def test_tenant_backups_skip_the_volumes_no_snapshot_can_take():
     """The nightly tenant backup snapshots volumes with CSI; a claim whose driver has no
     VolumeSnapshotClass (TopoLVM's local cache) would fail it: the Schedule's volume policy skips every
     StorageClass of the cluster without one."""
-    from sitegen.check.tree import load_tree
+    from sitegen.tree.documents import load_tree
 
     from .conftest import DIST
 
@@ -71,7 +71,7 @@ def test_every_backup_alerts_when_it_fails_or_goes_stale(site):
     """The etcd snapshots, the PKI archive and each Velero schedule, on AIStor and on the second
     target: failed, stale (no success for longer than the
     schedule's longest gap and an hour, computed from config) and never succeeded."""
-    from sitegen.check.tree import load_tree
+    from sitegen.tree.documents import load_tree
 
     from .conftest import DIST
 

@@ -12,7 +12,6 @@ import yaml
 from sitegen.check import validate as validate_module
 from sitegen.check.allowlists import allow_lists
 from sitegen.check.power import Scope, by_account, powers, primitives
-from sitegen.check.tree import Document
 from sitegen.components.privilege import (
     APPROVES_CLIENT_CSRS,
     EQUIVALENT,
@@ -22,6 +21,7 @@ from sitegen.components.privilege import (
     REWRITES_ADMISSION,
     Reviewed,
 )
+from sitegen.tree.documents import Document
 
 from .conftest import DIST, validate
 

@@ -8,9 +8,9 @@ from pathlib import PurePosixPath
 from sitegen.check import node_rbac
 from sitegen.check.power import powers
 from sitegen.check.rbac import Rbac, allows
-from sitegen.check.tree import Document
 from sitegen.components.node_access import READS_SECRETS as NODE_READS_SECRETS
 from sitegen.components.privilege import READS_SECRETS
+from sitegen.tree.documents import Document
 
 SECRETS = {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "list", "watch"]}
 AGENT = ("agents", "agent")

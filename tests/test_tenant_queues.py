@@ -13,8 +13,8 @@ import yaml
 
 from sitegen.check.admission_policy import Policy, Request, denying_policies
 from sitegen.check.bringup import bringup, from_dist, timeline
-from sitegen.check.tree import load_tree
 from sitegen.model import load_site
+from sitegen.tree.documents import load_tree
 
 from .conftest import CONFIG, edit_yaml, invoke_sitegen, run_sitegen
 

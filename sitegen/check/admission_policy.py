@@ -26,7 +26,7 @@ import celpy
 
 from constructs.edge import NAMESPACE_NAME_LABEL
 from constructs.objects import pod_account
-from sitegen.compose.tools import cache_dir
+from sitegen.cache import cache_dir
 
 _ENV = celpy.Environment()
 # Who creates the pods of each workload kind: kube-controller-manager's controllers, as themselves.

@@ -25,8 +25,8 @@ from typing import Any
 import yaml
 
 from sitegen.check.labels import label_selector_matches
-from sitegen.check.tree import Document
 from sitegen.model import paths
+from sitegen.tree.documents import Document
 
 RESOURCES_FINALIZER = "resources-finalizer.argocd.argoproj.io"
 WAVE_LABEL = "sitegen.io/wave"  # a generated app's wave: its ApplicationSet's in its cluster's root

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from constructs.network_policy import DEFAULT_DENY, ENTITIES, NAMESPACE_KEY
-from sitegen.check.tree import Document
+from sitegen.tree.documents import Document
 
 
 @dataclass(frozen=True)

@@ -22,9 +22,9 @@ from typing import Any
 from constructs.objects import pod_account
 from sitegen.check.placement import Workload, taints_of, targeted_pools, tolerated_taints
 from sitegen.check.rbac import Rbac, Rule, rule_allows
-from sitegen.check.tree import Document
 from sitegen.components.node_access import CHANGES_NODES, CREATES_PODS, GRANTS_RBAC, READS_SECRETS
 from sitegen.model import PoolLayout
+from sitegen.tree.documents import Document
 
 CAPABILITIES = (READS_SECRETS, CREATES_PODS, CHANGES_NODES, GRANTS_RBAC)
 

@@ -11,9 +11,9 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from sitegen.check.tree import Document
 from sitegen.components.base import EVERY_POOL, NodeAgent
 from sitegen.model import PoolLayout, Taint
+from sitegen.tree.documents import Document
 
 # Labels every node carries (set by the kubelet itself), so selectors on them match every pool.
 IMPLICIT_NODE_LABELS = {"kubernetes.io/os": "linux"}

@@ -38,7 +38,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from sitegen.check.rbac import Binding, Rbac, Rule, covers, granted_names, rule_allows, subject_namespaces
-from sitegen.check.tree import Document
 from sitegen.components.privilege import (
     APPROVES_CLIENT_CSRS,
     CHANGES_NODES,
@@ -52,6 +51,7 @@ from sitegen.components.privilege import (
     REWRITES_ADMISSION,
     UPDATES_CRDS,
 )
+from sitegen.tree.documents import Document
 
 KUBE_SYSTEM = "kube-system"
 PSA_ENFORCE = "pod-security.kubernetes.io/enforce"

@@ -25,7 +25,7 @@ from referencing import Registry, Resource
 
 from constructs.host_config import HOST_CONFIG_MODELS
 from sitegen.check.crd_standins import STANDIN_MODELS
-from sitegen.compose.kube_yaml import KubeLoader
+from sitegen.tree.kube_yaml import KubeLoader
 
 _DEFINITIONS_ID = "https://kubernetes.io/api/_definitions.json"
 _OBJECT_META = {"$ref": f"{_DEFINITIONS_ID}#/$defs/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"}

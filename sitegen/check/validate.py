@@ -10,18 +10,18 @@ from importlib.metadata import version
 from pathlib import Path, PurePosixPath
 
 from constructs import host_config
+from sitegen.cache import keep, read_stored
 from sitegen.check import crd_standins, schemas
 from sitegen.check.allowlists import allow_lists
 from sitegen.check.appsets import applications, dist_files
 from sitegen.check.rules import Context, run_rules
 from sitegen.check.schemas import SchemaCatalog, json_patch_problems
-from sitegen.check.tree import Document, load_tree
 from sitegen.components.base import ChartComponent
-from sitegen.compose import kube_yaml
 from sitegen.compose.apps import variant_apps
 from sitegen.compose.chart_supply import ChartStore
-from sitegen.compose.tools import keep, read_stored
 from sitegen.model import Site, resolve
+from sitegen.tree import kube_yaml
+from sitegen.tree.documents import Document, load_tree
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from sitegen.check.tree import Document
+from sitegen.tree.documents import Document
 
 
 @dataclass(frozen=True)

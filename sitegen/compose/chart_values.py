@@ -21,8 +21,8 @@ from typing import Any
 
 import yaml
 
-from sitegen.compose.kube_yaml import KubeLoader
-from sitegen.compose.tools import stored
+from sitegen.cache import stored
+from sitegen.tree.kube_yaml import KubeLoader
 
 # (chart, dotted path) -> why the chart takes anything below it
 PASS_THROUGH: dict[tuple[str, str], str] = {

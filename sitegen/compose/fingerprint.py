@@ -17,7 +17,8 @@ import os
 from collections.abc import Callable, Iterable
 from pathlib import Path, PurePosixPath
 
-from sitegen.compose.tools import PROJECT, cache_dir
+from sitegen.cache import cache_dir
+from sitegen.compose.tools import PROJECT
 from sitegen.compose.writer import present_files
 
 INPUTS = PurePosixPath("INPUTS")  # in dist/: the fingerprint of what the whole-site synth read

@@ -24,12 +24,10 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-import yaml
-
 from constructs.argocd import application_name
-from sitegen.compose.kube_yaml import KubeLoader
 from sitegen.model import ConfigError, Site
 from sitegen.model.paths import APPS, DistPath
+from sitegen.tree.documents import documents
 
 # The server-pool fields AIStor fixes at a pool's first start.
 SHAPE = {
@@ -40,17 +38,13 @@ SHAPE = {
 _JOIN_HEADER = re.compile(r"\b([a-z][\w-]*)=(\d+\.\d+\.\d+\.\d+)")
 
 
-def _docs(data: bytes) -> list[dict[str, Any]]:
-    return [d for d in yaml.load_all(data, Loader=KubeLoader) if isinstance(d, dict)]
-
-
 def _object_stores(files: Mapping[PurePosixPath, bytes]) -> dict[PurePosixPath, dict[str, Any]]:
     found = {}
     for path, data in files.items():
         if ".objectstore." in path.name:
-            for doc in _docs(data):
-                if doc.get("kind") == "ObjectStore":
-                    found[path] = doc
+            for doc in documents(path, data):
+                if doc.kind == "ObjectStore":
+                    found[path] = doc.body
     return found
 
 
@@ -62,8 +56,8 @@ def _hosts(files: Mapping[PurePosixPath, bytes]) -> dict[PurePosixPath, dict[str
             continue
         hosts = found.setdefault(path.parent, {})
         control_plane = path.name.startswith(("init-", "join-control-plane-"))
-        for doc in _docs(data):
-            registration = doc.get("nodeRegistration") or {}
+        for doc in documents(path, data):
+            registration = doc.body.get("nodeRegistration") or {}
             args = {a["name"]: a["value"] for a in registration.get("kubeletExtraArgs") or []}
             if "node-ip" in args and "$" not in str(registration.get("name", "$")):
                 hosts[str(registration["name"])] = (str(args["node-ip"]), control_plane)

@@ -30,13 +30,15 @@ from typing import Any
 
 import yaml
 
+from sitegen.cache import cache_dir
 from sitegen.components.base import JsonPatch, ObjectPatch
 from sitegen.components.ownership import WrittenField
-from sitegen.compose import kube_yaml, ownership, writer
-from sitegen.compose.kube_yaml import KubeLoader
-from sitegen.compose.tools import HELM_VERSION, cache_dir, every_cpu, helm_binary
+from sitegen.compose import ownership, writer
+from sitegen.compose.tools import HELM_VERSION, every_cpu, helm_binary
 from sitegen.errors import SiteError
 from sitegen.model.kinds import CORE_CLUSTER_KINDS
+from sitegen.tree import kube_yaml
+from sitegen.tree.kube_yaml import KubeLoader
 
 
 class HydrationError(SiteError):

@@ -24,11 +24,9 @@ from ipaddress import IPv4Address, ip_network
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-import yaml
-
-from sitegen.compose.kube_yaml import KubeLoader
 from sitegen.model import ConfigError, Site
 from sitegen.model.paths import APPS, KUBEADM, DistPath
+from sitegen.tree.documents import documents
 
 PINNED = "lbipam.cilium.io/ips"
 # bytes that a file holding an address or name of the list above contains
@@ -132,9 +130,9 @@ def addresses(files: Mapping[PurePosixPath, bytes]) -> dict[tuple[str, str], tup
         cluster = _cluster_of(path)
         if cluster is None or not path.name.endswith(".yaml") or not any(m in data for m in _MARKERS):
             continue
-        for doc in yaml.load_all(data, Loader=KubeLoader):
-            if isinstance(doc, dict):
-                for what, value, rule in held(doc):
+        for doc in documents(path, data):
+            if not doc.wrapped:
+                for what, value, rule in held(doc.body):
                     found[(cluster, what)] = (value, rule)
     return found
 

@@ -35,6 +35,7 @@ from sitegen.compose.hydrate import RenderJob, helm_arguments
 from sitegen.compose.variant import render_jobs
 from sitegen.model import load_site
 from sitegen.model.paths import BOOTSTRAP, DistPath
+from sitegen.tree.documents import documents
 
 SITEGEN = Path(sys.executable).parent / "sitegen"
 ONE_OBJECT_APP = """
@@ -132,19 +133,13 @@ def _objects_composed(dist: Path) -> int:
     from sitegen.components.catalog import COMPONENTS
 
     charts = {kind.name for kind in COMPONENTS if issubclass(kind, ChartComponent)}
-    files = [
-        path
+    files = {
+        rel: path
         for path in sorted(dist.glob("*/*/**/*.yaml"))
-        if (where := DistPath(PurePosixPath(path.relative_to(dist).as_posix()))).area == BOOTSTRAP
+        if (where := DistPath(rel := PurePosixPath(path.relative_to(dist).as_posix()))).area == BOOTSTRAP
         or (where.app is not None and where.app not in charts)
-    ]
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    return sum(
-        1
-        for f in files
-        for d in yaml.load_all(f.read_text(), Loader=loader)
-        if isinstance(d, dict) and d.get("kind")
-    )
+    }
+    return sum(1 for rel, path in files.items() for doc in documents(rel, path.read_bytes()) if doc.kind)
 
 
 def _report(name: str, measured: float, base_name: str, base: float, budget: float) -> None:

@@ -20,16 +20,13 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-import yaml
-
 from sitegen.check.appsets import applications, texts_files
-from sitegen.check.tree import Document
 from sitegen.compose import fingerprint
-from sitegen.compose.kube_yaml import KubeLoader
 from sitegen.compose.ownership import KEEPS_DATA
 from sitegen.compose.writer import GENERATED
 from sitegen.errors import SiteError
 from sitegen.model import paths
+from sitegen.tree.documents import documents
 
 SECTION_GONE = "(section)"
 
@@ -99,14 +96,14 @@ class Tree:
 def _objects(path: str, text: bytes) -> dict[str, dict[str, Any]]:
     """The file's documents by object reference; a document that is no object (values) by file."""
     out = {}
-    for doc in yaml.load_all(text.decode("utf-8"), Loader=KubeLoader):
-        if isinstance(doc, dict) and doc:
-            meta = doc.get("metadata") if isinstance(doc.get("metadata"), dict) else {}
-            if "kind" in doc and meta.get("name"):
-                ns = meta.get("namespace")
-                out[f"{doc['kind']} {ns + '/' if ns else ''}{meta['name']}"] = doc
-            else:
-                out[f"{path} [values]" if len(out) == 0 else f"{path} [doc {len(out)}]"] = doc
+    for doc in documents(PurePosixPath(path), text):
+        if doc.wrapped or not doc.body:
+            continue
+        meta = doc.body.get("metadata")
+        if doc.kind and isinstance(meta, dict) and meta.get("name"):
+            out[doc.ref] = doc.body
+        else:
+            out[f"{path} [values]" if len(out) == 0 else f"{path} [doc {len(out)}]"] = doc.body
     return out
 
 
@@ -370,12 +367,14 @@ def _generated(
         if paths.DistPath.of(p).variant in variants
         and (p.endswith(f"/{paths.APP_DESCRIPTOR}") or ".applicationset." in PurePosixPath(p).name)
     ]  # fmt: skip
-    files = {p: b.decode("utf-8") for p, b in tree.read(dist, wanted).items()}
+    blobs = tree.read(dist, wanted)
+    files = {p: b.decode("utf-8") for p, b in blobs.items()}
     docs = [
-        Document(PurePosixPath(p), i, body)
-        for p, text in files.items()
+        doc
+        for p, data in blobs.items()
         if p.endswith(".yaml")
-        for i, body in enumerate(d for d in yaml.load_all(text, Loader=KubeLoader) if isinstance(d, dict))
+        for doc in documents(PurePosixPath(p), data)
+        if not doc.wrapped
     ]
     elements = {PurePosixPath(p): t for p, t in files.items() if p.endswith(paths.APP_DESCRIPTOR)}
     apps, _ = applications(docs, texts_files(elements, PurePosixPath(dist)))

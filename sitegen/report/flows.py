@@ -7,8 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from sitegen.check.tree import load_tree
 from sitegen.report.table import records, table
+from sitegen.tree.documents import load_tree
 
 NAMESPACE_LABEL = "k8s:io.kubernetes.pod.namespace"
 

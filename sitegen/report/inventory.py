@@ -9,10 +9,10 @@ from constructs.argocd import ROOT, application_name
 from sitegen.check.allowlists import allow_lists
 from sitegen.check.appsets import ExpandedApp, applications, dist_files
 from sitegen.check.rules import RULES, Context
-from sitegen.check.tree import load_tree
 from sitegen.compose.apps import variant_apps
 from sitegen.model import Site, paths, resolve
 from sitegen.report.table import table
+from sitegen.tree.documents import load_tree
 
 APPLICATION_RULES = ("APP-", "PIN-002")
 

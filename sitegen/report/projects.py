@@ -7,9 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from sitegen.check.appsets import RepoFiles, applications, dist_files
-from sitegen.check.tree import Document, load_tree
 from sitegen.model import paths
 from sitegen.report.table import records, table
+from sitegen.tree.documents import Document, load_tree
 
 RBAC = "rbac.authorization.k8s.io"
 CLUSTER_RBAC = ("ClusterRole", "ClusterRoleBinding")

@@ -13,11 +13,11 @@ from sitegen.check.bringup.day2 import replay as replay_day2
 from sitegen.check.bringup.events import Blocker, Event, Result, Stop
 from sitegen.check.bringup.simulate import Simulation
 from sitegen.check.bringup.state import Texts, Tree
-from sitegen.check.tree import parse_documents
 from sitegen.compose.tools import every_cpu
 from sitegen.compose.writer import OutputFile, render
 from sitegen.model import Site, VariantLayout, paths, resolve
 from sitegen.model.maintenance import Budget
+from sitegen.tree.documents import parse_documents
 
 __all__ = ["Blocker", "Event", "Result", "bring_up_dist", "bringup", "from_dist", "from_files", "timeline"]
 

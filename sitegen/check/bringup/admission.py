@@ -28,7 +28,7 @@ from sitegen.check.bringup.refusals.wiring import DEFAULT_PORT, unserved
 from sitegen.check.bringup.scheduling import usage
 from sitegen.check.bringup.secrets import Secrets
 from sitegen.check.netpol import End, PolicyView
-from sitegen.check.tree import Document
+from sitegen.tree.documents import Document
 
 
 class Admission:

@@ -29,9 +29,9 @@ from sitegen.check.bringup.objects import key_of, show
 from sitegen.check.bringup.roots import RootSync
 from sitegen.check.bringup.scripts import run_api_jobs
 from sitegen.check.bringup.state import SimulationState
-from sitegen.check.tree import Document
 from sitegen.compose.delivery import RESPECT_IGNORES
 from sitegen.compose.procedures.book import RunbookStep
+from sitegen.tree.documents import Document
 
 CLUSTER_SECRET_LABEL = "argocd.argoproj.io/secret-type"
 

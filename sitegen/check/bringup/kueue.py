@@ -43,7 +43,7 @@ import yaml
 from sitegen.check.bringup.kube import add, label_selector_matches, quantity
 from sitegen.check.bringup.objects import ClusterObjects, Key, Workload
 from sitegen.check.bringup.scheduling import Scheduler, usage
-from sitegen.compose.kube_yaml import KubeLoader
+from sitegen.tree.kube_yaml import KubeLoader
 
 KUEUE_QUEUE = "kueue.x-k8s.io/queue-name"
 KUEUE_PRIORITY = "kueue.x-k8s.io/priority-class"

@@ -9,8 +9,8 @@ from constructs.argocd import application_name, tracked
 from sitegen.check.admission_policy import POD_MAKERS, Policy, Request, admitted_pod, denying_policies
 from sitegen.check.bringup.kube import pod_template
 from sitegen.check.rules.base import Context, Violation, rule
-from sitegen.check.tree import Document
 from sitegen.components.platform.admission_policies import AdmissionPolicies
+from sitegen.tree.documents import Document
 
 # kubeadm's admin.conf: what the RUNBOOK's kubectl applies bootstrap/ as
 RUNBOOK_ADMIN = Request("kubernetes-admin", ("kubeadm:cluster-admins", "system:authenticated"))

@@ -12,8 +12,8 @@ from constructs.argocd import NAMED_CLUSTER_KINDS
 from sitegen.check.appsets import ExpandedApp
 from sitegen.check.project_policy import destination_permitted, kind_permitted
 from sitegen.check.rules.base import Context, Violation, rule
-from sitegen.check.tree import Document
 from sitegen.model import paths
+from sitegen.tree.documents import Document
 
 
 def _tree_path(ctx: Context, repo_path: str) -> Path | None:

@@ -12,8 +12,8 @@ import yaml
 from constructs.etcd_backup import HOST_ARCHIVE_DIR
 from sitegen.check.bringup.kube import pod_template
 from sitegen.check.rules.base import Context, Violation, rule
-from sitegen.check.tree import Document
 from sitegen.components.storage.aistor import AIStor
+from sitegen.tree.documents import Document
 
 
 def _pod(doc: Document) -> Mapping[str, Any]:

@@ -11,9 +11,9 @@ from pathlib import Path, PurePosixPath
 from sitegen.check.allowlists import AllowLists
 from sitegen.check.appsets import ExpandedApp, ExpandError
 from sitegen.check.placement import Workload, workloads
-from sitegen.check.tree import Document
 from sitegen.components.base import NodeAgent
 from sitegen.model import ClusterLayout, PoolLayout, Secrets, Site, VariantLayout
+from sitegen.tree.documents import Document
 
 
 @dataclass(frozen=True)

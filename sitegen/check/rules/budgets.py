@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 from sitegen.check.bringup.kube import label_selector_matches
 from sitegen.check.rules.base import Context, Violation, rule
-from sitegen.check.tree import Document
+from sitegen.tree.documents import Document
 
 
 def _selects(budget: Document, labels: dict[str, str]) -> bool:

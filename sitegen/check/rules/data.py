@@ -8,10 +8,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from sitegen.check.rules.base import Context, Violation, rule
-from sitegen.check.tree import Document
 from sitegen.check.volumes import Volume, volumes_of
 from sitegen.components.base import Component, State
 from sitegen.compose.apps import variant_apps
+from sitegen.tree.documents import Document
 
 Stated = tuple[str, str, Component, list[Volume], dict[str, State]]  # variant, cluster, ...
 

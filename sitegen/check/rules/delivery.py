@@ -15,7 +15,6 @@ from typing import Any
 from sitegen.check.bringup.health import CUSTOMIZATION, LuaHealthError, run_health_script
 from sitegen.check.rules.applications import _at
 from sitegen.check.rules.base import Context, Violation, rule
-from sitegen.check.tree import Document
 from sitegen.compose.ownership import (
     KEEP_ON_DELETE,
     SYNC_OPTIONS,
@@ -24,6 +23,7 @@ from sitegen.compose.ownership import (
     runs_on_delete,
 )
 from sitegen.model import paths
+from sitegen.tree.documents import Document
 
 APPSET_HEALTH = f"{CUSTOMIZATION}argoproj.io_ApplicationSet"
 

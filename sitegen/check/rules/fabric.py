@@ -6,7 +6,7 @@ import ipaddress
 from collections.abc import Iterator
 
 from sitegen.check.rules.base import Context, Violation, rule
-from sitegen.check.tree import Document
+from sitegen.tree.documents import Document
 
 
 @rule(

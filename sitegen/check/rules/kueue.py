@@ -10,7 +10,7 @@ from constructs.kueue import GPU_RESOURCE as GPU
 from constructs.kueue import PRIORITY_LABEL, QUEUE_LABEL
 from sitegen.check.placement import pod_spec
 from sitegen.check.rules.base import Context, Violation, rule
-from sitegen.check.tree import Document
+from sitegen.tree.documents import Document
 
 LONG_RUNNING = ("StatefulSet", "Deployment")  # hold their GPUs until someone takes them
 

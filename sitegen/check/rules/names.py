@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from sitegen.check.rules.base import Context, Violation, rule
-from sitegen.check.tree import Document
+from sitegen.tree.documents import Document
 
 
 @rule(

@@ -8,9 +8,9 @@ from collections.abc import Iterator
 from constructs.network_policy import EVERY_NAMESPACE
 from sitegen.check.netpol import End, PolicyView
 from sitegen.check.rules.base import Context, Violation, rule
-from sitegen.check.tree import Document
 from sitegen.components.networking.network_policies import NetworkPolicies
 from sitegen.compose.apps import variant_apps
+from sitegen.tree.documents import Document
 
 
 def _cluster_docs(ctx: Context, variant: str, cluster: str) -> list[Document]:

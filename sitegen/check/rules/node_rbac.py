@@ -9,7 +9,7 @@ from sitegen.check.bringup.kube import pod_template
 from sitegen.check.node_rbac import OPERATOR_MADE, grants, lands_on, service_account
 from sitegen.check.placement import workloads
 from sitegen.check.rules.base import Context, Violation, rule
-from sitegen.check.tree import Document
+from sitegen.tree.documents import Document
 
 # Custom resources from which an operator makes node agents that no placement block of ours names:
 # the NicClusterPolicy's agents (DOCA driver, RDMA device plugin, IPoIB CNI, nv-ipam) run on every

@@ -12,8 +12,8 @@ from sitegen.check.bringup.kube import added_by_the_plugin, pod_template
 from sitegen.check.placement import reached_pools, taints_of, targeted_pools, tolerated_taints, tolerates
 from sitegen.check.rules.base import Context, Violation, rule
 from sitegen.check.tolerations import whitelist_admits
-from sitegen.check.tree import Document
 from sitegen.model import PoolLayout, Taint, paths
+from sitegen.tree.documents import Document
 
 
 def _names(pools: list[PoolLayout]) -> str:

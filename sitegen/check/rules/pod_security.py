@@ -11,8 +11,8 @@ from constructs.objects import WORKLOAD_KINDS, reaches_host
 from sitegen.check.bringup.kube import pod_template
 from sitegen.check.pod_security import violations
 from sitegen.check.rules.base import Context, Violation, rule
-from sitegen.check.tree import Document
 from sitegen.model import paths
+from sitegen.tree.documents import Document
 
 _LEVELS = ("privileged", "baseline", "restricted")
 PARTIAL = "sitegen.io/partial"

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 from sitegen.check.power import by_account, powers
 from sitegen.check.rules.base import Context, Violation, rule
-from sitegen.check.tree import Document
+from sitegen.tree.documents import Document
 
 
 def _clusters(ctx: Context) -> dict[tuple[str, str], list[Document]]:

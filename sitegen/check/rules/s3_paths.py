@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from constructs.s3_front_doors import HOSTNAME
 from sitegen.check.bringup.kube import label_selector_matches
 from sitegen.check.rules.base import Context, Violation, rule
-from sitegen.check.tree import Document
+from sitegen.tree.documents import Document
 
 
 def _announcing_hosts(policy: Document) -> set[str] | None:

@@ -12,8 +12,8 @@ from constructs.secrets import vault_role
 from sitegen.check.placement import pod_spec
 from sitegen.check.rules.base import Context, Violation, rule
 from sitegen.check.rules.pod_security import containers
-from sitegen.check.tree import Document
 from sitegen.components.edge.cert_manager import CertManager
+from sitegen.tree.documents import Document
 
 
 @rule(

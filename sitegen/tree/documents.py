@@ -1,4 +1,5 @@
-"""dist/ read back as documents, each knowing its variant, area and cluster."""
+"""dist/ read back as documents, each knowing its variant, area, cluster and app: the one reader of its
+YAML files (validate, the bring-up, diff, synth's checks of what it would change, the reports)."""
 
 from __future__ import annotations
 
@@ -9,9 +10,9 @@ from typing import Any
 
 import yaml
 
-from sitegen.compose.kube_yaml import KubeLoader
-from sitegen.compose.tools import stored
+from sitegen.cache import stored
 from sitegen.model import paths
+from sitegen.tree.kube_yaml import KubeLoader
 
 
 @dataclass(frozen=True)
@@ -20,6 +21,7 @@ class Document:
     index: int  # position in a multi-document file
     body: dict[str, Any]
     digest: bytes = field(default=b"", compare=False)  # of the file's bytes: a key for memoized checks
+    wrapped: bool = field(default=False, compare=False)  # no mapping (a kubeadm patch list): body {"_": it}
 
     @property
     def variant(self) -> str:
@@ -46,7 +48,7 @@ class Document:
     @property
     def is_kubeadm_patch(self) -> bool:
         """A host file holding a JSON patch kubeadm applies to a static pod (a list, not an object)."""
-        return self.is_host_file and set(self.body) == {"_"} and isinstance(self.body["_"], list)
+        return self.is_host_file and self.wrapped and isinstance(self.body["_"], list)
 
     @property
     def is_values(self) -> bool:
@@ -95,12 +97,21 @@ def parse_documents(data: bytes) -> tuple[bytes, tuple[Any, ...]]:
     return digest, _PARSED[digest]
 
 
+def documents(file: PurePosixPath, data: bytes) -> list[Document]:
+    """A dist/ file's documents (`file` relative to dist/); empty ones are left out."""
+    digest, bodies = parse_documents(data)
+    return [
+        Document(file, index, body, digest)
+        if isinstance(body, dict)
+        else Document(file, index, {"_": body}, digest, True)
+        for index, body in enumerate(bodies)
+        if body is not None
+    ]
+
+
 def load_tree(dist: Path) -> list[Document]:
-    docs = []
-    for path in sorted(dist.rglob("*.yaml")):
-        rel = PurePosixPath(path.relative_to(dist).as_posix())
-        digest, bodies = parse_documents(path.read_bytes())
-        for index, body in enumerate(bodies):
-            if body is not None:
-                docs.append(Document(rel, index, body if isinstance(body, dict) else {"_": body}, digest))
-    return docs
+    return [
+        doc
+        for path in sorted(dist.rglob("*.yaml"))
+        for doc in documents(PurePosixPath(path.relative_to(dist).as_posix()), path.read_bytes())
+    ]
