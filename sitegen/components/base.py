@@ -278,9 +278,10 @@ class Component:
         return []
 
     def vault_secrets(self, ctx: ClusterContext) -> list[VaultSecretSpec]:
-        """The Secrets its software reads from the vault. A rendered component renders its own; a
-        chart's are rendered by its project's companion app (observability for its charts), which
-        comes before it."""
+        """Of a chart: the Secrets it reads from the vault, which its project's companion app renders
+        before it (the observability app for the observability charts; Harbor's and Velero's companions,
+        harbor-config and velero-config, still write theirs by name). A rendered component renders its
+        own Secrets."""
         return []
 
     @property
