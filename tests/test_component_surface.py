@@ -8,7 +8,6 @@ from __future__ import annotations
 import ast
 import importlib
 import inspect
-import subprocess
 
 from sitegen.components.base import Component
 
@@ -52,11 +51,9 @@ def _imported(name: str) -> object:
 
 
 def _site_wide_sources() -> list[str]:
-    listed = subprocess.run(
-        ["git", "ls-files", "--cached", "--others", "--exclude-standard", *SITE_WIDE],
-        cwd=REPO, capture_output=True, text=True, check=True,
-    ).stdout.split()  # fmt: skip
-    return sorted(p for p in listed if p.endswith(".py") and (REPO / p).is_file())
+    """By walking the folders, not git: a site owner's copy of the repository may have no .git."""
+    files = [p for s in SITE_WIDE for p in ([REPO / s] if s.endswith(".py") else (REPO / s).rglob("*.py"))]
+    return sorted(str(p.relative_to(REPO)) for p in files if "__pycache__" not in p.parts)
 
 
 def test_site_wide_modules_reach_components_through_their_class() -> None:
