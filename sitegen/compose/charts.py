@@ -30,6 +30,10 @@ class ObjectChart(Chart):
     def documents(self) -> list[dict[str, Any]]:
         return finish(self.to_json(), ALL_WRITES)
 
+    def synthesize(self) -> None:
+        """Take the objects from cdk8s now (one jsii call for the chart), not when they are first read."""
+        _ = self.documents
+
     def output_files(self) -> list[OutputFile]:
         files = []
         for doc in self.documents:

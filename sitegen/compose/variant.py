@@ -171,7 +171,7 @@ def _compose_independent(app: App, apps: VariantApps) -> _Composed:
                 folder = paths.app_dir(variant, cluster, component.name)
                 chart = ObjectChart(app, f"{variant}-{cluster}-{component.name}", folder=folder)
                 component.render(chart, ctx)
-                chart.documents  # noqa: B018  (its JSON from cdk8s, also while the charts render)
+                chart.synthesize()  # while the charts render in the background
                 composed.charts[(cluster, component.name)] = chart
         composed.files += host_files(app, site, variant, ctx.cluster).output_files()
         composed.files += fabric_files(site, variant, ctx.cluster)
@@ -207,7 +207,7 @@ def _variant_files(
     documents: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for ctx in apps.contexts:
         cluster = ctx.cluster.name
-        for component in _readers_last(ctx):
+        for component in render_order(ctx):
             if isinstance(component, RenderedComponent):
                 chart = _rendered_chart(app, ctx, component, composed, documents, patches)
                 charts[(cluster, component.name)] = chart
@@ -237,8 +237,9 @@ def _variant_files(
     return files
 
 
-def _readers_last(ctx: ClusterContext) -> list[Component]:
-    """The cluster's components, those that read other apps' objects after the rest (in their order)."""
+def render_order(ctx: ClusterContext) -> list[Component]:
+    """The order a cluster's apps are rendered in: those that read other apps' objects after the rest
+    (those that read the readers' last), each reading what every app before it rendered."""
     readers = sorted(
         (c for c in ctx.components if _reads_rendered(c)),
         key=lambda c: c.reads_readers,  # type: ignore[attr-defined]

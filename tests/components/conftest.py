@@ -15,6 +15,7 @@ from sitegen.components.base import ChartComponent, Component, RenderedComponent
 from sitegen.components.context import ClusterContext
 from sitegen.compose.apps import VariantApps, pin_needs, variant_apps
 from sitegen.compose.charts import ObjectChart
+from sitegen.compose.variant import render_order
 from sitegen.model import Site, load_site, resolve
 
 SMALL_SITE = Path(__file__).resolve().parent.parent / "fixtures" / "small-site"
@@ -43,14 +44,9 @@ def output(ctx: ClusterContext, component: Component) -> Any:
     """A component's objects (rendered) or its values document (chart)."""
     if isinstance(component, RenderedComponent):
         chart = ObjectChart(App(), "test", folder=Path("test"))
-        if component.reads_rendered:  # as compose does: after the cluster's other rendered apps
-            others = [
-                c
-                for c in ctx.components
-                if isinstance(c, RenderedComponent)
-                and c is not component
-                and (not c.reads_rendered or (component.reads_readers and not c.reads_readers))
-            ]
+        if component.reads_rendered:  # as synth does: what every app rendered before it (charts aside)
+            order = render_order(ctx)
+            others = [c for c in order[: order.index(component)] if isinstance(c, RenderedComponent)]
             ctx = dataclasses.replace(ctx, rendered={c.name: output(ctx, c) for c in others})
         component.render(chart, ctx)
         return chart.documents

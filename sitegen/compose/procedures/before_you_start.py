@@ -53,7 +53,7 @@ def _names(apps: VariantApps) -> list[tuple[str, str]]:
 
 def _outside(apps: VariantApps) -> list[str]:
     extras = []
-    if any(c.name == CsiIsilon.name for ctx in apps.contexts for c in ctx.components):
+    if any(ctx.has(CsiIsilon) for ctx in apps.contexts):
         extras.append(
             "- PowerScale: the SmartQuotas licence (csi-isilon enforces each volume's size as a quota) and "
             "SnapshotIQ (the tenants' nightly backups take CSI snapshots of their volumes)."

@@ -35,7 +35,7 @@ kubectl cordon {" ".join(h.name for h in pool.hosts)}
 
 def burn_in(book: Runbook, apps: VariantApps) -> None:
     for cluster in apps.layout.clusters:
-        if not any(c.name == GpuHealth.name for c in apps.context(cluster).components):
+        if not apps.context(cluster).has(GpuHealth):
             continue
         book.part(f"GPU burn-in on `{cluster.name}`")  # kubectl against this cluster
         for pool in cluster.worker_pools:
