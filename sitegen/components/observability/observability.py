@@ -83,12 +83,13 @@ class Observability(RenderedComponent):
 
     def _hub(self, scope: Construct, ctx: ClusterContext) -> None:
         """The site's alert rules and dashboards, and the monitors of Argo CD's controllers."""
+        grafana = ctx.get(Grafana).namespace
         DashboardReader(
             scope,
             "DashboardReader",
             namespace=self.namespace,
             account=SERVICE_ACCOUNT,
-            account_namespace=ctx.get(Grafana).namespace,
+            account_namespace=grafana,
         )
         SiteAlerts(scope, "Alerts", namespace=self.namespace, risks=site_risks(ctx.site, ctx.variant))
         # the Applications' sync and health, failed syncs and spoke connections (the application
@@ -99,9 +100,7 @@ class Observability(RenderedComponent):
             for name in ("argocd-application-controller", "argocd-applicationset-controller")
         ]
         PodMonitors(scope, "ArgoCd", namespace=self.namespace, targets=controllers)
-        Dashboards(
-            scope, "Dashboards", namespace=ctx.get(Grafana).namespace, dashboards=dict(ctx.site.dashboards)
-        )
+        Dashboards(scope, "Dashboards", namespace=grafana, dashboards=dict(ctx.site.dashboards))
 
 
 def site_risks(site: Site, variant: VariantLayout) -> SiteRisks:

@@ -33,6 +33,9 @@ def delivery_credentials(namespace: str, site: Site) -> list[VaultSecretSpec]:
             "basic": '{{ printf "%s:%s" .username .password | b64enc }}',
         },
     )  # fmt: skip
-    if not site.services.certificates.internal_ca:
-        return [pair]
-    return [pair, VaultSecretSpec(SITE_CA_SECRET, namespace, SITE_CA_CERT_VAULT_KEY, (SITE_CA_KEY,))]
+    return [pair, site_ca_certificate(namespace)] if site.services.certificates.internal_ca else [pair]
+
+
+def site_ca_certificate(namespace: str) -> VaultSecretSpec:
+    """The internal CA's certificate (never its key), for a client that trusts the site's names."""
+    return VaultSecretSpec(SITE_CA_SECRET, namespace, SITE_CA_CERT_VAULT_KEY, (SITE_CA_KEY,))

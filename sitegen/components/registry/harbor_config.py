@@ -5,14 +5,13 @@ from __future__ import annotations
 import json
 
 from constructs import Construct
-from constructs.edge import SITE_CA_CERT_VAULT_KEY
 from constructs.registry import PULL_SECRET_KEY, ProxyCacheProjects
 from constructs.secrets import VaultSecret
 from sitegen.components.base import Layer, RenderedComponent
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.edge.gateway import Gateway
 from sitegen.components.flows import Flow
-from sitegen.components.observability.telemetry import SITE_CA_KEY, SITE_CA_SECRET
+from sitegen.components.observability.telemetry import SITE_CA_KEY, SITE_CA_SECRET, site_ca_certificate
 from sitegen.components.platform.secret_store import SecretStore
 from sitegen.components.registry import PROJECT
 from sitegen.components.registry.harbor import (
@@ -96,10 +95,7 @@ class HarborConfig(RenderedComponent):
         )  # fmt: skip
         ca = None
         if ctx.site.services.certificates.internal_ca:  # the certificate only, never the key
-            VaultSecret(
-                scope, "SiteCA", name=SITE_CA_SECRET, namespace=self.namespace, store=ctx.store,
-                key=SITE_CA_CERT_VAULT_KEY, properties=[SITE_CA_KEY],
-            )  # fmt: skip
+            site_ca_certificate(self.namespace).render(scope, ctx.store)
             ca = (SITE_CA_SECRET, SITE_CA_KEY)
         ProxyCacheProjects(
             scope,
