@@ -3,9 +3,14 @@ checkov itself; these tests feed the judge checkov-shaped reports)."""
 
 from __future__ import annotations
 
+import datetime
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from sitegen.report.scan import (
     Exception_,
@@ -16,6 +21,7 @@ from sitegen.report.scan import (
     per_container,
     render,
     run_checkov,
+    staged_text,
 )
 
 from .conftest import REPO
@@ -149,6 +155,21 @@ def test_each_container_is_judged_on_its_own():
     assert AGENT["spec"]["template"]["spec"]["containers"][1]["name"] == "exporter"  # the input untouched
 
 
+@pytest.mark.parametrize(
+    "objects",
+    [
+        [AGENT, {"kind": "ConfigMap", "data": {"a": "yes", "b": "0123", "c": "1e3", "d": "é ✓", "e": "~"}}],
+        [{"kind": "ConfigMap", "data": {"day": datetime.date(2026, 12, 7)}}],  # JSON has no date
+        [{"kind": "ConfigMap", "data": {"ratio": float("nan")}}],  # nor NaN
+    ],
+    ids=["json", "date", "nan"],
+)
+def test_checkov_reads_back_the_staged_objects(objects):
+    """checkov parses the stage with PyYAML's safe loader: what it reads must be what dist/ holds."""
+    read = list(yaml.load_all(staged_text(objects), Loader=yaml.SafeLoader))
+    assert repr(read) == repr(objects)  # repr: NaN is not equal to itself
+
+
 @pytest.mark.skipif(not CHECKOV.is_file(), reason="checkov is installed by make scan-deps (make test does)")
 def test_a_new_privileged_container_in_an_excepted_object_fails_the_scan(tmp_path: Path):
     """checkov itself stops at a workload's first privileged container; the split judges each, so the
@@ -214,3 +235,26 @@ def test_an_entry_for_a_component_the_site_does_not_run_is_not_stale():
     assert [(e.check, e.where) for e in verdict.stale] == [
         ("CKV_K8S_22", ("models/StatefulSet.ai-research.llama[vllm]",))
     ]
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="one CPU: nothing to give back")
+def test_checkov_runs_on_every_cpu_though_the_cli_keeps_to_one(tmp_path: Path):
+    """Put-back: the CLI keeps itself on one CPU for cdk8s (compose/tools.converse_on_one_cpu), and
+    checkov inherited that CPU: its parallel parse and the two variants' runs shared it (21 s, not 12)."""
+    cpus = tmp_path / "cpus"
+    fake = tmp_path / "checkov"
+    fake.write_text(
+        f"#!{sys.executable}\nimport os\nopen({str(cpus)!r}, 'a').write(f'{{len(os.sched_getaffinity(0))}}\\n')\n"
+        'print(\'{"check_type": "kubernetes", "summary": {"passed": 0, "failed": 0}, "results": {}}\')\n'
+    )
+    fake.chmod(0o755)
+    dist = tmp_path / "dist"
+    (dist / "one-cluster" / "bootstrap").mkdir(parents=True)
+    (dist / "one-cluster" / "bootstrap" / "x.yaml").write_text("kind: ConfigMap\n")
+    pinned = (
+        "from sitegen.compose.tools import converse_on_one_cpu; converse_on_one_cpu()\n"
+        "from pathlib import Path; from sitegen.report.scan import run_checkov\n"
+        f"run_checkov(Path({str(fake)!r}), Path({str(dist)!r}))\n"
+    )
+    subprocess.run([sys.executable, "-c", pinned], check=True, cwd=REPO)
+    assert cpus.read_text().split() == [str(len(os.sched_getaffinity(0)))]
