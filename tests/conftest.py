@@ -116,10 +116,16 @@ def validate(tree: Path):
 
 
 @pytest.fixture
-def tree(tmp_path: Path) -> Iterator[Path]:
-    """A copy of the committed dist/ to break (removed after the test: 45 MB each)."""
+def tree(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Path]:
+    """A copy of the seed's dist/ to break (removed after the test: 45 MB each). A module marked
+    `tree_variants(...)` gets those variants only: validate then reads a half of the documents."""
     target = tmp_path / "dist"
-    shutil.copytree(DIST, target)
+    marker = request.node.get_closest_marker("tree_variants")
+    if marker is None:
+        shutil.copytree(DIST, target)
+    else:
+        for variant in marker.args:
+            shutil.copytree(DIST / variant, target / variant)
     yield target
     shutil.rmtree(target, ignore_errors=True)
 
@@ -132,12 +138,10 @@ def add(tree: Path, rel: str, *docs: dict[str, Any]) -> str:
 
 
 @pytest.fixture(scope="session")
-def synthesized(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The default site synthesized once; bad-input tests copy it as the --out they must not touch."""
-    out = tmp_path_factory.mktemp("synthesized") / "dist"
-    result = run_sitegen("synth", "--config", CONFIG, "--out", out)
-    assert result.returncode == 0, result.stderr
-    return out
+def synthesized() -> Path:
+    """The seed site as synth writes it (the shared tree: read it, or copy it as the --out a bad input
+    must leave untouched). test_synth.py proves it is what a synth of the fixture writes now."""
+    return DIST
 
 
 @pytest.fixture

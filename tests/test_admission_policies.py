@@ -10,6 +10,9 @@ from sitegen.tree.documents import load_tree
 
 from .conftest import DIST, add, invoke_sitegen, validate
 
+pytestmark = pytest.mark.tree_variants("one-cluster")  # what these tests break is in one-cluster
+
+
 ARGO = Request("system:serviceaccount:argocd:argocd-application-controller")
 TENANT = Request("oidc:alice", ("ai-research-users", "system:authenticated"))
 KUEUE = Request("system:serviceaccount:kueue-system:kueue-controller-manager", operation="UPDATE")

@@ -283,6 +283,7 @@ def test_every_rule_has_a_breaker():
 
 
 @pytest.mark.parametrize("rule_id", sorted(APP_BREAKERS))
+@pytest.mark.tree_variants("one-cluster")
 def test_application_rule_fires(tree, rule_id):
     rel = add(tree, f"one-cluster/bootstrap/{rule_id.lower()}.yaml", APP_BREAKERS[rule_id])
     result = validate(tree)
@@ -293,6 +294,7 @@ def test_application_rule_fires(tree, rule_id):
 
 
 @pytest.mark.parametrize("rule_id", sorted(BREAKERS))
+@pytest.mark.tree_variants("one-cluster")
 def test_rule_fires(tree, rule_id):
     for i, doc in enumerate(BREAKERS[rule_id]):
         rel = add(tree, f"one-cluster/apps/ai/broken/{rule_id.lower()}-{i}.yaml", doc)

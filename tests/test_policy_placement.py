@@ -7,6 +7,8 @@ from __future__ import annotations
 import dataclasses
 import re
 
+import pytest
+
 from sitegen.check import validate as validate_module
 from sitegen.check.allowlists import AllowLists, allow_lists
 from sitegen.components.base import NodeAgent
@@ -24,6 +26,8 @@ from .policy_manifests import (
     namespace,
     workload,
 )
+
+pytestmark = pytest.mark.tree_variants("one-cluster")  # what these tests break is in one-cluster
 
 
 def test_compliant_workloads_pass(tree):

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import json
 
+import pytest
 import yaml
 
 from .conftest import DIST, invoke_sitegen, validate
+
+pytestmark = pytest.mark.tree_variants("one-cluster")  # what these tests break is in one-cluster
 
 
 def test_each_rbac_admitting_project_names_the_apps_that_need_it():
