@@ -94,7 +94,7 @@ $(SCAN_STAMP):
 # a copy of the repository through make: tests/test_adoption.py. Slow; CI runs it after `make test`.
 ## a site owner's changes on a copy of the repository, through make (slow)
 adoption: $(PY_STAMP) $(NPM_STAMP) $(SCAN_STAMP)
-	@$(if $(TEST_TMPDIR),TMPDIR=$(TEST_TMPDIR) )$(BIN)/pytest -m adoption --dist load
+	@$(if $(TEST_TMPDIR),TMPDIR=$(TEST_TMPDIR) )$(BIN)/pytest -m adoption --dist load --durations=9
 
 # The site's own checks on config/ and dist/, what a site PR keeps green: config/ loads, dist/ is what
 # it synthesizes, validate, bringup (sitegen check), then the scanner against the reviewed exceptions.
