@@ -17,8 +17,9 @@ import json
 import re
 import subprocess
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, NamedTuple
 
 from sitegen.check.appsets import applications, texts_files
 from sitegen.compose import fingerprint
@@ -110,6 +111,14 @@ def _objects(path: str, text: bytes) -> dict[str, dict[str, Any]]:
 MISSING: Any = object()  # a field or line one side does not have
 
 
+class FieldChange(NamedTuple):
+    """One field (or line) of an object or file that differs: MISSING on the side that lacks it."""
+
+    path: str
+    old: Any
+    new: Any
+
+
 def _leaves(node: Any, path: str = "") -> list[tuple[str, Any]]:
     """(path, value) of every scalar of an object: what a reviewer reads of an added one."""
     if isinstance(node, dict):
@@ -123,7 +132,7 @@ def _key(item: Any) -> str:
     return json.dumps(item, sort_keys=True)
 
 
-def field_changes(old: Any, new: Any, path: str = "") -> list[tuple[str, Any, Any]]:
+def field_changes(old: Any, new: Any, path: str = "") -> list[FieldChange]:
     """(path, old value, new value) of what differs, in path order. Maps go key by key; a list
     whose items moved, came or went is reported as items added (`[+]`) and removed (`[-]`), so one
     entry inserted into a kind list is one line, not a shifted tail."""
@@ -152,12 +161,12 @@ def field_changes(old: Any, new: Any, path: str = "") -> list[tuple[str, Any, An
             if sum(1 for c in index_wise if c) <= max(1, len(old) // 2):
                 return [c for changes in index_wise for c in changes]
         before, after = {_key(i): i for i in old}, {_key(i): i for i in new}
-        removed = [(f"{path}[-]", before[k], MISSING) for k in before if k not in after]
-        added = [(f"{path}[+]", MISSING, after[k]) for k in after if k not in before]
-        return removed + added or [(path, old, new)]  # same items, another order
+        removed = [FieldChange(f"{path}[-]", before[k], MISSING) for k in before if k not in after]
+        added = [FieldChange(f"{path}[+]", MISSING, after[k]) for k in after if k not in before]
+        return removed + added or [FieldChange(path, old, new)]  # same items, another order
     if isinstance(old, str) and isinstance(new, str) and ("\n" in old or "\n" in new):
         return _line_changes(path, old, new)
-    return [(path, old, new)]
+    return [FieldChange(path, old, new)]
 
 
 def _by_name(items: list[Any]) -> dict[str, Any] | None:
@@ -167,14 +176,14 @@ def _by_name(items: list[Any]) -> dict[str, Any] | None:
     return names if len(names) == len(items) else None
 
 
-def _line_changes(path: str, old: str, new: str) -> list[tuple[str, Any, Any]]:
+def _line_changes(path: str, old: str, new: str) -> list[FieldChange]:
     """A multi-line value (a script, a host list, embedded config) as the lines that went and came."""
     before, after = old.splitlines(), new.splitlines()
     gone = [line for line in before if line not in set(after)]
     came = [line for line in after if line not in set(before)]
-    return [(f"{path} (line)", line, MISSING) for line in gone] + [
-        (f"{path} (line)", MISSING, line) for line in came
-    ] or [(path, old, new)]
+    return [FieldChange(f"{path} (line)", line, MISSING) for line in gone] + [
+        FieldChange(f"{path} (line)", MISSING, line) for line in came
+    ] or [FieldChange(path, old, new)]
 
 
 def _comments(data: bytes) -> str:
@@ -186,23 +195,27 @@ def _comments(data: bytes) -> str:
     )
 
 
-def _text_changes(path: str, old: bytes | None, new: bytes | None) -> list[tuple[str, Any, Any]]:
+def _text_changes(path: str, old: bytes | None, new: bytes | None) -> list[FieldChange]:
     """A text file's lines that went and came; in Markdown (the RUNBOOK) by the section they are in, and
     a section that came whole, so the reviewer reads the steps a change of config/ adds."""
     before = old.decode("utf-8", "replace") if old is not None else ""
     after = new.decode("utf-8", "replace") if new is not None else ""
     if not path.endswith(".md"):
-        return [f for f in _line_changes("", before, after) if f[0]]  # not the whole-file fallback
+        return [f for f in _line_changes("", before, after) if f.path]  # not the whole-file fallback
     old_sections, new_sections = _sections(before), _sections(after)
-    out: list[tuple[str, Any, Any]] = []
+    out: list[FieldChange] = []
     for title, lines in new_sections.items():
         where = f"§ {title}"
         if title not in old_sections:
-            out += [(where, MISSING, line) for line in lines if line.strip()]
+            out += [FieldChange(where, MISSING, line) for line in lines if line.strip()]
             continue
         changed = _line_changes("", "\n".join(old_sections[title]), "\n".join(lines))
-        out += [(where, a, b) for line, a, b in changed if line]  # not the whole-section fallback
-    out += [(f"§ {title}", SECTION_GONE, MISSING) for title in old_sections if title not in new_sections]
+        out += [FieldChange(where, f.old, f.new) for f in changed if f.path]  # not the whole-section fallback
+    out += [
+        FieldChange(f"§ {title}", SECTION_GONE, MISSING)
+        for title in old_sections
+        if title not in new_sections
+    ]
     return out
 
 
@@ -222,11 +235,17 @@ def _sections(text: str) -> dict[str, list[str]]:
 # --- the report -------------------------------------------------------------------------------------
 
 
+class State(StrEnum):
+    ADDED = "added"
+    REMOVED = "removed"
+    CHANGED = "changed"
+
+
 @dataclass
 class Change:
     ref: str  # Kind namespace/name, or the file for what is not an object
-    state: str  # added, removed, changed
-    fields: list[tuple[str, Any, Any]] = field(default_factory=list)
+    state: State
+    fields: list[FieldChange] = field(default_factory=list)
     crd: bool = False
     note: str = ""  # what the change does beyond dist/ (a removed Application's objects)
     text: bool = False  # a text file's lines, not an object's fields
@@ -241,7 +260,7 @@ class Group:
     app: str
     changes: list[Change] = field(default_factory=list)
 
-    def count(self, state: str) -> int:
+    def count(self, state: State) -> int:
         return sum(c.state == state for c in self.changes)
 
 
@@ -318,7 +337,13 @@ def compare(repo: Path, base: str, head: str | None, dist: str = str(paths.REPO_
         if path.endswith(f"/{paths.APP_DESCRIPTOR}"):
             continue  # an ApplicationSet's element: its generated Application is compared below
         if not path.endswith(".yaml"):  # the runbook, containerd's hosts.toml, key policies, the picture
-            state = "added" if path not in old.blobs else "removed" if path not in new.blobs else "changed"
+            state = (
+                State.ADDED
+                if path not in old.blobs
+                else State.REMOVED
+                if path not in new.blobs
+                else State.CHANGED
+            )
             lines = (
                 [] if path.endswith(".svg") else _text_changes(path, old_bytes.get(path), new_bytes.get(path))
             )
@@ -330,10 +355,10 @@ def compare(repo: Path, base: str, head: str | None, dist: str = str(paths.REPO_
             # only its comments changed: a kubeadm join file's header holds the NODE=IP list of the
             # hosts to join, which an operator types
             lines = [
-                f for f in _line_changes("", _comments(old_bytes[path]), _comments(new_bytes[path])) if f[0]
+                f for f in _line_changes("", _comments(old_bytes[path]), _comments(new_bytes[path])) if f.path
             ]
             if lines:
-                group.changes.append(Change(path, "changed", lines, text=True))
+                group.changes.append(Change(path, State.CHANGED, lines, text=True))
             continue
         for ref in sorted(before.keys() | after.keys()):
             crd = (after.get(ref) or before.get(ref) or {}).get("kind") == "CustomResourceDefinition"
@@ -342,16 +367,16 @@ def compare(repo: Path, base: str, head: str | None, dist: str = str(paths.REPO_
                     []
                     if crd
                     else [
-                        (f, MISSING, v)
+                        FieldChange(f, MISSING, v)
                         for f, v in _leaves(after[ref])
                         if f.split(".")[0] not in ("apiVersion", "kind", "metadata")
                     ]
                 )
-                group.changes.append(Change(ref, "added", fields, crd=crd))
+                group.changes.append(Change(ref, State.ADDED, fields, crd=crd))
             elif ref not in after:
-                group.changes.append(Change(ref, "removed", crd=crd))
+                group.changes.append(Change(ref, State.REMOVED, crd=crd))
             elif before[ref] != after[ref]:
-                group.changes.append(Change(ref, "changed", field_changes(before[ref], after[ref]), crd))
+                group.changes.append(Change(ref, State.CHANGED, field_changes(before[ref], after[ref]), crd))
     for key, change in _generated_changes(old, new, dist, touched):
         groups.setdefault(key, Group(*key)).changes.append(change)
     return [groups[k] for k in sorted(groups) if groups[k].changes]
@@ -404,12 +429,12 @@ def _generated_changes(
         key, body = after.get(name) or before[name]
         ref = f"Application {body['metadata'].get('namespace', '')}/{body['metadata']['name']} (generated)"
         if name not in before:
-            out.append((key, Change(ref, "added")))
+            out.append((key, Change(ref, State.ADDED)))
         elif name not in after:
             note = _left_behind(old, new, key, [after[n][0] for n in after if n not in before])
-            out.append((key, Change(ref, "removed", note=note)))
+            out.append((key, Change(ref, State.REMOVED, note=note)))
         elif before[name][1] != after[name][1]:
-            out.append((key, Change(ref, "changed", field_changes(before[name][1], after[name][1]))))
+            out.append((key, Change(ref, State.CHANGED, field_changes(before[name][1], after[name][1]))))
     return out
 
 

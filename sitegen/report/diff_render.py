@@ -7,7 +7,7 @@ import json
 from collections.abc import Set
 from typing import Any
 
-from sitegen.report.diff import MISSING, SECTION_GONE, Change, Group
+from sitegen.report.diff import MISSING, SECTION_GONE, Change, FieldChange, Group, State
 
 FIELDS_SHOWN = 12  # changed fields listed per object; the rest are counted
 LINES_SHOWN = 200  # lines listed per changed text file (a RUNBOOK section the change adds is read whole)
@@ -42,42 +42,37 @@ def _pair(old: Any, new: Any) -> str:
 COMMON_AT = 3  # a field change made the same way in this many objects of an app is said once
 
 
-def _field_key(field: tuple[str, Any, Any]) -> tuple[str, str, str]:
-    path, old, new = field
-    return path, _text(old), _text(new)
+def _field_key(field: FieldChange) -> tuple[str, str, str]:
+    """What makes two field changes alike: the path and both values as printed (values may be unhashable)."""
+    return field.path, _text(field.old), _text(field.new)
 
 
-def _common(group: Group) -> dict[tuple[str, str, str], int]:
+def _common(group: Group) -> dict[tuple[str, str, str], tuple[FieldChange, int]]:
     """Field changes made alike in COMMON_AT or more changed objects of the group (a chart bump's
-    `helm.sh/chart` and version labels): said once at the top, left out of each object."""
-    counts: dict[tuple[str, str, str], int] = {}
+    `helm.sh/chart` and version labels), with how many: said once at the top, left out of each object."""
+    found: dict[tuple[str, str, str], tuple[FieldChange, int]] = {}
     for change in group.changes:
-        if change.state != "changed":
+        if change.state != State.CHANGED:
             continue  # an added object reads as an object, with its own fields
-        for key in {_field_key(f) for f in change.fields}:
-            counts[key] = counts.get(key, 0) + 1
-    return {k: n for k, n in sorted(counts.items()) if n >= COMMON_AT}
+        for key, f in {_field_key(f): f for f in change.fields}.items():
+            found[key] = (f, found[key][1] + 1 if key in found else 1)
+    return {key: (f, n) for key, (f, n) in sorted(found.items(), key=lambda kv: kv[0]) if n >= COMMON_AT}
 
 
-def _common_lines(common: dict[tuple[str, str, str], int]) -> list[str]:
-    return [f"in {n} objects: {p}: {_pair(_parsed(a), _parsed(b))}" for (p, a, b), n in common.items()]
-
-
-def _parsed(text: str) -> Any:
-    """A value back from `_text` (an absent one included: a field added or dropped alike)."""
-    return MISSING if text == "-" else json.loads(text)
+def _common_lines(common: dict[tuple[str, str, str], tuple[FieldChange, int]]) -> list[str]:
+    return [f"in {n} objects: {f.path}: {_pair(f.old, f.new)}" for f, n in common.values()]
 
 
 def _field_lines(change: Change, skip: Set[tuple[str, str, str]] = frozenset()) -> list[str]:
     fields = [f for f in change.fields if _field_key(f) not in skip]
     if change.crd:
-        schema = [f for f in fields if ".schema.openAPIV3Schema." in f[0]]
+        schema = [f for f in fields if ".schema.openAPIV3Schema." in f.path]
         other = [f for f in fields if f not in schema]
         lines = [f"{p}: {_pair(a, b)}" for p, a, b in other[:FIELDS_SHOWN]]
         return lines + ([f"schema changed: {len(schema)} fields"] if schema else [])
     if change.text:
         return _text_lines(fields)
-    if change.state == "added":
+    if change.state == State.ADDED:
         return _added_lines(fields)
     lines = [f"{p}: {_pair(a, b)}" for p, a, b in fields[:FIELDS_SHOWN]]
     if len(fields) > FIELDS_SHOWN:
@@ -90,18 +85,18 @@ ADDED_SHOWN = 6  # fields of an added object: what it runs, how much, when
 _MATTERS = ("image", "replicas", "schedule", "nominalQuota", "hard.", "requests", "limits", "value", "data.")
 
 
-def _added_lines(fields: list[tuple[str, Any, Any]]) -> list[str]:
+def _added_lines(fields: list[FieldChange]) -> list[str]:
     """An added object's few fields that matter (its images, replicas, schedule, quotas, requests),
     its values as they are, then how many more it holds."""
-    rank = {f[0]: next((i for i, m in enumerate(_MATTERS) if m in f[0]), len(_MATTERS)) for f in fields}
-    chosen = sorted(fields, key=lambda f: rank[f[0]])[:ADDED_SHOWN]
+    rank = {f.path: next((i for i, m in enumerate(_MATTERS) if m in f.path), len(_MATTERS)) for f in fields}
+    chosen = sorted(fields, key=lambda f: rank[f.path])[:ADDED_SHOWN]
     lines = [f"{p}: {_one(b)}" for p, _, b in sorted(chosen, key=fields.index)]
     if len(fields) > ADDED_SHOWN:
         lines.append(f"... and {len(fields) - ADDED_SHOWN} more fields")
     return lines
 
 
-def _text_lines(fields: list[tuple[str, Any, Any]]) -> list[str]:
+def _text_lines(fields: list[FieldChange]) -> list[str]:
     """A text file's lines as they read, `-` gone and `+` come, under the section they are in."""
     lines: list[str] = []
     section = None
@@ -120,16 +115,19 @@ def _text_lines(fields: list[tuple[str, Any, Any]]) -> list[str]:
 
 
 def _summary(groups: list[Group]) -> str:
-    totals = {s: sum(g.count(s) for g in groups) for s in ("added", "removed", "changed")}
-    apps = len(groups)
-    return f"{totals['added']} added, {totals['removed']} removed, {totals['changed']} changed in {apps} apps"
+    totals = {s: sum(g.count(s) for g in groups) for s in State}
+    counts = ", ".join(f"{totals[s]} {s}" for s in State)
+    return f"{counts} in {len(groups)} apps"
+
+
+_MARKS = {State.ADDED: "+", State.REMOVED: "-", State.CHANGED: "~"}
 
 
 def _body(g: Group, indent: str, detail: str) -> list[str]:
     common = _common(g)
     lines = [f"{indent}~ {line}" for line in _common_lines(common)]
     for change in g.changes:
-        mark = {"added": "+", "removed": "-", "changed": "~"}[change.state]
+        mark = _MARKS[change.state]
         lines.append(f"{indent}{mark} {change.ref}" + (f": {change.note}" if change.note else ""))
         lines += [f"{detail}{line}" for line in _field_lines(change, set(common))]
     return lines
@@ -154,7 +152,8 @@ def render_text(groups: list[Group]) -> str:
     out = []
     for variants, g, body in _merged(groups, "  ", "      "):
         out.append(
-            f"{', '.join(variants)} {g.cluster} {g.app}: +{g.count('added')} -{g.count('removed')} ~{g.count('changed')}"
+            f"{', '.join(variants)} {g.cluster} {g.app}: "
+            + " ".join(f"{_MARKS[s]}{g.count(s)}" for s in State)
         )
         out += body
     out.append(_summary(groups))
@@ -175,7 +174,7 @@ def render_markdown(groups: list[Group], limit: int | None = None, more: str = "
         "|---|---|---|---|---|---|",
     ]
     rows = [
-        f"| {', '.join(v)} | {g.cluster} | `{g.app}` | {g.count('added')} | {g.count('removed')} | {g.count('changed')} |"
+        f"| {', '.join(v)} | {g.cluster} | `{g.app}` | " + " | ".join(str(g.count(s)) for s in State) + " |"
         for v, g, _ in merged
     ]
     folds = [
@@ -224,7 +223,7 @@ def render_json(groups: list[Group]) -> str:
         changes = [
             {
                 "ref": c.ref,
-                "state": c.state,
+                "state": str(c.state),
                 **({"note": c.note} if c.note else {}),
                 "fields": [{"path": p, "old": None if a is MISSING else a, "new": None if b is MISSING else b}
                            for p, a, b in c.fields],

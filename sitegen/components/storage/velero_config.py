@@ -12,7 +12,8 @@ from sitegen.components.s3 import S3Access, S3Grant
 from sitegen.components.second_target import second_ca_secret
 from sitegen.components.storage import PROJECT
 from sitegen.components.storage.aistor import ca_secret
-from sitegen.components.storage.velero import CREDENTIALS, NAMESPACE, PREFIX, Velero, second_credentials
+from sitegen.components.storage.velero import Velero
+from sitegen.components.storage.velero_objects import CREDENTIALS, NAMESPACE, PREFIX, second_credentials
 
 S3_USER = "velero"
 CLOUD_FILE = "[default]\naws_access_key_id={{ .access_key }}\naws_secret_access_key={{ .secret_key }}\n"
