@@ -195,7 +195,7 @@ def charts(
     from sitegen.compose.variant import chart_keys
 
     site = _load(config_dir)
-    pins = {k: site.versions.charts[k] for k in chart_keys(site, list(site.variants))}
+    pins = site.versions.chart_pins(chart_keys(site, list(site.variants)))
     unknown = sorted(set(keys) - set(pins))
     if unknown:
         raise Refused(f"{config_dir / 'versions.yaml'}: charts.{unknown[0]}: no component renders it")

@@ -58,7 +58,7 @@ def values_charts(site: Site, docs: list[Document]) -> dict[PurePosixPath, tuple
         for ctx, component in variant_apps(site, resolve(site, variant)).members():
             if isinstance(component, ChartComponent):
                 keys[(variant, ctx.cluster.name, component.name)] = component.chart
-    archives = ChartStore().supply({k: site.versions.charts[k] for k in set(keys.values())})
+    archives = ChartStore().supply(site.versions.chart_pins(keys.values()))
     out = {}
     for doc in docs:
         key = keys.get((doc.variant, doc.cluster or "", doc.file.stem)) if doc.is_values else None

@@ -1,6 +1,6 @@
 """The cdk8s charts a variant is built from, each laid out into its own folder of dist/.
 
-An AppChart is exactly one Argo CD Application (one folder, one file per object); the bootstrap chart
+An ObjectChart is exactly one Argo CD Application (one folder, one file per object); the bootstrap chart
 holds what the root Application syncs; a HostFilesChart holds the files a human places on hosts. No
 chart depends on another, so nothing relies on cdk8s's own file naming.
 """
@@ -17,6 +17,7 @@ from constructs import Construct
 from constructs.host_file import HostFile
 from sitegen.compose.ownership import ALL_WRITES, finish
 from sitegen.compose.writer import OutputFile
+from sitegen.model import paths
 
 
 class ObjectChart(Chart):
@@ -38,9 +39,8 @@ class ObjectChart(Chart):
         files = []
         for doc in self.documents:
             meta = doc["metadata"]
-            parts = [meta["namespace"]] if "namespace" in meta else []
-            stem = ".".join([*parts, doc["kind"].lower(), meta["name"]])
-            files.append(OutputFile(self.folder / f"{stem}.yaml", [doc]))
+            name = paths.object_file(doc["kind"], meta["name"], meta.get("namespace", ""))
+            files.append(OutputFile(self.folder / name, [doc]))
         return files
 
 

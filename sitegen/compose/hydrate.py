@@ -36,6 +36,7 @@ from sitegen.components.ownership import WrittenField
 from sitegen.compose import ownership, writer
 from sitegen.compose.tools import HELM_VERSION, every_cpu, helm_binary
 from sitegen.errors import SiteError
+from sitegen.model import paths
 from sitegen.model.kinds import CORE_CLUSTER_KINDS
 from sitegen.tree import kube_yaml
 from sitegen.tree.kube_yaml import KubeLoader
@@ -222,8 +223,7 @@ def render(job: RenderJob) -> Rendered:
     for obj, text, body in laid_out:
         meta = obj["metadata"]
         namespace = meta.get("namespace", "")
-        stem = ".".join([*([namespace] if namespace else []), obj["kind"].lower(), meta["name"]])
-        path = str(PurePosixPath(job.folder) / f"{stem}.yaml")
+        path = str(PurePosixPath(job.folder) / paths.object_file(obj["kind"], meta["name"], namespace))
         if path in rendered:
             raise HydrationError(f"{job.app}: two objects {obj['kind']} {namespace}/{meta['name']}")
         rendered[path] = RenderedObject(

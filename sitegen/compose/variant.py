@@ -356,7 +356,7 @@ def chart_keys(site: Site, variants: list[str]) -> list[str]:
 
 
 def _jobs(site: Site, every: list[VariantApps]) -> tuple[list[OutputFile], list[RenderJob]]:
-    archives = ChartStore().supply({k: site.versions.charts[k] for k in _used_charts(every)})
+    archives = ChartStore().supply(site.versions.chart_pins(_used_charts(every)))
     _check_override_keys(site, archives)
     files: list[OutputFile] = []
     jobs: list[RenderJob] = []

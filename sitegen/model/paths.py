@@ -72,6 +72,12 @@ def app_dir(variant: str, cluster: str, app: str) -> PurePosixPath:
     return PurePosixPath(variant, APPS, cluster, app)
 
 
+def object_file(kind: str, name: str, namespace: str = "") -> str:
+    """An object's file in its app folder, `<namespace>.<kind>.<name>.yaml` (a cluster-scoped one has
+    no namespace): one file per object, whether cdk8s or Helm made it."""
+    return ".".join([*([namespace] if namespace else []), kind.lower(), name]) + ".yaml"
+
+
 APP_DESCRIPTOR = "app.json"
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Annotated
 
@@ -57,6 +57,10 @@ class Versions(Strict):
     @property
     def kubernetes_minor(self) -> str:
         return self.kubernetes.rsplit(".", 1)[0]
+
+    def chart_pins(self, keys: Iterable[str]) -> dict[str, ChartPin]:
+        """The pins of these chart keys (what the chart store supplies and checks), by key."""
+        return {key: self.charts[key] for key in sorted(set(keys))}
 
 
 @dataclass(frozen=True)

@@ -59,7 +59,7 @@ def _cat_files(repo: Path, objects: dict[str, str]) -> dict[str, bytes]:
 
 
 @dataclass
-class Tree:
+class DistAt:
     """The files of dist/ at a revision (None: the working tree), by path relative to dist/."""
 
     repo: Path
@@ -67,7 +67,7 @@ class Tree:
     blobs: dict[str, str] = field(default_factory=dict)  # path -> git blob id
 
     @classmethod
-    def load(cls, repo: Path, dist: str, revision: str | None) -> Tree:
+    def load(cls, repo: Path, dist: str, revision: str | None) -> DistAt:
         tree = cls(repo, revision)
         if revision is None:
             root = repo / dist
@@ -325,7 +325,7 @@ def compare(repo: Path, base: str, head: str | None, dist: str = str(paths.REPO_
     for revision in (base, head):
         if revision is not None:
             check_committed(repo, dist, revision)
-    old, new = Tree.load(repo, dist, base), Tree.load(repo, dist, head)
+    old, new = DistAt.load(repo, dist, base), DistAt.load(repo, dist, head)
     touched = sorted(p for p in old.blobs.keys() | new.blobs.keys() if old.blobs.get(p) != new.blobs.get(p))
     old_bytes, new_bytes = old.read(dist, touched), new.read(dist, touched)
     groups: dict[tuple[str, str, str], Group] = {}
@@ -382,15 +382,20 @@ def compare(repo: Path, base: str, head: str | None, dist: str = str(paths.REPO_
     return [groups[k] for k in sorted(groups) if groups[k].changes]
 
 
+def _generates_apps(path: str) -> bool:
+    """An ApplicationSet's file or an element it reads: what the generated Applications come from."""
+    return path.endswith(f"/{paths.APP_DESCRIPTOR}") or ".applicationset." in PurePosixPath(path).name
+
+
 def _generated(
-    tree: Tree, dist: str, variants: set[str]
+    tree: DistAt, dist: str, variants: set[str]
 ) -> dict[str, tuple[tuple[str, str, str], dict[str, Any]]]:
     """The Applications the variants' ApplicationSets generate in `tree`, by name, with the group of the
     app folder each one syncs."""
     wanted = [
         p for p in tree.blobs
         if paths.DistPath.of(p).variant in variants
-        and (p.endswith(f"/{paths.APP_DESCRIPTOR}") or ".applicationset." in PurePosixPath(p).name)
+        and _generates_apps(p)
     ]  # fmt: skip
     blobs = tree.read(dist, wanted)
     files = {p: b.decode("utf-8") for p, b in blobs.items()}
@@ -412,15 +417,11 @@ def _generated(
 
 
 def _generated_changes(
-    old: Tree, new: Tree, dist: str, touched: list[str]
+    old: DistAt, new: DistAt, dist: str, touched: list[str]
 ) -> list[tuple[tuple[str, str, str], Change]]:
     """Generated Applications added, removed or changed, in the group of the app each one syncs: a
     reviewer sees which app changes where, not an element file or a template."""
-    variants = {
-        paths.DistPath.of(p).variant
-        for p in touched
-        if p.endswith(f"/{paths.APP_DESCRIPTOR}") or ".applicationset." in PurePosixPath(p).name
-    }
+    variants = {paths.DistPath.of(p).variant for p in touched if _generates_apps(p)}
     if not variants:
         return []
     before, after = _generated(old, dist, variants), _generated(new, dist, variants)
@@ -441,7 +442,7 @@ def _generated_changes(
 _DATA_KINDS = {kind.lower() for _, kind in KEEPS_DATA}
 
 
-def _left_behind(old: Tree, new: Tree, key: tuple[str, str, str], added: list[tuple[str, str, str]]) -> str:
+def _left_behind(old: DistAt, new: DistAt, key: tuple[str, str, str], added: list[tuple[str, str, str]]) -> str:
     """What deleting a generated Application does in the cluster: its ApplicationSet keeps no resources
     finalizer, so its objects stay; another app that now ships the same objects (a rename) adopts them."""
     variant, cluster, app = key

@@ -53,7 +53,7 @@ def checks(site: Site) -> list[Check]:
             "make deps (or point $SITEGEN_HELM at a helm " + HELM_VERSION + ")",
         )
     )
-    pins = {k: site.versions.charts[k] for k in chart_keys(site, list(site.variants))}
+    pins = site.versions.chart_pins(chart_keys(site, list(site.variants)))
     try:
         ChartStore().supply(pins)
         out.append(
