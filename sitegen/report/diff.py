@@ -442,7 +442,9 @@ def _generated_changes(
 _DATA_KINDS = {kind.lower() for _, kind in KEEPS_DATA}
 
 
-def _left_behind(old: DistAt, new: DistAt, key: tuple[str, str, str], added: list[tuple[str, str, str]]) -> str:
+def _left_behind(
+    old: DistAt, new: DistAt, key: tuple[str, str, str], added: list[tuple[str, str, str]]
+) -> str:
     """What deleting a generated Application does in the cluster: its ApplicationSet keeps no resources
     finalizer, so its objects stay; another app that now ships the same objects (a rename) adopts them."""
     variant, cluster, app = key
