@@ -15,6 +15,11 @@ from sitegen.model import Certificates, Placement
 
 GATEWAY_API = "gateway.networking.k8s.io/v1"
 ISSUER = "site"
+# A certificate of the site's CA: a new ECDSA key at every renewal
+SITE_ISSUED = {
+    "issuerRef": {"group": "cert-manager.io", "kind": "ClusterIssuer", "name": ISSUER},
+    "privateKey": {"algorithm": "ECDSA", "size": 256, "rotationPolicy": "Always"},
+}
 # The issuing CA's key pair (tls.crt: it and the site CA above it; tls.key), cert-manager's on the hub
 # only: an intermediate the site CA signs with name constraints (the RUNBOOK), so the root's key never
 # enters a cluster and what the clusters can sign is limited to the site's names.
@@ -148,8 +153,7 @@ class SiteGateway(Construct):
             {
                 "secretName": f"{name}-gateway-tls",
                 "dnsNames": hostnames,
-                "issuerRef": {"group": "cert-manager.io", "kind": "ClusterIssuer", "name": ISSUER},
-                "privateKey": {"algorithm": "ECDSA", "size": 256, "rotationPolicy": "Always"},
+                **SITE_ISSUED,
             },
         )
         _object(
@@ -356,8 +360,7 @@ class BackendTls(Construct):
                 # the Service's qualified names only: a bare name is outside the issuing CA's name
                 # constraints, and a client that checks them refuses the whole certificate
                 "dnsNames": [host, f"{host}.{cluster_domain}"],
-                "issuerRef": {"group": "cert-manager.io", "kind": "ClusterIssuer", "name": ISSUER},
-                "privateKey": {"algorithm": "ECDSA", "size": 256, "rotationPolicy": "Always"},
+                **SITE_ISSUED,
             },
         )
         _object(

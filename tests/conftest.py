@@ -137,19 +137,12 @@ def add(tree: Path, rel: str, *docs: dict[str, Any]) -> str:
     return rel
 
 
-@pytest.fixture(scope="session")
-def synthesized() -> Path:
-    """The seed site as synth writes it (the shared tree: read it, or copy it as the --out a bad input
-    must leave untouched). test_synth.py proves it is what a synth of the fixture writes now."""
-    return DIST
-
-
 @pytest.fixture
-def out_copy(synthesized: Path, tmp_path: Path) -> Path:
+def out_copy(tmp_path: Path) -> Path:
     """A previous output; a slice of the real tree keeps 80+ cases fast and proves the same."""
     target = tmp_path / "out"
     part = Path("one-cluster", "kubeadm")
-    shutil.copytree(synthesized / part, target / part)
+    shutil.copytree(DIST / part, target / part)
     return target
 
 

@@ -27,7 +27,7 @@ from .config_mutations import (
     set_value,
     write_text,
 )
-from .conftest import edit_yaml, invoke_sitegen, run_sitegen, tree_bytes
+from .conftest import DIST, edit_yaml, invoke_sitegen, run_sitegen, tree_bytes
 
 CASES = [
     # --- reading the files ---------------------------------------------------------------------
@@ -420,16 +420,16 @@ CASES = [
 # --- the tests ---------------------------------------------------------------------------------
 
 
-def test_default_config_synthesizes(config_copy: Path, tmp_path: Path, synthesized: Path) -> None:
+def test_default_config_synthesizes(config_copy: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
     result = run_sitegen("synth", "--config", config_copy, "--out", out)
     assert result.returncode == 0, result.stderr
     assert result.stderr == ""
     assert result.stdout.startswith("synthesized ")
-    assert tree_bytes(out) == tree_bytes(synthesized)
+    assert tree_bytes(out) == tree_bytes(DIST)
 
 
-def test_yaml_round_trip_keeps_the_site(config_copy: Path, tmp_path: Path, synthesized: Path) -> None:
+def test_yaml_round_trip_keeps_the_site(config_copy: Path, tmp_path: Path) -> None:
     """The cases rewrite files through edit_yaml; the rewrite alone must not change the output. Nor
     must writing the default host ranges out host by host (the cases that break one host do)."""
     for file in sorted(p.name for p in config_copy.glob("*.yaml")):
@@ -440,7 +440,7 @@ def test_yaml_round_trip_keeps_the_site(config_copy: Path, tmp_path: Path, synth
     result = run_sitegen("synth", "--config", config_copy, "--out", out)
     assert result.returncode == 0, result.stderr
     # INPUTS fingerprints the bytes synth read (the rewritten files), not the site they describe
-    rewritten, original = tree_bytes(out), tree_bytes(synthesized)
+    rewritten, original = tree_bytes(out), tree_bytes(DIST)
     assert rewritten.pop("INPUTS") != original.pop("INPUTS")
     assert rewritten == original
 

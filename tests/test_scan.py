@@ -176,8 +176,6 @@ def test_a_new_privileged_container_in_an_excepted_object_fails_the_scan(tmp_pat
     exception that names `driver` does not cover a second privileged container beside it."""
     import copy
 
-    import yaml
-
     dist = tmp_path / "dist"
     path = dist / "one-cluster/apps/ai/agents/nodes.daemonset.agent.yaml"
     path.parent.mkdir(parents=True)
