@@ -90,8 +90,9 @@ $(SCAN_STAMP):
 		-r .ci/scanner/requirements.lock 2>&1 | { grep -v "$(PIP_NOISE)" || true; }
 	@rm -f $(dir $@).installed*; touch $@
 
-# A site owner's changes (more GPU nodes, a tenant, a chart bump, an AIStor pool, a bad CIDR), each on
-# a copy of the repository through make: tests/test_adoption.py. Slow; CI runs it after `make test`.
+# A site owner's changes (more GPU nodes, a tenant, a chart bump, an AIStor pool, each alone and all at
+# once; a bad CIDR), each on a copy of the repository through make: tests/test_adoption.py. Slow; CI runs
+# it after `make test`.
 ## a site owner's changes on a copy of the repository, through make (slow)
 adoption: $(PY_STAMP) $(NPM_STAMP) $(SCAN_STAMP)
 	@$(if $(TEST_TMPDIR),TMPDIR=$(TEST_TMPDIR) )$(BIN)/pytest -m adoption --dist load --durations=9

@@ -21,48 +21,90 @@ import yaml
 from click.testing import CliRunner, Result
 
 import sitegen  # noqa: F401  (selects the project's Node for jsii before cdk8s loads)
+from sitegen.cache import cache_dir
 from sitegen.model import Site, load_site
+
+from .live_site import LiveSiteReads
 
 REPO = Path(__file__).resolve().parent.parent
 CONFIG = REPO / "tests" / "fixtures" / "seed-site"  # the seed's config/, copied: the default fixture site
 SITEGEN = Path(sys.executable).parent / "sitegen"
 
 
-def _seed_dist() -> Path:
-    """The seed site's synthesized tree: the committed dist/ while config/ is the seed's (the same
-    fingerprint), else one synth of the fixture, shared by the test workers and kept until the code or
-    the fixture changes (the synth cache holds the previous one only)."""
-    from sitegen.cache import cache_dir
+def seed_dist(config: Path, live: Path, root: Path) -> Path:
+    """The tree `config` synthesizes, under `root` (shared by the test workers, kept until the code or
+    the fixture changes): the live dist/'s files linked while config/ is the fixture's (the same
+    fingerprint, so the committed bytes are what the tests read), else one synth of the fixture. Never
+    the live folder itself: a test that reads it by its path is caught (live_site.py)."""
     from sitegen.compose.fingerprint import fingerprint, recorded
 
-    key = fingerprint(CONFIG, None)
-    if recorded(REPO / "dist") == key:
-        return REPO / "dist"
-    root = cache_dir() / "seed-dist"
-    root.mkdir(parents=True, exist_ok=True)
+    key = fingerprint(config, None)
     target = root / key / "dist"  # named dist/: the RUNBOOK names its files as dist/<variant>/...
+    root.mkdir(parents=True, exist_ok=True)
     with (root / "lock").open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # one worker synthesizes, the others wait for its tree
-        if recorded(target) != key:
-            for stale in root.iterdir():
-                if stale.is_dir() and stale.name != key:
-                    shutil.rmtree(stale)
+        fcntl.flock(lock, fcntl.LOCK_EX)  # one worker makes it, the others wait for its tree
+        if recorded(target) == key:
+            return target
+        for stale in root.iterdir():
+            if stale.is_dir():
+                shutil.rmtree(stale)
+        staging = root / f".{key}" / "dist"
+        if recorded(live) == key:
+            try:  # synth never rewrites a file in place: a link keeps the bytes it was made with
+                shutil.copytree(live, staging, copy_function=os.link)
+            except OSError:  # another file system, or no hard links
+                shutil.rmtree(staging, ignore_errors=True)
+                shutil.copytree(live, staging)
+        else:
             result = subprocess.run(
-                [str(SITEGEN), "synth", "--config", str(CONFIG), "--out", str(target)],
+                [str(SITEGEN), "synth", "--config", str(config), "--out", str(staging)],
                 cwd=REPO,
                 capture_output=True,
                 text=True,
                 check=False,
             )
             if result.returncode != 0:
-                raise RuntimeError(f"synth of the seed fixture failed:\n{result.stderr}")
+                raise RuntimeError(f"synth of the fixture {config} failed:\n{result.stderr}")
+        staging.parent.rename(target.parent)
     return target
 
 
-DIST = _seed_dist()
+# The fixture's pins, for a test module's parameters (built at import; a test takes `site.versions`)
+PINS = yaml.safe_load((CONFIG / "versions.yaml").read_text())
+DIST = seed_dist(CONFIG, REPO / "dist", cache_dir() / "seed-dist")
 # Every command a test runs without --config or --dist reads the fixture, never the live site.
 os.environ["SITEGEN_CONFIG"] = str(CONFIG)
 os.environ["SITEGEN_DIST"] = str(DIST)
+LIVE_SITE = (REPO / "config", REPO / "dist")
+live_site_reads = LiveSiteReads(LIVE_SITE).install()
+
+
+def _refuse_live_site_reads(reads: list[str], where: str) -> None:
+    if reads:
+        shown = ", ".join(sorted({str(Path(r).relative_to(REPO)) for r in reads})[:3])
+        pytest.fail(
+            f"{where} read the live site ({shown}): the generator's tests read their fixtures "
+            "(conftest's CONFIG and DIST), so that a site owner's change to config/ cannot turn them red",
+            pytrace=False,
+        )
+
+
+_read_at_collection: list[str] = []
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    _read_at_collection.extend(live_site_reads.taken())  # a module's import: every test reports it
+
+
+@pytest.fixture(autouse=True)
+def _reads_only_fixtures(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Fails a test that read config/ or dist/ of the repository (an adoption case works on a copy of
+    the repository, and copies it from there). A fixture's reads count for the test that set it up."""
+    _refuse_live_site_reads(_read_at_collection, "collecting the tests")
+    yield
+    reads = live_site_reads.taken()
+    if request.node.get_closest_marker("adoption") is None:
+        _refuse_live_site_reads(reads, request.node.nodeid)
 
 
 @pytest.fixture(scope="session")

@@ -16,7 +16,9 @@ from sitegen.compose.host_baseline import kubernetes_package_version, prep_scrip
 from sitegen.model import load_site
 from sitegen.model.layout import resolve
 
-from .conftest import DIST, edit_yaml
+from .conftest import DIST, PINS, edit_yaml
+
+PAUSE = "{repository}:{tag}".format(**PINS["images"]["pause"])
 
 FOLDER = DIST / "one-cluster/kubeadm/ai"
 SWITCH = "00:01.0 PCI bridge: Broadcom / LSI PEX890xx PCIe Gen 5 Switch (rev b0)"
@@ -116,7 +118,7 @@ def test_a_host_built_to_the_baseline_passes(tmp_path, site):
     for line in ("ok   kernel 6.8.0-90-generic", f"ok   kubelet {kubernetes_package_version(site)}",
                  "ok   PCIe ACS redirect off", "ok   kernel argument iommu=pt", "ok   mlx5_3 firmware",
                  "ok   kernel argument intel_iommu=on", "ok   containerd answers on the CRI",
-                 "ok   runc on the systemd cgroup driver", "ok   sandbox image registry.k8s.io/pause:3.10.1"):  # fmt: skip
+                 "ok   runc on the systemd cgroup driver", f"ok   sandbox image {PAUSE}"):  # fmt: skip
         assert line in result.stdout
 
 
@@ -137,7 +139,7 @@ def test_a_host_built_to_the_baseline_passes(tmp_path, site):
         ({"chrony": ADRIFT}, "FAIL time is 250.0 ms off ntp1.hpc.example.internal, more than 100"),
         ({"cri": "off"}, "FAIL containerd does not answer on the CRI"),
         ({"cgroup": "cgroupfs"}, "FAIL runc is not on the systemd cgroup driver, the kubelet's"),
-        ({"sandbox": "3.9"}, "FAIL the sandbox image is not registry.k8s.io/pause:3.10.1"),
+        ({"sandbox": "3.9"}, f"FAIL the sandbox image is not {PAUSE}"),
     ],
 )
 def test_each_point_off_the_baseline_fails_the_host(tmp_path, site, off, said):

@@ -132,13 +132,16 @@ def test_inventory_lists_every_service_with_chart_and_version(site):
                 assert row["source"] == f"dist/{variant}/apps/{cluster.name}/{app.name}", row
 
 
-def test_chart_images_are_pinned_in_the_rendered_objects(tree):
+def test_chart_images_are_pinned_in_the_rendered_objects(tree, site):
     """Images a chart renders are judged like ours: on the object, whatever values produced them."""
     from .conftest import validate
 
     rel = "one-cluster/apps/ai/vllm-stack/vllm-router.deployment.vllm-stack-deployment-router.yaml"
     path = tree / rel
-    path.write_text(path.read_text().replace("lmstack-router:v0.1.12", "lmstack-router:latest"))
+    router = site.versions.images["vllm-router"]
+    text = path.read_text()
+    assert f"image: {router.ref}" in text
+    path.write_text(text.replace(router.ref, f"{router.repository}:latest"))
     result = validate(tree)
     assert f"{rel} [doc 0] Deployment vllm-router/vllm-stack-deployment-router: PIN-001" in result.stdout
 

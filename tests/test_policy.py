@@ -240,7 +240,7 @@ APP_BREAKERS = {
             {
                 "repoURL": "https://helm.cilium.io/",
                 "chart": "cilium",
-                "targetRevision": "1.20.0",
+                "targetRevision": "0.0.1",
                 "helm": {"valueFiles": ["$values/dist/one-cluster/values/ai/missing.yaml"]},
             },
             {"repoURL": ROOT_APP["spec"]["source"]["repoURL"], "targetRevision": "main", "ref": "values"},
@@ -329,8 +329,8 @@ def test_unique_names_across_apps(tree):
         ("app@sha256:" + "a" * 64, True),
         ("us-central1-docker.pkg.dev/k8s-staging-images/kueue/kueue:release-0.19", False),
         ("registry.k8s.io/kueue/kueue:release-0.19", False),
-        ("registry.k8s.io/kueue/kueue:v0.19.2", True),
-        ("us-central1-docker.pkg.dev/k8s-staging-images/kueue/kueue:v0.19.2", False),
+        ("registry.k8s.io/kueue/kueue:v0.18.0", True),
+        ("us-central1-docker.pkg.dev/k8s-staging-images/kueue/kueue:v0.18.0", False),
         ("ghcr.io/org/app:main", False),
     ],
 )

@@ -9,7 +9,7 @@ import yaml
 
 from sitegen.check.schemas import SchemaCatalog, strict_crd_schema
 
-from .conftest import DIST, add, invoke_sitegen, validate
+from .conftest import DIST, PINS, add, invoke_sitegen, validate
 
 pytestmark = pytest.mark.tree_variants("one-cluster")  # what these tests break is in one-cluster
 
@@ -166,7 +166,7 @@ def test_missing_crd_directory_is_a_usage_error(tmp_path):
 
 
 def _errors(openapi: dict[str, Any], doc: dict[str, Any]) -> list[str]:
-    catalog = SchemaCatalog("v1.35.9", [])
+    catalog = SchemaCatalog(PINS["kubernetes"], [])
     catalog.add_crd(
         {
             "kind": "CustomResourceDefinition",
