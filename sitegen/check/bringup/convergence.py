@@ -435,7 +435,7 @@ class Convergence:
         self.state.step = "shipped scripts"
         for cluster in self.state.clusters.values():
             for ref, owner, why in run_api_jobs(cluster):
-                raise Stop(Blocker(cluster.name, self.state.step, owner, f"{ref} {why}"))
+                raise self.state.blocked(cluster.name, owner, f"{ref} {why}")
         self.drain()
 
     def _rerun_queued_jobs(self) -> None:

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 from sitegen.check.bringup import rebuild
 from sitegen.check.bringup.argo import HEALTHY
 from sitegen.check.bringup.cluster import Cluster
-from sitegen.check.bringup.events import Blocker, Event, Stop
+from sitegen.check.bringup.events import Event
 from sitegen.check.bringup.kube import NOT_READY, Node
 from sitegen.check.bringup.objects import Workload
 from sitegen.check.bringup.operators import CNPG_CLUSTER
@@ -114,7 +114,7 @@ def _lose_the_primary(sim: Simulation, cluster: Cluster, w: Workload) -> None:
     every = set(replication.nodes)
     refused = replication.commit(COMMITS, every)
     if refused:
-        raise Stop(Blocker(cluster.name, sim.state.step, w.owner, f"{t.name} takes no write: {refused}"))
+        raise sim.state.blocked(cluster.name, w.owner, f"{t.name} takes no write: {refused}")
     node = replication.nodes[replication.primary]
     lost_instance = replication.primary
     sim.state.step = f"day 2: {node} lost for good, the node of {t.namespace}/{t.name}'s primary ({t.name}-{lost_instance})"
@@ -125,29 +125,37 @@ def _lose_the_primary(sim: Simulation, cluster: Cluster, w: Workload) -> None:
     running = every - {lost_instance}
     lost = replication.fail_over(running)
     if lost:
-        raise Stop(Blocker(cluster.name, sim.state.step, w.owner, (
+        raise sim.state.blocked(
+            cluster.name,
+            w.owner,
             f"{lost} of {replication.acknowledged} commits its clients were told were committed are not on any "
             f"standby: {t.name}-{replication.primary} is promoted without them (no synchronous standby); "
-            "a node lost must lose none"
-        )))  # fmt: skip
+            "a node lost must lose none",
+        )
     stalled = replication.commit(1, running)  # the next write, before the section is followed
     _replay(sim, cluster, w, lost_instance, node)
     cluster.reconcile(sim.state.rails[cluster.name])
     instances = int((found.body.get("spec") or {}).get("instances", 1))
     if not w.running or sum(w.placed.values()) != instances:
-        raise Stop(Blocker(cluster.name, sim.state.step, w.owner, f"{t.name} does not run {instances} instances "
-                           f"again after the RUNBOOK's section: {w.reason}"))  # fmt: skip
+        raise sim.state.blocked(
+            cluster.name,
+            w.owner,
+            f"{t.name} does not run {instances} instances again after the RUNBOOK's section: {w.reason}",
+        )
     new_node = next(n for n in sorted(w.placed) if n not in replication.nodes.values())
     new_instance = max(replication.nodes) + 1  # the operator never reuses an instance's serial
     replication.nodes[new_instance] = new_node
     refused = replication.commit(1, running | {new_instance})
     if refused:
-        raise Stop(Blocker(cluster.name, sim.state.step, w.owner, f"{t.name} takes no write: {refused}"))
+        raise sim.state.blocked(cluster.name, w.owner, f"{t.name} takes no write: {refused}")
     waiting = [h for h in held if h.stranded_on == node]
     down = [h for h in held if not h.running and not h.done and h is not w and h not in waiting]
     if down:
-        raise Stop(Blocker(cluster.name, sim.state.step, down[0].owner,
-                           f"{down[0].template.ref} does not run again without {node}: {down[0].reason}"))  # fmt: skip
+        raise sim.state.blocked(
+            cluster.name,
+            down[0].owner,
+            f"{down[0].template.ref} does not run again without {node}: {down[0].reason}",
+        )
     _healthy(sim, cluster, t.namespace)
     sim.state.result.timeline.append(Event(cluster.name, sim.state.step, (
         f"{t.name}-{replication.primary} promoted with all {COMMITS} acknowledged commits (lost: 0); "
@@ -188,10 +196,12 @@ def _replay(sim: Simulation, cluster: Cluster, w: Workload, instance: int, node:
             deleted |= claims & set(verb[2:])
     if not pod_gone or deleted != claims:
         left = sorted(claims - deleted) + ([] if pod_gone else [f"pod {pod}"])
-        raise Stop(Blocker(cluster.name, sim.state.step, "RUNBOOK.md", (
+        raise sim.state.blocked(
+            cluster.name,
+            "RUNBOOK.md",
             f"{title(t.name, cluster.name)}: {', '.join(left)} stay, so {pod} waits for {node} for good "
-            "(its volumes are on it)"
-        )))  # fmt: skip
+            "(its volumes are on it)",
+        )
     w.stranded_on = None  # the operator clones a new instance from the primary where the anti-affinity allows
     if node in w.placed:
         cluster.scheduler.delete_pods_on(w, node, f"{pod} and its claims deleted: a new instance is cloned")
@@ -214,7 +224,7 @@ def _healthy(sim: Simulation, cluster: Cluster, namespace: str) -> None:
             continue
         status, why = app.health()
         if status != HEALTHY:
-            raise Stop(Blocker(cluster.name, sim.state.step, app.name, f"{status}: {why}"))
+            raise sim.state.blocked(cluster.name, app.name, f"{status}: {why}")
 
 
 def _node_returns(sim: Simulation, cluster: Cluster, node: Node) -> None:

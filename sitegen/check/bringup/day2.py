@@ -85,7 +85,7 @@ def _upgrade(sim: Simulation, budgets: dict[str, dict[str, Budget]]) -> None:
     runbook = sim.state.texts[paths.bootstrap_dir(sim.state.variant) / paths.RUNBOOK]
     section = _UPGRADE.search(runbook)
     if section is None:
-        raise Stop(Blocker("-", sim.state.step, "RUNBOOK.md", "no Kubernetes upgrade procedure"))
+        raise sim.state.blocked("-", "RUNBOOK.md", "no Kubernetes upgrade procedure")
     nxt = re.search(r"Upgrading Kubernetes \(v[\d.]+ to (v[\d.]+)\)", section.group(0))
     _packages_first(sim, commands(section.group(0)), nxt.group(1) if nxt else "")
     for words, _ in commands(section.group(0)):
@@ -94,12 +94,13 @@ def _upgrade(sim: Simulation, budgets: dict[str, dict[str, Budget]]) -> None:
         given = words[words.index("--patches") + 1] if "--patches" in words else None
         for cluster, dirs in sorted(sim.state.patch_dirs.items()):
             if given not in dirs:
-                raise Stop(Blocker(
-                    cluster, sim.state.step, f"kubeadm upgrade {words[2]}",
+                raise sim.state.blocked(
+                    cluster,
+                    f"kubeadm upgrade {words[2]}",
                     f"runs {'without --patches' if given is None else f'with --patches {given}'}: the nodes "
                     f"joined with the patches in {', '.join(sorted(dirs))} (etcd's metrics address, the "
                     "pool's kubelet reservations), which kubeadm keeps nowhere else: the upgrade drops them",
-                ))  # fmt: skip
+                )
     if not any(w[:3] == ["kubeadm", "upgrade", "node"] for w, _ in commands(section.group(0))):
         raise Stop(
             Blocker(
@@ -150,22 +151,24 @@ def _packages_first(sim: Simulation, steps: list[tuple[list[str], list[str]]], n
         if at is None or (before is not None and at > before)
     ]
     if missing:
-        raise Stop(Blocker(
-            "-", sim.state.step, "kubeadm upgrade apply",
+        raise sim.state.blocked(
+            "-",
+            "kubeadm upgrade apply",
             f"the RUNBOOK never {missing[0]} before it needs it: a kubeadm held at the running minor "
             "refuses to upgrade the cluster past it",
-        ))  # fmt: skip
+        )
 
 
 def _drain_pool(sim: Simulation, cluster: Cluster, pool: str, size: int, budgets: dict[str, Budget]) -> None:
     allowed = [b for name, b in budgets.items() if name == pool or name.startswith(f"{pool}/")]
     for budget in allowed:
         if size > budget.down:
-            raise Stop(Blocker(
-                cluster.name, sim.state.step, f"pool {pool}",
+            raise sim.state.blocked(
+                cluster.name,
+                f"pool {pool}",
                 f"the runbook upgrades {size} at a time; the budget of {budget.pool} is {budget.down} "
                 f"({budget.why})",
-            ))  # fmt: skip
+            )
     hosts = sorted(n for n, node in cluster.nodes.items() if node.pool == pool)
     for start in range(0, len(hosts), size):
         batch = hosts[start : start + size]
@@ -175,10 +178,11 @@ def _drain_pool(sim: Simulation, cluster: Cluster, pool: str, size: int, budgets
         stranded = [w for w in running if not w.running and w.template.ref not in waiting]
         if stranded:
             w = stranded[0]
-            raise Stop(Blocker(
-                cluster.name, sim.state.step, w.owner,
+            raise sim.state.blocked(
+                cluster.name,
+                w.owner,
                 f"draining {', '.join(batch)} leaves {w.template.ref} without a place: {w.reason}",
-            ))  # fmt: skip
+            )
         note = f"; waiting for their nodes: {', '.join(sorted(waiting))}" if waiting else ""
         sim.state.result.timeline.append(
             _event(
@@ -223,8 +227,12 @@ def gang_job_with_a_node_down(sim: Simulation) -> None:
         cluster.reconcile(sim.state.rails[cluster.name])
         if job.admitted and job.placed:
             gpus = sum(job.template.requests.get(GPU, 0) * n for n in job.placed.values())
-            raise Stop(Blocker(cluster.name, sim.state.step, job.owner, f"{job.template.ref} holds {gpus} GPUs on "
-                               f"{len(job.placed)} nodes while it waits for {node}: {job.reason}"))  # fmt: skip
+            raise sim.state.blocked(
+                cluster.name,
+                job.owner,
+                f"{job.template.ref} holds {gpus} GPUs on "
+                f"{len(job.placed)} nodes while it waits for {node}: {job.reason}",
+            )
         sim.state.result.timeline.append(
             _event(cluster.name, sim.state.step, f"{job.template.ref}: {job.reason}")
         )
@@ -262,7 +270,7 @@ def a_gpu_breaks(sim: Simulation) -> None:
         sim.state.step = f"day 2: a GPU of {node} reports Xid 79"
         why = _guard_cannot_cordon(cluster, node)
         if why:
-            raise Stop(Blocker(cluster.name, sim.state.step, node, f"stays schedulable: {why}"))
+            raise sim.state.blocked(cluster.name, node, f"stays schedulable: {why}")
         deployment = next(
             a.body for _, a in cluster.of_kind("Deployment") if a.body["metadata"]["name"] == guard.NAME
         )

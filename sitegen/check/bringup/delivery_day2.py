@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from sitegen.check.bringup.appset import AppSetController
 from sitegen.check.bringup.argo import HEALTHY, AppSync
-from sitegen.check.bringup.events import Blocker, Event, Stop
+from sitegen.check.bringup.events import Event
 from sitegen.check.bringup.objects import key_of, show
 from sitegen.check.bringup.roots import RootSync
 from sitegen.compose.ownership import keeps_data
@@ -49,7 +49,7 @@ def _event(sim: Simulation, cluster: str, what: str) -> None:
 
 
 def _stop(sim: Simulation, cluster: str, who: str, why: str) -> None:
-    raise Stop(Blocker(cluster, sim.state.step, who, why))
+    raise sim.state.blocked(cluster, who, why)
 
 
 def _labelled(body: Mapping[str, Any], value: str) -> dict[str, Any]:

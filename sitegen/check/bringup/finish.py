@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sitegen.check.bringup.events import Blocker, Event, Stop
+from sitegen.check.bringup.events import Event
 from sitegen.check.bringup.kube import Taint
 from sitegen.check.bringup.state import SimulationState
 
@@ -17,11 +17,11 @@ def check_node_identity(state: SimulationState) -> None:
             missing = {k: v for k, v in pool.labels.items() if node.labels.get(k) != v}
             if missing:
                 label = ", ".join(f"{k}={v}" for k, v in sorted(missing.items()))
-                raise Stop(Blocker(cluster.name, state.step, node.name, f"lacks its pool's labels: {label}"))
+                raise state.blocked(cluster.name, node.name, f"lacks its pool's labels: {label}")
             taints = {Taint(t.key, t.value or "", t.effect) for t in pool.taints}
             if not taints <= set(node.taints):
                 absent = ", ".join(sorted(map(str, taints - set(node.taints))))
-                raise Stop(Blocker(cluster.name, state.step, node.name, f"lacks its pool's taints: {absent}"))
+                raise state.blocked(cluster.name, node.name, f"lacks its pool's taints: {absent}")
         state.result.timeline.append(
             Event(
                 cluster.name,

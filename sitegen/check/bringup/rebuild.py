@@ -97,7 +97,7 @@ class Session:
         self.piped: str | None = None  # the key envsubst filled into the encryption configuration
 
     def stop(self, component: str, why: str) -> Stop:
-        return Stop(Blocker(self.cluster.name, self.sim.state.step, component, why))
+        return self.sim.state.blocked(self.cluster.name, component, why)
 
     def run(self, text: str) -> None:
         for line, _ in shell_lines(text):
@@ -311,7 +311,7 @@ def _section(sim: Simulation, title: str) -> str:
     runbook = sim.state.texts[paths.bootstrap_dir(sim.state.variant) / paths.RUNBOOK]
     found = re.search(rf"^### {re.escape(title)}\n(.*?)(?=^##)", runbook, flags=re.S | re.M)
     if found is None:
-        raise Stop(Blocker("-", sim.state.step, "RUNBOOK.md", f"no section {title!r}"))
+        raise sim.state.blocked("-", "RUNBOOK.md", f"no section {title!r}")
     return found.group(1)
 
 
@@ -377,7 +377,7 @@ def _rebuild(
 def _judge(sim: Simulation, layout: ClusterLayout, cluster: Cluster, name: str, held: list[Any]) -> None:
     node = cluster.nodes.get(name)
     if node is None or not node.ready:
-        raise Stop(Blocker(cluster.name, sim.state.step, name, "never comes back Ready"))
+        raise sim.state.blocked(cluster.name, name, "never comes back Ready")
     if CORDONED in node.taints:
         raise Stop(
             Blocker(cluster.name, sim.state.step, name, "stays cordoned: the section never uncordons it")
@@ -446,7 +446,7 @@ def _move(sim: Simulation, layout: ClusterLayout, old: str, new: str) -> None:
     Session(sim, cluster, layout, host, leaving=old).run(text)
     cluster.reconcile(sim.state.rails[cluster.name])
     if old in cluster.nodes:
-        raise Stop(Blocker(cluster.name, sim.state.step, old, "stays a node of the cluster"))
+        raise sim.state.blocked(cluster.name, old, "stays a node of the cluster")
     _judge(sim, layout, cluster, new, [])
     sim.state.result.timeline.append(Event(cluster.name, sim.state.step, (
         f"{new} joined empty, {old} left; etcd {len(etcd.members)} members throughout the move or more"

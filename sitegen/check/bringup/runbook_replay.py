@@ -132,10 +132,11 @@ class RunbookReplay:
                 continue
             why = provided(self.state, cluster_name, pool)
             if why:
-                raise Stop(Blocker(
-                    cluster_name or "-", self.state.step, script.name,
+                raise self.state.blocked(
+                    cluster_name or "-",
+                    script.name,
                     f"runs {tool} on the {pool} hosts, but {source} is not there yet: {why}",
-                ))  # fmt: skip
+                )
         self.state.event(cluster_name or "-", f"{script.name} run on the {pool} hosts")
 
     def _path_argument(self, words: list[str]) -> PurePosixPath | None:
@@ -148,7 +149,7 @@ class RunbookReplay:
         for body in self.state.tree.get(path, []):
             if body.get("kind") == kind:
                 return body
-        raise Stop(Blocker("-", self.state.step, str(path), f"no {kind} in the file"))
+        raise self.state.blocked("-", str(path), f"no {kind} in the file")
 
     # ---- hosts ---------------------------------------------------------------------------------
     def _api_server_files(self, cluster: Cluster, config: PurePosixPath, files: set[str]) -> None:
@@ -163,11 +164,12 @@ class RunbookReplay:
         ]
         if missing:
             flag, wanted = missing[0]
-            raise Stop(Blocker(
-                cluster.name, self.state.step, str(config),
+            raise self.state.blocked(
+                cluster.name,
+                str(config),
                 f"kube-apiserver does not start: --{flag} names {wanted}, which no runbook step placed on "
                 "the control-plane host",
-            ))  # fmt: skip
+            )
 
     def _join(
         self,
@@ -181,7 +183,7 @@ class RunbookReplay:
         docs = self.state.tree.get(config, [])
         init = next((d for d in docs if d.get("kind") in ("InitConfiguration", "JoinConfiguration")), None)
         if init is None:
-            raise Stop(Blocker(cluster.name, self.state.step, str(config), "no Init/JoinConfiguration"))
+            raise self.state.blocked(cluster.name, str(config), "no Init/JoinConfiguration")
         registration = init.get("nodeRegistration") or {}
         control_plane = init["kind"] == "InitConfiguration" or "controlPlane" in init
         if init["kind"] == "InitConfiguration":
@@ -206,11 +208,12 @@ class RunbookReplay:
         pool_taints = registered_taints(registration, control_plane=control_plane)
         labels = registered_labels(registration, control_plane=control_plane)
         if patch is None:
-            raise Stop(Blocker(
-                cluster.name, self.state.step, str(config),
+            raise self.state.blocked(
+                cluster.name,
+                str(config),
                 f"joins {_names(names)} without kubelet reservations (no {KUBELET_PATCH} installed): pods "
                 "may request the memory the kubelet and container runtime live on",
-            ))  # fmt: skip
+            )
         reserved = reservations(patch)
         for name in names:
             pool = self.state.hosts.get(name)
@@ -295,10 +298,11 @@ class RunbookReplay:
             account = args[args.index("token") + 1]
             namespace = args[args.index("-n") + 1] if "-n" in args else "default"
             if cluster.find("ServiceAccount", namespace, account) is None:
-                raise Stop(Blocker(
-                    cluster.name, self.state.step, f"ServiceAccount {namespace}/{account}",
+                raise self.state.blocked(
+                    cluster.name,
+                    f"ServiceAccount {namespace}/{account}",
                     "a token for a service account that does not exist",
-                ))  # fmt: skip
+                )
             cluster.manager = (namespace, account)
             self.state.event(cluster.name, f"token issued for {namespace}/{account}")
         elif verb == "directpv" and "init" in args:
@@ -317,7 +321,7 @@ class RunbookReplay:
                 else "runbook"
             )
         if not bodies:
-            raise Stop(Blocker(cluster.name, self.state.step, str(target), "nothing to apply there"))
+            raise self.state.blocked(cluster.name, str(target), "nothing to apply there")
         if any(b.get("kind") == "Application" and b["metadata"]["name"] == "root" for b in bodies):
             self.convergence.start_root(bodies[0])
             return
@@ -339,7 +343,7 @@ class RunbookReplay:
                 )
             refused = create_refusal(body, cluster)
             if refused:
-                raise Stop(Blocker(cluster.name, self.state.step, show(key_of(body)), refused))
+                raise self.state.blocked(cluster.name, show(key_of(body)), refused)
             cluster.apply(body, owner)
         cluster.reconcile(self.state.rails[cluster.name])
         self.state.event(cluster.name, f"applied {target.name}: {len(bodies)} objects")
@@ -350,7 +354,7 @@ class RunbookReplay:
         for name in (n for n in names if not n.startswith("-")):
             node = cluster.nodes.get(name)
             if node is None:
-                raise Stop(Blocker(cluster.name, self.state.step, name, "cordons a node that has not joined"))
+                raise self.state.blocked(cluster.name, name, "cordons a node that has not joined")
             node.taints = [t for t in node.taints if t != CORDONED] + ([CORDONED] if cordoned else [])
         cluster.changes += 1
         self.state.event(cluster.name, f"{'cordoned' if cordoned else 'uncordoned'} {_names(names)}")
@@ -362,10 +366,11 @@ class RunbookReplay:
         source = next((a.split("/", 1)[1] for a in args if a.startswith("--from=cronjob/")), "")
         cron = cluster.find("CronJob", namespace, source)
         if cluster.find("Job", namespace, name) is not None:
-            raise Stop(Blocker(
-                cluster.name, self.state.step, f"Job {namespace}/{name}",
+            raise self.state.blocked(
+                cluster.name,
+                f"Job {namespace}/{name}",
                 "kubectl create job: AlreadyExists (the Job of an earlier run is still there: delete it first)",
-            ))  # fmt: skip
+            )
         if cron is None:
             raise Stop(
                 Blocker(cluster.name, self.state.step, f"CronJob {namespace}/{source}", "does not exist")
@@ -391,11 +396,12 @@ class RunbookReplay:
             w = cluster.workloads.get(("batch", "Job", ns, other))
             shared = pinned & _pinned_nodes(cluster, found.body)
             if shared and (w is None or not w.done):
-                raise Stop(Blocker(
-                    cluster.name, self.state.step, f"Job {namespace}/{name}",
+                raise self.state.blocked(
+                    cluster.name,
+                    f"Job {namespace}/{name}",
                     f"started while Job {ns}/{other} waits for the same node {min(shared)}: each may hold "
                     "one of its nodes and wait forever for the other's",
-                ))  # fmt: skip
+                )
 
     def _wait(self, cluster: Cluster, args: list[str]) -> None:
         jobs = [a.split("/", 1)[1] for a in args if a.startswith("job/")]
@@ -419,7 +425,7 @@ class RunbookReplay:
         if "nodes" in args:
             down = [n for n in cluster.nodes.values() if not n.ready]
             if down:
-                raise Stop(Blocker(cluster.name, self.state.step, "nodes", self._not_ready(cluster, down)))
+                raise self.state.blocked(cluster.name, "nodes", self._not_ready(cluster, down))
             self.state.event(cluster.name, f"{len(cluster.nodes)} nodes Ready")
         elif "deployment" in args and "-l" in args:
             ns = args[args.index("-n") + 1] if "-n" in args else "default"
@@ -431,7 +437,7 @@ class RunbookReplay:
             down = [w for w in found if not w.running]
             if not found or down:
                 what = f"{down[0].template.ref}: {down[0].reason}" if down else "no Deployment matches"
-                raise Stop(Blocker(cluster.name, self.state.step, ns, what))
+                raise self.state.blocked(cluster.name, ns, what)
             self.state.event(cluster.name, f"{len(found)} Deployments Available in {ns}")
 
     def _not_ready(self, cluster: Cluster, down: list[Node]) -> str:

@@ -35,18 +35,19 @@ def mc_command(state: SimulationState, cluster: Cluster | None, args: list[str])
     alias = next((w.split("/")[0] for w in words[1:] if w.split("/")[0] in state.mc_aliases), None)
     if alias is None:
         named = next((w.split("/")[0] for w in words[1:] if "/" in w), words[-1] if words else "")
-        raise Stop(Blocker(
-            cluster.name if cluster else "-", state.step, "mc",
+        raise state.blocked(
+            cluster.name if cluster else "-",
+            "mc",
             f"`mc {' '.join(args[:3])}`: no alias {named!r} (the runbook never runs `mc alias set`)",
-        ))  # fmt: skip
+        )
     host = state.mc_aliases[alias]
     if args[:3] == ["admin", "user", "svcacct"] and "add" in args:
         _key_policy(state, cluster, args)
     why = _s3_blocker(state, host)
     if why:
-        raise Stop(Blocker(
-            cluster.name if cluster else "-", state.step, "mc", f"`mc {' '.join(args[:3])}`: {host}: {why}"
-        ))  # fmt: skip
+        raise state.blocked(
+            cluster.name if cluster else "-", "mc", f"`mc {' '.join(args[:3])}`: {host}: {why}"
+        )
 
 
 def _key_policy(state: SimulationState, cluster: Cluster | None, args: list[str]) -> None:
@@ -66,13 +67,13 @@ def _key_policy(state: SimulationState, cluster: Cluster | None, args: list[str]
     found = state.repo_path(args[args.index("--policy") + 1])
     text = state.texts.get(found)
     if text is None:
-        raise Stop(Blocker(where, state.step, f"S3 key {name}", f"its policy {found} is not in dist/"))
+        raise state.blocked(where, f"S3 key {name}", f"its policy {found} is not in dist/")
     actions = {a for s in json.loads(text).get("Statement", []) for a in s.get("Action", [])}
     forbidden = sorted(
         a for a in actions if a in FORBIDDEN_S3_ACTIONS or a.endswith("*") or a.startswith("admin:")
     )
     if forbidden:
-        raise Stop(Blocker(where, state.step, f"S3 key {name}", f"its policy grants {', '.join(forbidden)}"))
+        raise state.blocked(where, f"S3 key {name}", f"its policy grants {', '.join(forbidden)}")
 
 
 def _s3_blocker(state: SimulationState, host: str) -> str | None:

@@ -187,10 +187,14 @@ class SimulationState:
                         found.webhooks.setdefault((cluster, body["metadata"]["name"]), app)
         return found
 
+    def blocked(self, cluster: str, what: str, why: str) -> Stop:
+        """What stops the current step: `what` in `cluster` (`-`: no cluster), and why."""
+        return Stop(Blocker(cluster, self.step, what, why))
+
     def repo_path(self, repo_path: str) -> PurePosixPath:
         found = paths.from_repo(repo_path.lstrip("/"))
         if found is None:
-            raise Stop(Blocker("-", self.step, repo_path, "the path is not inside dist/"))
+            raise self.blocked("-", repo_path, "the path is not inside dist/")
         return found
 
     def cluster_of_path(self, path: PurePosixPath) -> str | None:
