@@ -27,6 +27,7 @@ import celpy
 from constructs.edge import NAMESPACE_NAME_LABEL
 from constructs.objects import pod_account
 from sitegen.cache import cache_dir
+from sitegen.tree.fields import dig
 
 _ENV = celpy.Environment()
 # Who creates the pods of each workload kind: kube-controller-manager's controllers, as themselves.
@@ -75,8 +76,8 @@ class Request:
                 "extra": {k: list(v) for k, v in self.extra},
             },
             "resource": {"group": group, "resource": resource},
-            "namespace": (obj.get("metadata") or {}).get("namespace", ""),
-            "name": (obj.get("metadata") or {}).get("name", ""),
+            "namespace": dig(obj, "metadata", "namespace", default=""),
+            "name": dig(obj, "metadata", "name", default=""),
         }
         return {
             "object": celpy.json_to_cel(typed(obj)),
@@ -118,10 +119,10 @@ class Policy:
             for rule in constraints.get("resourceRules") or []
         ):
             return False
-        selector = (constraints.get("namespaceSelector") or {}).get("matchLabels") or {}
+        selector = dig(constraints, "namespaceSelector", "matchLabels") or {}
         if selector and namespace_labels is not None:  # a namespaced object: its namespace's labels
             # and the one the API server sets on every namespace (NamespaceDefaultLabelName)
-            namespace = (obj.get("metadata") or {}).get("namespace", "")
+            namespace = dig(obj, "metadata", "namespace", default="")
             labels = {**namespace_labels, NAMESPACE_NAME_LABEL: namespace}
             return all(labels.get(k) == v for k, v in selector.items())
         return True
@@ -229,11 +230,11 @@ def denying_policies(bodies: Iterable[Mapping[str, Any]]) -> list[Policy]:
     """The policies of these objects that a binding enforces with Deny (cluster-wide bindings only)."""
     bodies = list(bodies)
     denied = {
-        (b.get("spec") or {}).get("policyName")
+        dig(b, "spec", "policyName")
         for b in bodies
         if b.get("kind") == "ValidatingAdmissionPolicyBinding"
-        and "Deny" in ((b.get("spec") or {}).get("validationActions") or [])
-        and not (b.get("spec") or {}).get("paramRef")
+        and "Deny" in (dig(b, "spec", "validationActions") or [])
+        and not dig(b, "spec", "paramRef")
     }
     return [
         Policy(b["metadata"]["name"], b.get("spec") or {})

@@ -27,6 +27,7 @@ import yaml
 from sitegen.check.labels import label_selector_matches
 from sitegen.model import paths
 from sitegen.tree.documents import Document
+from sitegen.tree.fields import dig
 
 RESOURCES_FINALIZER = "resources-finalizer.argocd.argoproj.io"
 WAVE_LABEL = "sitegen.io/wave"  # a generated app's wave: its ApplicationSet's in its cluster's root
@@ -73,8 +74,8 @@ class ExpandedApp:
     @property
     def wave(self) -> str:
         metadata = self.body["metadata"]
-        wave = (metadata.get("annotations") or {}).get("argocd.argoproj.io/sync-wave")
-        return str(wave if wave is not None else (metadata.get("labels") or {}).get(WAVE_LABEL, "0"))
+        wave = dig(metadata, "annotations", "argocd.argoproj.io/sync-wave")
+        return str(wave if wave is not None else dig(metadata, "labels", WAVE_LABEL, default="0"))
 
 
 def _lookup(params: dict[str, Any], dotted: str, where: str) -> Any:
@@ -242,8 +243,8 @@ def expand(doc: Document, files: RepoFiles | None = None) -> list[ExpandedApp]:
             if patch:
                 body = _merge(body, yaml.safe_load(render_string(patch, params, where)))
             metadata = {**body.get("metadata", {}), "namespace": doc.namespace}
-            if not metadata.get("finalizers") and not (spec.get("syncPolicy") or {}).get(
-                "preserveResourcesOnDeletion"
+            if not metadata.get("finalizers") and not dig(
+                spec, "syncPolicy", "preserveResourcesOnDeletion"
             ):  # the controller's: deleting the app deletes its objects
                 metadata["finalizers"] = [RESOURCES_FINALIZER]
             application = {

@@ -10,6 +10,7 @@ from typing import Any
 
 from constructs.network_policy import DEFAULT_DENY, ENTITIES, NAMESPACE_KEY
 from sitegen.tree.documents import Document
+from sitegen.tree.fields import dig
 
 
 @dataclass(frozen=True)
@@ -67,10 +68,7 @@ class PolicyView:
                     "Egress",
                 }:
                     self.denied.add(doc.namespace)
-            elif (
-                doc.kind == "CiliumNetworkPolicy"
-                and (doc.body.get("spec") or {}).get("endpointSelector") == {}
-            ):
+            elif doc.kind == "CiliumNetworkPolicy" and dig(doc.body, "spec", "endpointSelector") == {}:
                 spec = doc.body["spec"]
                 mine = self.rules.setdefault(doc.namespace, {"ingress": [], "egress": []})
                 mine["ingress"] += spec.get("ingress") or []

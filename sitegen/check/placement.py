@@ -14,6 +14,7 @@ from typing import Any
 from sitegen.components.base import EVERY_POOL, NodeAgent
 from sitegen.model import PoolLayout, Taint
 from sitegen.tree.documents import Document
+from sitegen.tree.fields import dig
 
 # Labels every node carries (set by the kubelet itself), so selectors on them match every pool.
 IMPLICIT_NODE_LABELS = {"kubernetes.io/os": "linux"}
@@ -129,9 +130,7 @@ def _term_matches(term: dict[str, Any], labels: dict[str, str], hosts: tuple[str
 
 def targeted_pools(spec: dict[str, Any], pools: tuple[PoolLayout, ...]) -> list[PoolLayout]:
     selector = spec.get("nodeSelector") or {}
-    required = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
-        "requiredDuringSchedulingIgnoredDuringExecution"
-    ) or {}
+    required = dig(spec, "affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution") or {}
     terms = required.get("nodeSelectorTerms") or []
     matched = []
     for pool in pools:

@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from sitegen.tree.fields import dig
+
 LEVELS = ("privileged", "baseline", "restricted")
 BASELINE_CAPABILITIES = frozenset(
     {
@@ -66,7 +68,7 @@ def _baseline(spec: dict[str, Any]) -> list[str]:
         if spec.get(key):
             out.append(f"{key}")
     pod_ctx = spec.get("securityContext") or {}
-    if (pod_ctx.get("seccompProfile") or {}).get("type") == "Unconfined":
+    if dig(pod_ctx, "seccompProfile", "type") == "Unconfined":
         out.append("seccomp Unconfined")
     if any(s.get("name") not in SAFE_SYSCTLS for s in pod_ctx.get("sysctls") or []):
         out.append("unsafe sysctls")
@@ -77,16 +79,16 @@ def _baseline(spec: dict[str, Any]) -> list[str]:
         name = c.get("name", "?")
         if ctx.get("privileged"):
             out.append(f"{name}: privileged")
-        added = set((ctx.get("capabilities") or {}).get("add") or []) - BASELINE_CAPABILITIES
+        added = set(dig(ctx, "capabilities", "add") or []) - BASELINE_CAPABILITIES
         if added:
             out.append(f"{name}: adds {', '.join(sorted(added))}")
         if any(p.get("hostPort") for p in c.get("ports") or []):
             out.append(f"{name}: hostPort")
         if ctx.get("procMount") not in (None, "Default"):
             out.append(f"{name}: procMount")
-        if (ctx.get("seccompProfile") or {}).get("type") == "Unconfined":
+        if dig(ctx, "seccompProfile", "type") == "Unconfined":
             out.append(f"{name}: seccomp Unconfined")
-        if (ctx.get("windowsOptions") or {}).get("hostProcess"):
+        if dig(ctx, "windowsOptions", "hostProcess"):
             out.append(f"{name}: hostProcess")
     return out
 

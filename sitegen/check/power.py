@@ -52,6 +52,7 @@ from sitegen.components.privilege import (
     UPDATES_CRDS,
 )
 from sitegen.tree.documents import Document
+from sitegen.tree.fields import dig
 
 KUBE_SYSTEM = "kube-system"
 PSA_ENFORCE = "pod-security.kubernetes.io/enforce"
@@ -167,7 +168,7 @@ def privileged_namespaces(docs: Iterable[Document]) -> set[str]:
     found = {KUBE_SYSTEM}
     for doc in docs:
         if doc.kind == "Namespace":
-            labels = (doc.body.get("metadata") or {}).get("labels") or {}
+            labels = dig(doc.body, "metadata", "labels") or {}
             if labels.get(PSA_ENFORCE, "privileged") == "privileged":
                 found.add(doc.name)
     return found

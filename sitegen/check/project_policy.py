@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from fnmatch import fnmatchcase
 from typing import Any
 
+from sitegen.tree.fields import dig
+
 
 def _listed(entries: list[Mapping[str, Any]], group: str, kind: str, name: str | None = None) -> bool:
     """An entry of group and kind, and (cluster-scoped entries only) of the object's name when it
@@ -90,7 +92,7 @@ def application_destination_refusal(project: Mapping[str, Any], server: str, nam
 
 
 def source_refusal(project: Mapping[str, Any], repo: str) -> str | None:
-    repos = (project.get("spec") or {}).get("sourceRepos") or []
+    repos = dig(project, "spec", "sourceRepos") or []
     if any(fnmatchcase(repo, r) for r in repos):
         return None
     return f"repository {repo} is not permitted in project {project['metadata']['name']}"

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sitegen.check.labels import label_selector_matches
+from sitegen.tree.fields import dig
 
 Rule = Mapping[str, Any]
 Account = tuple[str, str]  # a ServiceAccount's namespace and name
@@ -187,22 +188,20 @@ class Rbac:
 
 
 def _name(body: Mapping[str, Any]) -> str:
-    return str((body.get("metadata") or {}).get("name", ""))
+    return str(dig(body, "metadata", "name", default=""))
 
 
 def _namespace(body: Mapping[str, Any]) -> str:
-    return str((body.get("metadata") or {}).get("namespace", ""))
+    return str(dig(body, "metadata", "namespace", default=""))
 
 
 def _aggregated(role: Mapping[str, Any], every: Mapping[str, Mapping[str, Any]]) -> tuple[Rule, ...]:
-    selectors = (role.get("aggregationRule") or {}).get("clusterRoleSelectors") or []
+    selectors = dig(role, "aggregationRule", "clusterRoleSelectors") or []
     if not selectors:
         return tuple(role.get("rules") or [])
     return tuple(
         rule
         for other in every.values()
-        if any(
-            label_selector_matches(s, (other.get("metadata") or {}).get("labels") or {}) for s in selectors
-        )
+        if any(label_selector_matches(s, dig(other, "metadata", "labels") or {}) for s in selectors)
         for rule in other.get("rules") or []
     )

@@ -25,6 +25,7 @@ from referencing import Registry, Resource
 
 from constructs.host_config import HOST_CONFIG_MODELS
 from sitegen.check.crd_standins import STANDIN_MODELS
+from sitegen.tree.fields import dig
 from sitegen.tree.kube_yaml import KubeLoader
 
 _DEFINITIONS_ID = "https://kubernetes.io/api/_definitions.json"
@@ -90,7 +91,7 @@ class SchemaCatalog:
             return
         spec = doc["spec"]
         for version in spec.get("versions", []):
-            schema = (version.get("schema") or {}).get("openAPIV3Schema")
+            schema = dig(version, "schema", "openAPIV3Schema")
             if version.get("served") and schema is not None:
                 key = (f"{spec['group']}/{version['name']}", spec["names"]["kind"])
                 self._custom[key] = schema

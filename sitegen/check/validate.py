@@ -20,7 +20,7 @@ from sitegen.components.base import ChartComponent
 from sitegen.compose.apps import variant_apps
 from sitegen.compose.chart_supply import ChartStore
 from sitegen.model import Site, resolve
-from sitegen.tree import kube_yaml
+from sitegen.tree import fields, kube_yaml
 from sitegen.tree.documents import Document, load_tree
 
 
@@ -73,7 +73,7 @@ def values_charts(site: Site, docs: list[Document]) -> dict[PurePosixPath, tuple
 _SCHEMA_MEMO: dict[str, dict[tuple[bytes, int], list[tuple[str, str]]]] = {}
 # Everything a schema verdict depends on beside the document: the checker, the typed host-config
 # models and CRD stand-ins it reads, and the libraries. A change to any of them voids the cache.
-_SCHEMA_SOURCES = (schemas, host_config, crd_standins, kube_yaml)
+_SCHEMA_SOURCES = (schemas, host_config, crd_standins, kube_yaml, fields)
 _SCHEMA_CODE = hashlib.sha256(
     b"".join(Path(m.__file__).read_bytes() for m in _SCHEMA_SOURCES)
     + version("kubernetes-validate").encode()

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sitegen.tree.documents import Document
+from sitegen.tree.fields import dig
 
 
 @dataclass(frozen=True)
@@ -28,7 +29,7 @@ class Volume:
 
 
 def _claim(spec: Mapping[str, Any]) -> tuple[str, str]:
-    size = ((spec.get("resources") or {}).get("requests") or {}).get("storage", "")
+    size = dig(spec, "resources", "requests", "storage", default="")
     return str(spec.get("storageClassName") or ""), str(size)
 
 
@@ -57,7 +58,7 @@ def volumes_of(doc: Document) -> Iterator[Volume]:
         ("monitoring.coreos.com", "Prometheus"),
         ("monitoring.coreos.com", "Alertmanager"),
     ):
-        template = (spec.get("storage") or {}).get("volumeClaimTemplate")
+        template = dig(spec, "storage", "volumeClaimTemplate")
         if template:
             count = int(spec.get("replicas", 1)) * int(spec.get("shards", 1) or 1)
             yield Volume(doc, app, doc.name, "storage", *_claim(template.get("spec") or {}), count)

@@ -24,6 +24,7 @@ import yaml
 from sitegen.compose.tools import PROJECT, helm_binary
 from sitegen.errors import SiteError
 from sitegen.model import ChartPin
+from sitegen.tree.fields import dig
 
 _HEADER = """\
 # The vendored chart archives (vendor/charts/<chart>-<version>.tgz), by config/versions.yaml key: chart,
@@ -169,7 +170,7 @@ def _from_mirror(mirror: Path, pin: ChartPin) -> Path | None:
     """A mirror is a Helm repository folder: its index.yaml names the file, else the usual file name."""
     index = mirror / "index.yaml"
     if index.is_file():
-        entries = (yaml.safe_load(index.read_text()) or {}).get("entries") or {}
+        entries = dig(yaml.safe_load(index.read_text()), "entries") or {}
         for entry in entries.get(pin.chart) or []:
             if str(entry.get("version")) == pin.version and entry.get("urls"):
                 candidate = mirror / entry["urls"][0]

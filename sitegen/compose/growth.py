@@ -28,12 +28,13 @@ from constructs.argocd import application_name
 from sitegen.model import ConfigError, Site
 from sitegen.model.paths import APPS, DistPath
 from sitegen.tree.documents import documents
+from sitegen.tree.fields import dig
 
 # The server-pool fields AIStor fixes at a pool's first start.
 SHAPE = {
     "servers": lambda p: p.get("servers"),
     "volumesPerServer": lambda p: p.get("volumesPerServer"),
-    "drive size": lambda p: (p.get("volumeClaimTemplate") or {}).get("spec", {}).get("resources", {}),
+    "drive size": lambda p: dig(p, "volumeClaimTemplate", "spec", default={}).get("resources", {}),
 }
 _JOIN_HEADER = re.compile(r"\b([a-z][\w-]*)=(\d+\.\d+\.\d+\.\d+)")
 

@@ -27,6 +27,7 @@ from typing import Any
 from sitegen.model import ConfigError, Site
 from sitegen.model.paths import APPS, KUBEADM, DistPath
 from sitegen.tree.documents import documents
+from sitegen.tree.fields import dig
 
 PINNED = "lbipam.cilium.io/ips"
 # bytes that a file holding an address or name of the list above contains
@@ -109,7 +110,7 @@ def held(doc: Mapping[str, Any]) -> Iterator[tuple[str, str, Moves]]:
         yield "API server endpoint", str(doc.get("controlPlaneEndpoint")), _changed
         yield (
             "API server certificate names",
-            ", ".join((doc.get("apiServer") or {}).get("certSANs") or []),
+            ", ".join(dig(doc, "apiServer", "certSANs") or []),
             _changed,
         )
         yield "cluster name", str(doc.get("clusterName")), _changed

@@ -24,6 +24,7 @@ from typing import Any
 
 from sitegen.components.catalog import COMPONENTS
 from sitegen.components.ownership import WrittenField
+from sitegen.tree.fields import dig
 
 SYNC_OPTIONS = "argocd.argoproj.io/sync-options"
 KEEP_ON_DELETE = ("Delete=false", "Prune=false")
@@ -63,7 +64,7 @@ def group_of(body: Mapping[str, Any]) -> str:
 
 def runs_in_no_sync(body: Mapping[str, Any]) -> bool:
     """A hook that no sync applies: only delete, test or rollback types (or Argo CD's Skip)."""
-    annotations = (body.get("metadata") or {}).get("annotations") or {}
+    annotations = dig(body, "metadata", "annotations") or {}
     hooks = {key: _types(annotations[key]) for key in SYNC_HOOKS if key in annotations}
     if not hooks:
         return False
@@ -74,7 +75,7 @@ def runs_in_no_sync(body: Mapping[str, Any]) -> bool:
 
 def runs_on_delete(body: Mapping[str, Any]) -> list[str]:
     """The delete-hook types the object carries (Argo CD runs them when its Application is deleted)."""
-    annotations = (body.get("metadata") or {}).get("annotations") or {}
+    annotations = dig(body, "metadata", "annotations") or {}
     return [t for key, types in DELETE_HOOKS.items() for t in _types(annotations.get(key, "")) if t in types]
 
 

@@ -35,6 +35,7 @@ from sitegen.compose.runbook import runbook, s3_consumers
 from sitegen.compose.writer import OutputFile
 from sitegen.model import ConfigError, Site, paths, resolve
 from sitegen.model.extensions import ObjectPatch, merged
+from sitegen.tree.fields import dig
 
 BINDING_KINDS = ("ClusterRoleBinding", "RoleBinding")
 WRITTEN_KINDS = frozenset(w.kind for w in ALL_WRITES) - {"CustomResourceDefinition"}
@@ -400,9 +401,7 @@ def _takes_cluster_ip(file: OutputFile) -> int:
             and re.search(r"^  clusterIP: None$", file.text, re.M) is None
         )
     return sum(
-        1
-        for d in file.documents
-        if d.get("kind") == "Service" and (d.get("spec") or {}).get("clusterIP") != "None"
+        1 for d in file.documents if d.get("kind") == "Service" and dig(d, "spec", "clusterIP") != "None"
     )
 
 

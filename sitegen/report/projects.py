@@ -10,6 +10,7 @@ from sitegen.check.appsets import RepoFiles, applications, dist_files
 from sitegen.model import paths
 from sitegen.report.table import records, table
 from sitegen.tree.documents import Document, load_tree
+from sitegen.tree.fields import dig
 
 RBAC = "rbac.authorization.k8s.io"
 CLUSTER_RBAC = ("ClusterRole", "ClusterRoleBinding")
@@ -32,7 +33,7 @@ def cluster_rbac(docs: list[Document], files: RepoFiles) -> list[list[str]]:
     for doc in docs:
         if doc.kind != "AppProject" or doc.group != "argoproj.io":
             continue
-        for entry in (doc.body.get("spec") or {}).get("clusterResourceWhitelist") or []:
+        for entry in dig(doc.body, "spec", "clusterResourceWhitelist") or []:
             if entry.get("group") == RBAC and entry.get("kind") in CLUSTER_RBAC:
                 admitted.setdefault((doc.variant, doc.name, entry["kind"]), []).append(entry.get("name", ""))
     rows = []

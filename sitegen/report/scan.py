@@ -25,6 +25,7 @@ import yaml
 from sitegen.compose.tools import every_cpu
 from sitegen.errors import SiteError
 from sitegen.model import paths
+from sitegen.tree.fields import dig
 
 
 class ScanError(SiteError):
@@ -131,14 +132,14 @@ def findings_of(report: Any) -> tuple[int, int, list[Finding]]:
         summary = part.get("summary") or {}
         passed += int(summary.get("passed", 0))
         failed += int(summary.get("failed", 0))
-        for item in (part.get("results") or {}).get("failed_checks") or []:
+        for item in dig(part, "results", "failed_checks") or []:
             kind_ns, _, container = item["resource"].partition(CONTAINER_MARK)
             if container.endswith(INIT_MARK):
                 if item["check_id"] in PROBE_CHECKS:
                     continue
                 container = container.removesuffix(INIT_MARK)
             variant, cluster, subject = _subject(item["file_path"], kind_ns)
-            keys = (item.get("check_result") or {}).get("evaluated_keys") or []
+            keys = dig(item, "check_result", "evaluated_keys") or []
             if container and any("ontainers/[" in key for key in keys):
                 subject = f"{subject}[{container}]"
             file = f"dist/{item['file_path'].lstrip('/')}"
@@ -153,7 +154,7 @@ def _pod_spec(obj: dict[str, Any]) -> dict[str, Any] | None:
     if obj.get("kind") == "Pod":
         return spec
     if obj.get("kind") == "CronJob":
-        spec = (spec.get("jobTemplate") or {}).get("spec") or {}
+        spec = dig(spec, "jobTemplate", "spec") or {}
     template = spec.get("template")
     pod = template.get("spec") if isinstance(template, dict) else None
     return pod if isinstance(pod, dict) and "containers" in pod else None

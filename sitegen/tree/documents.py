@@ -12,6 +12,7 @@ import yaml
 
 from sitegen.cache import stored
 from sitegen.model import paths
+from sitegen.tree.fields import dig
 from sitegen.tree.kube_yaml import KubeLoader
 
 
@@ -68,11 +69,11 @@ class Document:
 
     @property
     def namespace(self) -> str:
-        return str((self.body.get("metadata") or {}).get("namespace", ""))
+        return str(dig(self.body, "metadata", "namespace", default=""))
 
     @property
     def name(self) -> str:
-        return str((self.body.get("metadata") or {}).get("name", ""))
+        return str(dig(self.body, "metadata", "name", default=""))
 
     @property
     def ref(self) -> str:

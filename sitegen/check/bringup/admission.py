@@ -29,6 +29,7 @@ from sitegen.check.bringup.scheduling import usage
 from sitegen.check.bringup.secrets import Secrets
 from sitegen.check.netpol import End, PolicyView
 from sitegen.tree.documents import Document
+from sitegen.tree.fields import dig
 
 
 class Admission:
@@ -46,7 +47,7 @@ class Admission:
         service = self.cluster.find("Service", namespace, name)
         if service is None:
             return f"Service {namespace}/{name} does not exist"
-        selector = (service.body.get("spec") or {}).get("selector") or {}
+        selector = dig(service.body, "spec", "selector") or {}
         backends = [
             w.template
             for w in self.cluster.workloads.values()
@@ -76,7 +77,7 @@ class Admission:
             refused = self.claim_quota_blocker(ns, [_claim_size(body)])
             if refused:
                 return refused
-        labels = (body.get("metadata") or {}).get("labels") or {}
+        labels = dig(body, "metadata", "labels") or {}
         ns_labels = self.cluster.namespace_labels(ns) if ns else {}
         for (_, wkind, _, wname), applied in sorted(self.cluster.of_kind(
             "ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"
@@ -106,7 +107,7 @@ class Admission:
         ]
         if not bodies:
             return None
-        ns = (body.get("metadata") or {}).get("namespace")
+        ns = dig(body, "metadata", "namespace")
         labels = self.cluster.namespace_labels(ns) if ns else None
         operation = "CREATE" if old is None else "UPDATE"
         for policy in denying_policies(bodies):
@@ -117,7 +118,7 @@ class Admission:
         return None
 
     def webhook_down(self, config: Mapping[str, Any], hook: Mapping[str, Any]) -> str | None:
-        service = (hook.get("clientConfig") or {}).get("service")
+        service = dig(hook, "clientConfig", "service")
         if service:
             port = int(service.get("port", DEFAULT_PORT))
             down = self.service_ready(service["namespace"], service["name"], port) or self.api_server_denied(
@@ -125,9 +126,7 @@ class Admission:
             )
             if down:
                 return down
-        inject = ((config.get("metadata") or {}).get("annotations") or {}).get(
-            "cert-manager.io/inject-ca-from"
-        )
+        inject = dig(config, "metadata", "annotations", "cert-manager.io/inject-ca-from")
         if inject:
             ns, _, name = inject.partition("/")
             if not self.secrets.certificate_ready(ns, name):
@@ -145,7 +144,7 @@ class Admission:
         config = self.cluster.find("ConfigMap", "kube-system", "cilium-config")
         return (
             config is not None
-            and str((config.body.get("data") or {}).get("policy-audit-mode", "false")) != "true"
+            and str(dig(config.body, "data", "policy-audit-mode", default="false")) != "true"
         )
 
     def api_server_denied(self, service: Mapping[str, Any]) -> str | None:
@@ -156,7 +155,7 @@ class Admission:
         found = self.cluster.find("Service", service["namespace"], service["name"])
         wanted = int(service.get("port", 443))
         target: Any = None
-        for port in ((found.body.get("spec") or {}).get("ports") or []) if found else []:
+        for port in (dig(found.body, "spec", "ports") or []) if found else []:
             if int(port.get("port", 0)) == wanted:
                 target = port.get("targetPort", wanted)
         view = self.policy_view()
@@ -192,14 +191,14 @@ class Admission:
                 running = sum(other.placed.values())
                 add(used, {**{k: v * running for k, v in other.template.requests.items()}, "pods": running})
         if t.kind == "StatefulSet" and pods > 0:  # each new pod's claims, made from the templates
-            templates = (self.cluster.objects_body(w).get("spec") or {}).get("volumeClaimTemplates") or []
+            templates = dig(self.cluster.objects_body(w), "spec", "volumeClaimTemplates") or []
             refused = self.claim_quota_blocker(t.namespace, [_claim_size(c) for c in templates] * pods)
             if refused:
                 return refused
         need = {**{k: v * pods for k, v in t.requests.items()}, "pods": pods}
         for quota in quotas:
             name = quota["metadata"]["name"]
-            for key, limit in sorted(((quota.get("spec") or {}).get("hard") or {}).items()):
+            for key, limit in sorted((dig(quota, "spec", "hard") or {}).items()):
                 resource = _pod_quota_resource(key)
                 if resource is None:
                     continue
@@ -235,12 +234,12 @@ class Admission:
         ]
         for w in self.cluster.workloads.values():
             if w.template.kind == "StatefulSet" and w.template.namespace == namespace and w.placed:
-                templates = (self.cluster.objects_body(w).get("spec") or {}).get("volumeClaimTemplates") or []
+                templates = dig(self.cluster.objects_body(w), "spec", "volumeClaimTemplates") or []
                 sizes += [_claim_size(c) for c in templates] * sum(w.placed.values())
         used = {"persistentvolumeclaims": len(sizes), "requests.storage": sum(sizes)}
         need = {"persistentvolumeclaims": len(new), "requests.storage": sum(new)}
         for quota in quotas:
-            hard = (quota.get("spec") or {}).get("hard") or {}
+            hard = dig(quota, "spec", "hard") or {}
             for key in ("persistentvolumeclaims", "requests.storage"):
                 if key in hard and used[key] + need[key] > quantity(hard[key]):
                     return (
@@ -251,7 +250,7 @@ class Admission:
 
 
 def _claim_size(claim: Mapping[str, Any]) -> int:
-    requests = ((claim.get("spec") or {}).get("resources") or {}).get("requests") or {}
+    requests = dig(claim, "spec", "resources", "requests") or {}
     return quantity(requests.get("storage", "0"))
 
 

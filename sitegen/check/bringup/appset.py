@@ -30,6 +30,7 @@ from sitegen.check.appsets import ExpandedApp
 from sitegen.check.bringup.argo import HEALTHY, AppSync
 from sitegen.check.bringup.objects import Key, key_of, show
 from sitegen.compose.ownership import SYNC_OPTIONS, runs_on_delete
+from sitegen.tree.fields import dig
 
 RESOURCES_FINALIZER = "resources-finalizer.argocd.argoproj.io"
 
@@ -69,9 +70,7 @@ def delete_application(sync: AppSync, *, finalizer: bool) -> Deletion:
         done.hooks.append(f"{show(key_of(body))} ({', '.join(runs_on_delete(body))})")
     owned = sorted(k for k, a in cluster.objects.items() if a.owner == sync.name)
     for key in owned:
-        options = str(
-            ((cluster.objects[key].body.get("metadata") or {}).get("annotations") or {}).get(SYNC_OPTIONS, "")
-        )
+        options = str(dig(cluster.objects[key].body, "metadata", "annotations", SYNC_OPTIONS, default=""))
         if not finalizer:
             done.orphaned.append(key)
         elif "Delete=false" in [o.strip() for o in options.split(",")]:

@@ -49,6 +49,7 @@ from sitegen.check.project_policy import (
     source_refusal,
 )
 from sitegen.compose.ownership import SYNC_OPTIONS, runs_on_delete
+from sitegen.tree.fields import dig
 
 HEALTHY = "Healthy"
 SKIP_DRY_RUN = "SkipDryRunOnMissingResource=true"
@@ -80,7 +81,7 @@ RBAC_GROUP = "rbac.authorization.k8s.io"
 
 def _keeps(body: Mapping[str, Any]) -> bool:
     """The object says Prune=false: a sync leaves it when git no longer has it."""
-    options = ((body.get("metadata") or {}).get("annotations") or {}).get(SYNC_OPTIONS, "")
+    options = dig(body, "metadata", "annotations", SYNC_OPTIONS, default="")
     return "Prune=false" in [o.strip() for o in str(options).split(",")]
 
 
@@ -220,9 +221,7 @@ class AppSync:
         return found
 
     def _skips_dry_run(self, body: Mapping[str, Any]) -> bool:
-        options = ((body.get("metadata") or {}).get("annotations") or {}).get(
-            "argocd.argoproj.io/sync-options", ""
-        )
+        options = dig(body, "metadata", "annotations", "argocd.argoproj.io/sync-options", default="")
         return SKIP_DRY_RUN in self.sync_options or SKIP_DRY_RUN in options
 
     def _project_refusal(self, body: Mapping[str, Any]) -> str | None:

@@ -32,6 +32,7 @@ from sitegen.check.bringup.state import SimulationState
 from sitegen.compose.delivery import RESPECT_IGNORES
 from sitegen.compose.procedures.book import RunbookStep
 from sitegen.tree.documents import Document
+from sitegen.tree.fields import dig
 
 CLUSTER_SECRET_LABEL = "argocd.argoproj.io/secret-type"
 
@@ -60,9 +61,9 @@ class Convergence:
 
     def _source(self, app: Mapping[str, Any]) -> list[dict[str, Any]]:
         """The objects an Application's source renders: its folder, recursively if it says so."""
-        source = (app.get("spec") or {}).get("source") or {}
+        source = dig(app, "spec", "source") or {}
         folder = self.state.repo_path(str(source.get("path", "")))
-        recurse = bool((source.get("directory") or {}).get("recurse"))
+        recurse = bool(dig(source, "directory", "recurse"))
         return self.state.docs_under(folder) if recurse else self.state.docs_in(folder)
 
     def _root_sync(self, body: Mapping[str, Any]) -> RootSync:
@@ -87,7 +88,7 @@ class Convergence:
         for index, child in enumerate(objects):
             kind = child.get("kind")
             if kind == "Application":
-                wave = int(((child["metadata"].get("annotations") or {}).get(SYNC_WAVE)) or 0)
+                wave = int((dig(child["metadata"], "annotations", SYNC_WAVE)) or 0)
                 if any(b.get("kind") in ("Application", "ApplicationSet") for b in self._source(child)):
                     self.state.positions[child["metadata"]["name"]] = (*prefix, wave, float("inf"))
                     nested = self._root_sync(child)
@@ -136,15 +137,15 @@ class Convergence:
             app.name, self.state.clusters[cluster], self.state.docs_under(self.state.repo_path(app.sources[0]["path"])),
             sync_options=list(policy.get("syncOptions") or []),
             destination_namespace=namespace,
-            retry_limit=int((policy.get("retry") or {}).get("limit", 0)),
+            retry_limit=int(dig(policy, "retry", "limit", default=0)),
             registered=self._registration(server, cluster),
             providers=self.state.providers,
         )  # fmt: skip
         sync.wave = int(app.wave or 0)
         sync.policy = (self.state.projects.get(app.project), server, str(app.sources[0].get("repoURL", "")))
         sync.automated = automated is not None and automated.get("enabled", True) is not False
-        sync.prunes = bool((automated or {}).get("prune"))
-        sync.self_heal = bool((automated or {}).get("selfHeal"))
+        sync.prunes = bool(dig(automated, "prune"))
+        sync.self_heal = bool(dig(automated, "selfHeal"))
         sync.ignore_differences = list(app.spec.get("ignoreDifferences") or [])
         sync.reachable = self._reachability(cluster)
         sync.checks = self.state.checks
@@ -192,9 +193,9 @@ class Convergence:
 
         def registered() -> str | None:
             for (_, _, ns, _), applied in hub.of_kind("ExternalSecret"):
-                template = ((applied.body.get("spec") or {}).get("target") or {}).get("template") or {}
-                if ns == self.state.argocd_namespace and (template.get("data") or {}).get("server") == server:
-                    labels = (template.get("metadata") or {}).get("labels") or {}
+                template = dig(applied.body, "spec", "target", "template") or {}
+                if ns == self.state.argocd_namespace and dig(template, "data", "server") == server:
+                    labels = dig(template, "metadata", "labels") or {}
                     if labels.get(CLUSTER_SECRET_LABEL) != "cluster":
                         return (
                             f"cluster {cluster} is not registered with Argo CD: its Secret lacks the label "
@@ -316,7 +317,7 @@ class Convergence:
         if self.state.root is None or not self.state.root.groups:
             return "-"
         group = self.state.root.groups[min(self.state.root._group, len(self.state.root.groups) - 1)]
-        return str(int(((group[0].get("metadata") or {}).get("annotations") or {}).get(SYNC_WAVE, "0")))
+        return str(int(dig(group[0], "metadata", "annotations", SYNC_WAVE, default="0")))
 
     def note_health(self) -> None:
         """Log, by the wave of the Application they belong to, what became Healthy and what the
@@ -406,7 +407,7 @@ class Convergence:
         for cluster in self.state.clusters.values():
             for w in sorted(cluster.workloads.values(), key=lambda w: w.template.ref):
                 # a suspended CronJob never runs by itself: a template the RUNBOOK makes Jobs of
-                suspended = (cluster.objects_body(w).get("spec") or {}).get("suspend")
+                suspended = dig(cluster.objects_body(w), "spec", "suspend")
                 if w.template.kind == "CronJob" and not suspended:
                     nodes = [
                         n

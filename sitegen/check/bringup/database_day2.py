@@ -44,6 +44,7 @@ from sitegen.check.bringup.objects import Workload
 from sitegen.check.bringup.operators import CNPG_CLUSTER
 from sitegen.compose.procedures.book import commands
 from sitegen.compose.procedures.databases import INSTANCE, title
+from sitegen.tree.fields import dig
 
 if TYPE_CHECKING:
     from sitegen.check.bringup.simulate import Simulation
@@ -64,7 +65,7 @@ class Replication:
     @property
     def synchronous(self) -> tuple[int, str]:
         """How many standbys a commit waits for, and the durability (`required` or `preferred`)."""
-        sync = ((self.body.get("spec") or {}).get("postgresql") or {}).get("synchronous") or {}
+        sync = dig(self.body, "spec", "postgresql", "synchronous") or {}
         if not sync:
             return 0, "preferred"
         return int(sync.get("number", 0)), str(sync.get("dataDurability", "required"))
@@ -135,7 +136,7 @@ def _lose_the_primary(sim: Simulation, cluster: Cluster, w: Workload) -> None:
     stalled = replication.commit(1, running)  # the next write, before the section is followed
     _replay(sim, cluster, w, lost_instance, node)
     cluster.reconcile(sim.state.rails[cluster.name])
-    instances = int((found.body.get("spec") or {}).get("instances", 1))
+    instances = int(dig(found.body, "spec", "instances", default=1))
     if not w.running or sum(w.placed.values()) != instances:
         raise sim.state.blocked(
             cluster.name,
@@ -211,7 +212,7 @@ def _replay(sim: Simulation, cluster: Cluster, w: Workload, instance: int, node:
 
 def _has_wal(cluster: Cluster, t: Any) -> bool:
     found = cluster.find("Cluster", t.namespace, t.name)
-    return bool(found and (found.body.get("spec") or {}).get("walStorage"))
+    return bool(found and dig(found.body, "spec", "walStorage"))
 
 
 def _healthy(sim: Simulation, cluster: Cluster, namespace: str) -> None:
@@ -219,7 +220,7 @@ def _healthy(sim: Simulation, cluster: Cluster, namespace: str) -> None:
     sim.convergence.settle()
     for app in sorted(sim.state.apps.values(), key=lambda a: a.name):
         if app.cluster is not cluster or not any(
-            (o.get("metadata") or {}).get("namespace") == namespace for o in app.objects
+            dig(o, "metadata", "namespace") == namespace for o in app.objects
         ):
             continue
         status, why = app.health()

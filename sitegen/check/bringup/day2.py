@@ -46,6 +46,7 @@ from sitegen.check.netpol import End
 from sitegen.compose.procedures.book import commands
 from sitegen.model import paths
 from sitegen.model.maintenance import Budget
+from sitegen.tree.fields import dig
 
 if TYPE_CHECKING:
     from sitegen.check.bringup.simulate import Simulation
@@ -290,9 +291,9 @@ def a_gpu_breaks(sim: Simulation) -> None:
             )
             continue
         after = run.nodes.get(node, {})
-        labels = (after.get("metadata") or {}).get("labels") or {}
+        labels = dig(after, "metadata", "labels") or {}
         touched = [n for n in by_hand if guard.CORDON_LABEL in run.nodes[n]["metadata"]["labels"]]
-        if run.returncode != 0 or not (after.get("spec") or {}).get("unschedulable") or touched:
+        if run.returncode != 0 or not dig(after, "spec", "unschedulable") or touched:
             said = "; ".join(run.output.splitlines()[-3:])
             what = (
                 f"it labelled {', '.join(touched)}, cordoned by a person, as its own"

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from constructs.kubeadm import KUBEADM_PKI
+from sitegen.tree.fields import dig
 
 KUBEADM_DIR = KUBEADM_PKI.rsplit("/", 1)[0]
 
@@ -33,7 +34,7 @@ def api_server_files(setup: Mapping[str, Any]) -> list[tuple[str, str]]:
     """(flag, path) of every file the API server's flags name that kubeadm does not write: the ones
     under kubeadm's folder but outside its PKI (the audit policy, the admission, authentication and
     encryption configurations)."""
-    args = (setup.get("apiServer") or {}).get("extraArgs") or []
+    args = dig(setup, "apiServer", "extraArgs") or []
     return [
         (a["name"], str(a["value"]))
         for a in args

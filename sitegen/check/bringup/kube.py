@@ -15,6 +15,7 @@ from constructs.namespaces import DEFAULT_TOLERATIONS as ADMISSION_DEFAULT_TOLER
 from constructs.namespaces import MEMORY_PRESSURE_TOLERATION
 from sitegen.check.labels import expression_matches as _expression
 from sitegen.check.labels import label_selector_matches
+from sitegen.tree.fields import dig
 
 _SUFFIX = {
     "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50,
@@ -49,9 +50,7 @@ def node_affinity_matches(spec: Mapping[str, Any], labels: Mapping[str, str]) ->
     """nodeSelector and required node affinity of a pod spec (terms are ORed, expressions ANDed)."""
     if any(labels.get(k) != str(v) for k, v in (spec.get("nodeSelector") or {}).items()):
         return False
-    required = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
-        "requiredDuringSchedulingIgnoredDuringExecution"
-    ) or {}
+    required = dig(spec, "affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution") or {}
     terms = required.get("nodeSelectorTerms") or []
     return not terms or any(
         all(_expression(e, labels) for e in t.get("matchExpressions") or []) for t in terms
@@ -209,7 +208,7 @@ class PodTemplate:
     @property
     def one_per_node(self) -> bool:
         """A required pod anti-affinity on the hostname against its own pods."""
-        anti = (self.spec.get("affinity") or {}).get("podAntiAffinity") or {}
+        anti = dig(self.spec, "affinity", "podAntiAffinity") or {}
         for term in anti.get("requiredDuringSchedulingIgnoredDuringExecution") or []:
             if term.get("topologyKey") == "kubernetes.io/hostname" and label_selector_matches(
                 term.get("labelSelector"), self.labels
@@ -254,7 +253,7 @@ def pod_template(body: Mapping[str, Any]) -> PodTemplate | None:
         elif kind == "DaemonSet":
             replicas = 0
     elif kind == "CronJob":
-        job = (spec.get("jobTemplate") or {}).get("spec") or {}
+        job = dig(spec, "jobTemplate", "spec") or {}
         template, replicas = job.get("template") or {}, job.get("parallelism", 1)
     else:
         return None
@@ -271,12 +270,12 @@ def secret_refs(template: PodTemplate) -> set[str]:
         secret = v.get("secret")
         if secret and not secret.get("optional"):
             names.add(secret["secretName"])
-        for source in (v.get("projected") or {}).get("sources") or []:
+        for source in dig(v, "projected", "sources") or []:
             if "secret" in source and not source["secret"].get("optional"):
                 names.add(source["secret"]["name"])
     for c in template.containers():
         for env in c.get("env") or []:
-            ref = (env.get("valueFrom") or {}).get("secretKeyRef")
+            ref = dig(env, "valueFrom", "secretKeyRef")
             if ref and not ref.get("optional"):
                 names.add(ref["name"])
         for source in c.get("envFrom") or []:
@@ -294,12 +293,12 @@ def config_map_refs(template: PodTemplate) -> set[str]:
         cm = v.get("configMap")
         if cm and not cm.get("optional"):
             names.add(cm["name"])
-        for source in (v.get("projected") or {}).get("sources") or []:
+        for source in dig(v, "projected", "sources") or []:
             if "configMap" in source and not source["configMap"].get("optional"):
                 names.add(source["configMap"]["name"])
     for c in template.containers():
         for env in c.get("env") or []:
-            ref = (env.get("valueFrom") or {}).get("configMapKeyRef")
+            ref = dig(env, "valueFrom", "configMapKeyRef")
             if ref and not ref.get("optional"):
                 names.add(ref["name"])
     return names
@@ -343,7 +342,7 @@ def _types(text: object) -> list[str]:
 def sync_phases(body: Mapping[str, Any]) -> set[int]:
     """The phases of a sync that apply the object: Sync for an object that is no hook; a hook's own,
     none for one no sync runs (Argo CD's Skip, SyncFail or PostDelete; Helm's delete and test hooks)."""
-    annotations = (body.get("metadata") or {}).get("annotations") or {}
+    annotations = dig(body, "metadata", "annotations") or {}
     if "argocd.argoproj.io/hook" in annotations:
         return {ARGO_HOOKS[t] for t in _types(annotations["argocd.argoproj.io/hook"]) if t in ARGO_HOOKS}
     if "helm.sh/hook" in annotations:
@@ -355,7 +354,7 @@ def sync_order(body: Mapping[str, Any]) -> tuple[int, int, int, str, str]:
     """(phase, wave, kind rank, kind, name): the order Argo CD applies the objects of one sync. The wave
     is the sync-wave annotation, else Helm's hook weight (gitops-engine's syncwaves.Wave); a hook of
     two phases is modelled in its first."""
-    annotations = (body.get("metadata") or {}).get("annotations") or {}
+    annotations = dig(body, "metadata", "annotations") or {}
     wave = int(annotations.get("argocd.argoproj.io/sync-wave", annotations.get("helm.sh/hook-weight", "0")))
     kind = str(body.get("kind", ""))
     phase = min(sync_phases(body), default=SYNC)
@@ -409,7 +408,7 @@ def made_secret(body: Mapping[str, Any]) -> tuple[str, str] | None:
     if kind == "Secret":
         return ns, str(meta["name"])
     if kind == "ExternalSecret":
-        return ns, str((spec.get("target") or {}).get("name") or meta["name"])
+        return ns, str(dig(spec, "target", "name") or meta["name"])
     if kind == "Certificate":
         return ns, str(spec["secretName"])
     return None

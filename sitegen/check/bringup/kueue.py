@@ -43,6 +43,7 @@ import yaml
 from sitegen.check.bringup.kube import add, label_selector_matches, quantity
 from sitegen.check.bringup.objects import ClusterObjects, Key, Workload
 from sitegen.check.bringup.scheduling import Scheduler, usage
+from sitegen.tree.fields import dig
 from sitegen.tree.kube_yaml import KubeLoader
 
 KUEUE_QUEUE = "kueue.x-k8s.io/queue-name"
@@ -76,7 +77,7 @@ class Kueue:
         label; without one, when Kueue manages unlabeled jobs, `default` if that LocalQueue exists, else
         "" (a queue no LocalQueue has: held). None: Kueue leaves it alone."""
         body = self.cluster.objects_body(w)
-        labels = {**w.template.labels, **((body.get("metadata") or {}).get("labels") or {})}
+        labels = {**w.template.labels, **(dig(body, "metadata", "labels") or {})}
         selector = self._kueue_namespaces()
         if selector is None or not label_selector_matches(
             selector, self.cluster.namespace_labels(w.template.namespace)
@@ -93,7 +94,7 @@ class Kueue:
         found = self._kueue_configuration()
         if found is None or not found[0].get("manageJobsWithoutQueueName"):
             return frozenset()
-        frameworks = (found[0].get("integrations") or {}).get("frameworks") or []
+        frameworks = dig(found[0], "integrations", "frameworks") or []
         return frozenset(kind for f in frameworks for kind in INTEGRATION_KINDS.get(f, ()))
 
     def _kueue_configuration(self) -> tuple[Mapping[str, Any], str] | None:
@@ -103,7 +104,7 @@ class Kueue:
 
     def _find_kueue_configuration(self) -> tuple[Mapping[str, Any], str] | None:
         for _, applied in self.cluster.of_kind("ConfigMap"):
-            text = (applied.body.get("data") or {}).get("controller_manager_config.yaml")
+            text = dig(applied.body, "data", "controller_manager_config.yaml")
             if text:
                 return _kueue_config(text), applied.body["metadata"]["namespace"]
         return None
@@ -172,11 +173,11 @@ class Kueue:
         """waitForPodsReady's timeout in Kueue's configuration (present means on), or None."""
         found = self._kueue_configuration()
         wait = found[0].get("waitForPodsReady") if found is not None else None
-        return None if wait is None else str((wait or {}).get("timeout", "5m"))
+        return None if wait is None else str(dig(wait, "timeout", default="5m"))
 
     def _priority(self, w: Workload) -> int:
         body = self.cluster.objects_body(w)
-        labels = {**w.template.labels, **((body.get("metadata") or {}).get("labels") or {})}
+        labels = {**w.template.labels, **(dig(body, "metadata", "labels") or {})}
         name = labels.get(KUEUE_PRIORITY)
         found = self.cluster.find("WorkloadPriorityClass", "", name) if name else None
         return int(found.body.get("value", 0)) if found else 0
@@ -216,8 +217,8 @@ class Kueue:
         if _fits(need, used, queues):
             return None
         spec = cq.body["spec"]
-        within = (spec.get("preemption") or {}).get("withinClusterQueue", "Never") in PREEMPTING
-        reclaim = (spec.get("preemption") or {}).get("reclaimWithinCohort", "Never")
+        within = dig(spec, "preemption", "withinClusterQueue", default="Never") in PREEMPTING
+        reclaim = dig(spec, "preemption", "reclaimWithinCohort", default="Never")
         own_nominal = all(used[cq_name].get(r, 0) + n <= quota[r] for r, n in need.items())
         victims = [p for p in held[cq_name] if within and p.priority < w.priority]
         borrowers = [  # reclaiming is for a workload that fits its queue's nominal quota
@@ -327,7 +328,7 @@ def _kueue_config(text: str) -> dict[str, Any]:
 def _selects(cluster_queue: Mapping[str, Any], namespace_labels: Mapping[str, str]) -> bool:
     """A ClusterQueue's namespaceSelector (kueue v0.19.2 cache/scheduler/clusterqueue.go through
     metav1.LabelSelectorAsSelector): unset selects no namespace, `{}` every one."""
-    selector = (cluster_queue.get("spec") or {}).get("namespaceSelector")
+    selector = dig(cluster_queue, "spec", "namespaceSelector")
     return selector is not None and label_selector_matches(selector, namespace_labels)
 
 

@@ -30,6 +30,7 @@ from sitegen.check.bringup.kube import (
 from sitegen.check.bringup.objects import ClusterObjects, Workload
 from sitegen.check.bringup.scheduling import Scheduler
 from sitegen.check.rbac import allows, granted_names
+from sitegen.tree.fields import dig
 
 KUBELET_SERVING = "kubernetes.io/kubelet-serving"
 NFD_WORKER = "nfd-worker"  # the NFD worker's binary, its container's command
@@ -103,9 +104,9 @@ class NodeAgents:
             spec = applied.body["spec"]
             if not all(node.labels.get(k) == str(v) for k, v in (spec.get("nodeSelector") or {}).items()):
                 continue
-            config = _device_plugin_config((spec.get("rdmaSharedDevicePlugin") or {}).get("config") or "{}")
+            config = _device_plugin_config(dig(spec, "rdmaSharedDevicePlugin", "config") or "{}")
             for entry in config.get("configList") or []:
-                names = set((entry.get("selectors") or {}).get("ifNames") or [])
+                names = set(dig(entry, "selectors", "ifNames") or [])
                 count = int(entry.get("rdmaHcaMax", 0)) if admitted and names <= named_interfaces else 0
                 self._set(node, f"rdma/{entry['resourceName']}", count)
 

@@ -20,6 +20,7 @@ from constructs.cluster_manager import resource_of
 from sitegen.check.bringup.kube import BUILTIN, Node, PodTemplate, group_of, pod_template
 from sitegen.check.bringup.references import external
 from sitegen.check.rbac import Rbac
+from sitegen.tree.fields import dig
 
 if TYPE_CHECKING:
     from sitegen.check.bringup.vault import Vault
@@ -147,11 +148,11 @@ class ClusterObjects:
         if key in self.workloads:  # adopted by another app (a renamed one): its pods run on
             self.workloads[key].owner = owner
         elif template is not None:
-            claims = (body.get("spec") or {}).get("volumeClaimTemplates") or []
+            claims = dig(body, "spec", "volumeClaimTemplates") or []
             self.workloads[key] = Workload(
                 template,
                 owner,
-                claim_classes=tuple((c.get("spec") or {}).get("storageClassName") for c in claims),
+                claim_classes=tuple(dig(c, "spec", "storageClassName") for c in claims),
             )
         # the workloads an operator makes of a custom resource: Operators.applied (operators.py)
 
@@ -230,7 +231,7 @@ class ClusterObjects:
 
     def namespace_labels(self, name: str) -> dict[str, str]:
         applied = self.find("Namespace", "", name)
-        own = dict(((applied.body.get("metadata") or {}).get("labels") or {}) if applied else {})
+        own = dict((dig(applied.body, "metadata", "labels") or {}) if applied else {})
         return {**own, "kubernetes.io/metadata.name": name}
 
     def objects_body(self, w: Workload) -> Mapping[str, Any]:

@@ -29,6 +29,7 @@ from sitegen.check.bringup.refusals import gateway
 from sitegen.check.bringup.secrets import Secrets
 from sitegen.components.catalog import COMPONENTS
 from sitegen.components.operands import Operand, Ref, pointer
+from sitegen.tree.fields import dig
 
 CNPG_CLUSTER = ("postgresql.cnpg.io", "Cluster")
 BARMAN_OBJECT_STORE = ("barmancloud.cnpg.io", "ObjectStore")
@@ -123,7 +124,7 @@ class Operators:
         if not self.cluster.controller_running(*CNPG_CLUSTER):
             return {}
         _, _, ns, name = key_of(body)
-        plugins = [p["name"] for p in (body.get("spec") or {}).get("plugins") or [] if p.get("enabled", True)]
+        plugins = [p["name"] for p in dig(body, "spec", "plugins") or [] if p.get("enabled", True)]
         if any(p == BARMAN_PLUGIN for p in plugins) and not self.cluster.controller_running(
             *BARMAN_OBJECT_STORE
         ):
@@ -132,7 +133,7 @@ class Operators:
             }
         w = self.cluster.workloads.get(("apps", "StatefulSet", ns, name))
         ready = sum(w.placed.values()) if w is not None and w.placed else 0
-        instances = int((body.get("spec") or {}).get("instances", 1))
+        instances = int(dig(body, "spec", "instances", default=1))
         if w is not None and w.running:
             phase = "Cluster in healthy state"
         elif ready == 0:
@@ -172,7 +173,7 @@ class Operators:
         kube-controller-manager signs for it) and approves it itself. kubelet-csr-approver judges every
         kubelet-serving CSR and denies one whose requester is not the node it names, unless told to
         leave those alone (IGNORE_NON_SYSTEM_NODE, default false); a denied CSR is final."""
-        if ((body.get("spec") or {}).get("certificates") or {}).get("disableAutoCert", False):
+        if dig(body, "spec", "certificates", "disableAutoCert", default=False):
             return None
         for approver in self.node_agents.approvers():
             env = {
@@ -227,15 +228,13 @@ def _database_instances(body: Mapping[str, Any], owner: str) -> list[tuple[Key, 
         pod["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
             {"topologyKey": affinity.get("topologyKey", "kubernetes.io/hostname"), "labelSelector": {"matchLabels": labels}}
         ]}}  # fmt: skip
-    secret = (((spec.get("bootstrap") or {}).get("initdb") or {}).get("secret") or {}).get("name")
+    secret = dig(spec, "bootstrap", "initdb", "secret", "name")
     if secret:
         pod["volumes"] = [{"name": "bootstrap", "secret": {"secretName": secret}}]
     template = PodTemplate(
         "StatefulSet", meta["namespace"], meta["name"], int(spec.get("instances", 1)), {"labels": labels}, pod
     )
-    classes = tuple(
-        c for c in ((spec.get(v) or {}).get("storageClass") for v in ("storage", "walStorage")) if c
-    )
+    classes = tuple(c for c in (dig(spec, v, "storageClass") for v in ("storage", "walStorage")) if c)
     workload = Workload(template, owner, claim_classes=classes, operator=CNPG_CLUSTER)
     return [(("apps", "StatefulSet", meta["namespace"], meta["name"]), workload)]
 
@@ -257,7 +256,7 @@ def _operator_workloads(body: Mapping[str, Any], owner: str) -> list[tuple[Key, 
             "containers": [{"name": "minio", "resources": pool.get("resources") or {}}],
         }
         template = PodTemplate("StatefulSet", meta["namespace"], name, int(pool["servers"]), {}, spec)
-        claim = ((pool.get("volumeClaimTemplate") or {}).get("spec") or {}).get("storageClassName")
+        claim = dig(pool, "volumeClaimTemplate", "spec", "storageClassName")
         workload = Workload(
             template, owner, claim_classes=(claim,), operator=("aistor.min.io", "ObjectStore")
         )
@@ -274,7 +273,7 @@ def _follow(body: Mapping[str, Any], chain: tuple[Ref, ...], find: Find) -> Mapp
         name = pointer(body, ref.name)
         namespace = "" if ref.cluster_scoped else pointer(body, ref.namespace) if ref.namespace else None
         if namespace is None:
-            namespace = (body.get("metadata") or {}).get("namespace", "")
+            namespace = dig(body, "metadata", "namespace", default="")
         found = find(ref.kind, str(namespace), str(name)) if name else None
         if found is None:
             return None

@@ -13,6 +13,7 @@ from typing import Any
 
 from sitegen.check.bringup.kube import Taint, quantity
 from sitegen.model.hardware import Hardware
+from sitegen.tree.fields import dig
 
 CONTROL_PLANE_TAINT = Taint("node-role.kubernetes.io/control-plane", "", "NoSchedule")
 MAX_PODS = 110  # the kubelet's default
@@ -71,7 +72,7 @@ def reservations(patch: Mapping[str, Any] | None) -> dict[str, int]:
     for field_name in ("systemReserved", "kubeReserved"):
         for name, value in (patch.get(field_name) or {}).items():
             reserved[name] = reserved.get(name, 0) + quantity(value, milli=name == "cpu")
-    eviction = (patch.get("evictionHard") or {}).get("memory.available")
+    eviction = dig(patch, "evictionHard", "memory.available")
     if eviction:
         reserved["memory"] = reserved.get("memory", 0) + quantity(eviction)
     return reserved

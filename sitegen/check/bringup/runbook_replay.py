@@ -54,6 +54,7 @@ from sitegen.check.bringup.state import SimulationState
 from sitegen.check.bringup.storage import step_pools
 from sitegen.compose.procedures.book import RunbookStep, commands, listed_keys
 from sitegen.model import paths
+from sitegen.tree.fields import dig
 
 
 class RunbookReplay:
@@ -193,7 +194,7 @@ class RunbookReplay:
         if control_plane:
             host_files = rebuilt.files if rebuilt else self.state.host_files.get(cluster.name, set())
             self._api_server_files(cluster, config, host_files)
-        patches = (init.get("patches") or {}).get("directory")
+        patches = dig(init, "patches", "directory")
         if patches:
             self.state.patch_dirs.setdefault(cluster.name, set()).add(patches)
         addresses = joining_addresses(registration, self.state.texts.get(config, ""))
@@ -454,7 +455,7 @@ class RunbookReplay:
 
 def _meta_labels(cluster: Cluster, w: Any) -> dict[str, str]:
     body = cluster.objects_body(w)
-    return {k: str(v) for k, v in ((body.get("metadata") or {}).get("labels") or {}).items()}
+    return {k: str(v) for k, v in (dig(body, "metadata", "labels") or {}).items()}
 
 
 def _names(names: list[str]) -> str:

@@ -18,6 +18,8 @@ import re
 import tomllib
 from typing import Any
 
+from sitegen.tree.fields import dig
+
 CONFIG = "/etc/containerd/config.toml"
 CRI = ("cri", "io.containerd.grpc.v1.cri")
 _WRITE = re.compile(rf"^cat > {re.escape(CONFIG)} <<'(\w+)'\n(.*?)^\1$", re.M | re.S)
@@ -40,8 +42,7 @@ def refusal(config: dict[str, Any] | None, cgroup_driver: str) -> str | None:
         return "containerd's configuration disables the CRI: kubeadm's preflight finds no container runtime"
     plugins = config.get("plugins") or {}
     runc = (
-        ((((plugins.get("io.containerd.cri.v1.runtime") or {}).get("containerd") or {}).get("runtimes") or {}).get("runc") or {})
-        .get("options") or {}
+        dig(plugins, "io.containerd.cri.v1.runtime", "containerd", "runtimes", "runc", "options") or {}
     )  # fmt: skip
     systemd = bool(runc.get("SystemdCgroup"))
     if systemd != (cgroup_driver == "systemd"):
@@ -50,7 +51,7 @@ def refusal(config: dict[str, Any] | None, cgroup_driver: str) -> str | None:
             f"runc runs on the {runtime} cgroup driver and the kubelet on {cgroup_driver}: two cgroup "
             "managers on one host (set SystemdCgroup as the kubelet's cgroupDriver)"
         )
-    sandbox = (((plugins.get("io.containerd.cri.v1.images") or {}).get("pinned_images")) or {}).get("sandbox")
+    sandbox = dig(plugins, "io.containerd.cri.v1.images", "pinned_images", "sandbox")
     if not sandbox or "/pause:" not in str(sandbox):
         return "no sandbox image pinned: every pod's pause image is the runtime's built-in default, not kubeadm's"
     return None

@@ -24,6 +24,7 @@ from typing import Any
 from sitegen.check.bringup.kube import CORDONED, NOT_READY, Node, PodTemplate, add
 from sitegen.check.bringup.objects import ClusterObjects, Key, Workload
 from sitegen.check.labels import label_selector_matches
+from sitegen.tree.fields import dig
 
 # the CSI drivers whose volumes live on one node's drives (DirectPV, TopoLVM): a claim of a class they
 # provision ties its pod to that node
@@ -45,7 +46,7 @@ class Scheduler:
             return
         if w.admitted is False:
             return
-        if w.admitted is None and (self.cluster.objects_body(w).get("spec") or {}).get("suspend"):
+        if w.admitted is None and dig(self.cluster.objects_body(w), "spec", "suspend"):
             w.reason = "suspended, and no Kueue manages its namespace to admit it"
             return
         if w.stranded_on is not None and w.stranded_on in self.cluster.nodes:
@@ -323,9 +324,7 @@ Placed = tuple[PodTemplate, Mapping[str, int]]  # a workload's pods: its templat
 
 def required_terms(t: PodTemplate, kind: str) -> list[Mapping[str, Any]]:
     """The required terms of the pod's `podAffinity` or `podAntiAffinity`."""
-    found = ((t.spec.get("affinity") or {}).get(kind) or {}).get(
-        "requiredDuringSchedulingIgnoredDuringExecution"
-    )
+    found = dig(t.spec, "affinity", kind, "requiredDuringSchedulingIgnoredDuringExecution")
     return list(found or [])
 
 

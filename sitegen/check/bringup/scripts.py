@@ -23,6 +23,7 @@ from typing import Any
 from sitegen.check.bringup.apiserver import fake_apiserver, fake_prometheus, node
 from sitegen.check.bringup.cluster import Cluster
 from sitegen.check.bringup.objects import key_of
+from sitegen.tree.fields import dig
 
 IN_CLUSTER_API = "https://kubernetes.default.svc"
 SERVICE_ACCOUNT = "/var/run/secrets/kubernetes.io/serviceaccount"
@@ -33,8 +34,8 @@ def api_jobs(cluster: Cluster) -> list[tuple[Mapping[str, Any], Mapping[str, Any
     """(CronJob, container) for each container that runs a shell script against the cluster's API."""
     found = []
     for _, applied in cluster.of_kind("CronJob"):
-        spec = (((applied.body.get("spec") or {}).get("jobTemplate") or {}).get("spec") or {}).get("template")
-        for container in ((spec or {}).get("spec") or {}).get("containers") or []:
+        spec = dig(applied.body, "spec", "jobTemplate", "spec", "template")
+        for container in dig(spec, "spec", "containers") or []:
             env = {e.get("name"): e.get("value") for e in container.get("env") or []}
             command = container.get("command") or []
             if env.get("API_SERVER") == IN_CLUSTER_API and command[:2] == ["/bin/sh", "-c"]:
@@ -64,7 +65,7 @@ def _pod_files(
     volumes = {v["name"]: v for v in pod.get("volumes") or []}
     out = {}
     for mount in container.get("volumeMounts") or []:
-        config_map = (volumes.get(mount["name"]) or {}).get("configMap")
+        config_map = dig(volumes, mount["name"], "configMap")
         if not config_map:
             continue
         applied = cluster.find("ConfigMap", namespace, config_map["name"])

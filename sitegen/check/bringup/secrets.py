@@ -20,6 +20,7 @@ from sitegen.check.bringup.objects import Applied, ClusterObjects
 from sitegen.check.bringup.refusals.controllers import vault_login_refusal
 from sitegen.components.catalog import COMPONENTS
 from sitegen.components.ownership import JobSecret
+from sitegen.tree.fields import dig
 
 # Secret name -> the chart Job that writes it, as the components declare them
 _JOB_SECRETS = {s.secret: s for kind in COMPONENTS for s in kind.job_secrets}
@@ -42,7 +43,7 @@ class Secrets:
             return f"{kind} {name} does not exist"
         if not self.cluster.controller_running("external-secrets.io", kind):
             return "the External Secrets controller is not running"
-        auth = ((store.body["spec"].get("provider") or {}).get("vault") or {}).get("auth") or {}
+        auth = dig(store.body["spec"], "provider", "vault", "auth") or {}
         kube = auth.get("kubernetes")
         if kube is None:
             return None
@@ -58,7 +59,7 @@ class Secrets:
             return f"vault role {kube.get('role')} is not bound to namespace {account_ns}"
         if self.cluster.find("ServiceAccount", account_ns, account.get("name", "")) is None:
             return f"ServiceAccount {account_ns}/{account.get('name')} does not exist"
-        vault = (store.body["spec"].get("provider") or {}).get("vault") or {}
+        vault = dig(store.body["spec"], "provider", "vault") or {}
         refused = vault_login_refusal(
             self.cluster, self.cluster.provider_of_kind("external-secrets.io", kind), str(vault.get("server", "")),
             (account_ns, account.get("name", "")),
@@ -85,9 +86,7 @@ class Secrets:
         return None
 
     def readable_keys(self, store: Mapping[str, Any]) -> set[str]:
-        kube = (((store["spec"].get("provider") or {}).get("vault") or {}).get("auth") or {}).get(
-            "kubernetes"
-        ) or {}
+        kube = dig(store["spec"], "provider", "vault", "auth", "kubernetes") or {}
         role = self.cluster.vault.roles.get((kube.get("mountPath", "kubernetes"), kube.get("role", ""))) or {}
         return {
             k for p in role.get("policies", "").split(",") for k in self.cluster.vault.policies.get(p, set())
@@ -133,7 +132,7 @@ class Secrets:
         )
         if found is None:
             return f"{kind} {issuer['name']} does not exist"
-        ca = (found.body["spec"].get("ca") or {}).get("secretName")
+        ca = dig(found.body["spec"], "ca", "secretName")
         if ca:
             missing = self.secret_blocker(self.issuer_namespace(found), ca)
             if missing:

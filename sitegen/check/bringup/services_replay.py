@@ -11,6 +11,7 @@ import re
 from sitegen.check.bringup.cluster import Cluster
 from sitegen.check.bringup.events import Blocker, Stop
 from sitegen.check.bringup.state import SimulationState
+from sitegen.tree.fields import dig
 
 # What no consumer's key may do: lift a lock, erase a version, change a bucket's protection or policy
 FORBIDDEN_S3_ACTIONS = {
@@ -80,10 +81,10 @@ def _s3_blocker(state: SimulationState, host: str) -> str | None:
     for cluster in state.clusters.values():
         for key, applied in cluster.of_kind("ObjectStore"):
             spec = applied.body.get("spec") or {}
-            names = ((spec.get("certificates") or {}).get("config") or {}).get("dnsNames") or []
+            names = dig(spec, "certificates", "config", "dnsNames") or []
             if host not in names:
                 continue
-            service = ((spec.get("services") or {}).get("minio") or {}).get("serviceType")
+            service = dig(spec, "services", "minio", "serviceType")
             if service != "LoadBalancer":
                 return f"the ObjectStore's S3 Service is {service}: nothing outside cluster {cluster.name} reaches it"
             down = cluster.operators.controller_status(applied.body)

@@ -29,6 +29,7 @@ from sitegen.components.catalog import COMPONENTS
 from sitegen.components.networking.cilium import Cilium
 from sitegen.components.platform.admission_policies import AdmissionPolicies
 from sitegen.model import VariantLayout, paths
+from sitegen.tree.fields import dig
 
 if TYPE_CHECKING:
     from sitegen.check.bringup.roots import RootSync
@@ -47,8 +48,8 @@ def _pod_security(docs: list[dict[str, Any]]) -> tuple[str, frozenset[str]]:
         for plugin in doc.get("plugins") or []:
             if plugin.get("name") == "PodSecurity":
                 config = plugin.get("configuration") or {}
-                level = str((config.get("defaults") or {}).get("enforce", "privileged"))
-                exempt = frozenset((config.get("exemptions") or {}).get("namespaces") or [])
+                level = str(dig(config, "defaults", "enforce", default="privileged"))
+                exempt = frozenset(dig(config, "exemptions", "namespaces") or [])
                 return level, exempt
     return "privileged", frozenset()
 
@@ -58,7 +59,7 @@ def _admission_plugins(files: Iterable[list[dict[str, Any]]]) -> frozenset[str]:
     for docs in files:
         for doc in docs:
             if doc.get("kind") == "ClusterConfiguration":
-                for arg in (doc.get("apiServer") or {}).get("extraArgs") or []:
+                for arg in dig(doc, "apiServer", "extraArgs") or []:
                     if arg.get("name") == "enable-admission-plugins":
                         return frozenset(str(arg["value"]).split(","))
     return frozenset()

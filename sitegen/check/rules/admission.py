@@ -11,6 +11,7 @@ from sitegen.check.bringup.kube import pod_template
 from sitegen.check.rules.base import Context, Violation, rule
 from sitegen.components.platform.admission_policies import AdmissionPolicies
 from sitegen.tree.documents import Document
+from sitegen.tree.fields import dig
 
 # kubeadm's admin.conf: what the RUNBOOK's kubectl applies bootstrap/ as
 RUNBOOK_ADMIN = Request("kubernetes-admin", ("kubeadm:cluster-admins", "system:authenticated"))
@@ -51,7 +52,7 @@ def _admitted(ctx: Context) -> Iterator[Violation]:
         if not policies:
             continue
         namespaces = {
-            d.name: (d.body.get("metadata") or {}).get("labels") or {}
+            d.name: dig(d.body, "metadata", "labels") or {}
             for d in by_cluster.get((variant, cluster or hub), []) + by_cluster.get((variant, None), [])
             if d.kind == "Namespace"
         }

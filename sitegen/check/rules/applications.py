@@ -14,6 +14,7 @@ from sitegen.check.project_policy import destination_permitted, kind_permitted
 from sitegen.check.rules.base import Context, Violation, rule
 from sitegen.model import paths
 from sitegen.tree.documents import Document
+from sitegen.tree.fields import dig
 
 
 def _tree_path(ctx: Context, repo_path: str) -> Path | None:
@@ -54,7 +55,7 @@ def _values_files(ctx: Context) -> Iterator[Violation]:
     for app in ctx.apps:
         refs = {s.get("ref") for s in app.sources if s.get("ref")}
         for i, source in enumerate(app.sources):
-            for j, value_file in enumerate(((source.get("helm") or {}).get("valueFiles")) or []):
+            for j, value_file in enumerate((dig(source, "helm", "valueFiles")) or []):
                 where = _at(app, f".sources[{i}].helm.valueFiles[{j}]")
                 ref, _, rest = str(value_file).partition("/")
                 if not ref.startswith("$") or ref[1:] not in refs:

@@ -14,6 +14,7 @@ from sitegen.check.bringup.kube import pod_template
 from sitegen.check.rules.base import Context, Violation, rule
 from sitegen.components.storage.aistor import AIStor
 from sitegen.tree.documents import Document
+from sitegen.tree.fields import dig
 
 
 def _pod(doc: Document) -> Mapping[str, Any]:
@@ -162,10 +163,10 @@ def _skipped_classes(docs: list[Document], schedule: Document) -> set[str]:
     ]
     skipped: set[str] = set()
     for config_map in found:
-        policy = yaml.safe_load((config_map.body.get("data") or {}).get("policy.yaml", "")) or {}
+        policy = yaml.safe_load(dig(config_map.body, "data", "policy.yaml", default="")) or {}
         for p in policy.get("volumePolicies") or []:
-            if (p.get("action") or {}).get("type") == "skip":
-                skipped.update((p.get("conditions") or {}).get("storageClass") or [])
+            if dig(p, "action", "type") == "skip":
+                skipped.update(dig(p, "conditions", "storageClass") or [])
     return skipped
 
 
@@ -198,7 +199,7 @@ def _snapshot_able_claims(ctx: Context) -> Iterator[Violation]:
         classes = {d.name: d.body.get("provisioner") for d in docs if d.kind == "StorageClass"}
         default = next(
             (d.name for d in docs if d.kind == "StorageClass"
-             and (d.body["metadata"].get("annotations") or {}).get("storageclass.kubernetes.io/is-default-class") == "true"),
+             and dig(d.body["metadata"], "annotations", "storageclass.kubernetes.io/is-default-class") == "true"),
             None,
         )  # fmt: skip
         for schedule in docs:

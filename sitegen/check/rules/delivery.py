@@ -24,6 +24,7 @@ from sitegen.compose.ownership import (
 )
 from sitegen.model import paths
 from sitegen.tree.documents import Document
+from sitegen.tree.fields import dig
 
 APPSET_HEALTH = f"{CUSTOMIZATION}argoproj.io_ApplicationSet"
 
@@ -41,8 +42,8 @@ def _self_heal(ctx: Context) -> Iterator[Violation]:
             what
             for what, ok in (
                 ("automated sync", automated is not None and automated.get("enabled", True) is not False),
-                ("prune", bool((automated or {}).get("prune"))),
-                ("selfHeal", bool((automated or {}).get("selfHeal"))),
+                ("prune", bool(dig(automated, "prune"))),
+                ("selfHeal", bool(dig(automated, "selfHeal"))),
                 ("a retry", bool(policy.get("retry"))),
             )
             if not ok
@@ -58,7 +59,7 @@ def _self_heal(ctx: Context) -> Iterator[Violation]:
 )
 def _no_rolling_sync(ctx: Context) -> Iterator[Violation]:
     for doc in _appsets(ctx):
-        strategy = (doc.body.get("spec") or {}).get("strategy")
+        strategy = dig(doc.body, "spec", "strategy")
         if strategy:
             yield Violation(
                 doc, "$.spec.strategy",
@@ -120,7 +121,7 @@ def _appset_health(ctx: Context) -> Iterator[Violation]:
         if not maps:
             continue
         doc = maps[0]
-        script = (doc.body.get("data") or {}).get(APPSET_HEALTH)
+        script = dig(doc.body, "data", APPSET_HEALTH)
         if not script:
             yield Violation(
                 doc, f"$.data['{APPSET_HEALTH}']", "missing: the roots would not wait on the sets' apps"
@@ -146,7 +147,7 @@ def _appset_health(ctx: Context) -> Iterator[Violation]:
 )
 def _deletion_guard(ctx: Context) -> Iterator[Violation]:
     for doc in _appsets(ctx):
-        policy = (doc.body.get("spec") or {}).get("syncPolicy") or {}
+        policy = dig(doc.body, "spec", "syncPolicy") or {}
         if not policy.get("preserveResourcesOnDeletion") and policy.get("applicationsSync") not in (
             "create-only",
             "create-update",
@@ -166,7 +167,7 @@ def _deletion_guard(ctx: Context) -> Iterator[Violation]:
                 "runs it",
             )  # fmt: skip
         elif keeps_data(doc.body):
-            annotations = (doc.body.get("metadata") or {}).get("annotations") or {}
+            annotations = dig(doc.body, "metadata", "annotations") or {}
             options = {o.strip() for o in str(annotations.get(SYNC_OPTIONS, "")).split(",")}
             if not set(KEEP_ON_DELETE) <= options:
                 yield Violation(

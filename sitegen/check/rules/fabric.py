@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 from sitegen.check.rules.base import Context, Violation, rule
 from sitegen.tree.documents import Document
+from sitegen.tree.fields import dig
 
 
 @rule(
@@ -19,7 +20,7 @@ def _rail_ranges_disjoint(ctx: Context) -> Iterator[Violation]:
     for doc in ctx.docs:
         if doc.group != "nv-ipam.nvidia.com" or doc.kind != "IPPool" or doc.cluster is None:
             continue
-        subnet = ipaddress.ip_network(str((doc.body.get("spec") or {}).get("subnet")), strict=False)
+        subnet = ipaddress.ip_network(str(dig(doc.body, "spec", "subnet")), strict=False)
         for other_subnet, other in seen.setdefault(doc.variant, []):
             if other.cluster != doc.cluster and subnet.overlaps(other_subnet):
                 yield Violation(

@@ -6,6 +6,7 @@ import re
 from collections.abc import Iterator
 
 from sitegen.check.rules.base import Context, Violation, rule
+from sitegen.tree.fields import dig
 
 # nginx locations that pass Loki's push or query API on (the Loki chart's gateway renders them)
 _LOKI_LOCATION = re.compile(r"location\s+[=^~]*\s*/(?:loki/api/v1|api/prom|otlp/v1/logs)\b[^{]*\{([^}]*)\}")
@@ -35,7 +36,7 @@ def _authenticated_log_gateway(ctx: Context) -> Iterator[Violation]:
 
 def _containers(body: dict) -> list[dict]:
     spec = body.get("spec") or {}
-    pod = ((spec.get("jobTemplate") or {}).get("spec") or spec).get("template", {}).get("spec") or {}
+    pod = (dig(spec, "jobTemplate", "spec") or spec).get("template", {}).get("spec") or {}
     return [*(pod.get("initContainers") or []), *(pod.get("containers") or [])]
 
 
@@ -53,10 +54,10 @@ def _verified_kubelets(ctx: Context) -> Iterator[Violation]:
                 )
         if doc.kind == "ServiceMonitor":
             spec = doc.body.get("spec") or {}
-            if ((spec.get("selector") or {}).get("matchLabels") or {}).get("k8s-app") != "kubelet":
+            if dig(spec, "selector", "matchLabels", "k8s-app") != "kubelet":
                 continue
             for i, endpoint in enumerate(spec.get("endpoints") or []):
-                if (endpoint.get("tlsConfig") or {}).get("insecureSkipVerify"):
+                if dig(endpoint, "tlsConfig", "insecureSkipVerify"):
                     yield Violation(
                         doc, f"$.spec.endpoints[{i}].tlsConfig", "scrapes kubelets without verifying them"
                     )

@@ -11,6 +11,7 @@ from constructs.kueue import PRIORITY_LABEL, QUEUE_LABEL
 from sitegen.check.placement import pod_spec
 from sitegen.check.rules.base import Context, Violation, rule
 from sitegen.tree.documents import Document
+from sitegen.tree.fields import dig
 
 LONG_RUNNING = ("StatefulSet", "Deployment")  # hold their GPUs until someone takes them
 
@@ -28,8 +29,7 @@ def _gpus(doc: Document) -> int:
     if found is None:
         return 0
     per_pod = sum(
-        int(((c.get("resources") or {}).get("limits") or {}).get(GPU, 0) or 0)
-        for c in found[1].get("containers") or []
+        int(dig(c, "resources", "limits", GPU, default=0) or 0) for c in found[1].get("containers") or []
     )
     spec = doc.body.get("spec") or {}
     pods = spec.get("parallelism", 1) if doc.kind == "Job" else spec.get("replicas", 1)
@@ -39,7 +39,7 @@ def _gpus(doc: Document) -> int:
 def _quota(queue: dict[str, Any]) -> int:
     return sum(
         int(r.get("nominalQuota", 0))
-        for group in (queue.get("spec") or {}).get("resourceGroups") or []
+        for group in dig(queue, "spec", "resourceGroups") or []
         for flavor in group.get("flavors") or []
         for r in flavor.get("resources") or []
         if r.get("name") == GPU
@@ -60,26 +60,26 @@ def _admissible(ctx: Context) -> Iterator[Violation]:
         kueue = [d for d in docs if d.group == "kueue.x-k8s.io"]
         queues = {d.name: d.body for d in kueue if d.kind == "ClusterQueue"}
         local = {
-            (d.namespace, d.name): (d.body.get("spec") or {}).get("clusterQueue")
+            (d.namespace, d.name): dig(d.body, "spec", "clusterQueue")
             for d in kueue
             if d.kind == "LocalQueue"
         }
         classes = {d.name: int(d.body.get("value", 0)) for d in kueue if d.kind == "WorkloadPriorityClass"}
         workloads = []
         for doc in docs:
-            labels = (doc.body.get("metadata") or {}).get("labels") or {}
+            labels = dig(doc.body, "metadata", "labels") or {}
             if QUEUE_LABEL not in labels:
                 continue
             gpus = _gpus(doc)
             queue = local.get((doc.namespace, labels[QUEUE_LABEL]))
             if gpus and queue in queues:
                 workloads.append(_Workload(doc, queue, gpus, classes.get(labels.get(PRIORITY_LABEL, ""), 0)))
-        cohort_of = {name: (q.get("spec") or {}).get("cohortName") or name for name, q in queues.items()}
+        cohort_of = {name: dig(q, "spec", "cohortName") or name for name, q in queues.items()}
         for w in workloads:
             queue = queues[w.queue]
             cohort = [name for name in queues if cohort_of[name] == cohort_of[w.queue]]
             quota = sum(_quota(queues[name]) for name in cohort)
-            preempts = ((queue.get("spec") or {}).get("preemption") or {}).get("withinClusterQueue", "Never")
+            preempts = dig(queue, "spec", "preemption", "withinClusterQueue", default="Never")
             holders = [  # other queues' long-running work stays within their nominal quota: kept
                 v
                 for v in workloads

@@ -14,6 +14,7 @@ from sitegen.check.rules.base import Context, Violation, rule
 from sitegen.check.tolerations import whitelist_admits
 from sitegen.model import PoolLayout, Taint, paths
 from sitegen.tree.documents import Document
+from sitegen.tree.fields import dig
 
 
 def _names(pools: list[PoolLayout]) -> str:
@@ -192,7 +193,7 @@ def _toleration_whitelist(ctx: Context) -> Iterator[Violation]:
     allowed: dict[tuple[str, str | None, str], list[dict[str, str]]] = {}
     for doc in ctx.docs:
         if doc.kind == "Namespace" and doc.group == "":
-            raw = ((doc.body.get("metadata") or {}).get("annotations") or {}).get(TOLERATIONS_WHITELIST)
+            raw = dig(doc.body, "metadata", "annotations", TOLERATIONS_WHITELIST)
             if raw is not None:
                 allowed[(doc.variant, doc.cluster, doc.name)] = json.loads(raw)
     for doc in ctx.docs:

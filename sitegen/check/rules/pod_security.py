@@ -13,6 +13,7 @@ from sitegen.check.pod_security import violations
 from sitegen.check.rules.base import Context, Violation, rule
 from sitegen.model import paths
 from sitegen.tree.documents import Document
+from sitegen.tree.fields import dig
 
 _LEVELS = ("privileged", "baseline", "restricted")
 PARTIAL = "sitegen.io/partial"
@@ -21,7 +22,7 @@ PARTIAL = "sitegen.io/partial"
 def _namespaces(ctx: Context) -> Iterator[tuple[Document, dict[str, str]]]:
     for doc in ctx.docs:
         if doc.kind == "Namespace" and doc.group == "":
-            yield doc, (doc.body.get("metadata") or {}).get("labels") or {}
+            yield doc, dig(doc.body, "metadata", "labels") or {}
 
 
 @rule("PSA-001", "namespace-psa-labels", "an unlabelled namespace falls back to the cluster default level")
@@ -76,7 +77,7 @@ def _controllers_apart(ctx: Context) -> Iterator[Violation]:
 
 def is_partial(doc: Document) -> bool:
     """A partial object patches a few fields into a workload another owner defines (kubeadm's CoreDNS)."""
-    return ((doc.body.get("metadata") or {}).get("annotations") or {}).get(PARTIAL) == "true"
+    return dig(doc.body, "metadata", "annotations", PARTIAL) == "true"
 
 
 def containers(path: str, spec: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -88,7 +89,7 @@ def containers(path: str, spec: dict[str, Any]) -> Iterator[tuple[str, dict[str,
 def _restricted_problems(spec: dict[str, Any], container: dict[str, Any]) -> list[str]:
     pod_ctx, ctx = spec.get("securityContext") or {}, container.get("securityContext") or {}
     problems = []
-    requests = (container.get("resources") or {}).get("requests") or {}
+    requests = dig(container, "resources", "requests") or {}
     if not {"cpu", "memory"} <= set(requests):
         problems.append("resources.requests needs cpu and memory")
     if ctx.get("privileged"):
@@ -97,7 +98,7 @@ def _restricted_problems(spec: dict[str, Any], container: dict[str, Any]) -> lis
         problems.append("allowPrivilegeEscalation must be false")
     if ctx.get("runAsNonRoot", pod_ctx.get("runAsNonRoot")) is not True:
         problems.append("runAsNonRoot must be true")
-    if "ALL" not in ((ctx.get("capabilities") or {}).get("drop") or []):
+    if "ALL" not in (dig(ctx, "capabilities", "drop") or []):
         problems.append("capabilities must drop ALL")
     seccomp = (ctx.get("seccompProfile") or pod_ctx.get("seccompProfile") or {}).get("type")
     if seccomp not in ("RuntimeDefault", "Localhost"):
@@ -158,7 +159,7 @@ def _pods_pass_admission(ctx: Context) -> Iterator[Violation]:
             continue
         if w.spec.get("runtimeClassName") in (exempt.get("runtimeClasses") or []):
             continue
-        default = (config.get("defaults") or {}).get("enforce", "privileged")
+        default = dig(config, "defaults", "enforce", default="privileged")
         level = levels.get((w.doc.variant, w.doc.cluster, w.doc.namespace)) or default
         problems = violations(level, w.spec)
         if problems:

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from sitegen.check.power import by_account, powers
 from sitegen.check.rules.base import Context, Violation, rule
 from sitegen.tree.documents import Document
+from sitegen.tree.fields import dig
 
 
 def _clusters(ctx: Context) -> dict[tuple[str, str], list[Document]]:
@@ -49,8 +50,8 @@ def _reviewed_power(ctx: Context) -> Iterator[Violation]:
 )
 def _no_inline_csi(ctx: Context) -> Iterator[Violation]:
     for doc in ctx.docs:
-        if doc.kind == "CSIDriver" and "Ephemeral" in (doc.body.get("spec") or {}).get(
-            "volumeLifecycleModes", []
+        if doc.kind == "CSIDriver" and "Ephemeral" in dig(
+            doc.body, "spec", "volumeLifecycleModes", default=[]
         ):
             yield Violation(
                 doc,

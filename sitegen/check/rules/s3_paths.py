@@ -9,6 +9,7 @@ from constructs.s3_front_doors import HOSTNAME
 from sitegen.check.bringup.kube import label_selector_matches
 from sitegen.check.rules.base import Context, Violation, rule
 from sitegen.tree.documents import Document
+from sitegen.tree.fields import dig
 
 
 def _announcing_hosts(policy: Document) -> set[str] | None:
@@ -57,7 +58,7 @@ def _s3_spread(ctx: Context) -> Iterator[Violation]:
                 or spec.get("externalTrafficPolicy") != "Local"
             ):
                 continue
-            labels = (service.body.get("metadata") or {}).get("labels") or {}
+            labels = dig(service.body, "metadata", "labels") or {}
             pinned = [
                 hosts for policy in policies
                 if (hosts := _announcing_hosts(policy))

@@ -14,6 +14,7 @@ from sitegen.check.rules.base import Context, Violation, rule
 from sitegen.check.rules.pod_security import containers
 from sitegen.components.edge.cert_manager import CertManager
 from sitegen.tree.documents import Document
+from sitegen.tree.fields import dig
 
 
 @rule(
@@ -54,8 +55,8 @@ def _scoped_stores(ctx: Context) -> Iterator[Violation]:
             )
         elif doc.kind == "SecretStore":
             stores[(doc.variant, _cluster_of(doc, ctx), doc.namespace, doc.name)] = doc
-            auth = ((doc.body["spec"].get("provider") or {}).get("vault") or {}).get("auth") or {}
-            role = (auth.get("kubernetes") or {}).get("role")
+            auth = dig(doc.body["spec"], "provider", "vault", "auth") or {}
+            role = dig(auth, "kubernetes", "role")
             own = vault_role(ctx.secrets, doc.namespace) if ctx.secrets else role
             if role != own:
                 yield Violation(
@@ -157,10 +158,8 @@ def _reaches_ca_key(path: str) -> str | None:
 def _reads_as_other(spec: dict, container: dict) -> bool:
     """The container runs as a user other than root, without the capabilities that bypass file modes:
     kubeadm writes the keys 0600, root's, so it cannot read them (node-exporter's view of the host)."""
-    user = (container.get("securityContext") or {}).get(
-        "runAsUser", (spec.get("securityContext") or {}).get("runAsUser")
-    )
-    added = set(((container.get("securityContext") or {}).get("capabilities") or {}).get("add") or [])
+    user = dig(container, "securityContext", "runAsUser", default=dig(spec, "securityContext", "runAsUser"))
+    added = set(dig(container, "securityContext", "capabilities", "add") or [])
     return user not in (None, 0) and not added & {"DAC_OVERRIDE", "DAC_READ_SEARCH", "SYS_ADMIN", "ALL"}
 
 

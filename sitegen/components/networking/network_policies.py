@@ -22,6 +22,7 @@ from sitegen.components.flows import EVERY_NAMESPACE, NODES, WORLD, Flow
 from sitegen.components.networking import PROJECT
 from sitegen.components.networking.cilium import Cilium
 from sitegen.components.platform.namespaces import Namespaces
+from sitegen.tree.fields import dig
 
 
 @dataclass
@@ -57,9 +58,9 @@ def _webhook_backends(doc: dict) -> list[str]:
     if doc.get("kind") not in WEBHOOK_KINDS:
         return []
     if doc["kind"] == "APIService":
-        services = [(doc.get("spec") or {}).get("service")]
+        services = [dig(doc, "spec", "service")]
     else:
-        services = [(hook.get("clientConfig") or {}).get("service") for hook in doc.get("webhooks") or []]
+        services = [dig(hook, "clientConfig", "service") for hook in doc.get("webhooks") or []]
     return [s["namespace"] for s in services if s]
 
 

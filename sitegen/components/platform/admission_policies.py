@@ -48,6 +48,7 @@ from sitegen.components.platform import PROJECT
 from sitegen.components.platform.argocd_manager import ArgocdManager
 from sitegen.components.privilege import CHANGES_NODES, CREATES_VOLUMES
 from sitegen.model import ROLE_PREFIX
+from sitegen.tree.fields import dig
 
 # Bindings of cluster-admin the site accepts, by binding name, and why.
 CLUSTER_ADMIN_BINDINGS: Mapping[str, str] = {
@@ -126,8 +127,8 @@ def _pod_spec(doc: Mapping[str, Any]) -> Mapping[str, Any] | None:
     if doc.get("kind") == "Pod":
         return spec
     if doc.get("kind") == "CronJob":
-        spec = (spec.get("jobTemplate") or {}).get("spec") or {}
-    return (spec.get("template") or {}).get("spec")
+        spec = dig(spec, "jobTemplate", "spec") or {}
+    return dig(spec, "template", "spec")
 
 
 def host_access_accounts(rendered: Mapping[str, list[dict[str, Any]]]) -> list[str]:
@@ -139,7 +140,7 @@ def host_access_accounts(rendered: Mapping[str, list[dict[str, Any]]]) -> list[s
                 continue
             pod = _pod_spec(doc)
             if pod is not None and reaches_host(pod):
-                namespace = (doc.get("metadata") or {}).get("namespace", "")
+                namespace = dig(doc, "metadata", "namespace", default="")
                 found.add(f"{namespace}/{pod_account(pod)}")
     return sorted(found)
 

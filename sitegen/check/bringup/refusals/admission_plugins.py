@@ -48,6 +48,7 @@ from sitegen.check.bringup.kube import add, added_by_the_plugin, made_secret, qu
 from sitegen.check.bringup.objects import ClusterObjects, Workload, key_of
 from sitegen.check.bringup.refusals.types import CreateCheck, PodCheck
 from sitegen.check.tolerations import Toleration, merge, whitelist_admits
+from sitegen.tree.fields import dig
 
 DEFAULT_TOLERATIONS = "scheduler.alpha.kubernetes.io/defaultTolerations"
 TOLERATION_RESTRICTION = "PodTolerationRestriction"
@@ -167,13 +168,13 @@ def runtime_class_refusal(w: Workload, cluster: ClusterObjects) -> str | None:
     spec = w.template.spec
     runtime = _runtime_class(spec, cluster)
     overhead = spec.get("overhead") or {}
-    fixed = ((runtime or {}).get("overhead") or {}).get("podFixed")
+    fixed = dig(runtime, "overhead", "podFixed")
     if overhead and fixed is None:
         return "pod rejected: Pod Overhead set without corresponding RuntimeClass defined Overhead"
     if overhead and fixed is not None and not _same_resources(overhead, fixed):
         return "pod rejected: Pod's Overhead doesn't match RuntimeClass's defined Overhead"
     selector = spec.get("nodeSelector") or {}
-    wanted = ((runtime or {}).get("scheduling") or {}).get("nodeSelector") or {}
+    wanted = dig(runtime, "scheduling", "nodeSelector") or {}
     for label, value in sorted(wanted.items()):
         if label in selector and str(selector[label]) != str(value):
             return (
@@ -194,7 +195,7 @@ def _namespace_tolerations(
 ) -> tuple[Toleration, ...] | None:
     """The namespace's annotation as tolerations; None without the annotation (the cluster's apply)."""
     applied = cluster.find("Namespace", "", namespace)
-    annotations = ((applied.body.get("metadata") or {}).get("annotations") or {}) if applied else {}
+    annotations = (dig(applied.body, "metadata", "annotations") or {}) if applied else {}
     return None if annotation not in annotations else _parsed(str(annotations[annotation]))
 
 
@@ -207,7 +208,7 @@ def admitted_tolerations(w: Workload, cluster: ClusterObjects) -> list[Toleratio
     extra = list(config.get("default") or []) if extra is None else list(extra)
     extra += added_by_the_plugin(t.spec)
     tolerations = merge(t.tolerations, extra) if extra else list(t.tolerations)
-    runtime = ((_runtime_class(t.spec, cluster) or {}).get("scheduling") or {}).get("tolerations") or []
+    runtime = dig(_runtime_class(t.spec, cluster), "scheduling", "tolerations") or []
     return merge(tolerations, runtime) if runtime else tolerations
 
 

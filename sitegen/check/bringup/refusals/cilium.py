@@ -22,6 +22,7 @@ from typing import Any
 
 from sitegen.check.bringup.objects import ClusterObjects, Workload
 from sitegen.check.bringup.refusals.types import CreateCheck, PodCheck
+from sitegen.tree.fields import dig
 
 DEFAULT_BIND_PORT = 6443  # kubeadm's default localAPIEndpoint.bindPort
 # the addresses (host, port) the API server is reached at, and the names its serving certificate holds
@@ -44,7 +45,7 @@ def api_server(docs: Iterable[Mapping[str, Any]]) -> ApiServer:
         if doc.get("kind") == "InitConfiguration":
             local = doc.get("localAPIEndpoint") or {}
         else:  # a JoinConfiguration of a control-plane host (a worker's has no controlPlane)
-            local = (doc.get("controlPlane") or {}).get("localAPIEndpoint") or {}
+            local = dig(doc, "controlPlane", "localAPIEndpoint") or {}
         if local.get("advertiseAddress"):
             port = int(local.get("bindPort", DEFAULT_BIND_PORT))
             advertised.add((str(local["advertiseAddress"]), port))
@@ -53,13 +54,13 @@ def api_server(docs: Iterable[Mapping[str, Any]]) -> ApiServer:
     names = {host for host, _ in advertised}
     for doc in docs:
         if doc.get("kind") == "ClusterConfiguration":
-            names |= {str(n) for n in (doc.get("apiServer") or {}).get("certSANs") or []}
+            names |= {str(n) for n in dig(doc, "apiServer", "certSANs") or []}
             if doc.get("controlPlaneEndpoint"):
                 host, port = _host_port(str(doc["controlPlaneEndpoint"]), bind)
                 addresses.add((host, port))
                 names.add(host)
-        if doc.get("kind") == "Pod" and (doc.get("metadata") or {}).get("name") == "kube-vip":
-            for c in (doc.get("spec") or {}).get("containers") or []:
+        if doc.get("kind") == "Pod" and dig(doc, "metadata", "name") == "kube-vip":
+            for c in dig(doc, "spec", "containers") or []:
                 env = {e.get("name"): str(e.get("value", "")) for e in c.get("env") or []}
                 if env.get("address") and env.get("cp_enable", "false") == "true":
                     addresses.add((env["address"], bind))  # the VIP lands on a host the API server binds

@@ -56,6 +56,7 @@ from sitegen.check.rbac import allows
 from sitegen.components.base import Component
 from sitegen.components.catalog import COMPONENTS
 from sitegen.components.runtime_needs import START, VAULT_LOGIN, ApiCall, HostVolumeGroups
+from sitegen.tree.fields import dig
 
 API_SERVER_PORT = 6443  # kubeadm's localAPIEndpoint.bindPort, which dist/'s configurations keep
 NAMESPACE_LABEL = "io.kubernetes.pod.namespace"  # the label Cilium gives every endpoint
@@ -310,7 +311,7 @@ def needed_groups(w: Workload, cluster: ClusterObjects, needs: HostVolumeGroups)
     """The volume groups the agent's mounted configuration names."""
     found: list[str] = []
     for volume in w.template.volumes():
-        name = (volume.get("configMap") or {}).get("name")
+        name = dig(volume, "configMap", "name")
         config = cluster.find("ConfigMap", w.template.namespace, name) if name else None
         text = ((config.body.get("data") or {}) if config else {}).get(needs.config_key)
         if text:

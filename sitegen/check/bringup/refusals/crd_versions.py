@@ -18,11 +18,12 @@ from typing import Any
 from sitegen.check.bringup.kube import group_of
 from sitegen.check.bringup.objects import ClusterObjects
 from sitegen.check.bringup.refusals.types import CreateCheck, PodCheck
+from sitegen.tree.fields import dig
 
 
 def served_versions(crd: Mapping[str, Any]) -> list[str]:
     """The versions a CRD serves, in the order it lists them."""
-    return [str(v.get("name")) for v in (crd.get("spec") or {}).get("versions") or [] if v.get("served")]
+    return [str(v.get("name")) for v in dig(crd, "spec", "versions") or [] if v.get("served")]
 
 
 def unserved_version(body: Mapping[str, Any], cluster: ClusterObjects) -> str | None:

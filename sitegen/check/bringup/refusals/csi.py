@@ -26,6 +26,7 @@ from sitegen.check.bringup.objects import ClusterObjects, Workload
 from sitegen.check.bringup.refusals.types import CreateCheck, PodCheck
 from sitegen.components.base import CsiAccess
 from sitegen.components.catalog import COMPONENTS
+from sitegen.tree.fields import dig
 
 # csi-lib-utils accessmodes: the Kubernetes mode -> the CSI mode, without / with SINGLE_NODE_MULTI_WRITER
 _TO_CSI = {
@@ -77,10 +78,10 @@ def unsupported_claim_template(workload: Workload, cluster: ClusterObjects) -> s
     t = workload.template
     if t.kind != "StatefulSet" or workload.operator is not None:
         return None
-    for claim in (cluster.objects_body(workload).get("spec") or {}).get("volumeClaimTemplates") or []:
+    for claim in dig(cluster.objects_body(workload), "spec", "volumeClaimTemplates") or []:
         why = provisioning_refusal(claim.get("spec") or {}, cluster)
         if why:
-            name = (claim.get("metadata") or {}).get("name", "")
+            name = dig(claim, "metadata", "name", default="")
             return f"volume claim {name}: {why}"
     return None
 

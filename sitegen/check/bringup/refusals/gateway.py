@@ -40,6 +40,7 @@ import yaml
 from sitegen.check.bringup.objects import Applied, Key
 from sitegen.check.bringup.refusals.types import CreateCheck, PodCheck
 from sitegen.check.labels import label_selector_matches
+from sitegen.tree.fields import dig
 
 GROUP = "gateway.networking.k8s.io"
 DEFAULT_CONTROLLER = "gateway.envoyproxy.io/gatewayclass-controller"  # EnvoyGateway's default
@@ -73,7 +74,7 @@ def _cond(kind: str, ok: bool, reason: str, message: str) -> dict[str, str]:
 @cache
 def configured_controller(config: str) -> str:
     """The controllerName an EnvoyGateway configuration manages."""
-    gateway = (yaml.safe_load(config) or {}).get("gateway") or {}
+    gateway = dig(yaml.safe_load(config), "gateway") or {}
     return str(gateway.get("controllerName") or DEFAULT_CONTROLLER)
 
 
@@ -81,7 +82,7 @@ def controllers(cluster: GatewayView) -> dict[str, str]:
     """The running Envoy Gateways: controllerName -> the app that ships it."""
     found = {}
     for _, applied in cluster.of_kind("ConfigMap"):
-        config = (applied.body.get("data") or {}).get(CONFIG_KEY)
+        config = dig(applied.body, "data", CONFIG_KEY)
         if config is not None and cluster.app_running(applied.owner):
             found[configured_controller(config)] = applied.owner
     return found
@@ -109,7 +110,7 @@ def class_problem(gc: Mapping[str, Any], cluster: GatewayView) -> str | None:
 
 def _managed_gateway(gw: Mapping[str, Any], cluster: GatewayView) -> str | None:
     """Why no controller processes the Gateway (None: Envoy Gateway does)."""
-    name = (gw.get("spec") or {}).get("gatewayClassName", "")
+    name = dig(gw, "spec", "gatewayClassName", default="")
     gc = cluster.find("GatewayClass", "", name)
     if gc is None:
         return f"GatewayClass {name} does not exist"
@@ -119,7 +120,7 @@ def _managed_gateway(gw: Mapping[str, Any], cluster: GatewayView) -> str | None:
 
 def supported_kinds(listener: Mapping[str, Any]) -> tuple[str, ...]:
     valid = KINDS_BY_PROTOCOL.get(str(listener.get("protocol")), ())
-    given = ((listener.get("allowedRoutes") or {}).get("kinds")) or []
+    given = (dig(listener, "allowedRoutes", "kinds")) or []
     if not given:
         return valid
     return tuple(k["kind"] for k in given if k.get("group", GROUP) in (GROUP, "") and k.get("kind") in valid)
@@ -161,7 +162,7 @@ def gateway_status(gw: Mapping[str, Any], cluster: GatewayView) -> dict[str, Any
     if _managed_gateway(gw, cluster) is not None:
         return {}
     ns = gw["metadata"]["namespace"]
-    listeners = [_listener_status(li, ns, cluster) for li in (gw.get("spec") or {}).get("listeners") or []]
+    listeners = [_listener_status(li, ns, cluster) for li in dig(gw, "spec", "listeners") or []]
     no_address = cluster.load_balancer_blocker()
     programmed = (
         _cond("Programmed", False, "AddressNotAssigned", "No addresses have been assigned to the Gateway")
@@ -183,7 +184,7 @@ def _hostnames_intersect(route: list[str], listener: str | None) -> bool:
 
 def _allows(listener: Mapping[str, Any], gw_ns: str, route_ns: str, kind: str, cluster: GatewayView) -> bool:
     """The listener's allowedRoutes admit a route of this kind from this namespace."""
-    namespaces = (listener.get("allowedRoutes") or {}).get("namespaces") or {}
+    namespaces = dig(listener, "allowedRoutes", "namespaces") or {}
     origin = namespaces.get("from", "Same")
     if origin == "All":
         allowed = True
@@ -199,7 +200,7 @@ def _parent_conditions(
 ) -> list[dict[str, str]]:
     kind, ns = str(route["kind"]), route["metadata"]["namespace"]
     chosen = [
-        li for li in (gw.get("spec") or {}).get("listeners") or []
+        li for li in dig(gw, "spec", "listeners") or []
         if ref.get("sectionName") in (None, li.get("name")) and ref.get("port") in (None, li.get("port"))
     ]  # fmt: skip
     if not chosen:
@@ -214,7 +215,7 @@ def _parent_conditions(
         if resolved
         else _cond("ResolvedRefs", True, "ResolvedRefs", "Resolved all the Object references for the Route")
     ]
-    hostnames = list((route.get("spec") or {}).get("hostnames") or [])
+    hostnames = list(dig(route, "spec", "hostnames") or [])
     if kind in ("HTTPRoute", "GRPCRoute", "TLSRoute") and not any(
         _hostnames_intersect(hostnames, li.get("hostname")) for li in allowed
     ):
@@ -229,7 +230,7 @@ def _backend_problem(route: Mapping[str, Any], cluster: GatewayView) -> tuple[st
     """The first backendRef that does not resolve: (reason, message), as Envoy Gateway words them."""
     ns = route["metadata"]["namespace"]
     protocol = "UDP" if route["kind"] == "UDPRoute" else "TCP"
-    for r, rule in enumerate((route.get("spec") or {}).get("rules") or []):
+    for r, rule in enumerate(dig(route, "spec", "rules") or []):
         for b, ref in enumerate(rule.get("backendRefs") or []):
             if (ref.get("group", ""), ref.get("kind", "Service")) != ("", "Service"):
                 continue  # Backend, ServiceImport: not modelled
@@ -246,7 +247,7 @@ def _backend_problem(route: Mapping[str, Any], cluster: GatewayView) -> tuple[st
             service = cluster.find("Service", target_ns, ref["name"])
             if service is None:
                 return "BackendNotFound", where + f"service {target_ns}/{ref['name']} not found"
-            ports = (service.body.get("spec") or {}).get("ports") or []
+            ports = dig(service.body, "spec", "ports") or []
             if not any(p.get("port") == ref["port"] and p.get("protocol", "TCP") == protocol for p in ports):
                 message = f"{protocol} Port {ref['port']} not found on Service {target_ns}/{ref['name']}"
                 return "PortNotFound", where + message
@@ -281,7 +282,7 @@ def _parents(
     ns = route["metadata"]["namespace"]
     return [
         (ref, cluster.find("Gateway", ref.get("namespace") or ns, ref.get("name", "")))
-        for ref in (route.get("spec") or {}).get("parentRefs") or []
+        for ref in dig(route, "spec", "parentRefs") or []
         if (ref.get("group", GROUP), ref.get("kind", "Gateway")) == (GROUP, "Gateway")
     ]
 

@@ -24,6 +24,7 @@ from typing import Any
 
 from sitegen.check.bringup.objects import ClusterObjects, Workload
 from sitegen.check.bringup.refusals.types import CreateCheck, PodCheck
+from sitegen.tree.fields import dig
 
 NETWORKS = "k8s.v1.cni.cncf.io/networks"
 NAD = "network-attachment-definitions.k8s.cni.cncf.io"
@@ -77,8 +78,7 @@ def requested_networks(annotation: str, pod_namespace: str) -> list[tuple[str, s
 def _multus_runs(cluster: ClusterObjects) -> bool:
     """Multus is in the CNI chain: the NicClusterPolicy deploys it."""
     return any(
-        ((a.body.get("spec") or {}).get("secondaryNetwork") or {}).get("multus")
-        for _, a in cluster.of_kind("NicClusterPolicy")
+        dig(a.body, "spec", "secondaryNetwork", "multus") for _, a in cluster.of_kind("NicClusterPolicy")
     )
 
 
@@ -86,10 +86,7 @@ def _made_by_operator(cluster: ClusterObjects, namespace: str, name: str) -> Map
     """The Network Operator's network that renders this NetworkAttachmentDefinition, if one is applied."""
     for kind in OPERATOR_NETWORKS:
         found = cluster.find(kind, "", name)
-        if (
-            found is not None
-            and ((found.body.get("spec") or {}).get("networkNamespace") or "default") == namespace
-        ):
+        if found is not None and (dig(found.body, "spec", "networkNamespace") or "default") == namespace:
             return found.body
     return None
 
@@ -109,7 +106,7 @@ def _missing(cluster: ClusterObjects, namespace: str, name: str) -> str | None:
 def missing_network(w: Workload, cluster: ClusterObjects) -> str | None:
     """Multus fails the sandbox of a pod whose networks annotation names a NetworkAttachmentDefinition
     that is not there (or does not parse)."""
-    annotation = (w.template.metadata.get("annotations") or {}).get(NETWORKS)
+    annotation = dig(w.template.metadata, "annotations", NETWORKS)
     if not annotation or w.template.host_network or not _multus_runs(cluster):
         return None
     try:

@@ -56,6 +56,7 @@ from sitegen.check.bringup.refusals.formats import (
     selects,
 )
 from sitegen.check.bringup.refusals.types import CreateCheck, PodCheck
+from sitegen.tree.fields import dig
 
 # --- containers --------------------------------------------------------------------------------------
 
@@ -115,7 +116,7 @@ def _amount_errors(name: str, amount: Any, path: str) -> list[str]:
 
 def _resources(resources: Mapping[str, Any] | None, path: str) -> list[str]:
     """validateResourceRequirements: each request against its limit (helper.IsOvercommitAllowed)."""
-    limits, requests = (resources or {}).get("limits") or {}, (resources or {}).get("requests") or {}
+    limits, requests = dig(resources, "limits") or {}, dig(resources, "requests") or {}
     errors = []
     try:
         for name, amount in limits.items():
@@ -166,7 +167,7 @@ def pod_spec_errors(spec: Mapping[str, Any], path: str) -> list[str]:
 
 def _template(template: Mapping[str, Any], path: str, *, pod_spec: bool = True) -> list[str]:
     """ValidatePodTemplateSpec: its labels under `<path>.labels`, then its pod spec."""
-    errors = labels_errors((template.get("metadata") or {}).get("labels"), f"{path}.labels")
+    errors = labels_errors(dig(template, "metadata", "labels"), f"{path}.labels")
     return errors + (pod_spec_errors(template.get("spec") or {}, f"{path}.spec") if pod_spec else [])
 
 
@@ -180,7 +181,7 @@ def _spec(body: Mapping[str, Any]) -> Mapping[str, Any]:
 def _matches_template(
     selector: Mapping[str, Any] | None, template: Mapping[str, Any], path: str
 ) -> list[str]:
-    labels = (template.get("metadata") or {}).get("labels") or {}
+    labels = dig(template, "metadata", "labels") or {}
     if selects(selector, labels) is False:
         return [
             invalid(f"{path}.metadata.labels", go_map(labels), "`selector` does not match template `labels`")
@@ -417,7 +418,7 @@ _BY_KIND = {
 def errors_of(body: Mapping[str, Any]) -> list[str]:
     """The field errors the API server's validation finds in `body` on create."""
     group, kind = group_of(body), str(body.get("kind"))
-    errors = labels_errors((body.get("metadata") or {}).get("labels"), "metadata.labels")
+    errors = labels_errors(dig(body, "metadata", "labels"), "metadata.labels")
     check = _BY_KIND.get((group, kind))
     return errors + (check(body) if check else [])
 

@@ -36,13 +36,14 @@ from typing import Any
 from sitegen.check.bringup.kube import PodTemplate
 from sitegen.check.bringup.refusals.kubelet import running_containers
 from sitegen.check.bringup.refusals.types import CreateCheck, PodCheck
+from sitegen.tree.fields import dig
 
 DEFAULT_PORT = 443  # admissionregistration/v1 ServiceReference and apiregistration/v1 defaults
 
 
 def service_port(service: Mapping[str, Any], port: int) -> Mapping[str, Any] | None:
     """The Service's port numbered `port`, or None."""
-    for entry in (service.get("spec") or {}).get("ports") or []:
+    for entry in dig(service, "spec", "ports") or []:
         if int(entry.get("port", 0)) == port:
             return entry
     return None

@@ -1,0 +1,20 @@
+"""An optional field of an object read back, as the API server reads one: a step that is missing, null or
+empty has nothing below it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+
+def dig(value: Any, *keys: str, default: Any = None) -> Any:
+    """`value[k1][k2]...`, or `default` where a step is missing or null (or an empty mapping, or anything
+    falsy: `spec: {}`, `annotations: null` and no `annotations` read the same). A step that holds
+    something other than a mapping is a malformed object: TypeError, as indexing it would be."""
+    for key in keys:
+        if not value:
+            return default
+        if not isinstance(value, Mapping):
+            raise TypeError(f"{key!r} read from a {type(value).__name__}, not a mapping")
+        value = value.get(key)
+    return default if value is None else value
