@@ -187,12 +187,14 @@ class Rbac:
         return allows(self.rules_of(account, namespace), (verb,), group, resource, name)
 
 
+# The two reads every binding check makes (the bring-up: about 150,000 per variant): spelled out, not
+# through dig, whose call costs twice the two lookups.
 def _name(body: Mapping[str, Any]) -> str:
-    return str(dig(body, "metadata", "name", default=""))
+    return str((body.get("metadata") or {}).get("name", ""))
 
 
 def _namespace(body: Mapping[str, Any]) -> str:
-    return str(dig(body, "metadata", "namespace", default=""))
+    return str((body.get("metadata") or {}).get("namespace", ""))
 
 
 def _aggregated(role: Mapping[str, Any], every: Mapping[str, Mapping[str, Any]]) -> tuple[Rule, ...]:
