@@ -4,8 +4,10 @@ records such reads, and for the fixture tree the tests read instead of dist/."""
 
 from __future__ import annotations
 
+import ast
 import os
 import shutil
+from pathlib import Path
 
 from sitegen.compose.fingerprint import fingerprint, recorded
 
@@ -65,3 +67,35 @@ def test_the_fixture_tree_is_synthesized_when_the_live_dist_is_another_sites_the
     assert inputs[0].st_ino == inputs[1].st_ino
     files = sorted(p.relative_to(synthesized) for p in synthesized.rglob("*") if p.is_file())
     assert files == sorted(p.relative_to(linked) for p in linked.rglob("*") if p.is_file())
+
+
+def _live_site_paths(source: Path) -> list[str]:
+    """Where the module spells `REPO / "config"` or `REPO / "dist"`: a path a test could hand to a
+    sitegen subprocess, whose reads the audit hook does not see."""
+    found = []
+    for node in ast.walk(ast.parse(source.read_text())):
+        if (
+            isinstance(node, ast.BinOp)
+            and isinstance(node.op, ast.Div)
+            and isinstance(node.left, ast.Name)
+            and node.left.id == "REPO"
+            and isinstance(node.right, ast.Constant)
+            and node.right.value in ("config", "dist")
+        ):
+            found.append(f"{source.name}:{node.lineno}")
+    return found
+
+
+def test_no_test_names_the_live_site_for_a_subprocess():
+    """conftest names the live folders (to guard them and to link dist/ while it is the fixture's), and
+    the adoption cases copy the repository; any other test takes CONFIG and DIST."""
+    allowed = {"conftest.py", "test_adoption.py"}
+    tests = Path(__file__).parent
+    named = [
+        hit
+        for source in sorted(tests.rglob("*.py"))
+        if source.name not in allowed
+        for hit in _live_site_paths(source)
+    ]
+    assert named == []
+    assert _live_site_paths(tests / "conftest.py")  # the check sees the spelling it refuses
