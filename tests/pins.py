@@ -28,7 +28,7 @@ def pin_placeholders(versions: Versions) -> list[tuple[str, str]]:
     return sorted(pairs, key=lambda pair: (-len(pair[0]), pair[0]))
 
 
-def _alone(pinned: str) -> re.Pattern[str]:
+def standalone(pinned: str) -> re.Pattern[str]:
     """The value as a token of its own: not inside a longer number or address (`0.3.2` in 10.20.3.251)."""
     return re.compile(rf"(?<![\w.]){re.escape(pinned)}(?![\w])")
 
@@ -37,7 +37,7 @@ def unpinned(value: Any, pins: list[tuple[str, str]]) -> Any:
     if isinstance(value, str):
         for pinned, name in pins:
             if pinned in value:
-                value = _alone(pinned).sub(name, value)
+                value = standalone(pinned).sub(name, value)
         return value
     if isinstance(value, dict):
         return {unpinned(k, pins): unpinned(v, pins) for k, v in value.items()}

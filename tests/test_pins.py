@@ -6,7 +6,7 @@ import ast
 from collections.abc import Iterator
 from pathlib import Path
 
-from .pins import _alone, pin_placeholders, unpinned
+from .pins import pin_placeholders, standalone, unpinned
 
 PINS = [("v0.3.2", "<charts.x>"), ("0.3.2", "<charts.x>")]
 
@@ -51,6 +51,6 @@ def test_no_test_spells_a_pinned_version(site):
             spelled += [
                 f"{source.name}:{literal.lineno}: {value} ({name})"
                 for value, name in pins
-                if _alone(value).search(literal.value)
+                if standalone(value).search(literal.value)
             ]
     assert spelled == [], "\n".join(spelled)

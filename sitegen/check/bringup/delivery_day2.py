@@ -48,10 +48,6 @@ def _event(sim: Simulation, cluster: str, what: str) -> None:
     sim.state.result.timeline.append(Event(cluster, sim.state.step, what))
 
 
-def _stop(sim: Simulation, cluster: str, who: str, why: str) -> None:
-    raise sim.state.blocked(cluster, who, why)
-
-
 def _labelled(body: Mapping[str, Any], value: str) -> dict[str, Any]:
     changed = copy.deepcopy(dict(body))
     changed["metadata"].setdefault("labels", {})[CHANGED] = value
@@ -75,7 +71,9 @@ def _converged(sim: Simulation, *names: str) -> None:
         app = sim.state.apps[name]
         status, why = app.health()
         if app.sync_status() != "Synced" or status != HEALTHY:
-            _stop(sim, app.cluster.name, name, f"{app.sync_status()} and {status}: {why or app.waiting}")
+            raise sim.state.blocked(
+                app.cluster.name, name, f"{app.sync_status()} and {status}: {why or app.waiting}"
+            )
 
 
 def _generated(sim: Simulation, cluster: str | None = None) -> list[AppSync]:
@@ -136,7 +134,7 @@ def a_chart_bump_refreshed_consumer_first(sim: Simulation) -> None:
     )
     for sync in (provider, consumer):
         if sync.failed or sync.health()[0] != HEALTHY or sync.sync_status() != "Synced":
-            _stop(sim, sync.cluster.name, sync.name, f"never converges: {sync.health()[1]}")
+            raise sim.state.blocked(sync.cluster.name, sync.name, f"never converges: {sync.health()[1]}")
     tries = len(consumer.failures) - before
     _event(
         sim, consumer.cluster.name,
@@ -196,8 +194,7 @@ def an_admission_policy_drifts(sim: Simulation) -> None:
         sim.convergence.settle()
         live = app.cluster.objects[key].body
         if live.get("spec", {}).get("validationActions") != binding["spec"].get("validationActions"):
-            _stop(
-                sim,
+            raise sim.state.blocked(
                 app.cluster.name,
                 app.name,
                 f"the drift stays: {app.sync_status()}, nothing heals it (selfHeal off)",
@@ -223,7 +220,9 @@ def an_object_removed(sim: Simulation) -> None:
         objects = list(app.objects)
         land(sim, {app.name: [b for b in objects if b is not body]})
         if key_of(body) in app.cluster.objects:
-            _stop(sim, app.cluster.name, app.name, f"not pruned: {app.sync_status()} (automated prune off)")
+            raise sim.state.blocked(
+                app.cluster.name, app.name, f"not pruned: {app.sync_status()} (automated prune off)"
+            )
         _event(sim, app.cluster.name, "pruned by the app's automated sync")
         land(sim, {app.name: objects})  # the next commit brings it back
         _converged(sim, app.name)
@@ -244,16 +243,14 @@ def an_object_removed(sim: Simulation) -> None:
     land(sim, {keeper.name: [b for b in keeper.objects if b is not crd]})
     gone = sorted(before - set(keeper.cluster.objects))
     if gone:
-        _stop(
-            sim,
+        raise sim.state.blocked(
             keeper.cluster.name,
             keeper.name,
             f"pruned {len(gone)} objects with it: {', '.join(show(k) for k in gone[:4])}",
         )
     runbook = sim.state.texts[paths.bootstrap_dir(sim.state.variant) / paths.RUNBOOK]
     if "Prune=false" not in runbook:
-        _stop(
-            sim,
+        raise sim.state.blocked(
             keeper.cluster.name,
             keeper.name,
             "stays, OutOfSync, and the RUNBOOK says nowhere what to do with it",
@@ -283,15 +280,14 @@ def an_app_renamed(sim: Simulation) -> None:
     deletion = controller.remove(old.name)
     del sim.state.apps[old.name]
     if deletion.hooks:
-        _stop(
-            sim,
+        raise sim.state.blocked(
             old.cluster.name,
             old.name,
             f"its deletion runs {', '.join(deletion.hooks)}: delete hooks destroy what the new app takes over",
         )
     if deletion.deleted:
-        _stop(
-            sim, old.cluster.name, old.name,
+        raise sim.state.blocked(
+            old.cluster.name, old.name,
             f"its deletion deleted {len(deletion.deleted)} objects (resources finalizer) before {new_name} "
             f"could adopt them: {', '.join(show(k) for k in deletion.deleted[:4])}",
         )  # fmt: skip
@@ -338,7 +334,9 @@ def a_failed_app(sim: Simulation) -> None:
         },
     )
     if not broken.failed:
-        _stop(sim, broken.cluster.name, broken.name, f"neither synced nor failed: {broken.waiting}")
+        raise sim.state.blocked(
+            broken.cluster.name, broken.name, f"neither synced nor failed: {broken.waiting}"
+        )
     _converged(sim, other.name)
     _event(
         sim,
@@ -381,7 +379,7 @@ def a_spoke_in_trouble(sim: Simulation) -> None:
             _converged(sim, other.name)
             spoke_apps = _generated(sim, spoke.name)
             if not spoke_apps or any(a.name not in sim.state.apps for a in spoke_apps):
-                _stop(sim, spoke.name, spoke.name, "its Applications were deleted")
+                raise sim.state.blocked(spoke.name, spoke.name, "its Applications were deleted")
             states = sorted({f"{a.sync_status()}/{a.health()[0]}" for a in spoke_apps})
             sets = sorted({_controller(sim, a).name for a in spoke_apps})
             status, why = _set_health(sim, sets[0])
