@@ -6,8 +6,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from cdk8s import ApiObject, JsonPatch
-
 from constructs import Construct
 from constructs.objects import PARTIAL_OBJECT, SKIP_DRY_RUN, api_object
 from constructs.secrets import VaultSecret
@@ -398,12 +396,12 @@ class CoreDnsPlacement(Construct):
     def __init__(self, scope: Construct, id: str, *, placement: Placement) -> None:
         super().__init__(scope, id)
         labels = {"k8s-app": "kube-dns"}
-        obj = ApiObject(
+        api_object(
             self,
             "Resource",
-            api_version="apps/v1",
-            kind="Deployment",
-            metadata={
+            "apps/v1",
+            "Deployment",
+            {
                 "name": "coredns",
                 "namespace": "kube-system",
                 "annotations": {
@@ -411,22 +409,17 @@ class CoreDnsPlacement(Construct):
                     "sitegen.io/partial": "true",
                 },
             },
-        )
-        obj.add_json_patch(
-            JsonPatch.add(
-                "/spec",
-                {
-                    "selector": {"matchLabels": labels},
-                    "template": {
-                        "metadata": {"labels": labels},
-                        "spec": {
-                            "nodeSelector": placement.node_selector,
-                            # only where the system pool is tainted (a control plane): an empty list
-                            # would take kubeadm's own tolerations away
-                            **({"tolerations": list(placement.tolerations)} if placement.tolerations else {}),
-                            "containers": [{"name": "coredns"}],
-                        },
+            spec={
+                "selector": {"matchLabels": labels},
+                "template": {
+                    "metadata": {"labels": labels},
+                    "spec": {
+                        "nodeSelector": placement.node_selector,
+                        # only where the system pool is tainted (a control plane): an empty list
+                        # would take kubeadm's own tolerations away
+                        **({"tolerations": list(placement.tolerations)} if placement.tolerations else {}),
+                        "containers": [{"name": "coredns"}],
                     },
                 },
-            )
+            },
         )

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from cdk8s import JsonPatch
-
 from constructs import Construct
 from constructs.gpu_workload import (
     BATCH_LABEL,
@@ -165,7 +163,8 @@ def _template_cron_job(
 ) -> None:
     cron_job(
         scope, id, {"name": name, "namespace": namespace}, schedule=NEVER, job=job, job_labels=_queued(queue),
-    ).add_json_patch(JsonPatch.add("/spec/suspend", True))  # fmt: skip
+        suspend=True,
+    )  # fmt: skip
 
 
 class BurnIn(Construct):

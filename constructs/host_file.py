@@ -12,7 +12,7 @@ from cdk8s import ApiObject
 
 from constructs import Construct
 from constructs.host_config import HostConfig
-from constructs.objects import api_object
+from constructs.objects import api_object, with_bodies
 
 # Config-file API groups are decoded strictly by their readers and have no ObjectMeta.
 _METADATA_FREE_GROUPS = (
@@ -37,7 +37,7 @@ class HostFile(Construct):
         for obj in self.node.find_all():
             if not isinstance(obj, ApiObject):
                 continue
-            doc = obj.to_json()
+            (doc,) = with_bodies([obj.to_json()], [obj])
             if doc["apiVersion"].startswith(_METADATA_FREE_GROUPS):
                 doc.pop("metadata", None)
             docs.append(doc)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+import weakref
+from collections.abc import Iterable, Mapping
 from typing import Any
 
-from cdk8s import ApiObject, JsonPatch
+from cdk8s import ApiObject
 
 from constructs import Construct
 
@@ -50,6 +52,15 @@ def reaches_host(pod: Mapping[str, Any]) -> bool:
     )  # fmt: skip
 
 
+# The fields of each object beyond its metadata, kept on this side of jsii: cdk8s's ApiObject takes
+# only metadata in its props, and adding the rest as JSON patches costs two round trips to Node per
+# object (JsonPatch.add, add_json_patch), half of all an edit-loop synth makes. `with_bodies` puts them
+# back into what the chart or object synthesizes to.
+_BODIES: weakref.WeakKeyDictionary[ApiObject, tuple[tuple[str, str, str, str], dict[str, Any]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
 def api_object(
     scope: Construct,
     id: str,
@@ -58,12 +69,48 @@ def api_object(
     metadata: dict[str, Any] | None = None,
     **body: Any,
 ) -> ApiObject:
-    """`metadata` as given; every other top-level field (spec, data, ...) is added by a JSON patch,
-    since cdk8s's ApiObject takes nothing but metadata in its props."""
+    """An ApiObject of `metadata` as given; every other top-level field (spec, data, ...) joins it when
+    its chart synthesizes (`with_bodies`). Add them here, not as JSON patches of the object."""
     obj = ApiObject(scope, id, api_version=api_version, kind=kind, metadata=metadata)
-    if body:  # one call for all (each is a round trip to the jsii runtime)
-        obj.add_json_patch(*(JsonPatch.add(f"/{key}", value) for key, value in body.items()))
+    if body:
+        name = (metadata or {}).get("name") or obj.name  # cdk8s names an object without one
+        key = (api_version, kind, (metadata or {}).get("namespace") or "", name)
+        _BODIES[obj] = (key, body)
     return obj
+
+
+def _key(doc: Mapping[str, Any]) -> tuple[str, str, str, str]:
+    meta = doc.get("metadata") or {}
+    return (doc["apiVersion"], doc["kind"], meta.get("namespace") or "", meta.get("name") or "")
+
+
+def _without_nulls(mapping: dict[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in mapping.items() if value is not None}
+
+
+def _js_number(text: str) -> float | int:
+    """A JSON number as Node hands it back: JavaScript has one number type, so 1.0 returns as 1."""
+    number = float(text)
+    return int(number) if number.is_integer() and abs(number) < 2**53 else number
+
+
+def with_bodies(documents: list[dict[str, Any]], objects: Iterable[object]) -> list[dict[str, Any]]:
+    """`documents` (what cdk8s synthesized `objects` to) with the fields `api_object` kept: each a
+    copy, so that no two documents share a value, and as the round trip through Node would have
+    returned it (a mapping's null values left out, whole floats as integers)."""
+    held = {}
+    for obj in objects:
+        if isinstance(obj, ApiObject) and obj in _BODIES:
+            key, body = _BODIES[obj]
+            if held.setdefault(key, body) is not body:
+                raise ValueError(f"two objects {key} in one chart")
+    for doc in documents:
+        body = held.pop(_key(doc), None)
+        if body is not None:
+            doc.update(json.loads(json.dumps(body), object_hook=_without_nulls, parse_float=_js_number))
+    if held:
+        raise ValueError(f"objects kept but not synthesized: {sorted(held)}")
+    return documents
 
 
 def cron_job(
@@ -74,6 +121,7 @@ def cron_job(
     schedule: str,
     job: dict[str, Any],
     job_labels: dict[str, str] | None = None,
+    suspend: bool = False,
 ) -> ApiObject:
     """A CronJob in UTC that never overlaps itself and keeps the last three runs of each outcome."""
     template: dict[str, Any] = {"spec": job}
@@ -92,6 +140,7 @@ def cron_job(
             "successfulJobsHistoryLimit": 3,
             "failedJobsHistoryLimit": 3,
             "jobTemplate": template,
+            **({"suspend": True} if suspend else {}),
         },
     )
 

@@ -15,6 +15,7 @@ from cdk8s import Chart
 
 from constructs import Construct
 from constructs.host_file import HostFile
+from constructs.objects import with_bodies
 from sitegen.compose.ownership import ALL_WRITES, finish
 from sitegen.compose.writer import OutputFile
 from sitegen.model import paths
@@ -29,7 +30,7 @@ class ObjectChart(Chart):
 
     @cached_property
     def documents(self) -> list[dict[str, Any]]:
-        return finish(self.to_json(), ALL_WRITES)
+        return finish(with_bodies(self.to_json(), self.node.find_all()), ALL_WRITES)
 
     def synthesize(self) -> None:
         """Take the objects from cdk8s now (one jsii call for the chart), not when they are first read."""
