@@ -81,6 +81,33 @@ def test_subjects_a_role_binding_applies_to():
     assert Rbac([*bodies, binding("b", "reader", as_user)]).may(AGENT, "get", "", "secrets")
 
 
+def test_an_accounts_bindings_are_those_whose_subjects_name_it_in_their_order():
+    """bindings_of looks bindings up by subject: the same bindings, in the same order, as asking each
+    binding whether a subject of it names the account (`subject_is`, the authorizer's reading)."""
+    subjects = [
+        sa("agents", "agent"), sa("other", "agent"), {"kind": "ServiceAccount", "name": "agent"},
+        {"kind": "User", "name": "system:serviceaccount:agents:agent"}, {"kind": "User", "name": "agent"},
+        {"kind": "Group", "name": "system:serviceaccounts:agents"}, {"kind": "Group", "name": "system:serviceaccounts"},
+        {"kind": "Group", "name": "system:authenticated"}, {"kind": "Group", "name": "agents"},
+    ]  # fmt: skip
+    bodies = [role("reader", [SECRETS])]
+    for i, subject in enumerate(subjects):
+        bodies.append(binding(f"c{i}", "reader", subject))
+        for namespace in ("agents", "other"):
+            bodies.append(binding(f"r{i}", "reader", subject, kind="RoleBinding", namespace=namespace))
+    bodies.append({**binding("both", "reader", subjects[1]), "subjects": [subjects[1], subjects[5]]})
+    rbac = Rbac(bodies)
+    for account in (AGENT, ("other", "agent"), ("agents", "nobody"), ("elsewhere", "agent")):
+        for namespace in (None, "agents", "other"):
+            expected = [
+                b
+                for b in rbac.bindings
+                if (b.cluster_wide or b.namespace == namespace) and b.applies_to(account)
+            ]
+            assert list(rbac.bindings_of(account, namespace)) == expected, (account, namespace)
+    assert [b.name for b in rbac.bindings_of(AGENT)] == ["c0", "c3", "c5", "c6", "c7", "both"]
+
+
 def test_bootstrap_roles_dist_binds_are_known_by_name():
     rbac = Rbac([binding("delegator", "system:auth-delegator", sa(*AGENT))])
     assert rbac.may(AGENT, "create", "authentication.k8s.io", "tokenreviews")
