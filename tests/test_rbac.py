@@ -6,6 +6,9 @@ from __future__ import annotations
 from pathlib import PurePosixPath
 
 from sitegen.check import node_rbac
+from sitegen.check.bringup.cluster import Cluster
+from sitegen.check.bringup.objects import key_of
+from sitegen.check.bringup.vault import Vault
 from sitegen.check.power import powers
 from sitegen.check.rbac import Rbac, allows
 from sitegen.components.node_access import READS_SECRETS as NODE_READS_SECRETS
@@ -106,6 +109,25 @@ def test_an_accounts_bindings_are_those_whose_subjects_name_it_in_their_order():
             ]
             assert list(rbac.bindings_of(account, namespace)) == expected, (account, namespace)
     assert [b.name for b in rbac.bindings_of(AGENT)] == ["c0", "c3", "c5", "c6", "c7", "both"]
+
+
+def test_the_bring_ups_rbac_is_read_again_when_a_role_or_binding_changes_and_only_then():
+    cluster = Cluster("test", Vault())
+    grant = binding("agent-reads", "reader", sa(*AGENT))
+    cluster.apply(role("reader", [SECRETS]), "app")
+    cluster.apply(grant, "app")
+    read = cluster.rbac()
+    assert read.may(AGENT, "get", "", "secrets")
+    cluster.apply(
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "x"}}, "app"
+    )
+    assert cluster.rbac() is read  # no role or binding changed
+    cluster.write_field(key_of(grant), "/subjects/0/name", "other", None)  # a person edits the binding
+    assert not cluster.rbac().may(AGENT, "get", "", "secrets")
+    cluster.apply(grant, "app")  # Argo CD's self-heal puts Git's back
+    assert cluster.rbac().may(AGENT, "get", "", "secrets")
+    cluster.delete(key_of(grant))
+    assert not cluster.rbac().may(AGENT, "get", "", "secrets")
 
 
 def test_bootstrap_roles_dist_binds_are_known_by_name():

@@ -140,5 +140,5 @@ class Cluster(ClusterObjects):
         if key[1] == "Namespace" and key[0] == "":
             for inside in [k for k in self.objects if k[2] == key[3]]:
                 gone += self.delete(inside)
-        self.changes += 1
+        self.object_changed(key)
         return gone

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 
 Key = tuple[str, str, str, str]  # group, kind, namespace, name
 _UNSET = object()
+RBAC_KINDS = ("ClusterRole", "Role", "ClusterRoleBinding", "RoleBinding")
 
 
 def key_of(body: Mapping[str, Any]) -> Key:
@@ -98,6 +99,8 @@ class ClusterObjects:
         self.log: list[str] = []
         self.changes = 0  # bumped by every change of state: the simulation runs until it stops moving
         self._answers: dict[tuple[Any, ...], tuple[int, Any]] = {}  # `unchanged`: key -> (changes, answer)
+        self._kind_changes: dict[str, int] = {}  # kind -> changes of its objects (applied, written, deleted)
+        self._rbac: tuple[tuple[int, ...], Rbac] | None = None
         # fields of live objects controllers wrote, in order: (object, JSON pointer, controller)
         self.written: list[tuple[Key, str, str]] = []
 
@@ -136,7 +139,7 @@ class ClusterObjects:
     def apply(self, body: Mapping[str, Any], owner: str) -> None:
         key = key_of(body)
         if key not in self.objects or self.objects[key].body is not body:
-            self.changes += 1
+            self.object_changed(key)
         applied = Applied(body, owner)
         self._order.setdefault(key, len(self._order))
         self.objects[key] = self._kinds.setdefault(key[1], {})[key] = applied
@@ -166,14 +169,19 @@ class ClusterObjects:
         self._answers[key] = (self.changes, answer)
         return answer
 
+    def object_changed(self, key: Key) -> None:
+        """An object was applied anew, written or deleted."""
+        self.changes += 1
+        self._kind_changes[key[1]] = self._kind_changes.get(key[1], 0) + 1
+
     def rbac(self) -> Rbac:
-        """The cluster's roles and bindings as the API server's authorizer reads them (check/rbac.py)."""
-        return self.unchanged(  # type: ignore[no-any-return]
-            ("rbac",),
-            lambda: Rbac(
-                a.body for _, a in self.of_kind("ClusterRole", "Role", "ClusterRoleBinding", "RoleBinding")
-            ),
-        )
+        """The cluster's roles and bindings as the API server's authorizer reads them (check/rbac.py),
+        read again once one of them changed (not on every change of the cluster: about 700 reads per
+        variant then, each of every role and binding)."""
+        version = tuple(self._kind_changes.get(kind, 0) for kind in RBAC_KINDS)
+        if self._rbac is None or self._rbac[0] != version:
+            self._rbac = (version, Rbac(a.body for _, a in self.of_kind(*RBAC_KINDS)))
+        return self._rbac[1]
 
     def write_field(self, key: Key, pointer: str, value: Any, by: str | None) -> bool:
         """A controller (`by`) writes a field of a live object (a CA it injects, a Job it unsuspends),
@@ -202,7 +210,7 @@ class ClusterObjects:
         applied.body = body
         if by is not None:
             self.written.append((key, pointer, by))
-        self.changes += 1
+        self.object_changed(key)
         return True
 
     def owner_apps(self, owner: str) -> list[Workload]:
