@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import PurePosixPath
 from typing import Any
 
-from sitegen.check.admission_policy import Request, denying_policies
+from sitegen.check.admission_policy import Policy, Request, denying_policies
 from sitegen.check.bringup.kube import add, label_selector_matches, quantity, requests_of
 from sitegen.check.bringup.objects import ClusterObjects, Workload, key_of
 from sitegen.check.bringup.refusals.wiring import DEFAULT_PORT, unserved
@@ -30,6 +30,10 @@ from sitegen.check.bringup.secrets import Secrets
 from sitegen.check.netpol import End, PolicyView
 from sitegen.tree.documents import Document
 from sitegen.tree.fields import dig
+
+WEBHOOK_CONFIGURATIONS = ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration")
+ADMISSION_POLICY_KINDS = ("ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding")
+NETWORK_POLICY_KINDS = ("NetworkPolicy", "CiliumNetworkPolicy")
 
 
 class Admission:
@@ -79,38 +83,47 @@ class Admission:
                 return refused
         labels = dig(body, "metadata", "labels") or {}
         ns_labels = self.cluster.namespace_labels(ns) if ns else {}
-        for (_, wkind, _, wname), applied in sorted(self.cluster.of_kind(
-            "ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"
-        )):  # fmt: skip
-            for hook in applied.body.get("webhooks") or []:
-                if hook.get("failurePolicy", "Fail") != "Fail":
-                    continue
-                if not _rule_matches(hook.get("rules") or [], group, resource):
-                    continue
-                if ns and not label_selector_matches(hook.get("namespaceSelector"), ns_labels):
-                    continue
-                if not label_selector_matches(hook.get("objectSelector"), labels):
-                    continue
-                why = self.webhook_down(applied.body, hook)
-                if why:
-                    return f"{wkind} {wname} ({hook['name']}) cannot answer: {why}"
+        for wkind, wname, config, hook in self._failing_webhooks(group, resource):
+            if ns and not label_selector_matches(hook.get("namespaceSelector"), ns_labels):
+                continue
+            if not label_selector_matches(hook.get("objectSelector"), labels):
+                continue
+            why = self.webhook_down(config, hook)
+            if why:
+                return f"{wkind} {wname} ({hook['name']}) cannot answer: {why}"
         return None
+
+    def _failing_webhooks(self, group: str, resource: str) -> list[tuple[str, str, Mapping[str, Any], Any]]:
+        """The webhooks whose rules take the resource and whose failure refuses the request (kind and
+        name of their configuration, its body, the webhook), by configuration."""
+
+        def found() -> list[tuple[str, str, Mapping[str, Any], Any]]:
+            return [
+                (wkind, wname, applied.body, hook)
+                for (_, wkind, _, wname), applied in sorted(self.cluster.of_kind(*WEBHOOK_CONFIGURATIONS))
+                for hook in applied.body.get("webhooks") or []
+                if hook.get("failurePolicy", "Fail") == "Fail"
+                and _rule_matches(hook.get("rules") or [], group, resource)
+            ]
+
+        return self.cluster.unchanged_kinds(WEBHOOK_CONFIGURATIONS, ("webhooks", group, resource), found)  # type: ignore[no-any-return]
 
     def policy_refusal(
         self, body: Mapping[str, Any], user: str, old: Mapping[str, Any] | None = None
     ) -> str | None:
         """The first refusal of the ValidatingAdmissionPolicies applied so far (with a Deny binding), of
         creating the object, or of updating `old` to it."""
-        bodies = [
-            a.body
-            for _, a in self.cluster.of_kind("ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding")
-        ]
-        if not bodies:
+        policies: list[Policy] = self.cluster.unchanged_kinds(
+            ADMISSION_POLICY_KINDS,
+            ("denying policies",),
+            lambda: denying_policies(a.body for _, a in self.cluster.of_kind(*ADMISSION_POLICY_KINDS)),
+        )
+        if not policies:
             return None
         ns = dig(body, "metadata", "namespace")
         labels = self.cluster.namespace_labels(ns) if ns else None
         operation = "CREATE" if old is None else "UPDATE"
-        for policy in denying_policies(bodies):
+        for policy in policies:
             if policy.matches(body, labels, operation):
                 refused = policy.refusal(body, Request(user, operation=operation), old)
                 if refused:
@@ -135,9 +148,13 @@ class Admission:
 
     def policy_view(self) -> PolicyView:
         """The network policies applied so far."""
-        return PolicyView(
-            Document(PurePosixPath("live"), i, dict(a.body))
-            for i, (_, a) in enumerate(self.cluster.of_kind("NetworkPolicy", "CiliumNetworkPolicy"))
+        return self.cluster.unchanged_kinds(  # type: ignore[no-any-return]
+            NETWORK_POLICY_KINDS,
+            ("policy view",),
+            lambda: PolicyView(
+                Document(PurePosixPath("live"), i, dict(a.body))
+                for i, (_, a) in enumerate(self.cluster.of_kind(*NETWORK_POLICY_KINDS))
+            ),
         )
 
     def enforces_policies(self) -> bool:

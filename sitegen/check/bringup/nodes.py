@@ -80,6 +80,7 @@ class NodeAgents:
         # the operator places its device plugin where Node Feature Discovery labelled an NVIDIA device:
         # the NFD worker on the node writes its NodeFeature object, from which the master labels the node
         master = self.cluster.controller_running("nfd.k8s-sigs.io", "NodeFeature")
+        rdma = self._rdma_policy()
         for node in self.cluster.nodes.values():
             if policy is not None and node.capacity.get("hardware/gpu"):
                 spec = policy["spec"].get("daemonsets") or {}
@@ -88,13 +89,17 @@ class NodeAgents:
                 self._set(
                     node, "nvidia.com/gpu", node.capacity["hardware/gpu"] if tolerated and labelled else 0
                 )
-            self._rdma(node, rails.get(node.name, set()))
+            if rdma is not None:
+                self._rdma(node, rails.get(node.name, set()), rdma)
 
-    def _rdma(self, node: Node, named_interfaces: set[str]) -> None:
+    def _rdma_policy(self) -> Mapping[str, Any] | None:
+        """The NicClusterPolicy's spec, once the Network Operator that acts on it runs."""
         cluster_policies = self.cluster.of_kind("NicClusterPolicy")
         if not cluster_policies or not self.cluster.controller_running("mellanox.com", "NicClusterPolicy"):
-            return
-        cp = cluster_policies[0][1].body["spec"]
+            return None
+        return cluster_policies[0][1].body["spec"]  # type: ignore[no-any-return]
+
+    def _rdma(self, node: Node, named_interfaces: set[str], cp: Mapping[str, Any]) -> None:
         taints = _operator_daemon_taints(node)
         admitted = node_affinity_matches(
             {"affinity": {"nodeAffinity": cp.get("nodeAffinity") or {}}}, node.labels

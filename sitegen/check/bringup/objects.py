@@ -100,7 +100,7 @@ class ClusterObjects:
         self.changes = 0  # bumped by every change of state: the simulation runs until it stops moving
         self._answers: dict[tuple[Any, ...], tuple[int, Any]] = {}  # `unchanged`: key -> (changes, answer)
         self._kind_changes: dict[str, int] = {}  # kind -> changes of its objects (applied, written, deleted)
-        self._rbac: tuple[tuple[int, ...], Rbac] | None = None
+        self._kind_answers: dict[tuple[Any, ...], tuple[tuple[int, ...], Any]] = {}  # `unchanged_kinds`
         # fields of live objects controllers wrote, in order: (object, JSON pointer, controller)
         self.written: list[tuple[Key, str, str]] = []
 
@@ -174,14 +174,24 @@ class ClusterObjects:
         self.changes += 1
         self._kind_changes[key[1]] = self._kind_changes.get(key[1], 0) + 1
 
+    def unchanged_kinds(
+        self, kinds: tuple[str, ...], key: tuple[Any, ...], compute: Callable[[], Any]
+    ) -> Any:
+        """`compute()`, asked again only once an object of `kinds` changed: for answers that read those
+        objects alone (not on every change of the cluster, which is hundreds of times per variant)."""
+        version = tuple(self._kind_changes.get(kind, 0) for kind in kinds)
+        hit = self._kind_answers.get(key)
+        if hit is not None and hit[0] == version:
+            return hit[1]
+        answer = compute()
+        self._kind_answers[key] = (version, answer)
+        return answer
+
     def rbac(self) -> Rbac:
-        """The cluster's roles and bindings as the API server's authorizer reads them (check/rbac.py),
-        read again once one of them changed (not on every change of the cluster: about 700 reads per
-        variant then, each of every role and binding)."""
-        version = tuple(self._kind_changes.get(kind, 0) for kind in RBAC_KINDS)
-        if self._rbac is None or self._rbac[0] != version:
-            self._rbac = (version, Rbac(a.body for _, a in self.of_kind(*RBAC_KINDS)))
-        return self._rbac[1]
+        """The cluster's roles and bindings as the API server's authorizer reads them (check/rbac.py)."""
+        return self.unchanged_kinds(  # type: ignore[no-any-return]
+            RBAC_KINDS, ("rbac",), lambda: Rbac(a.body for _, a in self.of_kind(*RBAC_KINDS))
+        )
 
     def write_field(self, key: Key, pointer: str, value: Any, by: str | None) -> bool:
         """A controller (`by`) writes a field of a live object (a CA it injects, a Job it unsuspends),
