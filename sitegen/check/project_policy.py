@@ -10,6 +10,7 @@ destination's `!` patterns deny (isDestinationMatched)."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from fnmatch import fnmatchcase
 from typing import Any
@@ -57,15 +58,26 @@ def _glob(pattern: str, value: str) -> bool:
 def destination_permitted(spec: Mapping[str, Any], server: str, namespace: str, name: str = "") -> bool:
     """isDestinationMatched: a destination whose server (or cluster name) and namespace match, and no
     deny pattern (`!`) that excludes them."""
+    destinations = tuple(
+        (d.get("name", ""), d.get("server", ""), d.get("namespace", ""))
+        for d in spec.get("destinations") or []
+    )
+    return _destination_permitted(destinations, server, namespace, name)
+
+
+@functools.lru_cache(maxsize=4096)  # the bring-up asks about 6,000 times per variant, of a few projects
+def _destination_permitted(
+    destinations: tuple[tuple[str, str, str], ...], server: str, namespace: str, name: str
+) -> bool:
     matched = False
-    for d in spec.get("destinations") or []:
-        by_name = bool(name) and _glob(d.get("name", ""), name)
-        by_server = bool(server) and _glob(d.get("server", ""), server)
-        in_namespace = _glob(d.get("namespace", ""), namespace)
-        denied_cluster = (not by_name and d.get("name", "").startswith("!")) or (
-            not by_server and d.get("server", "").startswith("!") and in_namespace
+    for d_name, d_server, d_namespace in destinations:
+        by_name = bool(name) and _glob(d_name, name)
+        by_server = bool(server) and _glob(d_server, server)
+        in_namespace = _glob(d_namespace, namespace)
+        denied_cluster = (not by_name and d_name.startswith("!")) or (
+            not by_server and d_server.startswith("!") and in_namespace
         )
-        denied_namespace = not in_namespace and d.get("namespace", "").startswith("!") and by_server
+        denied_namespace = not in_namespace and d_namespace.startswith("!") and by_server
         if (by_server or by_name) and in_namespace:
             matched = True
         elif denied_cluster or denied_namespace:

@@ -39,7 +39,7 @@ from sitegen.check.bringup.health import (
     run_health_script,
 )
 from sitegen.check.bringup.kube import pod_template, sync_order, sync_phases
-from sitegen.check.bringup.objects import Key, key_of, show
+from sitegen.check.bringup.objects import Key, Keys, key_of, show
 from sitegen.check.bringup.operators import CNPG_CLUSTER
 from sitegen.check.bringup.refusals import create_refusal
 from sitegen.check.project_policy import (
@@ -167,6 +167,7 @@ class AppSync:
         # the last comparison per object: (Git's body, the live body, the ignores, differs). Bodies are
         # never changed in place (a write makes a new live body), so the same three compare the same.
         self._compared: dict[Key, tuple[object, object, object, bool]] = {}
+        self._keys = Keys()  # drifted() asks for its objects' keys every round
         self.waiting = ""
 
     # ---- sync ----------------------------------------------------------------------------------
@@ -386,8 +387,7 @@ class AppSync:
         differs and is not ignored: drift.py)."""
         found = []
         for body in self.objects:
-            key = key_of(body)
-            live = self.cluster.objects.get(key)
+            live = self.cluster.objects.get(key := self._keys.of(body))
             if live is None:
                 found.append(key)
                 continue

@@ -35,6 +35,19 @@ def key_of(body: Mapping[str, Any]) -> Key:
     return group_of(body), str(body.get("kind")), str(meta.get("namespace", "")), str(meta["name"])
 
 
+class Keys:
+    """`key_of` for bodies asked about again and again, kept by body (bodies never change in place)."""
+
+    def __init__(self) -> None:
+        self._known: dict[int, tuple[Mapping[str, Any], Key]] = {}
+
+    def of(self, body: Mapping[str, Any]) -> Key:
+        known = self._known.get(id(body))
+        if known is None or known[0] is not body:
+            known = self._known[id(body)] = (body, key_of(body))
+        return known[1]
+
+
 def show(key: Key) -> str:
     _, kind, ns, name = key
     return f"{kind} {ns}/{name}" if ns else f"{kind} {name}"
