@@ -27,9 +27,10 @@ import celpy
 from constructs.edge import NAMESPACE_NAME_LABEL
 from constructs.objects import pod_account
 from sitegen.cache import cache_dir
+from sitegen.check.cel import environment
 from sitegen.tree.fields import dig
 
-_ENV = celpy.Environment()
+_ENV = environment()
 # Who creates the pods of each workload kind: kube-controller-manager's controllers, as themselves.
 POD_MAKERS = {
     "Deployment": "system:serviceaccount:kube-system:replicaset-controller",
