@@ -55,8 +55,9 @@ def reaches_host(pod: Mapping[str, Any]) -> bool:
 # The fields of each object beyond its metadata, kept on this side of jsii: cdk8s's ApiObject takes
 # only metadata in its props, and adding the rest as JSON patches costs two round trips to Node per
 # object (JsonPatch.add, add_json_patch), half of all an edit-loop synth makes. `with_bodies` puts them
-# back into what the chart or object synthesizes to.
-_BODIES: weakref.WeakKeyDictionary[ApiObject, tuple[tuple[str, str, str, str], dict[str, Any]]] = (
+# back into what the chart or object synthesizes to. They are kept as JSON, taken when the object is
+# made, as jsii would have sent them: a later change of the caller's dicts does not reach the object.
+_BODIES: weakref.WeakKeyDictionary[ApiObject, tuple[tuple[str, str, str, str], str]] = (
     weakref.WeakKeyDictionary()
 )
 
@@ -75,7 +76,7 @@ def api_object(
     if body:
         name = (metadata or {}).get("name") or obj.name  # cdk8s names an object without one
         key = (api_version, kind, (metadata or {}).get("namespace") or "", name)
-        _BODIES[obj] = (key, body)
+        _BODIES[obj] = (key, json.dumps(body))
     return obj
 
 
@@ -98,16 +99,17 @@ def with_bodies(documents: list[dict[str, Any]], objects: Iterable[object]) -> l
     """`documents` (what cdk8s synthesized `objects` to) with the fields `api_object` kept: each a
     copy, so that no two documents share a value, and as the round trip through Node would have
     returned it (a mapping's null values left out, whole floats as integers)."""
-    held = {}
+    held: dict[tuple[str, str, str, str], str] = {}
     for obj in objects:
         if isinstance(obj, ApiObject) and obj in _BODIES:
             key, body = _BODIES[obj]
-            if held.setdefault(key, body) is not body:
+            if key in held:
                 raise ValueError(f"two objects {key} in one chart")
+            held[key] = body
     for doc in documents:
         body = held.pop(_key(doc), None)
         if body is not None:
-            doc.update(json.loads(json.dumps(body), object_hook=_without_nulls, parse_float=_js_number))
+            doc.update(json.loads(body, object_hook=_without_nulls, parse_float=_js_number))
     if held:
         raise ValueError(f"objects kept but not synthesized: {sorted(held)}")
     return documents

@@ -49,6 +49,15 @@ def test_a_chart_synthesizes_each_object_with_its_fields() -> None:
     assert shared["image"] == "busybox"
 
 
+def test_an_object_holds_its_fields_as_they_were_when_it_was_made() -> None:
+    """As jsii sent them to Node at the call: the caller changing its dict afterwards changes nothing."""
+    chart = _chart()
+    spec = {"replicas": 1}
+    api_object(chart, "a", "apps/v1", "Deployment", {"name": "a", "namespace": "x"}, spec=spec)
+    spec["replicas"] = 2
+    assert chart.documents[0]["spec"] == {"replicas": 1}
+
+
 def test_an_object_without_a_name_takes_the_one_cdk8s_gives_it() -> None:
     chart = Chart(App(), "test")
     host_file = HostFile(chart, "File", file_name="f.yaml", header="")
