@@ -24,6 +24,7 @@ import sitegen  # noqa: F401  (selects the project's Node for jsii before cdk8s 
 from sitegen.cache import cache_dir
 from sitegen.model import Site, load_site
 
+from .linked_copies import LinkedCopies
 from .live_site import LiveSiteReads
 
 REPO = Path(__file__).resolve().parent.parent
@@ -77,6 +78,8 @@ os.environ["SITEGEN_CONFIG"] = str(CONFIG)
 os.environ["SITEGEN_DIST"] = str(DIST)
 LIVE_SITE = (REPO / "config", REPO / "dist")
 live_site_reads = LiveSiteReads(LIVE_SITE).install()
+linked_copies = LinkedCopies(DIST)
+sys.addaudithook(linked_copies)  # a write in this process to a linked copy unshares the file first
 
 
 def _refuse_live_site_reads(reads: list[str], where: str) -> None:
@@ -158,18 +161,39 @@ def validate(tree: Path):
 
 
 @pytest.fixture
-def tree(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Path]:
-    """A copy of the seed's dist/ to break (removed after the test: 45 MB each). A module marked
-    `tree_variants(...)` gets those variants only: validate then reads a half of the documents."""
+def linked_copy() -> Iterator[Callable[[Path, Path], Path]]:
+    """Copies the seed's dist/ (or a folder of it) as hard links that a write unshares (linked_copies.py);
+    fails the test whose run changed the seed's bytes, which the live dist/ shares."""
+    made: list[Path] = []
+
+    def copy(source: Path, target: Path) -> Path:
+        made.append(target)
+        return linked_copies.copy(source, target)
+
+    yield copy
+    for target in made:
+        linked_copies.release(target)
+    if changed := linked_copies.changed_seed_files():
+        (DIST / "INPUTS").unlink(missing_ok=True)  # the next session makes the seed tree again
+        pytest.fail(
+            f"the test changed the seed's {', '.join(changed[:3])} in place (a write this process did not "
+            "make, or a subprocess's): the live dist/ shares those bytes, `git checkout dist/` restores it",
+            pytrace=False,
+        )
+
+
+@pytest.fixture
+def tree(tmp_path: Path, request: pytest.FixtureRequest, linked_copy) -> Path:
+    """A copy of the seed's dist/ to break. A module marked `tree_variants(...)` gets those variants
+    only: validate then reads a half of the documents."""
     target = tmp_path / "dist"
     marker = request.node.get_closest_marker("tree_variants")
     if marker is None:
-        shutil.copytree(DIST, target)
+        linked_copy(DIST, target)
     else:
         for variant in marker.args:
-            shutil.copytree(DIST / variant, target / variant)
-    yield target
-    shutil.rmtree(target, ignore_errors=True)
+            linked_copy(DIST / variant, target / variant)
+    return target
 
 
 def add(tree: Path, rel: str, *docs: dict[str, Any]) -> str:

@@ -309,16 +309,15 @@ def test_validate_refuses_what_a_deletion_could_take(tree):
     )
 
 
-def test_an_app_dropped_from_dist_needs_an_acknowledgement(config_copy, tmp_path):
+def test_an_app_dropped_from_dist_needs_an_acknowledgement(config_copy, tmp_path, linked_copy):
     """The dist/ a site runs had an app that config/ no longer makes (a component, tenant or cluster
     removed or renamed): synth refuses, one line naming the field, dist/ untouched, until
     gitops.yaml lists the Application."""
-    import shutil
 
     from .conftest import edit_yaml, run_sitegen
 
     out = tmp_path / "dist"
-    shutil.copytree(DIST, out)
+    linked_copy(DIST, out)
     legacy = out / ONE / "apps/ai/legacy-app"
     legacy.mkdir()
     (legacy / "legacy.configmap.legacy.yaml").write_text(
@@ -339,16 +338,15 @@ def test_an_app_dropped_from_dist_needs_an_acknowledgement(config_copy, tmp_path
     assert not legacy.exists()
 
 
-def test_a_variant_dropped_from_variants_yaml_needs_an_acknowledgement(config_copy, tmp_path):
+def test_a_variant_dropped_from_variants_yaml_needs_an_acknowledgement(config_copy, tmp_path, linked_copy):
     """Put-back: a whole-site synth compared only the variants it still made, so dropping a variant
     from variants.yaml deleted every Application of it (were it the one the site runs) unasked. One
     entry, the variant's name, acknowledges all of them."""
-    import shutil
 
     from .conftest import edit_yaml, run_sitegen
 
     out = tmp_path / "dist"
-    shutil.copytree(DIST, out)
+    linked_copy(DIST, out)
     edit_yaml(config_copy, "variants.yaml", lambda v: v.pop("two-cluster") and None)
     result = run_sitegen("synth", "--config", config_copy, "--out", out)
     assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1, result.stderr

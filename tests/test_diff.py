@@ -154,14 +154,13 @@ def test_an_inserted_list_item_is_one_change():
 
 
 @pytest.fixture
-def site_repo(tmp_path: Path) -> Path:
+def site_repo(tmp_path: Path, linked_copy) -> Path:
     """A scratch repository whose first commit is the committed dist/."""
-    import shutil
 
     from .conftest import DIST
 
     subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
-    shutil.copytree(DIST, tmp_path / "dist")
+    linked_copy(DIST, tmp_path / "dist")
     _commit(tmp_path, "site")
     return tmp_path
 
@@ -246,7 +245,7 @@ def test_a_removed_or_renamed_app_says_what_its_deletion_does(site_repo):
     assert "to dashboards, which adopts them" in text
 
 
-def test_a_config_change_not_yet_synthesized_is_not_no_change(tmp_path):
+def test_a_config_change_not_yet_synthesized_is_not_no_change(tmp_path, linked_copy):
     """dist/INPUTS holds the fingerprint of what synth read: a working tree whose config/ changed since
     is refused (exit 2), not reported as "no change"."""
     import shutil
@@ -255,7 +254,7 @@ def test_a_config_change_not_yet_synthesized_is_not_no_change(tmp_path):
 
     subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
     shutil.copytree(CONFIG, tmp_path / "config")
-    shutil.copytree(DIST, tmp_path / "dist")
+    linked_copy(DIST, tmp_path / "dist")
     _commit(tmp_path, "site")
     current = subprocess.run([str(SITEGEN), "diff", "HEAD"], cwd=tmp_path, capture_output=True, text=True)
     assert current.returncode == 0, current.stderr
@@ -372,7 +371,7 @@ def test_a_terminal_gets_colour_and_the_text_stays_the_same():
     assert lines[4] == "    .x: 1 -> 2"  # field lines keep the terminal's colour
 
 
-def test_a_commit_whose_dist_is_stale_is_refused(tmp_path):
+def test_a_commit_whose_dist_is_stale_is_refused(tmp_path, linked_copy):
     """Put-back: `sitegen diff A B` read each commit's dist/ as it was, so a commit that changed config/
     without `make synth` diffed as "No change" (what the PR comment runs). Each commit's dist/INPUTS is
     now checked against the digest of that commit's own tracked inputs: exit 2, naming the commit."""
@@ -382,7 +381,7 @@ def test_a_commit_whose_dist_is_stale_is_refused(tmp_path):
 
     subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
     shutil.copytree(CONFIG, tmp_path / "config")
-    shutil.copytree(DIST, tmp_path / "dist")
+    linked_copy(DIST, tmp_path / "dist")
     for folder in ("sitegen", "constructs", "imports", "vendor/charts"):
         shutil.copytree(REPO / folder, tmp_path / folder, ignore=shutil.ignore_patterns("__pycache__"))
     for name in ("main.py", "charts.lock", "requirements.lock", "package-lock.json", "cdk8s.yaml"):

@@ -7,7 +7,6 @@ from __future__ import annotations
 import copy
 import os
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -154,13 +153,13 @@ def _commit(repo: Path, message: str) -> None:
     subprocess.run(["git", "commit", "-qm", message], cwd=repo, check=True, env=env)
 
 
-def test_a_carved_member_moves_through_config_alone(tmp_path, config_copy):
+def test_a_carved_member_moves_through_config_alone(tmp_path, config_copy, linked_copy):
     """The AIStor cluster's cmp50 moves to cmp47: `variants.yaml` and `clusters.yaml` change, nothing
     else; synth refuses the first without the second, `sitegen diff` shows the move's steps, and
     bringup replays them from the state before (cmp50 a member, cmp47 empty)."""
     repo = tmp_path / "repo"
     subprocess.run(["git", "init", "-q", str(repo)], check=True)
-    shutil.copytree(DIST, repo / "dist")
+    linked_copy(DIST, repo / "dist")
     _commit(repo, "site")
 
     def synth() -> subprocess.CompletedProcess[str]:

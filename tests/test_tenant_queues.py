@@ -160,12 +160,12 @@ def test_a_queue_takes_back_its_nominal_quota_from_a_borrower(cohort_site):
     ), text[-3000:]
 
 
-def test_long_running_work_that_borrows_is_named(cohort_site, tmp_path):
+def test_long_running_work_that_borrows_is_named(cohort_site, tmp_path, linked_copy):
     """A cohort whose model servers need more than its nominal quota borrows for them; the queue that
     lent takes the GPUs back by evicting them (KUE-001)."""
     _, dist = cohort_site
     tree = tmp_path / "dist"
-    shutil.copytree(dist, tree)
+    linked_copy(dist, tree)
     path = tree / ONE / "apps" / "ai" / "gpu-queues" / "clusterqueue.gpu-research.yaml"
     head, body = path.read_text().split("---\n", 1)
     queue = yaml.safe_load(body)
