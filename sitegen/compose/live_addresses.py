@@ -124,12 +124,16 @@ def _cluster_of(path: PurePosixPath) -> str | None:
     return f"{where.variant}/{where.cluster}" if where.area in (APPS, KUBEADM) and where.cluster else None
 
 
+def _may_hold(path: PurePosixPath, data: bytes) -> bool:
+    return path.name.endswith(".yaml") and any(m in data for m in _MARKERS)
+
+
 def addresses(files: Mapping[PurePosixPath, bytes]) -> dict[tuple[str, str], tuple[str, Moves]]:
     """(cluster, what) -> (value, its rule) of every file that holds one."""
     found: dict[tuple[str, str], tuple[str, Moves]] = {}
     for path, data in files.items():
         cluster = _cluster_of(path)
-        if cluster is None or not path.name.endswith(".yaml") or not any(m in data for m in _MARKERS):
+        if cluster is None or not _may_hold(path, data):
             continue
         for doc in documents(path, data):
             if not doc.wrapped:
@@ -141,7 +145,13 @@ def addresses(files: Mapping[PurePosixPath, bytes]) -> dict[tuple[str, str], tup
 def moves(rendered: Mapping[PurePosixPath, bytes], out_dir: Path) -> list[str]:
     """Each move of a held address or name from the dist/ in `out_dir` to `rendered`, as the entry that
     acknowledges it."""
-    paths = [p for p in rendered if _cluster_of(p) is not None and (out_dir / p).is_file()]
+    # A held value is compared with the one the same object holds after, and an object's file is named by
+    # its kind and name: the files that will hold none are not read (they were most of 45 MB).
+    paths = [
+        p
+        for p, data in rendered.items()
+        if _cluster_of(p) is not None and _may_hold(p, data) and (out_dir / p).is_file()
+    ]
     before = addresses({p: (out_dir / p).read_bytes() for p in paths})
     after = addresses(rendered)
     found = []
