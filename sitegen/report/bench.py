@@ -228,7 +228,7 @@ def main(runs: int = 3) -> None:
     one = statistics.median(one_times)
     _report("warm synth, nothing changed", statistics.median(warm_times), "cdk8s app of one object", one, 3.0)
     _report(
-        "edit loop: a config change, into dist/",
+        "edit loop, into dist/",
         statistics.median(edit_times),
         f"cdk8s app of {composed} objects",
         statistics.median(composed_times),
