@@ -32,15 +32,22 @@ CONFIG = REPO / "tests" / "fixtures" / "seed-site"  # the seed's config/, copied
 SITEGEN = Path(sys.executable).parent / "sitegen"
 
 
+def seed_dist_path(config: Path, root: Path) -> Path:
+    """Where `seed_dist` keeps the tree of `config`: by the fingerprint of its inputs."""
+    from sitegen.compose.fingerprint import fingerprint
+
+    return root / fingerprint(config, None) / "dist"  # dist/: the RUNBOOK names files dist/<variant>/...
+
+
 def seed_dist(config: Path, live: Path, root: Path) -> Path:
     """The tree `config` synthesizes, under `root` (shared by the test workers, kept until the code or
     the fixture changes): the live dist/'s files linked while config/ is the fixture's (the same
     fingerprint, so the committed bytes are what the tests read), else one synth of the fixture. Never
     the live folder itself: a test that reads it by its path is caught (live_site.py)."""
-    from sitegen.compose.fingerprint import fingerprint, recorded
+    from sitegen.compose.fingerprint import recorded
 
-    key = fingerprint(config, None)
-    target = root / key / "dist"  # named dist/: the RUNBOOK names its files as dist/<variant>/...
+    target = seed_dist_path(config, root)
+    key = target.parent.name
     root.mkdir(parents=True, exist_ok=True)
     with (root / "lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # one worker makes it, the others wait for its tree
@@ -72,10 +79,8 @@ def seed_dist(config: Path, live: Path, root: Path) -> Path:
 
 # The fixture's pins, for a test module's parameters (built at import; a test takes `site.versions`)
 PINS = yaml.safe_load((CONFIG / "versions.yaml").read_text())
-DIST = seed_dist(CONFIG, REPO / "dist", cache_dir() / "seed-dist")
-# Every command a test runs without --config or --dist reads the fixture, never the live site.
-os.environ["SITEGEN_CONFIG"] = str(CONFIG)
-os.environ["SITEGEN_DIST"] = str(DIST)
+# The fixture site's tree: its place is known at import, `_fixture_site` makes it before the first test.
+DIST = seed_dist_path(CONFIG, cache_dir() / "seed-dist")
 LIVE_SITE = (REPO / "config", REPO / "dist")
 live_site_reads = LiveSiteReads(LIVE_SITE).install()
 linked_copies = LinkedCopies(DIST)
@@ -97,6 +102,20 @@ _read_at_collection: list[str] = []
 
 def pytest_collection_finish(session: pytest.Session) -> None:
     _read_at_collection.extend(live_site_reads.taken())  # a module's import: every test reports it
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _fixture_site() -> Iterator[None]:
+    """The fixture site's tree made (or found), and every command a test runs without --config or
+    --dist pointed at the fixture, never the live site. Linking the live dist/'s files is the one read
+    of it a test session makes."""
+    made = seed_dist(CONFIG, REPO / "dist", DIST.parent.parent)
+    assert made == DIST, (made, DIST)
+    live_site_reads.taken()
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("SITEGEN_CONFIG", str(CONFIG))
+        env.setenv("SITEGEN_DIST", str(DIST))
+        yield
 
 
 @pytest.fixture(autouse=True)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from sitegen.compose.fingerprint import fingerprint, recorded
 
-from .conftest import REPO, seed_dist
+from .conftest import REPO, seed_dist, seed_dist_path
 from .live_site import LiveSiteReads
 
 SMALL_SITE = REPO / "tests" / "fixtures" / "small-site"
@@ -55,7 +55,10 @@ def test_removing_a_tree_under_the_working_folder_is_not_a_read_of_the_live_site
 def test_the_fixture_tree_is_synthesized_when_the_live_dist_is_another_sites_then_linked(tmp_path):
     """The live dist/ of another site (here: none) makes one synth of the fixture; a live dist/ of the
     fixture's own inputs is linked, not copied and not read in place."""
+    where = seed_dist_path(SMALL_SITE, tmp_path / "first")  # what conftest computes at import: no work
+    assert not (tmp_path / "first").exists()
     synthesized = seed_dist(SMALL_SITE, tmp_path / "no-dist", tmp_path / "first")
+    assert synthesized == where
     key = fingerprint(SMALL_SITE, None)
     assert synthesized == tmp_path / "first" / key / "dist"
     assert recorded(synthesized) == key
