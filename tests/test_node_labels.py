@@ -154,3 +154,24 @@ def test_two_cluster_variant_splits_the_pools(site):
     carved = [h.name for h in clusters["aistor"].control_plane.hosts]
     assert carved == ["cmp48", "cmp49", "cmp50"]
     assert not set(carved) & {h.name for h in clusters["ai"].pool("compute").hosts}
+
+
+def test_a_process_that_ends_without_exit_handlers_leaves_no_key_behind(tmp_path):
+    """Put-back: the stand-in's CA and key lived in a folder of the process, removed by an exit handler,
+    which a process pool's worker never runs: every parallel bring-up left a CA's key in TMPDIR."""
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import os\nfrom pathlib import Path\nfrom sitegen.check.bringup.apiserver import fake_apiserver\n"
+        "with fake_apiserver(Path(os.environ['API'])):\n    pass\nos._exit(0)\n"
+    )
+    (tmp_path / "tmp").mkdir()
+    env = {**os.environ, "TMPDIR": str(tmp_path / "tmp"), "API": str(tmp_path / "api")}
+    subprocess.run([sys.executable, "-c", code], env=env, check=True)
+    left = [
+        p.name for p in (tmp_path / "tmp").rglob("*") if p.name.startswith("sitegen-") or p.suffix == ".key"
+    ]
+    assert left == []  # (jsii's folders, made on import, are jsii's to remove)
+    assert sorted(p.name for p in (tmp_path / "api").iterdir()) == ["ca.crt", "tls.crt", "tls.key"]

@@ -15,9 +15,7 @@ resourceVersion conflicts.
 
 from __future__ import annotations
 
-import atexit
 import json
-import shutil
 import ssl
 import subprocess
 import tempfile
@@ -157,34 +155,43 @@ def _handler(server: FakeApiServer) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
+CA = "ca.crt"
+SERVED = (CA, "tls.crt", "tls.key")  # what a server needs of its PKI: its chain's root and its own pair
+
+
 @cache
-def _certificates() -> tuple[Path, Path, Path]:
+def _certificates() -> dict[str, bytes]:
     """A CA and a serving certificate for 127.0.0.1 signed by it (openssl, as kubeadm's PKI is), made
-    once per process. ECDSA P-256 keys (kubeadm's `encryptionAlgorithm: ECDSA-P256`; its default is
-    RSA-2048): what the scripts' clients check, the chain to the cluster's CA and the server's names,
-    does not depend on the key's type, and two RSA keys took a tenth of a bring-up."""
-    folder = Path(tempfile.mkdtemp(prefix="sitegen-apiserver-"))
-    atexit.register(shutil.rmtree, folder, True)
-    ca_key, ca, key, csr, cert = (folder / n for n in ("ca.key", "ca.crt", "tls.key", "tls.csr", "tls.crt"))
-    ext = folder / "san.cnf"
-    ext.write_text("subjectAltName=IP:127.0.0.1,DNS:kubernetes.default.svc\n")
-    run = lambda *args: subprocess.run(["openssl", *map(str, args)], check=True, capture_output=True)  # noqa: E731
-    ec = ("-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1")
-    run("req", "-x509", *ec, "-nodes", "-keyout", ca_key, "-out", ca, "-days", "1", "-subj", "/CN=kubernetes")
-    run("req", *ec, "-nodes", "-keyout", key, "-out", csr, "-subj", "/CN=kube-apiserver")
-    run("x509", "-req", "-in", csr, "-CA", ca, "-CAkey", ca_key, "-CAcreateserial", "-out", cert, "-days", "1",
-        "-extfile", ext)  # fmt: skip
-    return ca, cert, key
+    once per process and kept as bytes: each stand-in server writes them into its own folder, which its
+    caller removes (a folder of the process's would outlive it where no exit handler runs, as in a
+    process pool's workers, and leave a CA's key behind each time). ECDSA P-256 keys (kubeadm's
+    `encryptionAlgorithm: ECDSA-P256`; its default is RSA-2048): what the scripts' clients check, the
+    chain to the cluster's CA and the server's names, does not depend on the key's type, and two RSA
+    keys took a tenth of a bring-up."""
+    with tempfile.TemporaryDirectory(prefix="sitegen-apiserver-") as tmp:
+        folder = Path(tmp)
+        ca_key, ca, key, csr, cert = (folder / n for n in ("ca.key", CA, "tls.key", "tls.csr", "tls.crt"))
+        ext = folder / "san.cnf"
+        ext.write_text("subjectAltName=IP:127.0.0.1,DNS:kubernetes.default.svc\n")
+        run = lambda *args: subprocess.run(["openssl", *map(str, args)], check=True, capture_output=True)  # noqa: E731
+        ec = ("-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1")
+        one_day = ("-nodes", "-days", "1")
+        run("req", "-x509", *ec, *one_day, "-keyout", ca_key, "-out", ca, "-subj", "/CN=kubernetes")
+        run("req", *ec, "-nodes", "-keyout", key, "-out", csr, "-subj", "/CN=kube-apiserver")
+        signed = ("-CA", ca, "-CAkey", ca_key, "-CAcreateserial", "-days", "1", "-extfile", ext)
+        run("x509", "-req", "-in", csr, *signed, "-out", cert)
+        return {name: (folder / name).read_bytes() for name in SERVED}
 
 
 @contextmanager
 def fake_apiserver(folder: Path, token: str = "sa-token") -> Iterator[FakeApiServer]:
     folder.mkdir(parents=True, exist_ok=True)
-    ca, cert, key = _certificates()
-    state = FakeApiServer("", ca, token)
+    for name, data in _certificates().items():
+        (folder / name).write_bytes(data)
+    state = FakeApiServer("", folder / CA, token)
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(state))
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.load_cert_chain(cert, key)
+    context.load_cert_chain(folder / "tls.crt", folder / "tls.key")
     httpd.socket = context.wrap_socket(httpd.socket, server_side=True)
     state.url = f"https://127.0.0.1:{httpd.server_address[1]}"
     thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
