@@ -8,10 +8,12 @@ owner's change is checked by the site checks (`make site`), not by tests that kn
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -79,8 +81,21 @@ def seed_dist(config: Path, live: Path, root: Path) -> Path:
 
 # The fixture's pins, for a test module's parameters (built at import; a test takes `site.versions`)
 PINS = yaml.safe_load((CONFIG / "versions.yaml").read_text())
+
+
+def _seed_root() -> Path:
+    """Where the fixture trees live: on the file system of the tests' temporary folders, so that their
+    copies are links. The cache, unless TMPDIR is elsewhere (make test puts it on /dev/shm): then
+    there, named by this checkout (another checkout's tests keep theirs)."""
+    temporary, cache = Path(tempfile.gettempdir()), cache_dir()
+    cache.mkdir(parents=True, exist_ok=True)
+    if temporary.stat().st_dev == cache.stat().st_dev:
+        return cache / "seed-dist"
+    return temporary / f"sitegen-seed-dist-{hashlib.blake2b(str(REPO).encode(), digest_size=4).hexdigest()}"
+
+
 # The fixture site's tree: its place is known at import, `_fixture_site` makes it before the first test.
-DIST = seed_dist_path(CONFIG, cache_dir() / "seed-dist")
+DIST = seed_dist_path(CONFIG, _seed_root())
 LIVE_SITE = (REPO / "config", REPO / "dist")
 live_site_reads = LiveSiteReads(LIVE_SITE).install()
 linked_copies = LinkedCopies(DIST)
