@@ -20,6 +20,7 @@ _REPO = Path(__file__).resolve().parent.parent
 if str(_REPO) not in sys.path:
     sys.path.insert(0, str(_REPO))
 
+from sitegen.cache import prune  # noqa: E402
 from sitegen.errors import Refused, SiteError  # noqa: E402
 from sitegen.model import ConfigError, ConfigFault, Site, dotted, load_site  # noqa: E402
 
@@ -164,6 +165,7 @@ def synth(config_dir: Path, variants: tuple[str, ...], out_dir: Path, show_moves
     changed = write_tree(rendered, out_dir, chosen if variants else None)
     if key:
         fingerprint.remember(key, out_dir, {p.as_posix(): data for p, data in rendered.items()})
+    prune()
     state = "" if changed else " (unchanged)"
     click.echo(f"synthesized {len(rendered)} files for {', '.join(chosen)} into {out_dir}{state}")
 

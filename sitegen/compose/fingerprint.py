@@ -17,7 +17,7 @@ import os
 from collections.abc import Callable, Iterable
 from pathlib import Path, PurePosixPath
 
-from sitegen.cache import cache_dir
+from sitegen.cache import cache_dir, used
 from sitegen.compose.tools import PROJECT
 from sitegen.compose.writer import present_files
 
@@ -131,4 +131,5 @@ def unchanged(key: str, out: Path, variants: list[str] | None) -> int | None:
         return None
     if any(_digest((out / path).read_bytes()) != digest for path, digest in files.items()):
         return None
+    used(record)
     return len(files)

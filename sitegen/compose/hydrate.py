@@ -30,7 +30,7 @@ from typing import Any
 
 import yaml
 
-from sitegen.cache import cache_dir
+from sitegen.cache import cache_dir, used
 from sitegen.components.base import JsonPatch, ObjectPatch
 from sitegen.components.ownership import WrittenField
 from sitegen.compose import ownership, writer
@@ -297,6 +297,7 @@ def _render_and_store(job: RenderJob) -> Rendered:
 
 def _load(path: Path) -> Rendered:
     objects, serves = marshal.loads(path.read_bytes())
+    used(path)
     return Rendered(tuple(RenderedObject(*o) for o in objects), tuple(serves))
 
 
@@ -313,10 +314,9 @@ def hydrating(
     out: dict[str, Rendered] = {}
     misses = []
     for job in jobs:
-        cached = _cached(job)
-        if cached.is_file():
-            out[job.folder] = _load(cached)
-        else:
+        try:  # absent, torn, or pruned by another process since: rendered again
+            out[job.folder] = _load(_cached(job))
+        except (OSError, EOFError, ValueError, TypeError):
             misses.append(job)
     if not misses:
         yield lambda: out
