@@ -9,6 +9,18 @@ BIN := $(VENV)/bin
 digest = $(shell cat $(1) | $(PYTHON) -c 'import hashlib, sys; print(hashlib.sha256(sys.stdin.buffer.read()).hexdigest()[:16])')
 PY_STAMP := $(VENV)/.installed-$(call digest,requirements.lock pyproject.toml)
 NPM_STAMP := node_modules/.installed-$(call digest,package-lock.json)
+# checkov (make scan, make site) and Ansible (the tests of the generated playbook) each in a venv of its
+# own, from a hash-pinned lock of its own: their dependency pins must not move the generator's.
+SCAN_VENV := .venv-scan
+SCAN_STAMP := $(SCAN_VENV)/.installed-$(call digest,.ci/scanner/requirements.lock)
+ANSIBLE_VENV := .venv-ansible
+ANSIBLE_STAMP := $(ANSIBLE_VENV)/.installed-$(call digest,.ci/ansible/requirements.lock)
+# Every variable a rule's prerequisites read is defined above the rules: make expands a prerequisite
+# list when it reads the rule, so one defined further down is empty there (that once dropped Ansible
+# from `make test`'s set-up). The optional inputs a person may give:
+TMPDIR ?=
+CHARTS ?=
+MIRROR ?=
 # pip warns about every index location of the machine's pip.conf that does not exist here
 PIP_NOISE := is ignored: it is neither a file nor a directory
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
@@ -63,10 +75,7 @@ lint: $(PY_STAMP)
 validate: $(PY_STAMP) $(NPM_STAMP)
 	@$(BIN)/sitegen validate
 
-# checkov over dist/, judged against .ci/scanner/exceptions.yaml. Its own venv and hash-pinned lock:
-# its dependency pins must not move the generator's.
-SCAN_VENV := .venv-scan
-SCAN_STAMP := $(SCAN_VENV)/.installed-$(call digest,.ci/scanner/requirements.lock)
+# checkov over dist/, judged against .ci/scanner/exceptions.yaml.
 ## checkov over dist/, against .ci/scanner/exceptions.yaml
 scan: $(PY_STAMP) $(SCAN_STAMP)
 	@SITEGEN_CHECKOV=$(SCAN_VENV)/bin/checkov $(BIN)/sitegen scan
@@ -74,9 +83,6 @@ scan: $(PY_STAMP) $(SCAN_STAMP)
 ## install checkov in its own venv
 scan-deps: $(SCAN_STAMP)
 
-# Ansible for the tests of the generated playbook (syntax-check, ansible-lint): its own venv and lock too.
-ANSIBLE_VENV := .venv-ansible
-ANSIBLE_STAMP := $(ANSIBLE_VENV)/.installed-$(call digest,.ci/ansible/requirements.lock)
 ## install Ansible in its own venv (the playbook's syntax check and lint)
 ansible-deps: $(ANSIBLE_STAMP)
 
