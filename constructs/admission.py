@@ -4,7 +4,7 @@ refuse whoever applies them, each with its binding in Deny mode. Expressions sta
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from constructs import Construct
 from constructs.argocd import TRACKING_ANNOTATION
@@ -65,18 +65,42 @@ class AdmissionPolicy(Construct):
         )
 
 
+# Where a tenant writes the labels Kueue reads a workload's priority from: the object's own, and the
+# templates from which kube-system's controllers make the Jobs and pods (a CronJob's Job, a
+# Deployment's or ReplicaSet's pods). Those controllers are let through, so the templates are judged.
+PRIORITY_LABEL_PLACES = (
+    ("metadata",),
+    ("spec", "template", "metadata"),
+    ("spec", "jobTemplate", "metadata"),
+    ("spec", "jobTemplate", "spec", "template", "metadata"),
+)
+_CONTROLLERS = "request.userInfo.username.startsWith('system:serviceaccount:kube-system:')"
+
+
+def _label_value(root: str, place: Sequence[str], label: str) -> str:
+    """The label's value at `place` of `root`, '' where the place or the label is absent."""
+    fields = [root, *place, "labels"]
+    present = " && ".join(f"has({'.'.join(fields[: i + 1])})" for i in range(1, len(fields)))
+    labels = ".".join(fields)
+    return f"(({present} && '{label}' in {labels}) ? {labels}['{label}'] : '')"
+
+
+def _each_place(label: str, accepted: Callable[[str, bool], str]) -> str:
+    """At every place, a value `accepted` admits (told whether the place is the object's own), or an
+    update that leaves it as it was (Kueue unsuspending a Job updates it)."""
+    checks = []
+    for place in PRIORITY_LABEL_PLACES:
+        now = _label_value("object", place, label)
+        unchanged = f"(request.operation == 'UPDATE' && {_label_value('oldObject', place, label)} == {now})"
+        checks.append(f"({accepted(now, place == PRIORITY_LABEL_PLACES[0])} || {unchanged})")
+    return " && ".join(checks)
+
+
 def reserved_priorities_expression(label: str, reserved: Sequence[str], appliers: Sequence[str]) -> str:
-    """A workload labelled with a reserved Kueue priority comes from Git (the appliers), from a
-    kube-system controller making it from one that did (a CronJob's Job, a Job's pods), or already
-    had that label (Kueue unsuspending a Job updates it)."""
-    labels = "object.metadata.labels"
-    old = "oldObject.metadata.labels"
-    return (
-        f"request.userInfo.username in {_cel_list(appliers)} || "
-        "request.userInfo.username.startsWith('system:serviceaccount:kube-system:') || "
-        f"!has({labels}) || !('{label}' in {labels}) || "
-        f"!({labels}['{label}'] in {_cel_list(reserved)}) || "
-        f"(request.operation == 'UPDATE' && has({old}) && '{label}' in {old} && {old}['{label}'] == {labels}['{label}'])"
+    """A workload labelled with a reserved Kueue priority, on itself or in a template, comes from Git
+    (the appliers) or from a kube-system controller making it from one that did."""
+    return f"request.userInfo.username in {_cel_list(appliers)} || {_CONTROLLERS} || " + _each_place(
+        label, lambda value, _: f"!({value} in {_cel_list(reserved)})"
     )
 
 
@@ -84,20 +108,11 @@ def tenant_priority_expression(
     label: str, allowed: Sequence[str], unlabelled: bool, appliers: Sequence[str]
 ) -> str:
     """A tenant's own workload carries one of its `allowed` priority classes (or none, where
-    `unlabelled`); what Git holds (the appliers), a kube-system controller's copy of a template, and an
-    update that leaves the label as it was (Kueue unsuspending a Job made before the tenant's
-    priority changed) pass."""
-
-    def value(labels: str) -> str:
-        return f"((has({labels}) && '{label}' in {labels}) ? {labels}['{label}'] : '')"
-
-    now = value("object.metadata.labels")
-    accepted = [*allowed, ""] if unlabelled else list(allowed)
-    return (
-        f"request.userInfo.username in {_cel_list(appliers)} || "
-        "request.userInfo.username.startsWith('system:serviceaccount:kube-system:') || "
-        f"{now} in {_cel_list(accepted)} || "
-        f"(request.operation == 'UPDATE' && {value('oldObject.metadata.labels')} == {now})"
+    `unlabelled`), and a template of it one of those or none (the object's own label speaks for it);
+    what Git holds (the appliers) and a kube-system controller's copy of a template pass."""
+    own = [*allowed, ""] if unlabelled else list(allowed)
+    return f"request.userInfo.username in {_cel_list(appliers)} || {_CONTROLLERS} || " + _each_place(
+        label, lambda value, is_own: f"{value} in {_cel_list(own if is_own else [*allowed, ''])}"
     )
 
 

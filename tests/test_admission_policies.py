@@ -73,6 +73,51 @@ def test_a_tenant_may_not_take_a_priority_that_preempts_others(policies):
     assert reserved.refusal(pod, JOB_CONTROLLER) is None  # a Job's pods carry its labels
 
 
+def _templated(api_version: str, kind: str, priority: str, *place: str) -> dict:
+    """A tenant's object whose only priority label is in the template at `place`."""
+    obj: dict = {
+        "apiVersion": api_version,
+        "kind": kind,
+        "metadata": {"name": "w", "namespace": "ai-research"},
+    }
+    at = obj
+    for field in place:
+        at = at.setdefault(field, {})
+    at["labels"] = {"kueue.x-k8s.io/priority-class": priority}
+    return obj
+
+
+# What a kube-system controller copies into the pods or Jobs it makes: let through at the copy, so
+# judged where the tenant writes it.
+TEMPLATES = [
+    ("apps/v1", "Deployment", "spec", "template", "metadata"),
+    ("apps/v1", "ReplicaSet", "spec", "template", "metadata"),
+    ("apps/v1", "StatefulSet", "spec", "template", "metadata"),
+    ("apps/v1", "DaemonSet", "spec", "template", "metadata"),
+    ("v1", "ReplicationController", "spec", "template", "metadata"),
+    ("batch/v1", "Job", "spec", "template", "metadata"),
+    ("batch/v1", "CronJob", "spec", "jobTemplate", "metadata"),
+    ("batch/v1", "CronJob", "spec", "jobTemplate", "spec", "template", "metadata"),
+]
+
+
+@pytest.mark.parametrize("template", TEMPLATES, ids=lambda t: f"{t[1]}.{'.'.join(t[2:-1])}")
+def test_a_reserved_priority_in_a_template_is_refused_too(policies, template):
+    """The controllers that copy a template run in kube-system and pass: a tenant's ReplicaSet or
+    CronJob with `serving` in its template would otherwise make preempting pods or Jobs."""
+    reserved = policies["sitegen-reserved-priorities"]
+    api_version, kind, *place = template
+    tenants = _templated(api_version, kind, "serving", *place)
+    assert reserved.matches(tenants, MANAGED, "CREATE"), kind
+    refused = reserved.refusal(tenants, TENANT)
+    assert refused and "preempt other tenants' jobs" in refused
+    assert reserved.refusal(_templated(api_version, kind, "health", *place), TENANT) is None
+    assert reserved.refusal(tenants, ARGO) is None  # from Git
+    update = Request("oidc:alice", operation="UPDATE")
+    assert reserved.refusal(tenants, update, old=tenants) is None  # left as it was
+    assert reserved.refusal(tenants, update, old=_templated(api_version, kind, "health", *place))
+
+
 def test_cluster_admin_is_bound_only_where_reviewed(policies):
     bindings = policies["sitegen-cluster-admin-bindings"]
     assert bindings.matches(binding("x", "cluster-admin"), None, "CREATE")

@@ -127,6 +127,9 @@ def test_a_tenant_is_held_to_its_priority(cohort_site, policies):
     assert low.refusal(_job("nlp", None), KUEUE, old=_job("nlp", None)) is None
     assert high.refusal(_job("ai-research", "high"), TENANT) is None
     assert high.refusal(_job("ai-research", None), TENANT) is None
+    templated = _job("nlp", "low")
+    templated["spec"] = {"template": {"metadata": {"labels": {"kueue.x-k8s.io/priority-class": "high"}}}}
+    assert low.refusal(templated, TENANT)  # the job controller's copy of its template would pass
     assert "sitegen-tenant-priority-normal" not in policies  # no tenant of that priority
 
 

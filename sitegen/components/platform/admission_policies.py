@@ -100,10 +100,11 @@ KUBE_SYSTEM = "kube-system"
 
 
 def _queued_workloads() -> list[dict]:
-    """The kinds Kueue queues (and the pods they make): what the priority policies judge."""
+    """The kinds Kueue queues, and every kind a kube-system controller makes its pods or Jobs from: what
+    the priority policies judge (the controllers' copies pass, so what they copy must be judged)."""
     return [
-        _rule("", "pods"),
-        _rule("apps", "deployments", "statefulsets"),
+        _rule("", "pods", "replicationcontrollers"),
+        _rule("apps", "deployments", "statefulsets", "replicasets", "daemonsets"),
         _rule("batch", "jobs", "cronjobs"),
     ]
 
