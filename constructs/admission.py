@@ -116,6 +116,30 @@ def tenant_priority_expression(
     )
 
 
+def _protected_unchanged(field: str, prefixes: Sequence[str]) -> str:
+    """The metadata `field` (labels, annotations) keys with one of `prefixes` are as they were: none
+    added, changed or removed (on a create, none set)."""
+    new = f"(has(object.metadata.{field}) ? object.metadata.{field} : {{}})"
+    old = f"(request.operation == 'UPDATE' && has(oldObject.metadata.{field}) ? oldObject.metadata.{field} : {{}})"
+    protected = " || ".join(f"k.startsWith('{prefix}')" for prefix in sorted(prefixes))
+    return (
+        f"{new}.all(k, !({protected}) || (k in {old} && {old}[k] == {new}[k])) && "
+        f"{old}.all(k, !({protected}) || k in {new})"
+    )
+
+
+def namespace_confinement_expression(
+    labels: Sequence[str], annotations: Sequence[str], appliers: Sequence[str]
+) -> str:
+    """A namespace's labels and annotations that confine what runs in it (keys with these prefixes:
+    Pod Security levels, Kueue management, a tenant's priority, its tolerations whitelist) are Git's:
+    only the appliers set, change or remove them."""
+    return (
+        f"request.userInfo.username in {_cel_list(appliers)} || "
+        f"({_protected_unchanged('labels', labels)}) && ({_protected_unchanged('annotations', annotations)})"
+    )
+
+
 def cluster_admin_binding_expression(reviewed: Sequence[str]) -> str:
     return f"object.roleRef.name != 'cluster-admin' || object.metadata.name in {_cel_list(reviewed)}"
 

@@ -1,5 +1,6 @@
 """`admission-policies`: what the cluster itself refuses, whoever applies it (kubectl included), as
-ValidatingAdmissionPolicies: reserved Kueue priorities only from Git, cluster-admin bound only where
+ValidatingAdmissionPolicies: a namespace's confining labels and annotations (Pod Security, Kueue, the
+tolerations whitelist) set by Git only, reserved Kueue priorities only from Git, cluster-admin bound only where
 reviewed, roles that may grant what their holder lacks (bind, escalate, impersonate) only where
 reviewed, and pods that reach into their node (privileged, hostPath, host network or PID) only as the
 node agents the cluster's apps ship (read from what they render) or in an operator's agent namespace. `validate` evaluates each policy's CEL against every object of dist/ (ADM-001), so a chart
@@ -20,6 +21,7 @@ from constructs.admission import (
     cluster_admin_binding_expression,
     host_access_expression,
     kube_system_workloads_expression,
+    namespace_confinement_expression,
     node_agent_expression,
     node_cordon_only_expression,
     persistent_volume_expression,
@@ -39,6 +41,7 @@ from constructs.kueue import (
     TENANT_CLASSES,
     TENANT_PRIORITY_LABEL,
 )
+from constructs.namespaces import PSA, TOLERATIONS_WHITELIST
 from constructs.objects import WORKLOAD_KINDS, pod_account, reaches_host
 from sitegen.components.base import Layer, RenderedComponent
 from sitegen.components.context import ClusterContext
@@ -95,6 +98,9 @@ SECRET_READERS: Mapping[str, str] = {
 }
 # Built-in roles that read Secrets: bound cluster-wide, never (in a namespace, they are its admins').
 BUILTIN_SECRET_READERS = ("admin", "edit")
+SITE_LABELS = (
+    MANAGED_NAMESPACE_LABEL.partition("/")[0] + "/"
+)  # sitegen.io/: Kueue management, tenant priority
 RESERVED_PRIORITIES = ("acceptance", "serving")  # the ones that preempt others' jobs
 KUBE_SYSTEM = "kube-system"
 
@@ -184,6 +190,24 @@ class AdmissionPolicies(RenderedComponent):
                 f"{PRIORITY_LABEL}: {shown}",
             )
 
+    def _namespace_confinement(self, scope: Construct, ctx: ClusterContext) -> None:
+        """The other policies select namespaces by their labels, Pod Security reads their levels and
+        PodTolerationRestriction their whitelist: whoever else may update a namespace (an operator, Argo
+        CD's API server) could lift a tenant's confinement by relabelling it."""
+        labels = (PSA, SITE_LABELS)
+        annotations = (TOLERATIONS_WHITELIST.rpartition("/")[0] + "/",)
+        AdmissionPolicy(
+            scope,
+            "NamespaceConfinement",
+            name="sitegen-namespace-confinement",
+            rules=[_rule("", "namespaces")],
+            expression=namespace_confinement_expression(
+                labels, annotations, [self.applier(ctx.site.gitops.argocd.namespace, hub=ctx.is_hub)]
+            ),
+            message=f"a namespace's {', '.join(sorted(labels))} labels and {', '.join(annotations)} "
+            "annotations come from Git only",
+        )
+
     def render(self, scope: Construct, ctx: ClusterContext) -> None:
         if ctx.has_gpus:
             assert set(RESERVED_PRIORITIES) <= set(PRIORITIES)
@@ -202,6 +226,7 @@ class AdmissionPolicies(RenderedComponent):
                 "jobs: only what Git holds may carry them",
             )
             self._tenant_priorities(scope, ctx)
+        self._namespace_confinement(scope, ctx)
         if ctx.has(CertManager):
             self._certificates(scope, ctx)
         AdmissionPolicy(
