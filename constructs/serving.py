@@ -16,6 +16,11 @@ from sitegen.model import ClusterLayout, Fabric, ImagePin, PoolLayout, ServedMod
 ENGINE_PORT = 8000  # vLLM's API and metrics port in the model servers
 HF_TOKEN_SECRET = "hf-token"
 
+PROBE_PERIOD_SECONDS = 10
+# Downloading, loading and compiling a large model takes minutes: up to 30 before liveness counts (and
+# what Kueue's waitForPodsReady must allow a model server, components/gpu/kueue.py).
+MODEL_STARTUP_SECONDS = 30 * 60
+
 
 def gpu_pool(cluster: ClusterLayout) -> PoolLayout:
     return next(p for p in cluster.pools if p.hardware.gpu is not None)
@@ -132,9 +137,8 @@ def _engine_template(
         {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": HF_TOKEN_SECRET, "key": "token"}}}
     )
     container["ports"] = [{"name": "http", "containerPort": ENGINE_PORT}]
-    probe = {"httpGet": {"path": "/health", "port": "http"}, "periodSeconds": 10}
-    # loading and compiling a large model takes minutes: up to 30 before liveness counts
-    container["startupProbe"] = {**probe, "failureThreshold": 180}
+    probe = {"httpGet": {"path": "/health", "port": "http"}, "periodSeconds": PROBE_PERIOD_SECONDS}
+    container["startupProbe"] = {**probe, "failureThreshold": MODEL_STARTUP_SECONDS // PROBE_PERIOD_SECONDS}
     container["readinessProbe"] = {**probe, "failureThreshold": 3}
     container["livenessProbe"] = {**probe, "failureThreshold": 6}
     container["volumeMounts"].append({"name": "models", "mountPath": "/models"})

@@ -119,3 +119,19 @@ def test_gpu_pods_are_held_to_their_namespace_level(tree):
     _edit(tree, rel, add_ipc_lock)
     lines = [ln for ln in _findings(tree) if ln.startswith(rel)]
     assert any("PSA-003" in ln and "baseline" in ln for ln in lines), lines
+
+
+def test_a_model_server_kueue_would_evict_before_it_starts_is_refused(tree):
+    """Kueue has one waitForPodsReady timeout for every workload: a training job's 10 minutes of image
+    pulls would evict a model server still loading its weights (30 minutes), again and again."""
+    rel = "one-cluster/apps/ai/kueue/kueue-system.configmap.kueue-manager-config.yaml"
+
+    def shorten(doc):
+        config = yaml.safe_load(doc["data"]["controller_manager_config.yaml"])
+        config["waitForPodsReady"]["timeout"] = "10m"
+        doc["data"]["controller_manager_config.yaml"] = yaml.safe_dump(config)
+
+    _edit(tree, rel, shorten)
+    lines = [ln for ln in _findings(tree) if "KUE-002" in ln]
+    assert len(lines) == 1 and "StatefulSet ai-research/llama-3-3-70b" in lines[0], lines
+    assert "may take 30 min to start" in lines[0] and "timeout of 10m" in lines[0]

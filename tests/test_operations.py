@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import yaml
 
+from constructs.serving import MODEL_STARTUP_SECONDS
+from sitegen.components.gpu.kueue import PULL_SECONDS
+
 from .conftest import DIST
 
 
@@ -17,7 +20,11 @@ def test_whole_node_jobs_give_their_gpus_back_when_a_node_is_missing():
         assert config["apiVersion"] == "config.kueue.x-k8s.io/v1beta2"
         wait = config["waitForPodsReady"]
         assert "enable" not in wait  # v1beta1's switch; v1beta2 rejects unknown fields
-        assert wait["timeout"] == "10m" and wait["requeuingStrategy"]["timestamp"] == "Eviction"
+        # the image pulls, then a model server's load: Kueue's one timeout must allow the slowest start
+        assert (
+            wait["timeout"] == wait["recoveryTimeout"] == f"{(PULL_SECONDS + MODEL_STARTUP_SECONDS) // 60}m"
+        )
+        assert wait["requeuingStrategy"]["timestamp"] == "Eviction"
         assert (
             wait["requeuingStrategy"]["backoffBaseSeconds"] <= wait["requeuingStrategy"]["backoffMaxSeconds"]
         )

@@ -258,6 +258,7 @@ def test_every_rule_has_a_breaker():
         "PLC-007",
         "FAB-001",
         "KUE-001",
+        "KUE-002",  # test_hydrated_checks.py: Kueue's timeout shorter than a model server's start
         "NET-001",
         "NET-002",
         "APP-010",  # test_appsets.py: a set without selfHeal, a RollingSync, the set health taken away,

@@ -177,6 +177,11 @@ class Component:
         """What its namespace may hold at once (a ResourceQuota, created with the namespace)."""
         return None
 
+    def startup_seconds(self, ctx: ClusterContext) -> int:
+        """Of workloads Kueue manages: the longest its pods may take to start once their images are
+        pulled (their startup probes' allowance); Kueue's waitForPodsReady must wait that long."""
+        return 0
+
     def priority_ceiling(self, ctx: ClusterContext) -> str | None:
         """Of a queued namespace: the tenant priority (`low`, `normal`, `high`) bounding the Kueue
         priority classes its own workloads may carry (what Git holds is bound only by the reserved

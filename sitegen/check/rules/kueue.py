@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import yaml
+
 from constructs.kueue import GPU_RESOURCE as GPU
 from constructs.kueue import PRIORITY_LABEL, QUEUE_LABEL
+from sitegen.check.labels import label_selector_matches
 from sitegen.check.placement import pod_spec
 from sitegen.check.rules.base import Context, Violation, rule
 from sitegen.tree.documents import Document
 from sitegen.tree.fields import dig
+from sitegen.tree.kube_yaml import KubeLoader
 
 LONG_RUNNING = ("StatefulSet", "Deployment")  # hold their GPUs until someone takes them
 
@@ -109,3 +114,81 @@ def _admissible(ctx: Context) -> Iterator[Violation]:
                         f"ClusterQueue {w.queue}'s long-running work needs {own} {GPU}, its nominal quota is "
                         f"{_quota(queue)}: it borrows, and the queue that lent takes it back by evicting it",
                     )
+
+
+_GO_UNITS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
+
+
+def _seconds(duration: str) -> float:
+    """A Go duration as Kueue's configuration takes it (`10m`, `1h30m`, `90s`), in seconds."""
+    parts = re.findall(r"(\d+(?:\.\d+)?)(h|ms|us|µs|ns|m|s)", duration)
+    if not parts or "".join(n + u for n, u in parts) != duration:
+        raise ValueError(f"{duration!r} is not a Go duration")
+    return sum(float(n) * _GO_UNITS[u] for n, u in parts)
+
+
+def startup_allowance(container: dict[str, Any]) -> int:
+    """How long the kubelet lets a container start before its startup probe fails it (the probe's
+    defaults where unset); 0 without one."""
+    probe = container.get("startupProbe")
+    if not probe:
+        return 0
+    failures, period = int(probe.get("failureThreshold", 3)), int(probe.get("periodSeconds", 10))
+    return int(probe.get("initialDelaySeconds", 0)) + failures * period
+
+
+def _kueue_configuration(docs: list[Document]) -> tuple[dict[str, Any], str] | None:
+    for doc in docs:
+        text = dig(doc.body, "data", "controller_manager_config.yaml") if doc.kind == "ConfigMap" else None
+        if text:
+            return yaml.load(text, Loader=KubeLoader) or {}, doc.namespace or ""
+    return None
+
+
+@rule(
+    "KUE-002",
+    "starts-within-pods-ready",
+    "a workload Kueue manages that may take longer to start than waitForPodsReady's timeout is evicted "
+    "and requeued before it can become Ready, again and again",
+)
+def _starts_in_time(ctx: Context) -> Iterator[Violation]:
+    per_cluster: dict[tuple[str, str], list[Document]] = {}
+    for doc in ctx.docs:
+        if doc.cluster is not None and not doc.is_values and not doc.is_host_file:
+            per_cluster.setdefault((doc.variant, doc.cluster), []).append(doc)
+    for docs in per_cluster.values():
+        found = _kueue_configuration(docs)
+        wait = dig(found[0], "waitForPodsReady") if found else None
+        if found is None or wait is None:
+            continue
+        config, kueue_namespace = found
+        timeout = str(dig(wait, "timeout", default="5m"))  # Kueue's default
+        default = {"matchExpressions": [{
+            "key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": ["kube-system", kueue_namespace],
+        }]}  # fmt: skip
+        selector = config.get("managedJobsNamespaceSelector") or default
+        managed = {
+            d.name for d in docs if d.kind == "Namespace" and label_selector_matches(selector, _labels(d))
+        }
+        for doc in docs:
+            pod = pod_spec(doc) if doc.namespace in managed else None
+            if pod is None:
+                continue
+            path, spec = pod
+            for i, container in enumerate(spec.get("containers") or []):
+                allowance = startup_allowance(container)
+                if allowance > _seconds(timeout):
+                    yield Violation(
+                        doc,
+                        f"{path}.containers[{i}].startupProbe",
+                        f"may take {allowance // 60} min to start, Kueue evicts what is not Ready within "
+                        f"its waitForPodsReady timeout of {timeout} ({kueue_namespace})",
+                    )
+
+
+def _labels(namespace: Document) -> dict[str, str]:
+    """A Namespace's labels as selectors see them: with the name label the API server sets on each."""
+    return {
+        **(dig(namespace.body, "metadata", "labels") or {}),
+        "kubernetes.io/metadata.name": namespace.name,
+    }

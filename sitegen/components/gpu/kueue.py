@@ -43,16 +43,25 @@ class KueueValues(Values):
     managerConfig: ManagerConfig
 
 
-PODS_READY_TIMEOUT = "10m"  # image pulls of a large training image over the site's mirror included
+PULL_SECONDS = 10 * 60  # image pulls of a large training image over the site's mirror
+
+
+def pods_ready_timeout(ctx: ClusterContext) -> str:
+    """waitForPodsReady's timeout (and recovery timeout): the image pulls, then the longest start a
+    workload of the cluster declares (a model server loading its weights). Kueue has one timeout for
+    every workload: a shorter one evicts a model server before it is Ready, again and again."""
+    startup = max((c.startup_seconds(ctx) for c in ctx.components), default=0)
+    return f"{(PULL_SECONDS + startup) // 60}m"
 
 
 USAGE_HALF_LIFE = "168h"  # a tenant's GPU use a week ago counts half in its turn (fair sharing)
 
 
-def manager_config(covered: list[str]) -> str:
+def manager_config(covered: list[str], pods_ready: str) -> str:
     """Kueue's Configuration: the chart's defaults, but for what the site decides. The chart renders
     `managedJobsNamespaceSelector` into its webhooks' namespace selectors too. `covered`: the GPU
-    ClusterQueue's resources, weighed for fair sharing (GPUs alone count)."""
+    ClusterQueue's resources, weighed for fair sharing (GPUs alone count); `pods_ready`: how long an
+    admitted workload may take to be Ready."""
     config = {
         "apiVersion": "config.kueue.x-k8s.io/v1beta2",
         "kind": "Configuration",
@@ -91,8 +100,8 @@ def manager_config(covered: list[str]) -> str:
             "resourceWeights": {r: 1.0 if r == GPU_RESOURCE else 0.0 for r in covered},
         },
         "waitForPodsReady": {
-            "timeout": PODS_READY_TIMEOUT,
-            "recoveryTimeout": PODS_READY_TIMEOUT,  # a running job that loses a pod for this long
+            "timeout": pods_ready,
+            "recoveryTimeout": pods_ready,  # a running job that loses a pod for this long
             "requeuingStrategy": {
                 "timestamp": "Eviction",
                 "backoffBaseSeconds": 60,
@@ -157,7 +166,7 @@ class Kueue(ChartComponent):
             ),
             managerConfig=ManagerConfig(
                 controllerManagerConfigYaml=manager_config(
-                    gpu_queue_resources(ctx.gpu_pools, ctx.site.fabric)
+                    gpu_queue_resources(ctx.gpu_pools, ctx.site.fabric), pods_ready_timeout(ctx)
                 )
             ),
         )

@@ -4,7 +4,7 @@ template, queued through the serving tenant's Kueue queue."""
 from __future__ import annotations
 
 from constructs import Construct
-from constructs.serving import ServingModels
+from constructs.serving import MODEL_STARTUP_SECONDS, ServingModels
 from sitegen.components.base import Component, Layer, RenderedComponent, State
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.flows import WORLD, Flow
@@ -39,6 +39,9 @@ class Models(RenderedComponent):
     def instances(cls, scope: ClusterScope) -> list[Component]:
         serving = scope.site.services.serving
         return [cls(serving.tenant)] if scope.is_hub and scope.has_gpus else []
+
+    def startup_seconds(self, ctx: ClusterContext) -> int:
+        return MODEL_STARTUP_SECONDS
 
     def state(self, ctx: ClusterContext) -> list[State]:
         return [
