@@ -422,10 +422,10 @@ def scan(dist_dir: Path, exceptions: Path, checkov: Path) -> None:
 def diff(base: str, head: str | None, fmt: str, dist: str, max_bytes: int | None, more: str) -> None:
     """What changes in the clusters from BASE to HEAD (git revisions; no HEAD: the working tree):
     objects added, removed and changed per variant, cluster and app, with their changed fields."""
-    from sitegen.report.diff import compare
+    from sitegen.report.diff import compare, repository_root
     from sitegen.report.diff_render import coloured, render_json, render_markdown, render_text
 
-    groups = compare(Path.cwd(), base, head, dist)
+    groups = compare(repository_root(Path.cwd()), base, head, dist)
     if fmt == "markdown":
         text = render_markdown(groups, max_bytes, more)
     else:

@@ -15,7 +15,7 @@ import yaml
 from sitegen.report.diff import compare, field_changes
 from sitegen.report.diff_render import coloured, render_text
 
-from .conftest import CONFIG, SITEGEN
+from .conftest import CONFIG, SITEGEN, invoke_sitegen
 
 # kueue stands for any chart: its pin now and the next patch release
 KUEUE = yaml.safe_load((CONFIG / "versions.yaml").read_text())["images"]["kueue"]["tag"].removeprefix("v")
@@ -140,7 +140,24 @@ def test_unknown_revision_is_one_line(repo):
         result.returncode == 2
         and result.stderr.startswith("error: git ls-tree")
         and result.stderr.count("\n") == 1
+        and "['" not in result.stderr  # git's words, not a Python list of them
     )
+
+
+def test_a_diff_run_from_a_subfolder_compares_the_repositorys_dist(repo, monkeypatch):
+    """From config/ (or anywhere in the work tree), dist/ is the repository's: not an empty folder
+    there, whose diff read as no change."""
+    (repo / "config").mkdir()
+    monkeypatch.chdir(repo / "config")
+    from_config = invoke_sitegen("diff", "HEAD~1", "HEAD")
+    monkeypatch.chdir(repo)
+    assert (
+        from_config.exit_code == 0 and from_config.stdout == invoke_sitegen("diff", "HEAD~1", "HEAD").stdout
+    )
+    assert "one-cluster ai argo-cd: +1 -1 ~2" in from_config.stdout
+    monkeypatch.chdir(repo.parent)
+    outside = invoke_sitegen("diff", "HEAD~1", "HEAD")
+    assert outside.exit_code == 2 and "not inside a git repository" in outside.output
 
 
 def test_an_inserted_list_item_is_one_change():

@@ -42,8 +42,20 @@ class DiffError(SiteError):
 def _git(repo: Path, *args: str, input: bytes | None = None) -> bytes:
     result = subprocess.run(["git", *args], cwd=repo, capture_output=True, input=input, check=False)
     if result.returncode != 0:
-        raise DiffError(f"git {' '.join(args[:2])}: {result.stderr.decode().strip().splitlines()[-1:]}")
+        said = result.stderr.decode().strip().splitlines() or [f"exit status {result.returncode}"]
+        raise DiffError(f"git {' '.join(args[:2])}: {said[-1]}")
     return result.stdout
+
+
+def repository_root(where: Path) -> Path:
+    """The top of the git work tree `where` is in: `dist` and revisions are read from there, so a diff
+    run from config/ compares the same dist/ (not an empty one, which read as no change)."""
+    result = subprocess.run(
+        ["git", "rev-parse", "--show-toplevel"], cwd=where, capture_output=True, check=False
+    )
+    if result.returncode != 0:
+        raise DiffError(f"{where} is not inside a git repository: sitegen diff compares commits of one")
+    return Path(result.stdout.decode().strip())
 
 
 def _cat_files(repo: Path, objects: dict[str, str]) -> dict[str, bytes]:
