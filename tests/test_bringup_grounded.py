@@ -98,6 +98,18 @@ def test_the_object_store_check_reads_the_operators_status():
     assert run_health_script(lua, {"status": {**up, "healthStatus": "red"}})[0] == "Degraded"
 
 
+def test_the_fabric_check_reads_the_network_operators_state():
+    from sitegen.check.bringup.health import run_health_script
+    from sitegen.components.networking.fabric import NIC_CLUSTER_POLICY_HEALTH as lua
+
+    assert run_health_script(lua, {})[0] == "Progressing"
+    assert run_health_script(lua, {"status": {"state": "notReady"}})[0] == "Progressing"
+    assert run_health_script(lua, {"status": {"state": "ready"}})[0] == "Healthy"
+    assert run_health_script(lua, {"status": {"state": "error", "reason": "x"}}) == ("Degraded", "x")
+    # a policy of another name: the operator never reconciles it, so it must not wait for ever
+    assert run_health_script(lua, {"status": {"state": "ignore"}})[0] == "Degraded"
+
+
 def test_kinds_without_a_check_are_healthy_on_creation():
     """From the pinned Argo CD's table: what it checks, and what it takes as Healthy once it exists."""
     from sitegen.check.bringup.health import HealthChecks, has_builtin_check

@@ -22,7 +22,9 @@ IMAGES = {
 
 
 # Healthy once the Network Operator reports its NicClusterPolicy ready (Multus, CNI plugins, IPoIB CNI,
-# nv-ipam running); `error` carries the operator's reason.
+# nv-ipam running); `error` carries the operator's reason. `ignore` is for good: the operator reconciles
+# only the policy named nic-cluster-policy and marks any other so (v26.4.0
+# controllers/nicclusterpolicy_controller.go, handleUnsupportedInstance).
 NIC_CLUSTER_POLICY_HEALTH = """hs = {status = "Progressing", message = "waiting for the Network Operator"}
 if obj.status ~= nil and obj.status.state ~= nil then
   if obj.status.state == "ready" then
@@ -31,6 +33,9 @@ if obj.status ~= nil and obj.status.state ~= nil then
   elseif obj.status.state == "error" then
     hs.status = "Degraded"
     hs.message = obj.status.reason or "error"
+  elseif obj.status.state == "ignore" then
+    hs.status = "Degraded"
+    hs.message = "ignored by the Network Operator: it reconciles only the NicClusterPolicy named nic-cluster-policy"
   else
     hs.message = obj.status.state
   end
