@@ -136,6 +136,6 @@ def test_a_control_plane_member_replaced_takes_its_successor_named_in_config(run
     assert result.exit_code == 0, result.output
     runbook = (out / "one-cluster/bootstrap/RUNBOOK.md").read_text()
     section = runbook[runbook.index("### Moving control-plane member cp05 to cp09 (`ai`)") :]
-    join = section.index("kubeadm join --config /tmp/kubeadm.yaml")
+    join = section.index("kubeadm join --config")
     assert "join-control-plane-cp09.yaml" in section[:join]
     assert join < section.index("kubeadm reset -f   # on cp05") < section.index("kubectl delete node cp05")

@@ -225,3 +225,18 @@ def test_anonymous_requests_only_for_health_checks(site):
         "enabled": True,
         "conditions": [{"path": "/livez"}, {"path": "/readyz"}, {"path": "/healthz"}],
     }
+
+
+def test_a_kubeadm_configuration_with_its_secrets_is_root_s_alone_and_removed():
+    """A join's configuration holds the bootstrap token and the certificate key: every init and join
+    of every RUNBOOK reads it from where it was written 0600 on tmpfs, and removes it once done."""
+    for runbook in sorted(DIST.glob("*/bootstrap/RUNBOOK.md")):
+        lines = runbook.read_text().splitlines()
+        uses = [i for i, line in enumerate(lines) if re.match(r"kubeadm (init|join) .*--config", line)]
+        assert uses, runbook
+        for i in uses:
+            (config,) = re.findall(r"--config (\S+)", lines[i])
+            written = [ln for ln in lines[:i] if ln.endswith(f"install -m 0600 /dev/stdin {config}")]
+            assert written and config.startswith("/run/"), lines[i]
+            assert lines[i].endswith(f"&& rm {config}"), lines[i]
+        assert not [ln for ln in lines if "> /tmp/" in ln], runbook

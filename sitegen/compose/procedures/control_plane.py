@@ -85,6 +85,16 @@ def pki_recipient(site: Site) -> str:
     return f"vault kv get -field=tls.crt {key} | install -D -m 0644 /dev/stdin {HOST_RECIPIENT}"
 
 
+# Where kubeadm's configuration is written for an init or a join: it holds the bootstrap token and the
+# certificate key (which decrypts the control-plane certificates uploaded for two hours): root's alone,
+# on tmpfs, removed once kubeadm took it (not /tmp under the default umask, readable by every user).
+KUBEADM_CONFIG = "/run/kubeadm.yaml"
+
+
+def kubeadm_config(source: PurePosixPath) -> str:
+    return f"envsubst < {source} | install -m 0600 /dev/stdin {KUBEADM_CONFIG}"
+
+
 def control_plane_join(site: Site, kdir: PurePosixPath, cluster: ClusterLayout, host: str) -> str:
     """A control-plane node's join, on the host, with the join values from the vault; it is done once
     its etcd member is Ready (joined as a learner, then promoted)."""
@@ -92,8 +102,8 @@ def control_plane_join(site: Site, kdir: PurePosixPath, cluster: ClusterLayout, 
 {kubelet_patch(kdir, cluster.control_plane)}
 install -D -m 0644 {kdir}/{etcd_patch_file(host)} {PATCHES_DIR}/{ETCD_PATCH}
 install -D -m 0600 {kdir}/kube-vip.yaml {KUBE_VIP_MANIFEST}
-envsubst < {kdir}/join-control-plane-{host}.yaml > /tmp/kubeadm.yaml
-kubeadm join --config /tmp/kubeadm.yaml
+{kubeadm_config(kdir / f"join-control-plane-{host}.yaml")}
+kubeadm join --config {KUBEADM_CONFIG} && rm {KUBEADM_CONFIG}
 kubectl -n kube-system wait --for=condition=Ready --timeout=10m pod/etcd-{host}"""
 
 
@@ -142,9 +152,9 @@ def _init(book: Runbook, site: Site, cluster: ClusterLayout, kdir: PurePosixPath
 install -D -m 0644 {kdir}/{etcd_patch_file(first.name)} {PATCHES_DIR}/{ETCD_PATCH}
 install -D -m 0600 {kdir}/kube-vip-init.yaml {KUBE_VIP_MANIFEST}
 export KUBEADM_TOKEN="$(kubeadm token generate)" KUBEADM_CERTIFICATE_KEY="$(kubeadm certs certificate-key)"
-envsubst < {kdir}/init-{first.name}.yaml > /tmp/kubeadm.yaml
-kubeadm config validate --config /tmp/kubeadm.yaml
-kubeadm init --upload-certs --config /tmp/kubeadm.yaml
+{kubeadm_config(kdir / f"init-{first.name}.yaml")}
+kubeadm config validate --config {KUBEADM_CONFIG}
+kubeadm init --upload-certs --config {KUBEADM_CONFIG} && rm {KUBEADM_CONFIG}
 install -m 0600 {kdir}/kube-vip.yaml {KUBE_VIP_MANIFEST}   # back to admin.conf
 {CA_CERT_HASH}
 {store_join_values(site, cluster, *JOIN_VALUES, verb="put")}

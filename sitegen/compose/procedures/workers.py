@@ -8,7 +8,13 @@ from pathlib import PurePosixPath
 from sitegen.compose.apps import VariantApps
 from sitegen.compose.procedures.book import Runbook
 from sitegen.compose.procedures.burn_in import cordoned_at_join
-from sitegen.compose.procedures.control_plane import kubelet_patch, read_join_values, store_join_values
+from sitegen.compose.procedures.control_plane import (
+    KUBEADM_CONFIG,
+    kubeadm_config,
+    kubelet_patch,
+    read_join_values,
+    store_join_values,
+)
 from sitegen.compose.procedures.gpu_topology import checked_later
 from sitegen.model import ClusterLayout, PoolLayout, Site, paths
 
@@ -27,8 +33,8 @@ def worker_join(
     return f"""{read_join_values(site, cluster, "KUBEADM_TOKEN", "KUBEADM_CA_CERT_HASH")}
 export NODE_NAME={name} NODE_IP={address}
 {kubelet_patch(kdir, pool)}
-envsubst < {kdir}/join-{pool.name}.yaml > /tmp/kubeadm.yaml
-kubeadm join --config /tmp/kubeadm.yaml"""
+{kubeadm_config(kdir / f"join-{pool.name}.yaml")}
+kubeadm join --config {KUBEADM_CONFIG} && rm {KUBEADM_CONFIG}"""
 
 
 def workers(book: Runbook, apps: VariantApps, cluster: ClusterLayout) -> None:
