@@ -45,18 +45,22 @@ def runbook_with(inputs, pattern: str, replacement: str) -> dict[PurePosixPath, 
 def test_a_runbook_that_never_makes_the_volume_group(site, inputs):
     """lvmd (topolvm v0.41.0 cmd/lvmd/app/root.go) exits when a device class's volume group is not on
     its host: the lvmd DaemonSet never runs and the node plugin's app stays Progressing."""
-    texts = runbook_without(inputs, ONE, r"^pvcreate .*vgcreate nvme-cache .*$")
+    texts = runbook_without(inputs, ONE, r"^bash \S+/local-cache-(gpu|infra)\.sh .*$")
     blocked(
         run(site, inputs, ONE, texts=texts),
         "topolvm-node", "DaemonSet topolvm-node/topolvm-lvmd-0", "volume group not found", "nvme-cache",
-        "vgcreate nvme-cache",
+        "vgcreate nvme-cache", "local-cache-",
     )  # fmt: skip
 
 
 def test_a_volume_group_made_with_other_options_comes_up(site, inputs):
-    texts = runbook_with(
-        inputs, r"vgcreate nvme-cache /dev/nvme1n1", "vgcreate -s 32M nvme-cache /dev/nvme1n1"
-    )
+    texts = dict(inputs[ONE][1])
+    for pool in ("gpu", "infra"):
+        script = PurePosixPath(ONE, "kubeadm", "ai", f"local-cache-{pool}.sh")
+        texts[script], count = re.subn(
+            r"^vgcreate nvme-cache ", "vgcreate -s 32M nvme-cache ", texts[script], flags=re.M
+        )
+        assert count == 1
     up(site, inputs, texts=texts)
 
 

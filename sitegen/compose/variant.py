@@ -27,6 +27,7 @@ from sitegen.compose.fabric_hosts import fabric_files
 from sitegen.compose.host_baseline import baseline_files
 from sitegen.compose.hosts import etcd_patches, host_files, mirror_files
 from sitegen.compose.hydrate import Progress, Rendered, RenderedObject, RenderJob, hydrating
+from sitegen.compose.local_cache import cache_files
 from sitegen.compose.ownership import ALL_WRITES
 from sitegen.compose.patches import Patches
 from sitegen.compose.procedures.second_target import buckets as second_buckets
@@ -177,6 +178,7 @@ def _compose_independent(app: App, apps: VariantApps) -> _Composed:
         composed.files += host_files(app, site, variant, ctx.cluster).output_files()
         composed.files += fabric_files(site, variant, ctx.cluster)
         composed.files += baseline_files(site, variant, ctx.cluster)
+        composed.files += cache_files(site, variant, ctx.cluster)
         composed.files += etcd_patches(variant, ctx.cluster)
     return composed
 

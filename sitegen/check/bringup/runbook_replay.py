@@ -122,9 +122,16 @@ class RunbookReplay:
         """A script the runbook runs on a pool's hosts: the tools it calls must be on those hosts by
         then (HOST_TOOLS); the fabric preparation names the pool's IPoIB interfaces."""
         text = self.state.texts.get(script, "")
-        pool = re.sub(r"^(fabric|host)-(prep|preflight|topology)-", "", script.stem)
+        pool = re.sub(
+            r"^(fabric-prep|fabric-preflight|fabric-topology|host-prep|host-preflight|local-cache)-",
+            "",
+            script.stem,
+        )
         if script.name.startswith("host-prep-"):  # what containerd runs with from here on
             self.state.runtimes[(cluster_name or "-", pool)] = written_config(text)
+        cluster = self.state.clusters.get(cluster_name or "")
+        if script.name.startswith("local-cache-") and cluster is not None:  # its volume group, made
+            cluster.storage.vgcreate(re.findall(r"^vgcreate (.+)$", text, re.M)[0].split(), {pool})
         if script.name.startswith("fabric-prep-"):
             self.state.prepared[pool] = set(re.findall(r'NAME="([\w.-]+)"', text))
         code = "\n".join(line.split("#", 1)[0] for line in text.splitlines())

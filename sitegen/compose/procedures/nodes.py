@@ -6,6 +6,7 @@ from __future__ import annotations
 from sitegen.components.platform.namespaces import Namespaces
 from sitegen.components.platform_nodes.node_labels import NodeLabels
 from sitegen.compose.apps import VariantApps
+from sitegen.compose.local_cache import cache_script_name
 from sitegen.compose.procedures.book import Runbook
 from sitegen.model import ClusterLayout, PoolLayout, paths
 
@@ -17,9 +18,11 @@ def label_nodes(pool: PoolLayout, names: list[str]) -> str:
     return f"kubectl label node --overwrite {' '.join(names)} \\\n  {pairs}"
 
 
-def volume_group(name: str) -> str:
-    """The local NVMe cache's LVM volume group on a host (TopoLVM carves the cache volumes from it)."""
-    return f"pvcreate /dev/nvme1n1 && vgcreate {name} /dev/nvme1n1   # list every cache drive of the host"
+def volume_group(variant: str, cluster: ClusterLayout, pool: PoolLayout) -> str:
+    """The local NVMe cache's LVM volume group on a host of `pool` (TopoLVM carves the cache volumes
+    from it): the script picks the empty drives of the model's size itself."""
+    script = paths.in_repo(paths.kubeadm_dir(variant, cluster.name) / cache_script_name(pool))
+    return f"bash {script}   # on every {pool.name} host"
 
 
 def node_labels(book: Runbook, apps: VariantApps, cluster: ClusterLayout) -> None:
@@ -52,14 +55,17 @@ def local_cache(book: Runbook, apps: VariantApps, cluster: ClusterLayout) -> Non
     if not cache_pools:
         return
     names = ", ".join(p.name for p in cache_pools)
+    lines = "\n".join(volume_group(apps.layout.name, cluster, p) for p in cache_pools)
     book.step(
         f"Local NVMe cache: volume group on the {names} hosts",
         f"""
-TopoLVM carves cache volumes out of one LVM volume group per node. On every {names} host, over its
-local NVMe drives (never the OS disk):
+TopoLVM carves cache volumes out of one LVM volume group per node, `{local_cache.volume_group}`. On every {names}
+host, the script takes the NVMe drives of the size `config/hardware.yaml` gives and that hold nothing
+(no partition, signature or holder: never the OS disk, whatever its device name), and refuses unless
+it finds exactly the model's number of them:
 
 ```sh
-{volume_group(local_cache.volume_group)}
+{lines}
 ```
 """,
     )

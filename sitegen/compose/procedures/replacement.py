@@ -270,10 +270,10 @@ bash {kdir}/fabric-preflight-{pool.name}.sh
     if pool.name in cache.pools:
         fabric += f"""
 
-Its local NVMe cache's volume group (step "Local NVMe cache"), over its cache drives, never the OS disk:
+Its local NVMe cache's volume group (step "Local NVMe cache"), over its empty cache drives:
 
 ```sh
-{volume_group(cache.volume_group)}
+{volume_group(apps.layout.name, cluster, pool)}
 ```"""
     return fabric
 

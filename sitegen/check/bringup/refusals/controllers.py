@@ -332,7 +332,8 @@ def volume_group_refusal(w: Workload, cluster: ClusterObjects) -> str | None:
         if missing and w.template.why_not(node) is None:
             return (
                 f"{needs.refusal.format(group=missing[0])} on {node.name} ({needs.source}): no runbook "
-                f"step creates it on the {node.pool} hosts (`vgcreate {missing[0]} <drives>`)"
+                f"step creates it on the {node.pool} hosts (`vgcreate {missing[0]} <drives>`, as "
+                f"local-cache-{node.pool}.sh does)"
             )
     return None
 
