@@ -193,7 +193,12 @@ def test_local_cache_tier_on_the_configured_pools():
     ]
     assert values["lvmd"]["deviceClasses"][0]["volume-group"] == "nvme-cache"
     runbook = (DIST / "one-cluster/bootstrap/RUNBOOK.md").read_text()
-    assert "vgcreate nvme-cache" in runbook
+    for pool in ("infra", "gpu"):  # the scripts that make the volume group on each pool's hosts
+        assert f"local-cache-{pool}.sh   # on every {pool} host" in runbook
+        assert (
+            "vgcreate nvme-cache $found"
+            in (DIST / f"one-cluster/kubeadm/ai/local-cache-{pool}.sh").read_text()
+        )
 
 
 def test_snapshot_class_and_l2_announcement_are_validated_by_typed_models(tree):
