@@ -25,6 +25,11 @@ FLOWS = "site-flows"
 class Peer:
     namespace: str = ""  # a namespace, or EVERY_NAMESPACE
     entity: str = ""  # a key of ENTITIES
+    names: tuple[str, ...] = ()  # of the world: these DNS names only (a `*` makes a pattern)
+
+
+def _fqdns(names: tuple[str, ...]) -> list[dict[str, str]]:
+    return [{"matchPattern": n} if "*" in n else {"matchName": n} for n in names]
 
 
 def _ports(ports: set[int]) -> dict[str, Any]:
@@ -44,7 +49,9 @@ def _selector(namespace: str) -> dict[str, Any]:
 def _rules(peers: Mapping[Peer, set[int]], endpoints: str, entities: str) -> list[dict[str, Any]]:
     rules = []
     for peer in sorted(peers):
-        if peer.entity:
+        if peer.names:
+            rules.append({"toFQDNs": _fqdns(peer.names), **_ports(peers[peer])})
+        elif peer.entity:
             rules.append({entities: ENTITIES[peer.entity], **_ports(peers[peer])})
         else:
             rules.append({endpoints: [_selector(peer.namespace)], **_ports(peers[peer])})
@@ -71,8 +78,11 @@ class NamespacePolicy(Construct):
             {"name": DEFAULT_DENY, "namespace": namespace},
             spec={"podSelector": {}, "policyTypes": ["Ingress", "Egress"]},
         )
+        dns: dict[str, Any] = {"ports": [{"port": "53", "protocol": "ANY"}]}
+        if any(peer.names for peer in egress):  # Cilium learns the names' addresses from its DNS proxy
+            dns["rules"] = {"dns": [{"matchPattern": "*"}]}
         out: list[dict[str, Any]] = [
-            {"toEndpoints": [DNS], "toPorts": [{"ports": [{"port": "53", "protocol": "ANY"}]}]},
+            {"toEndpoints": [DNS], "toPorts": [dns]},
             {"toEndpoints": [{}]},  # its own namespace
         ]
         if api:

@@ -16,6 +16,9 @@ from sitegen.model import ClusterLayout, Fabric, ImagePin, PoolLayout, ServedMod
 ENGINE_PORT = 8000  # vLLM's API and metrics port in the model servers
 HF_TOKEN_SECRET = "hf-token"
 
+# What a model server reaches of the internet: the Hugging Face hub's API and the hosts its downloads
+# redirect to (LFS files from cdn-lfs*.hf.co, Xet-stored files from *.xethub.hf.co).
+HUGGING_FACE_HOSTS = ("huggingface.co", "*.huggingface.co", "*.hf.co", "*.xethub.hf.co")
 PROBE_PERIOD_SECONDS = 10
 # Downloading, loading and compiling a large model takes minutes: up to 30 before liveness counts (and
 # what Kueue's waitForPodsReady must allow a model server, components/gpu/kueue.py).

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import json
+
 import yaml
 
 from sitegen.check.netpol import End, PolicyView
@@ -118,12 +120,40 @@ def test_a_tenant_reaching_a_platform_namespace(tree):
     )
 
 
+def test_the_model_servers_tenant_reaches_the_hugging_face_hub_and_no_other_address():
+    """The serving tenant's one way out is the hub (toFQDNs, the names Cilium's DNS proxy learns): not
+    any address on 443, which would let every pod of the namespace send data anywhere."""
+    view, tenant = _view(), End(namespace="ai-research")
+    for host in ("huggingface.co", "cdn-lfs-us-1.hf.co", "cas-bridge.xethub.hf.co", "cdn-lfs.huggingface.co"):
+        assert view.allows(tenant, End(entity="world", name=host), 443), host
+    assert not view.allows(tenant, End(entity="world", name="huggingface.co"), 80)
+    for elsewhere in ("pastebin.com", "huggingface.co.evil.example", "a.b.huggingface.co"):
+        assert not view.allows(tenant, End(entity="world", name=elsewhere), 443), elsewhere
+    assert not view.allows(tenant, End(entity="world"), 443)  # an address no name was resolved for
+
+
+def test_a_tenant_that_reaches_any_address_outside(tree):
+    path = tree / "one-cluster/apps/ai/network-policies/ai-research.ciliumnetworkpolicy.site-flows.yaml"
+    doc = yaml.safe_load(path.read_text())
+    doc["spec"]["egress"].append(
+        {"toEntities": ["world"], "toPorts": [{"ports": [{"port": "443", "protocol": "TCP"}]}]}
+    )
+    path.write_text(yaml.safe_dump(doc))
+    result = validate(tree)
+    assert result.exit_code == 1
+    assert "tenant ai-research reaches any address outside, beyond the names it declared" in result.stdout
+
+
 def test_the_flows_list_reads_back_what_the_policies_allow():
     result = invoke_sitegen("flows", "--dist", DIST)
     assert result.exit_code == 0, result.output
     rows = {tuple(line.split()[:3]): line for line in result.output.splitlines()[2:]}
-    tenant = rows[("one-cluster", "ai", "ai-research")]
-    assert "DNS" in tenant and "aistor" in tenant and "argocd" not in tenant  # S3 yes, platform no
+    shown = json.loads(invoke_sitegen("flows", "--dist", DIST, "--format", "json").output)
+    (egress,) = [
+        r["egress_to"] for r in shown if (r["variant"], r["namespace"]) == ("one-cluster", "ai-research")
+    ]
+    assert "DNS" in egress and "aistor" in egress and "argocd" not in egress  # S3 yes, platform no
+    assert "huggingface.co:443" in egress and "world" not in egress  # the hub by name, nowhere else
     loki = rows[("one-cluster", "ai", "loki")]
     assert loki.split("  ")[-1].strip().startswith("grafana")  # ingress: its datasource first
     assert ("two-cluster", "aistor", "argocd-manager") in rows  # a spoke's namespaces too

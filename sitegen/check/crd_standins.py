@@ -8,9 +8,9 @@ Operator 26.4); metadata as ObjectMeta's name/namespace/labels/annotations.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, StringConstraints
 
 
 class _Doc(BaseModel):
@@ -116,8 +116,22 @@ class PortProtocol(_Doc):
     protocol: Literal["TCP", "UDP", "SCTP", "ANY"] = "ANY"
 
 
+class FQDNSelector(_Doc):
+    """pkg/policy/api/fqdn.go: a name, or a pattern with `*` (the characters the API allows)."""
+
+    matchName: Annotated[str, StringConstraints(pattern=r"^[-a-zA-Z0-9_.]+$", max_length=255)] | None = None
+    matchPattern: Annotated[str, StringConstraints(pattern=r"^[-a-zA-Z0-9_.*]+$", max_length=255)] | None = (
+        None
+    )
+
+
+class L7Rules(_Doc):
+    dns: list[FQDNSelector] | None = None  # the DNS proxy's rules (PortRuleDNS has FQDNSelector's fields)
+
+
 class PortRule(_Doc):
     ports: list[PortProtocol]
+    rules: L7Rules | None = None
 
 
 Entity = Literal[
@@ -134,6 +148,7 @@ class IngressRule(_Doc):
 class EgressRule(_Doc):
     toEndpoints: list[EndpointSelector] | None = None
     toEntities: list[Entity] | None = None
+    toFQDNs: list[FQDNSelector] | None = None
     toPorts: list[PortRule] | None = None
 
 

@@ -4,6 +4,7 @@ policy lets it out and the destination's lets it in; a namespace without policy 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -15,13 +16,25 @@ from sitegen.tree.fields import dig
 
 @dataclass(frozen=True)
 class End:
-    """One end of a connection: a namespace's pods, or an entity (world, kube-apiserver, nodes)."""
+    """One end of a connection: a namespace's pods, or an entity (world, kube-apiserver, nodes); of the
+    world, an address of a DNS name, or (no name) any address."""
 
     namespace: str = ""
     entity: str = ""
+    name: str = ""
 
     def __str__(self) -> str:
-        return self.namespace or self.entity
+        return self.namespace or (f"{self.entity} {self.name}" if self.name else self.entity)
+
+
+def fqdn_matches(selector: Mapping[str, Any], name: str) -> bool:
+    """Whether a toFQDNs selector covers a DNS name: matchName exactly, matchPattern with `*` standing
+    for the characters of one label (Cilium pkg/fqdn/matchpattern; no `**`, the site writes none)."""
+    if "matchName" in selector:
+        return str(selector["matchName"]).lower().rstrip(".") == name.lower()
+    pattern = str(selector.get("matchPattern", "")).lower().rstrip(".")
+    regex = "^" + re.escape(pattern).replace(r"\*", "[-a-z0-9_]*") + "$"
+    return re.match(regex, name.lower()) is not None
 
 
 def _selects(selector: Mapping[str, Any], policy_namespace: str, peer: End) -> bool:
@@ -80,6 +93,9 @@ class PolicyView:
         for rule in self.rules.get(source.namespace, {}).get("egress", []):
             if target.entity and any(e in (rule.get("toEntities") or []) for e in ENTITIES[target.entity]):
                 return _port_ok(rule, port)
+            names = rule.get("toFQDNs") or []
+            if target.name and any(fqdn_matches(s, target.name) for s in names) and _port_ok(rule, port):
+                return True
             if any(_selects(s, source.namespace, target) for s in rule.get("toEndpoints") or []) and _port_ok(
                 rule, port
             ):

@@ -20,3 +20,6 @@ class Flow:
     to: type | str  # a Component class (components/base.py imports this module), or one of the above
     ports: tuple[int, ...]  # TCP; () any
     why: str
+    # WORLD only: the DNS names it reaches (Cilium's toFQDNs; `*` stands for the characters of one
+    # label); empty: any address
+    names: tuple[str, ...] = ()

@@ -59,8 +59,11 @@ def _declared_flows(ctx: Context) -> Iterator[Violation]:
             for namespace, flows in sorted(declared.items()):
                 for peer, ports in sorted(flows.egress.items()):
                     targets = namespaces if peer.namespace == EVERY_NAMESPACE else [peer.namespace or ""]
-                    for target in targets:
-                        end = End(entity=peer.entity) if peer.entity else End(namespace=target)
+                    ends = [End(entity=peer.entity, name=_covered(n)) for n in peer.names] or [
+                        End(entity=peer.entity) if peer.entity else End(namespace=target)
+                        for target in targets
+                    ]
+                    for end in ends:
                         for port in sorted(ports) or [None]:
                             if not view.allows(End(namespace=namespace), end, port):
                                 yield Violation(
@@ -82,3 +85,17 @@ def _declared_flows(ctx: Context) -> Iterator[Violation]:
                         )
                 if view.allows(End(namespace=tenant), End(entity="kube-apiserver")):
                     yield Violation(anchor, "$", f"tenant {tenant} reaches the API server")
+                anywhere = any(p.entity == "world" and not p.names for p in declared[tenant].egress)
+                if not anywhere and any(
+                    view.allows(End(namespace=tenant), End(entity="world"), port) for port in (None, 443)
+                ):
+                    yield Violation(
+                        anchor,
+                        "$",
+                        f"tenant {tenant} reaches any address outside, beyond the names it declared",
+                    )
+
+
+def _covered(name: str) -> str:
+    """A name a declared DNS name or pattern covers (a `*` of a pattern stands for one label)."""
+    return name.replace("*", "x")

@@ -44,7 +44,7 @@ class NamespaceFlows:
 def _peer(ctx: ClusterContext, flow: Flow) -> Peer:
     if isinstance(flow.to, str):
         if flow.to in (WORLD, NODES):
-            return Peer(entity=flow.to)
+            return Peer(entity=flow.to, names=flow.names)
         if flow.to == EVERY_NAMESPACE:
             return Peer(namespace=EVERY_NAMESPACE)
         return Peer(namespace=flow.to)

@@ -4,7 +4,7 @@ template, queued through the serving tenant's Kueue queue."""
 from __future__ import annotations
 
 from constructs import Construct
-from constructs.serving import MODEL_STARTUP_SECONDS, ServingModels
+from constructs.serving import HUGGING_FACE_HOSTS, MODEL_STARTUP_SECONDS, ServingModels
 from sitegen.components.base import Component, Layer, RenderedComponent, State
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.flows import WORLD, Flow
@@ -30,7 +30,7 @@ class Models(RenderedComponent):
 
     def flows(self, ctx: ClusterContext) -> list[Flow]:
         # the serving tenant's namespace, so its tenant may reach the hub too: the one exception
-        return [Flow(WORLD, (443,), "model weights from the Hugging Face hub")]
+        return [Flow(WORLD, (443,), "model weights from the Hugging Face hub", names=HUGGING_FACE_HOSTS)]
 
     def __init__(self, namespace: str) -> None:
         self.namespace = namespace
