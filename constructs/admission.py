@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 
 from constructs import Construct
 from constructs.argocd import TRACKING_ANNOTATION
-from constructs.objects import api_object
+from constructs.objects import BASELINE_CAPABILITIES, POD_CONTAINER_LISTS, api_object
 
 API = "admissionregistration.k8s.io/v1"
 RBAC_GROUP = "rbac.authorization.k8s.io"
@@ -236,17 +236,30 @@ def kube_system_workloads_expression(appliers: Sequence[str], apps: Sequence[str
 
 
 def host_access_expression(accounts: Sequence[str], namespaces: Sequence[str]) -> str:
-    """A pod that reaches into its node (privileged, a hostPath volume, the host's network or PID
-    namespace) runs as one of the reviewed accounts (`<namespace>/<service account>`, the node agents
+    """A pod that reaches into its node (objects.py `reaches_host`: privileged, a hostPath volume, the
+    host's network, PID or IPC namespace, a capability beyond the baseline's, no seccomp) runs as one of
+    the reviewed accounts (`<namespace>/<service account>`, the node agents
     Git ships), or in a namespace whose operator makes its agents itself; the kubelet's mirror pods
     (static pods) are never judged."""
-    privileged = "has(c.securityContext) && has(c.securityContext.privileged) && c.securityContext.privileged"
+    spec = "object.spec"
+    unconfined = (
+        "has({0}.seccompProfile) && has({0}.seccompProfile.type) && {0}.seccompProfile.type == 'Unconfined'"
+    )
+    context = "c.securityContext"
+    reaching = (
+        f"has({context}) && ("
+        f"(has({context}.privileged) && {context}.privileged) || ({unconfined.format(context)}) || "
+        f"(has({context}.capabilities) && has({context}.capabilities.add) && "
+        f"{context}.capabilities.add.exists(a, !(a in {_cel_list(BASELINE_CAPABILITIES)}))))"
+    )
+    flags = " || ".join(f"(has({spec}.{f}) && {spec}.{f})" for f in ("hostNetwork", "hostPID", "hostIPC"))
     host = (
-        "(has(object.spec.hostNetwork) && object.spec.hostNetwork) || "
-        "(has(object.spec.hostPID) && object.spec.hostPID) || "
-        "(has(object.spec.volumes) && object.spec.volumes.exists(v, has(v.hostPath))) || "
-        f"object.spec.containers.exists(c, {privileged}) || "
-        f"(has(object.spec.initContainers) && object.spec.initContainers.exists(c, {privileged}))"
+        f"{flags} || "
+        f"(has({spec}.volumes) && {spec}.volumes.exists(v, has(v.hostPath))) || "
+        f"(has({spec}.securityContext) && {unconfined.format(spec + '.securityContext')}) || "
+        + " || ".join(
+            f"(has({spec}.{key}) && {spec}.{key}.exists(c, {reaching}))" for key in POD_CONTAINER_LISTS
+        )
     )
     account = (
         "object.metadata.namespace + '/' + "

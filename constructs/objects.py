@@ -42,13 +42,31 @@ def pod_account(spec: Mapping[str, Any]) -> str:
     return spec.get("serviceAccountName") or spec.get("serviceAccount") or "default"
 
 
+# The capabilities the Pod Security baseline lets a container add (Pod Security Standards, baseline,
+# "Capabilities"): any other (SYS_ADMIN, NET_ADMIN, SYS_PTRACE, BPF, ...) reaches the node.
+BASELINE_CAPABILITIES = (
+    "AUDIT_WRITE", "CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "MKNOD", "NET_BIND_SERVICE",
+    "SETFCAP", "SETGID", "SETPCAP", "SETUID", "SYS_CHROOT",
+)  # fmt: skip
+POD_CONTAINER_LISTS = ("initContainers", "containers", "ephemeralContainers")
+
+
+def _unconfined(security: Mapping[str, Any]) -> bool:
+    return (security.get("seccompProfile") or {}).get("type") == "Unconfined"
+
+
 def reaches_host(pod: Mapping[str, Any]) -> bool:
-    """Whether a pod's spec reaches its node: the host's network or PIDs, a hostPath, a privileged container."""
-    containers = [*(pod.get("initContainers") or []), *(pod.get("containers") or [])]
+    """Whether a pod's spec reaches its node, what the Pod Security baseline forbids: the host's network,
+    PIDs or IPC, a hostPath, a container (debug containers included) that is privileged, adds a
+    capability beyond the baseline's or runs without seccomp."""
+    containers = [c for key in POD_CONTAINER_LISTS for c in pod.get(key) or []]
+    contexts = [c.get("securityContext") or {} for c in containers]
     return bool(
-        pod.get("hostNetwork") or pod.get("hostPID")
+        pod.get("hostNetwork") or pod.get("hostPID") or pod.get("hostIPC")
         or any("hostPath" in v for v in pod.get("volumes") or [])
-        or any((c.get("securityContext") or {}).get("privileged") for c in containers)
+        or _unconfined(pod.get("securityContext") or {})
+        or any(s.get("privileged") or _unconfined(s) for s in contexts)
+        or any(set((s.get("capabilities") or {}).get("add") or []) - set(BASELINE_CAPABILITIES) for s in contexts)
     )  # fmt: skip
 
 

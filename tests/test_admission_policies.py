@@ -276,6 +276,10 @@ PRIVILEGED = {"containers": [{"name": "c", "image": "busybox", "securityContext"
 DAEMONS = Request("system:serviceaccount:kube-system:daemon-set-controller")
 
 
+def _with(**security) -> dict:
+    return {"name": "c", "image": "busybox", "securityContext": security}
+
+
 @pytest.mark.parametrize(
     ("body", "admitted"),
     [
@@ -289,6 +293,13 @@ DAEMONS = Request("system:serviceaccount:kube-system:daemon-set-controller")
         (pod("topolvm-node", "topolvm-node", **HOST_PATH), True),  # a node agent Git ships
         (pod("gpu-operator", "nvidia-driver", **PRIVILEGED), True),  # what the GPU Operator makes
         (pod("ai-research"), True),  # no host access: not judged
+        # what else the Pod Security baseline forbids, in a namespace it does not guard (kube-system)
+        (pod("kube-system", "debug", hostIPC=True), False),
+        (pod("kube-system", "debug", containers=[_with(capabilities={"add": ["SYS_ADMIN"]})]), False),
+        (pod("kube-system", "debug", containers=[_with(seccompProfile={"type": "Unconfined"})]), False),
+        (pod("kube-system", "debug", securityContext={"seccompProfile": {"type": "Unconfined"}}), False),
+        (pod("kube-system", "debug", ephemeralContainers=[_with(privileged=True)]), False),
+        (pod("kube-system", "debug", containers=[_with(capabilities={"add": ["NET_BIND_SERVICE"]})]), True),
     ],
 )
 def test_host_access_only_for_the_node_agents_git_ships(policies, body, admitted):

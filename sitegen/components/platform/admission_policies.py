@@ -286,10 +286,14 @@ class AdmissionPolicies(RenderedComponent):
             scope,
             "HostAccess",
             name="sitegen-host-access",
-            rules=[{**_rule("", "pods"), "operations": ["CREATE"]}],
+            rules=[
+                {**_rule("", "pods"), "operations": ["CREATE"]},
+                {**_rule("", "pods/ephemeralcontainers"), "operations": ["UPDATE"]},  # kubectl debug
+            ],
             expression=host_access_expression(host_access_accounts(ctx.rendered), operators),
-            message="a privileged, hostPath, host-network or host-PID pod runs only as a node agent Git "
-            "ships (its namespace and service account), or in an operator's agent namespace",
+            message="a pod that reaches its node (privileged, hostPath, the host's network, PIDs or IPC, "
+            "a capability beyond the baseline's, no seccomp) runs only as a node agent Git ships (its "
+            "namespace and service account), or in an operator's agent namespace",
         )
 
     @staticmethod
