@@ -256,6 +256,13 @@ CASES = [
         set_value("clusters.yaml", "ai", "pod_cidr", value="10.64.0.1/16"),
         "clusters.yaml",
         "ai.pod_cidr",
+        "10.64.0.1/16 has host bits set: the network is 10.64.0.0/16",  # not just "not a network"
+    ),
+    case(
+        "cidr-not-an-address",
+        set_value("clusters.yaml", "ai", "pod_cidr", value="10.64.0/16"),
+        "clusters.yaml",
+        "ai.pod_cidr",
         "IPv4 network",
     ),
     case(

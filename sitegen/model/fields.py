@@ -83,8 +83,22 @@ def _text(value: object) -> object:
     return value
 
 
+def _network_text(value: object) -> object:
+    """A CIDR with host bits set (10.20.0.1/22) names the network it meant: say which."""
+    value = _text(value)
+    try:
+        ipaddress.IPv4Network(value)
+    except ValueError:
+        try:
+            meant = ipaddress.IPv4Interface(value).network
+        except ValueError:
+            return value  # pydantic says what is wrong with it
+        raise ValueError(f"{value} has host bits set: the network is {meant}") from None
+    return value
+
+
 # Models are strict (no `true` as 1, no "8" as 8, no 8.0 as 8); addresses are parsed from their text.
-Cidr = Annotated[ipaddress.IPv4Network, BeforeValidator(_text), Strict(False)]
+Cidr = Annotated[ipaddress.IPv4Network, BeforeValidator(_network_text), Strict(False)]
 Address = Annotated[ipaddress.IPv4Address, BeforeValidator(_text), Strict(False)]
 DnsLabel = Annotated[str, AfterValidator(_dns_label)]
 DnsName = Annotated[str, AfterValidator(_dns_name)]
