@@ -33,7 +33,21 @@ def _plan_storage(site: Site) -> str:
     return "```\n" + "\n".join(wrapped_prose(storage_section(site, compute_plan(site)))) + "\n```\n"
 
 
-GENERATORS: dict[str, Callable[[Site], str]] = {"components": _components, "plan storage": _plan_storage}
+def _rules(site: Site) -> str:
+    """The policy rules validate runs, as `sitegen rules` lists them (a Markdown table)."""
+    from sitegen.check.rules import RULES
+
+    rows = [
+        f"| {r.id} | {r.name} | {r.rationale.replace('|', '/')} |" for r in sorted(RULES, key=lambda r: r.id)
+    ]
+    return "\n".join(["| id | rule | why |", "|---|---|---|", *rows]) + "\n"
+
+
+GENERATORS: dict[str, Callable[[Site], str]] = {
+    "components": _components,
+    "plan storage": _plan_storage,
+    "rules": _rules,
+}
 
 
 class UnknownBlock(SiteError):
