@@ -81,4 +81,4 @@ def test_docs_blocks_show_the_site_they_are_generated_from(pages, site, config_c
     )
     assert invoke_sitegen("docs", "--config", config_copy, "--docs", pages).exit_code == 0
     assert "\npool-1        4" in (pages / "site.md").read_text()
-    assert generated.pages(pages) == [pages / "components.md", pages / "site.md"]
+    assert generated.pages(pages) == [pages / "components.md", pages / "site.md", pages / "usage.md"]
