@@ -30,7 +30,7 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 unexport PYTHONDONTWRITEBYTECODE
 HELM := node_modules/.sitegen/bin/helm
 
-.PHONY: synth test site adoption lint plan validate bench deps scan-deps ansible-deps lock imports clean charts charts-renew scan help
+.PHONY: synth test site adoption lint plan validate bench doctor deps scan-deps ansible-deps lock imports clean charts charts-renew scan help
 
 # dist/, then the blocks of docs/ that show the site's figures (the component table, the storage map)
 ## the main job: every variant into dist/, and docs/' generated blocks
@@ -122,6 +122,10 @@ plan: $(PY_STAMP) $(NPM_STAMP)
 ## synth and bring-up timings against their yardsticks
 bench: $(PY_STAMP) $(NPM_STAMP)
 	@$(BIN)/python -m sitegen.report.bench
+
+## what this machine lacks to synthesize and test, and the fix for each (needs only Python)
+doctor: $(PY_STAMP)
+	@$(BIN)/sitegen doctor
 
 ## install the Python and Node packages
 deps: $(PY_STAMP) $(NPM_STAMP)
