@@ -70,7 +70,14 @@ CASES = [
         replace_text("hardware.yaml", "  cpu_cores: 96\n", "  cpu_cores: 96\n  cpu_cores: 96\n"),
         "hardware.yaml",
         "",
-        "duplicate key 'cpu_cores'",
+        "duplicate key 'cpu_cores' at line 16 (first at line 15)",  # both places, to pick the right one
+    ),
+    case(
+        "yaml-1-1-boolean",
+        replace_text("storage.yaml", "  rdma: false\n", "  rdma: no\n"),
+        "storage.yaml",
+        "aistor.rdma",
+        "valid boolean",  # `no` is text in YAML 1.2, as Kubernetes reads it: not silently false
     ),
     case(
         "unhashable-yaml-key",

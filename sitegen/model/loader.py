@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -67,7 +68,7 @@ class _UniqueKeyLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: 
     """PyYAML keeps the last of two equal keys; a repeated pool or host key must fail instead."""
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-        seen: set[Any] = set()
+        seen: dict[Any, int] = {}  # key -> its first line
         for key_node, _ in node.value:
             key = self.construct_object(key_node, deep=deep)
             try:
@@ -79,13 +80,27 @@ class _UniqueKeyLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: 
                     f"a mapping key must be a scalar, not {type(key).__name__}",
                     key_node.start_mark,
                 ) from None
+            mark = key_node.start_mark
             if key in seen:
-                mark = key_node.start_mark
                 raise yaml.constructor.ConstructorError(
-                    None, None, f"duplicate key {key!r} at line {mark.line + 1}", mark
+                    None,
+                    None,
+                    f"duplicate key {key!r} at line {mark.line + 1} (first at line {seen[key]})",
+                    mark,
                 )
-            seen.add(key)
+            seen[key] = mark.line + 1
         return super().construct_mapping(node, deep=deep)
+
+
+# YAML 1.2's booleans only (true, false): YAML 1.1 would read yes, no, on, off (a country code NO, a
+# label value `on`) as booleans; in config they are text, and a boolean field says so.
+_UniqueKeyLoader.yaml_implicit_resolvers = {
+    first: [r for r in resolvers if r[0] != "tag:yaml.org,2002:bool"]
+    for first, resolvers in _UniqueKeyLoader.yaml_implicit_resolvers.items()
+}
+_UniqueKeyLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
+)
 
 
 def _read(path: Path) -> dict[str, Any]:
