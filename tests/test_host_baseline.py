@@ -72,10 +72,15 @@ def _host(tmp_path: Path, site, **off: str) -> dict[str, str]:
         (sys / "module" / module).mkdir(parents=True)
     (sys / "class/dmi/id").mkdir(parents=True)
     (sys / "class/dmi/id/bios_version").write_text(off.get("bios", firmware.bios) + "\n")
-    for i in range(4):
+    for i in range(4 - int("rail" in off)):  # the NDR rails, then a 100GbE ConnectX on Ethernet
         ib = sys / "class/infiniband" / f"mlx5_{i}"
-        ib.mkdir(parents=True)
+        (ib / "ports/1").mkdir(parents=True)
+        (ib / "ports/1/link_layer").write_text("InfiniBand\n")
         (ib / "fw_ver").write_text((off.get("nic", firmware.nic) if i == 3 else firmware.nic) + "\n")
+    ethernet = sys / "class/infiniband/mlx5_4"
+    (ethernet / "ports/1").mkdir(parents=True)
+    (ethernet / "ports/1/link_layer").write_text("Ethernet\n")
+    (ethernet / "fw_ver").write_text("28.45.1200\n")  # a ConnectX-7 of its own firmware line
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     _stub(bin_dir, "uname", f"echo {off.get('kernel', hosts.os.kernel)}\n")
@@ -116,7 +121,7 @@ def test_a_host_built_to_the_baseline_passes(tmp_path, site):
     assert result.returncode == 0, result.stdout + result.stderr
     assert "FAIL" not in result.stdout and result.stdout.rstrip().endswith("host baseline passed")
     for line in ("ok   kernel 6.8.0-90-generic", f"ok   kubelet {kubernetes_package_version(site)}",
-                 "ok   PCIe ACS redirect off", "ok   kernel argument iommu=pt", "ok   mlx5_3 firmware",
+                 "ok   PCIe ACS redirect off", "ok   kernel argument iommu=pt", "ok   mlx5_3 firmware", "skip mlx5_4: on Ethernet, not an NDR rail", "ok   4 NDR rail NICs",
                  "ok   kernel argument intel_iommu=on", "ok   containerd answers on the CRI",
                  "ok   runc on the systemd cgroup driver", f"ok   sandbox image {PAUSE}"):  # fmt: skip
         assert line in result.stdout
@@ -133,6 +138,7 @@ def test_a_host_built_to_the_baseline_passes(tmp_path, site):
         ({"forward": "0"}, "FAIL net.ipv4.ip_forward is 0, the baseline 1"),
         ({"bios": "1.0.0"}, "FAIL BIOS is 1.0.0, the baseline 1.3.4"),
         ({"nic": "40.40.1000"}, "FAIL mlx5_3 firmware is 40.40.1000, the baseline 40.46.1006"),
+        ({"rail": "missing"}, "FAIL 3 InfiniBand NICs report their firmware, the hardware has 4"),
         ({"cmdline": "BOOT_IMAGE=/vmlinuz ro intel_iommu=on"}, "FAIL kernel argument iommu=pt is missing"),
         ({"acs": ACS_ON}, "FAIL PCIe 00:01.0: ACS redirect on"),
         ({"chrony": UNSYNCED}, "FAIL time: chrony is Not synchronised"),
