@@ -57,13 +57,17 @@ chronyc -c tracking 2>/dev/null | awk -F, -v max=100 '
   END { if (NR == 0) { print "FAIL time: chrony does not answer"; bad = 1 }; exit bad }' || fail=1
 bios=$(cat "$sys/class/dmi/id/bios_version" 2>/dev/null)
 [ "$bios" = 2.10 ] && ok "BIOS $bios" || bad "BIOS is ${bios:-unknown}, the baseline 2.10"
-nics=0
+rails=0
 for ib in "$sys"/class/infiniband/*; do
   [ -e "$ib/fw_ver" ] || continue
-  nics=$((nics + 1))
+  if [ "$(cat "$ib/ports/1/link_layer" 2>/dev/null)" != InfiniBand ]; then
+    echo "skip ${ib##*/}: on Ethernet, not an NDR rail"
+    continue
+  fi
+  rails=$((rails + 1))
   fw=$(cat "$ib/fw_ver")
   [ "$fw" = 28.45.1200 ] && ok "${ib##*/} firmware $fw" || bad "${ib##*/} firmware is $fw, the baseline 28.45.1200"
 done
-[ "$nics" -gt 0 ] || bad "no RDMA device reports its firmware"
+[ "$rails" = 2 ] && ok "2 NDR rail NICs" || bad "$rails InfiniBand NICs report their firmware, the hardware has 2"
 [ "$fail" = 0 ] && echo "host baseline passed" || echo "host baseline FAILED: fix the lines above before the join"
 exit "$fail"

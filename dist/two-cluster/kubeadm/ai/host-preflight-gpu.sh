@@ -57,14 +57,18 @@ chronyc -c tracking 2>/dev/null | awk -F, -v max=100 '
   END { if (NR == 0) { print "FAIL time: chrony does not answer"; bad = 1 }; exit bad }' || fail=1
 bios=$(cat "$sys/class/dmi/id/bios_version" 2>/dev/null)
 [ "$bios" = 1.3.4 ] && ok "BIOS $bios" || bad "BIOS is ${bios:-unknown}, the baseline 1.3.4"
-nics=0
+rails=0
 for ib in "$sys"/class/infiniband/*; do
   [ -e "$ib/fw_ver" ] || continue
-  nics=$((nics + 1))
+  if [ "$(cat "$ib/ports/1/link_layer" 2>/dev/null)" != InfiniBand ]; then
+    echo "skip ${ib##*/}: on Ethernet, not an NDR rail"
+    continue
+  fi
+  rails=$((rails + 1))
   fw=$(cat "$ib/fw_ver")
   [ "$fw" = 40.46.1006 ] && ok "${ib##*/} firmware $fw" || bad "${ib##*/} firmware is $fw, the baseline 40.46.1006"
 done
-[ "$nics" -gt 0 ] || bad "no RDMA device reports its firmware"
+[ "$rails" = 4 ] && ok "4 NDR rail NICs" || bad "$rails InfiniBand NICs report their firmware, the hardware has 4"
 for arg in intel_iommu=on iommu=pt; do
   tr ' ' '\n' < "$proc/cmdline" | grep -qx -- "$arg" && ok "kernel argument $arg" \
     || bad "kernel argument $arg is missing: run host-prep-gpu.sh and reboot"
