@@ -77,6 +77,10 @@ def _host(tmp_path: Path, site, **off: str) -> dict[str, str]:
         (ib / "ports/1").mkdir(parents=True)
         (ib / "ports/1/link_layer").write_text("InfiniBand\n")
         (ib / "fw_ver").write_text((off.get("nic", firmware.nic) if i == 3 else firmware.nic) + "\n")
+    if "secure_boot" in off:  # efivarfs: attributes, then the value
+        efivars = sys / "firmware/efi/efivars"
+        efivars.mkdir(parents=True)
+        (efivars / "SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c").write_bytes(b"\x06\x00\x00\x00\x01")
     ethernet = sys / "class/infiniband/mlx5_4"
     (ethernet / "ports/1").mkdir(parents=True)
     (ethernet / "ports/1/link_layer").write_text("Ethernet\n")
@@ -121,7 +125,7 @@ def test_a_host_built_to_the_baseline_passes(tmp_path, site):
     assert result.returncode == 0, result.stdout + result.stderr
     assert "FAIL" not in result.stdout and result.stdout.rstrip().endswith("host baseline passed")
     for line in ("ok   kernel 6.8.0-90-generic", f"ok   kubelet {kubernetes_package_version(site)}",
-                 "ok   PCIe ACS redirect off", "ok   kernel argument iommu=pt", "ok   mlx5_3 firmware", "skip mlx5_4: on Ethernet, not an NDR rail", "ok   4 NDR rail NICs",
+                 "ok   PCIe ACS redirect off", "ok   kernel argument iommu=pt", "ok   mlx5_3 firmware", "skip mlx5_4: on Ethernet, not an NDR rail", "ok   4 NDR rail NICs", "ok   Secure Boot off",
                  "ok   kernel argument intel_iommu=on", "ok   containerd answers on the CRI",
                  "ok   runc on the systemd cgroup driver", f"ok   sandbox image {PAUSE}"):  # fmt: skip
         assert line in result.stdout
@@ -139,6 +143,10 @@ def test_a_host_built_to_the_baseline_passes(tmp_path, site):
         ({"bios": "1.0.0"}, "FAIL BIOS is 1.0.0, the baseline 1.3.4"),
         ({"nic": "40.40.1000"}, "FAIL mlx5_3 firmware is 40.40.1000, the baseline 40.46.1006"),
         ({"rail": "missing"}, "FAIL 3 InfiniBand NICs report their firmware, the hardware has 4"),
+        (
+            {"secure_boot": "on"},
+            "FAIL Secure Boot is on: the GPU Operator's driver container builds unsigned",
+        ),
         ({"cmdline": "BOOT_IMAGE=/vmlinuz ro intel_iommu=on"}, "FAIL kernel argument iommu=pt is missing"),
         ({"acs": ACS_ON}, "FAIL PCIe 00:01.0: ACS redirect on"),
         ({"chrony": UNSYNCED}, "FAIL time: chrony is Not synchronised"),

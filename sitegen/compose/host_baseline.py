@@ -8,7 +8,7 @@
   arguments).
 - `host-preflight-<pool>.sh` checks every point of the baseline on the host, the firmware and PCIe
   settings no script applies included (BIOS and ConnectX firmware levels, ACS redirect on the PCIe
-  switches), one line per point; its exit status says whether the host may join.
+  switches, Secure Boot off where the GPU driver is built on the node), one line per point; its exit status says whether the host may join.
 
 The preflight reads the kernel's files (sysfs, procfs, os-release, overridable for the tests) and the
 tools the baseline installs (dpkg-query, chronyc, lspci, crictl, containerd), never a GPU or OFED tool: the GPU driver and
@@ -249,10 +249,23 @@ def _pki_archive() -> str:
     )  # fmt: skip
 
 
+# UEFI's SecureBoot variable (efivarfs: four bytes of attributes, then 1 when on). The GPU Operator's
+# driver container builds the NVIDIA modules on the node, unsigned: with Secure Boot on, the kernel
+# refuses to load them (Operation not permitted); only NVIDIA's precompiled signed drivers load there.
+SECURE_BOOT = """\
+sb="$sys/firmware/efi/efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c"
+if [ -e "$sb" ] && [ "$(od -An -t u1 -j4 -N1 "$sb" | tr -d ' ')" = 1 ]; then
+  bad "Secure Boot is on: the GPU Operator's driver container builds unsigned NVIDIA modules the kernel refuses; turn it off in the firmware"
+else
+  ok "Secure Boot off"
+fi
+"""
+
+
 def preflight_script(site: Site, pool: PoolLayout) -> str:
     hosts = site.hosts
     firmware = hosts.firmware.get(hardware_model(site, pool))
-    checks = ""
+    checks = SECURE_BOOT if pool.hardware.gpu is not None else ""
     if firmware is not None:
         checks += BIOS.format(bios=shlex.quote(firmware.bios))
         if firmware.nic is not None and pool.hardware.ndr400_ports:
