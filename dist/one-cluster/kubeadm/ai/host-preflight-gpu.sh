@@ -55,6 +55,12 @@ chronyc -c tracking 2>/dev/null | awk -F, -v max=100 '
   ms > max { printf "FAIL time is %.1f ms off %s, more than %d\n", ms, $2, max; bad = 1; exit }
   { printf "ok   time within %.1f ms of %s\n", ms, $2 }
   END { if (NR == 0) { print "FAIL time: chrony does not answer"; bad = 1 }; exit bad }' || fail=1
+sb="$sys/firmware/efi/efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c"
+if [ -e "$sb" ] && [ "$(od -An -t u1 -j4 -N1 "$sb" | tr -d ' ')" = 1 ]; then
+  bad "Secure Boot is on: the GPU Operator's driver container builds unsigned NVIDIA modules the kernel refuses; turn it off in the firmware"
+else
+  ok "Secure Boot off"
+fi
 bios=$(cat "$sys/class/dmi/id/bios_version" 2>/dev/null)
 [ "$bios" = 1.3.4 ] && ok "BIOS $bios" || bad "BIOS is ${bios:-unknown}, the baseline 1.3.4"
 rails=0
