@@ -37,6 +37,21 @@ FATAL_XID = " or ".join(f"DCGM_FI_DEV_XID_ERRORS == {code}" for code in FATAL_XI
 ROW_REMAP_FAILURE = "DCGM_FI_DEV_ROW_REMAP_FAILURE > 0"
 
 
+# The port counters node_exporter's infiniband collector exports (collector/infiniband_linux.go) that a
+# healthy NDR link keeps at zero: a link that went down and came back (a flap), one that retrained,
+# packets received with errors (a cable or transceiver going bad, NCCL slowing down before anything
+# fails). By counter, what its alert says.
+NDR_ERROR_COUNTERS = {
+    "node_infiniband_link_downed_total": "went down and came back",
+    "node_infiniband_link_error_recovery_total": "retrained after errors",
+    "node_infiniband_port_errors_received_total": "received packets with errors",
+}
+
+
+def ndr_errors(pool: FabricPool, counter: str, window: str) -> str:
+    return f"increase({counter}{pool.ports}[{window}]) > 0"
+
+
 def ndr_port_state(pool: FabricPool) -> str:
     return f"node_infiniband_physical_state_id{pool.ports}"
 

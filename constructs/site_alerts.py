@@ -12,7 +12,15 @@ from typing import Any, Literal
 
 from constructs import Construct
 from constructs.monitoring import MONITORING
-from constructs.node_faults import FATAL_XID, IB_PORT_ACTIVE, ROW_REMAP_FAILURE, FabricPool, ndr_link_down
+from constructs.node_faults import (
+    FATAL_XID,
+    IB_PORT_ACTIVE,
+    NDR_ERROR_COUNTERS,
+    ROW_REMAP_FAILURE,
+    FabricPool,
+    ndr_errors,
+    ndr_link_down,
+)
 from constructs.objects import SKIP_DRY_RUN, api_object
 
 
@@ -350,6 +358,17 @@ def _fabric_rules(risks: SiteRisks) -> list[dict[str, Any]]:
                 "critical",
                 f"{{{{ $labels.node }}}} (pool {pool.name}) shows {{{{ $value }}}} of its "
                 f"{len(pool.devices)} NDR ports",
+            ),
+            *(
+                _alert(
+                    "NdrPortErrors",
+                    ndr_errors(pool, counter, "15m"),
+                    "warning",
+                    f"NDR port {{{{ $labels.device }}}} on {{{{ $labels.node }}}} (pool {pool.name}) {said} "
+                    "in the last 15 minutes: check its cable and transceiver before jobs slow down",
+                    for_="0m",
+                )
+                for counter, said in NDR_ERROR_COUNTERS.items()
             ),
         ]
     return rules

@@ -211,6 +211,19 @@ def test_alerts_cover_the_sites_own_risks():
     assert values["kubeEtcd"]["enabled"] and values["defaultRules"]["create"]
 
 
+def test_ndr_ports_that_keep_erring_are_reported_before_they_go_down():
+    """A flapping, retraining or erring NDR port (node_exporter's infiniband counters a healthy link
+    keeps at zero) warns per pool, on exactly the pool's rail devices: NdrLinkDown only sees it gone."""
+    errors = [r for r in _rules()["site-fabric"] if r["alert"] == "NdrPortErrors"]
+    counters = ("link_downed_total", "link_error_recovery_total", "port_errors_received_total")
+    for pool, devices in (("gpu", "mlx5_0|mlx5_1|mlx5_2|mlx5_3"), ("storage", "mlx5_0|mlx5_1")):
+        mine = [r["expr"] for r in errors if f'pool="{pool}"' in r["expr"]]
+        assert sorted(mine) == sorted(
+            f'increase(node_infiniband_{c}{{pool="{pool}", device=~"{devices}"}}[15m]) > 0' for c in counters
+        )
+    assert all(r["labels"]["severity"] == "warning" for r in errors)
+
+
 def test_alert_thresholds_follow_the_model(config_copy):
     rules = _rules()
     # the hub of two clusters alerts on the AIStor cluster's series too (its agent writes them there)
