@@ -59,7 +59,17 @@ def test_the_sites_names_verify(issuing, name):
     assert result.returncode == 0 and result.stdout.strip().endswith(": OK"), result.stdout + result.stderr
 
 
-@pytest.mark.parametrize("name", ["login.bank.example.com", "grafana", "kubernetes.default"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "login.bank.example.com",
+        "grafana",
+        "kubernetes.default",
+        # the site's other names under its domain: the vault's, Git's, the login's are not the clusters' to sign
+        "vault.hpc.example.internal",
+        "git.hpc.example.internal",
+    ],
+)
 def test_other_names_fail_the_chain(issuing, name):
     result = _leaf(issuing, name)
     assert result.returncode != 0 and "permitted subtree violation" in result.stdout + result.stderr

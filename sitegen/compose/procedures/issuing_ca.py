@@ -12,16 +12,15 @@ VALID_DAYS = 730
 
 
 def permitted_names(site: Site) -> list[str]:
-    """The DNS subtrees the issuing CA may sign: the parents of the site's public names (the fewest
-    that cover them), the Services' `svc` and each cluster's DNS domain."""
+    """The DNS subtrees the issuing CA may sign: each of the site's public names itself (not their
+    parent domain, which holds the vault's, Git's and the login's names too: a key read from a cluster
+    could otherwise mint a certificate for them), the Services' `svc` and each cluster's DNS domain."""
     services = site.services
     public = {
         site.gitops.argocd.hostname, services.monitoring.grafana_hostname,
         services.monitoring.telemetry_hostname, services.registry.hostname, services.serving.hostname,
     }  # fmt: skip
-    parents = {name.split(".", 1)[1] for name in public}
-    covered = {p for p in parents if not any(p != q and p.endswith("." + q) for q in parents)}
-    return sorted(covered | {"svc"} | {c.dns_domain for c in site.clusters.values()})
+    return sorted(public | {"svc"} | {c.dns_domain for c in site.clusters.values()})
 
 
 def issuing_ca(book: Runbook, apps: VariantApps) -> None:
