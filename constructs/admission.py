@@ -4,7 +4,7 @@ refuse whoever applies them, each with its binding in Deny mode. Expressions sta
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from constructs import Construct
 from constructs.argocd import TRACKING_ANNOTATION
@@ -140,8 +140,18 @@ def namespace_confinement_expression(
     )
 
 
-def cluster_admin_binding_expression(reviewed: Sequence[str]) -> str:
-    return f"object.roleRef.name != 'cluster-admin' || object.metadata.name in {_cel_list(reviewed)}"
+def cluster_admin_binding_expression(reviewed: Mapping[str, Sequence[str]]) -> str:
+    """cluster-admin is bound only by a reviewed binding (by name), and only to the service accounts it
+    binds as Git holds it (`<namespace>/<name>`): a binding of a reviewed name to anyone else is refused."""
+    subject = "s.kind == 'ServiceAccount' && has(s.namespace) && (s.namespace + '/' + s.name) in {}"
+    allowed = [
+        f"(object.metadata.name == '{name}' && object.subjects.all(s, {subject.format(_cel_list(accounts))}))"
+        for name, accounts in sorted(reviewed.items())
+    ]
+    return (
+        "object.roleRef.name != 'cluster-admin' || "
+        f"(has(object.subjects) && size(object.subjects) > 0 && ({' || '.join(allowed) or 'false'}))"
+    )
 
 
 def rbac_escalation_expression(reviewed: Sequence[str]) -> str:

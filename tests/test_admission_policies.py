@@ -123,7 +123,16 @@ def test_cluster_admin_is_bound_only_where_reviewed(policies):
     assert bindings.matches(binding("x", "cluster-admin"), None, "CREATE")
     refused = bindings.refusal(binding("mallory-admin", "cluster-admin"), ARGO)
     assert refused and "cluster-admin is bound only by the reviewed bindings" in refused
-    assert bindings.refusal(binding("velero-server", "cluster-admin"), ARGO) is None
+    refused = bindings.refusal(
+        binding("velero-server", "cluster-admin"), ARGO
+    )  # the reviewed name, to mallory
+    assert refused and "to the accounts Git binds" in refused
+    velero = {**binding("velero-server", "cluster-admin"), "subjects": [
+        {"kind": "ServiceAccount", "name": "velero-server", "namespace": "velero"}]}  # fmt: skip
+    assert bindings.refusal(velero, ARGO) is None  # as Git holds it
+    assert bindings.refusal(
+        {**velero, "subjects": [*velero["subjects"], binding("x", "y")["subjects"][0]]}, ARGO
+    )
     assert bindings.refusal(binding("mallory-view", "view"), ARGO) is None
     assert bindings.refusal(binding("kubeadm:cluster-admins", "cluster-admin"), KUBEADM) is None
 

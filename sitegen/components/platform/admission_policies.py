@@ -115,6 +115,21 @@ def _queued_workloads() -> list[dict]:
     ]
 
 
+def cluster_admin_accounts(rendered: Mapping[str, list[dict[str, Any]]]) -> dict[str, list[str]]:
+    """By reviewed binding of cluster-admin the cluster's apps render, the service accounts it binds."""
+    found: dict[str, list[str]] = {}
+    for docs in rendered.values():
+        for doc in docs:
+            name = dig(doc, "metadata", "name")
+            if doc.get("kind") in ("ClusterRoleBinding", "RoleBinding") and name in CLUSTER_ADMIN_BINDINGS:
+                found[name] = sorted(
+                    f"{s['namespace']}/{s['name']}"
+                    for s in doc.get("subjects") or []
+                    if s.get("kind") == "ServiceAccount"
+                )
+    return found
+
+
 def _rule(group: str, *resources: str) -> dict:
     return {
         "apiGroups": [group],
@@ -234,8 +249,8 @@ class AdmissionPolicies(RenderedComponent):
             "ClusterAdminBindings",
             name="sitegen-cluster-admin-bindings",
             rules=[_rule(RBAC_GROUP, "rolebindings", "clusterrolebindings")],
-            expression=cluster_admin_binding_expression(sorted(CLUSTER_ADMIN_BINDINGS)),
-            message="cluster-admin is bound only by the reviewed bindings "
+            expression=cluster_admin_binding_expression(cluster_admin_accounts(ctx.rendered)),
+            message="cluster-admin is bound only by the reviewed bindings, to the accounts Git binds "
             "(sitegen/components/platform/admission_policies.py)",
         )
         self._host_access(scope, ctx)
