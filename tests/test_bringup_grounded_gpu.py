@@ -128,7 +128,7 @@ def test_burn_in_pairs_run_in_rounds_that_share_no_node(site, inputs):
 
 def test_burn_in_pairs_started_all_at_once_may_wait_forever(site, inputs):
     """The first round's wait taken out: the second round starts while the first holds its nodes."""
-    texts = runbook_without(inputs, ONE, r"^kubectl -n gpu-health wait .*job/nccl-pair-gpu01-gpu02 .*\n")
+    texts = runbook_without(inputs, ONE, r"^jobs_done gpu-health \d+ job/nccl-pair-gpu01-gpu02 .*\n")
     blocked(
         run(site, inputs, ONE, texts=texts),
         "GPU burn-in: pool gpu",

@@ -52,7 +52,7 @@ from sitegen.check.bringup.runtime import refusal, written_config
 from sitegen.check.bringup.services_replay import mc_command, vault_command
 from sitegen.check.bringup.state import SimulationState
 from sitegen.check.bringup.storage import step_pools
-from sitegen.compose.procedures.book import RunbookStep, commands, listed_keys
+from sitegen.compose.procedures.book import JOBS_DONE, RunbookStep, commands, listed_keys
 from sitegen.model import paths
 from sitegen.tree.fields import dig
 
@@ -99,6 +99,8 @@ class RunbookReplay:
                 self._join(cluster, config, patch)
             elif tool == "kubectl" and cluster is not None:
                 self._kubectl(cluster, args, target)
+            elif tool == JOBS_DONE and cluster is not None:  # a wait for every Job to complete
+                self._kubectl(cluster, ["-n", args[0], "wait", "--for=condition=complete", *args[2:]], target)
             elif tool == "vault":
                 vault_command(self.state, args, heredoc)
             elif tool == "mc":

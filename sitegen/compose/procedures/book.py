@@ -17,6 +17,29 @@ _KEY = re.compile(r"^- `([\w./-]+)`: (.*)$", re.M)
 _SH = re.compile(r"```sh\n(.*?)```", re.S)
 
 
+# Waiting for Jobs that may fail: `kubectl wait` takes one condition, so waiting for Complete alone
+# sits out its whole timeout (hours for a burn-in) once a Job has failed. The function stops at the
+# first failed Job, naming it; the bring-up replays `jobs_done <namespace> <seconds> job/...` as a wait
+# for every Job to complete.
+JOBS_DONE = "jobs_done"
+JOBS_DONE_FUNCTION = """\
+jobs_done() {  # namespace, seconds, job/... : every Job Complete in time, or the first that failed
+  local ns=$1 seconds=$2 deadline=$((SECONDS + $2)) job; shift 2
+  until kubectl -n "$ns" wait --for=condition=complete --timeout=30s "$@" >/dev/null 2>&1; do
+    for job in "$@"; do
+      if kubectl -n "$ns" wait --for=condition=failed --timeout=1s "$job" >/dev/null 2>&1; then
+        echo "$job failed: kubectl -n $ns logs $job"; return 1
+      fi
+    done
+    [ "$SECONDS" -lt "$deadline" ] || { echo "not done in $seconds s: $*"; return 1; }
+  done
+}"""
+
+
+def jobs_done(namespace: str, seconds: int, jobs: list[str]) -> str:
+    return f"{JOBS_DONE} {namespace} {seconds} {' '.join(f'job/{j}' for j in jobs)}"
+
+
 class Runbook:
     """Its lines so far and the number of the next step: steps are numbered across the whole runbook
     (the bring-up simulation replays them in that order), whichever procedure writes them."""

@@ -11,8 +11,11 @@ from constructs.gpu_health import PAIR, burn_in_name, pair_name, pair_rounds
 from constructs.gpu_node_guard import CORDON_LABEL
 from sitegen.components.gpu.gpu_health import GpuHealth
 from sitegen.compose.apps import VariantApps
-from sitegen.compose.procedures.book import Runbook
+from sitegen.compose.procedures.book import JOBS_DONE_FUNCTION, Runbook, jobs_done
 from sitegen.model import ClusterLayout, PoolLayout
+
+BURN_IN_SECONDS = 4 * 3600  # dcgmi diag at the burn-in level: about an hour, with room
+PAIR_SECONDS = 3600  # one NCCL all-reduce of a pair
 
 
 def title(pool: PoolLayout) -> str:
@@ -62,8 +65,9 @@ node and tolerating only its cordon:
    nodes' NDR bandwidth, `services.health.nccl.min_fraction`).
 
 ```sh
+{JOBS_DONE_FUNCTION}
 {_create(burn_in_name(h) for h in hosts)}
-kubectl -n {GpuHealth.namespace} wait --for=condition=complete --timeout=4h {_jobs(burn_in_name(h) for h in hosts)}
+{jobs_done(GpuHealth.namespace, BURN_IN_SECONDS, [burn_in_name(h) for h in hosts])}
 {_pair_rounds(rounds)}
 for job in {" ".join(pairs)}; do echo "$job: $(kubectl -n {GpuHealth.namespace} logs job/$job | grep 'bus bandwidth')"; done
 kubectl uncordon {" ".join(hosts)}
@@ -91,13 +95,9 @@ def _create(names: Iterable[str]) -> str:
     return "\n".join(f"kubectl -n {GpuHealth.namespace} create job {n} --from=cronjob/{n}" for n in names)
 
 
-def _jobs(names: Iterable[str]) -> str:
-    return " ".join(f"job/{n}" for n in names)
-
-
 def _pair_rounds(rounds: list[list[tuple[str, str]]]) -> str:
     return "\n".join(
         f"{_create(pair_name(*p) for p in round_)}\n"
-        f"kubectl -n {GpuHealth.namespace} wait --for=condition=complete --timeout=1h {_jobs(pair_name(*p) for p in round_)}"
+        f"{jobs_done(GpuHealth.namespace, PAIR_SECONDS, [pair_name(*p) for p in round_])}"
         for round_ in rounds
     )

@@ -16,6 +16,8 @@ from constructs.gpu_health import burn_in_name, pair_name
 from constructs.gpu_workload import BATCH_LABEL
 from sitegen.components.gpu.gpu_health import GpuHealth
 from sitegen.compose.apps import VariantApps
+from sitegen.compose.procedures.book import JOBS_DONE_FUNCTION, jobs_done
+from sitegen.compose.procedures.burn_in import BURN_IN_SECONDS, PAIR_SECONDS
 from sitegen.compose.procedures.control_plane import (
     CA_CERT_HASH,
     JOIN_VALUES,
@@ -305,13 +307,14 @@ pods finish first, its model servers move), so a slow result is the rebuilt node
 
 ```sh
 kubectl -n {GpuHealth.namespace} delete job --ignore-not-found {burn_in} {pair}
+{JOBS_DONE_FUNCTION}
 kubectl -n {GpuHealth.namespace} create job {burn_in} --from=cronjob/{burn_in}
-kubectl -n {GpuHealth.namespace} wait --for=condition=complete --timeout=4h job/{burn_in}
+{jobs_done(GpuHealth.namespace, BURN_IN_SECONDS, [burn_in])}
 kubectl cordon {BEFORE}
 kubectl get pods -A -l {BATCH_LABEL}=true --field-selector spec.nodeName={BEFORE}   # repeat until empty
 kubectl drain {BEFORE} --ignore-daemonsets --delete-emptydir-data --timeout=30m
 kubectl -n {GpuHealth.namespace} create job {pair} --from=cronjob/{pair}
-kubectl -n {GpuHealth.namespace} wait --for=condition=complete --timeout=1h job/{pair}
+{jobs_done(GpuHealth.namespace, PAIR_SECONDS, [pair])}
 kubectl -n {GpuHealth.namespace} logs job/{pair} | grep 'bus bandwidth'
 kubectl uncordon {BEFORE} {NODE}
 ```"""
