@@ -195,3 +195,19 @@ def test_the_upgrade_installs_the_next_kubeadm_first(site, inputs):
         "apt-mark unhold kubeadm && apt-get install -y kubeadm=", "apt-get install -y kubectl="
     )
     blocked(run(site, inputs, ONE, texts=texts), "kubeadm upgrade apply", "never takes the hold off kubeadm")
+
+
+def test_removing_a_host_says_what_each_pool_asks_before_it_goes(config_copy):
+    """A retired worker: drain, delete, reset, and its number in `skip:`; its pool's own care (local
+    volumes go with it, a GPU node's jobs finish first, AIStor retires whole server pools)."""
+    section = text(config_copy).split("### Removing a host\n", 1)[1].split("\n### ", 1)[0]
+    assert "kubectl drain <host> --ignore-daemonsets" in section and "kubectl delete node <host>" in section
+    assert "its pool's `skip:`" in section
+    assert "- Pools gpu, infra: the volumes on its local NVMe (`local-nvme`) go with it" in section
+    assert "- Pools gpu: take it out as in Taking a GPU node out first" in section
+    assert "- Pool storage: a server never leaves an erasure-coded server pool alone" in section
+    # the cache pools follow config
+    edit_yaml(
+        config_copy, "storage.yaml", lambda s: s["local_cache"].update(pools=["gpu", "infra", "compute"])
+    )
+    assert "- Pools compute, gpu, infra: the volumes on its local NVMe" in text(config_copy)

@@ -89,7 +89,13 @@ def day2(apps: VariantApps) -> str:
 
 
 def _procedures(apps: VariantApps) -> list[str]:
-    return [*_gpu_node_out(apps), *_aistor_replacement(apps), _adding_hosts(apps), *replacements(apps)]
+    return [
+        *_gpu_node_out(apps),
+        *_aistor_replacement(apps),
+        _adding_hosts(apps),
+        _removing_hosts(apps),
+        *replacements(apps),
+    ]
 
 
 def _gpu_node_out(apps: VariantApps) -> list[str]:
@@ -183,6 +189,50 @@ and merge. On each new host run its pool's join step from the bring-up above wit
 quotas). Joined hosts keep their names and addresses: synth refuses a renamed or readdressed host, and
 a control-plane member that disappears unless `config/clusters.yaml` `replaced_members` names the host
 taking its place (the RUNBOOK then has the move's steps).
+"""
+
+
+def _removing_hosts(apps: VariantApps) -> str:
+    """A worker host retired for good; what each kind of pool asks before it goes. Not replayed by the
+    bring-up (its day 2 rebuilds hosts, it removes none)."""
+    site = apps.site
+    cache = [
+        p.name
+        for c in apps.layout.clusters
+        for p in c.worker_pools
+        if p.name in site.storage.local_cache.pools
+    ]
+    gpu = sorted({p.name for c in apps.layout.clusters for p in c.worker_pools if p.hardware.gpu})
+    notes = [
+        f"- Pools {', '.join(sorted(set(cache)))}: the volumes on its local NVMe (`local-nvme`) go with it. A pod "
+        "bound to one stays Pending once evicted (TopoLVM's volume is on this node): `sitegen plan` lists "
+        "what each component keeps there and where its copy is; once nothing is left to copy, delete the "
+        "pod's claim so that it starts on another node."
+        if cache
+        else "",
+        f"- Pools {', '.join(gpu)}: take it out as in Taking a GPU node out first (its batch pods finish, its "
+        "model servers move)."
+        if gpu
+        else "",
+        f"- Pool {site.storage.aistor.pool}: a server never leaves an erasure-coded server pool alone; AIStor "
+        "retires whole server pools (`mc admin decommission start`), then the pool leaves `storage.yaml`.",
+        "- The control plane: a member is replaced, not removed (`config/clusters.yaml` `replaced_members`).",
+    ]
+    return f"""### Removing a host
+
+A worker host retired for good (not rebuilt). From the admin host, its pods move where their
+PodDisruptionBudgets let them:
+
+```sh
+kubectl cordon <host>
+kubectl drain <host> --ignore-daemonsets --delete-emptydir-data --timeout=30m
+kubectl delete node <host>
+```
+
+Then `kubeadm reset -f` on the host, and in `config/pools.yaml` its number in its pool's `skip:` (the
+other hosts keep their names and addresses), synth, review and merge.
+
+{chr(10).join(n for n in notes if n)}
 """
 
 
