@@ -165,6 +165,24 @@ REFUSED_EXTENSIONS = [
         "the chart neither declares nor reads this key",
         id="key-the-chart-ignores",
     ),
+    pytest.param(
+        {"cluster_values": {"hpc": {"metrics-server": {"args": ARGS}}}},
+        "cluster_values.hpc",
+        "no cluster 'hpc' in clusters.yaml",
+        id="cluster-values-unknown-cluster",
+    ),
+    pytest.param(
+        {"cluster_values": {"ai": {"metrics-server": {"argz": ARGS}}}},
+        "cluster_values.ai.metrics-server.argz",
+        "the chart neither declares nor reads this key",
+        id="cluster-values-typo",
+    ),
+    pytest.param(
+        {"cluster_values": {"ai": {"grafna": {"a": 1}}}},
+        "cluster_values.ai.grafna",
+        "no chart app 'grafna' takes values",
+        id="cluster-values-unknown-chart",
+    ),
     # put-back: an override of what config/ sets went through, and config/ said otherwise
     pytest.param(
         {"values": {"kube-prometheus-stack": {"prometheus": {"prometheusSpec": {"retention": "90d"}}}}},
@@ -181,6 +199,19 @@ def test_what_extensions_may_not_do_is_one_config_line(config_copy, tmp_path, pa
     line = refusal(config_copy, tmp_path)
     assert line.startswith(f"error: {config_copy / 'extensions.yaml'}: {field}"), line
     assert message in line
+
+
+def test_a_values_override_of_one_cluster_lands_there_alone(config_copy, tmp_path):
+    """cluster_values: over `values`, in the cluster it names; the other cluster of two-cluster keeps
+    the site-wide override."""
+    extend(config_copy, values={"metrics-server": {"args": ARGS}},
+           cluster_values={"aistor": {"metrics-server": {"args": [*ARGS, "--v=2"]}}})  # fmt: skip
+    out = tmp_path / "out"
+    result = run_sitegen("synth", "--config", config_copy, "--variant", "two-cluster", "--out", out)
+    assert result.returncode == 0, result.stderr
+    ai = yaml.safe_load((out / "two-cluster/values/ai/metrics-server.yaml").read_text())
+    aistor = yaml.safe_load((out / "two-cluster/values/aistor/metrics-server.yaml").read_text())
+    assert ai["args"] == ARGS and aistor["args"] == [*ARGS, "--v=2"]
 
 
 def test_a_site_without_extensions_needs_no_file(config_copy, tmp_path):

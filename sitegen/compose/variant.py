@@ -57,19 +57,27 @@ def _values_file(apps: VariantApps, cluster: str, component: ChartComponent, doc
     return OutputFile(paths.values_file(apps.layout.name, cluster, component.name), [document], header)
 
 
-def _with_overrides(site: Site, component: ChartComponent, values: dict[str, Any]) -> dict[str, Any]:
-    """config/extensions.yaml `values`: merged over what the component generates, in every cluster."""
-    override = site.extensions.values.get(component.name)
-    return merged(values, override) if override else values
+def _with_overrides(
+    site: Site, cluster: str, component: ChartComponent, values: dict[str, Any]
+) -> dict[str, Any]:
+    """config/extensions.yaml: `values` merged over what the component generates in every cluster, then
+    `cluster_values` in this one."""
+    for override in (
+        site.extensions.values.get(component.name),
+        dig(site.extensions.cluster_values, cluster, component.name),
+    ):
+        if override:
+            values = merged(values, override)
+    return values
 
 
 def _check_overrides(site: Site) -> None:
     chart_apps = {kind.name for kind in COMPONENTS if issubclass(kind, ChartComponent)}
-    for name in sorted(set(site.extensions.values) - chart_apps):
-        raise ConfigError(
-            ("extensions", "values", name),
-            f"no chart app {name!r} takes values (chart apps: {', '.join(sorted(chart_apps))})",
-        )
+    for where, name, _, _ in site.extensions.overrides():
+        if name not in chart_apps:
+            raise ConfigError(
+                where, f"no chart app {name!r} takes values (chart apps: {', '.join(sorted(chart_apps))})"
+            )
 
 
 def _set_paths(values: Mapping[str, Any], path: str = "") -> Iterator[str]:
@@ -85,13 +93,13 @@ def _check_override_keys(site: Site, archives: Mapping[str, Archive]) -> None:
     sets from config/ is refused, naming that field; one the pinned chart neither declares nor reads
     (a typo) is refused as VAL-001 would judge the rendered values."""
     kinds = {kind.name: kind for kind in COMPONENTS if issubclass(kind, ChartComponent)}
-    for name, override in sorted(site.extensions.values.items()):
+    for where, name, _, override in site.extensions.overrides():
         kind = kinds[name]
         for path in _set_paths(override):
             field = kind.modelled_values.get(path)
             if field is not None:
                 raise ConfigError(
-                    ("extensions", "values", name, *path.split(".")),
+                    (*where, *path.split(".")),
                     f"the site model sets it from {field}: change it there, not here",
                 )
         if kind.chart in archives:
@@ -99,7 +107,7 @@ def _check_override_keys(site: Site, archives: Mapping[str, Archive]) -> None:
                 kind.chart, chart_values.chart_keys(archives[kind.chart].path), override
             )
             for path, problem in problems[:1]:
-                raise ConfigError(("extensions", "values", name, *path.split(".")), problem)
+                raise ConfigError((*where, *path.split(".")), problem)
 
 
 def _chart_jobs(
@@ -113,7 +121,7 @@ def _chart_jobs(
         for component in ctx.components:
             if not isinstance(component, ChartComponent):
                 continue
-            values = _with_overrides(apps.site, component, component.values(ctx).document())
+            values = _with_overrides(apps.site, ctx.cluster.name, component, component.values(ctx).document())
             files.append(_values_file(apps, ctx.cluster.name, component, values))
             job = RenderJob(
                 app=f"{apps.layout.name}/{ctx.cluster.name}/{component.name}",

@@ -1,7 +1,8 @@
 """config/extensions.yaml (optional): what the model does not cover, without Python.
 
 `values` merges a mapping over the values synth generates for a chart app (key by key; lists and
-scalars replace), in every cluster that runs it. `apps` adds namespaced objects as an Argo CD app of
+scalars replace), in every cluster that runs it; `cluster_values` (by cluster, then app) over those, in
+that cluster alone. `apps` adds namespaced objects as an Argo CD app of
 their own, in a namespace of their own (restricted Pod Security, default-deny network policy), in
 the `extensions` project, and cluster-scoped objects of the kinds in SAFE_CLUSTER_KINDS (priority
 classes, storage classes, cluster issuers) under the checks below; any other cluster-scoped kind is
@@ -125,11 +126,30 @@ class ObjectPatch(Strict):
 
 class Extensions(Strict):
     values: dict[DnsLabel, dict[str, Any]] = {}
+    # by cluster, then app: merged over `values` in that cluster alone
+    cluster_values: dict[DnsLabel, dict[DnsLabel, dict[str, Any]]] = {}
     apps: dict[DnsLabel, ExtraApp] = {}
     patches: list[ObjectPatch] = []
 
+    def overrides(self) -> list[tuple[tuple[str | int, ...], str, str | None, dict[str, Any]]]:
+        """Every values override: where it is written, its app, its cluster (None: every cluster)."""
+        found: list[tuple[tuple[str | int, ...], str, str | None, dict[str, Any]]] = [
+            (("extensions", "values", app), app, None, values) for app, values in sorted(self.values.items())
+        ]
+        for cluster, apps in sorted(self.cluster_values.items()):
+            found += [
+                (("extensions", "cluster_values", cluster, app), app, cluster, values)
+                for app, values in sorted(apps.items())
+            ]
+        return found
+
 
 def check_extensions(extensions: Extensions, clusters: set[str], taken_namespaces: set[str]) -> None:
+    for cluster in sorted(set(extensions.cluster_values) - clusters):
+        raise ConfigError(
+            ("extensions", "cluster_values", cluster),
+            f"no cluster {cluster!r} in clusters.yaml (known: {', '.join(sorted(clusters))})",
+        )
     namespaces: dict[str, str] = {}
     for name, app in extensions.apps.items():
         if app.cluster not in clusters:
