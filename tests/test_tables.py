@@ -49,3 +49,10 @@ def test_json_output_is_what_the_table_shows(command):
     for row in data[:5]:
         first = next(iter(row.values()))
         assert first in text  # every record is a row of the table
+
+
+def test_a_wrapped_cell_keeps_names_whole():
+    """Wrapped at spaces, not at a name's hyphens: `ai-admission-policies` is read and searched whole."""
+    rows = [["one", "a few words then ai-admission-policies and more words"]]
+    lines = table(["n", "apps"], rows, width=30)
+    assert any("ai-admission-policies" in line for line in lines), lines

@@ -29,7 +29,8 @@ def _fitted(natural: list[int], floors: list[int], width: int) -> list[int]:
 
 
 def _wrap(cell: str, width: int) -> list[str]:
-    return textwrap.wrap(cell, width) or [""]
+    # at spaces only: a name (ai-admission-policies) stays whole unless it alone is wider than the column
+    return textwrap.wrap(cell, width, break_on_hyphens=False) or [""]
 
 
 def table(headers: list[str], rows: list[list[str]], width: int = WIDTH) -> list[str]:
