@@ -237,16 +237,20 @@ def plan(config_dir: Path, fmt: str) -> None:
     help="Extra CRD directory (repeatable). Not needed: the CRDs rendered into the tree are read anyway, "
     "and kinds registered at run time have typed stand-ins.",
 )
-def validate(config_dir: Path, dist_dir: Path, crd_dirs: tuple[Path, ...]) -> None:
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def validate(config_dir: Path, dist_dir: Path, crd_dirs: tuple[Path, ...], fmt: str) -> None:
     """Check every document offline: schemas (core strict, CRDs, host configs) and policy rules."""
-    sys.exit(_validate(_load(config_dir), dist_dir, list(crd_dirs)))
+    sys.exit(_validate(_load(config_dir), dist_dir, list(crd_dirs), fmt))
 
 
-def _validate(site: Site, dist_dir: Path, crd_dirs: list[Path]) -> int:
+def _validate(site: Site, dist_dir: Path, crd_dirs: list[Path], fmt: str = "text") -> int:
     _require_dirs(dist_dir, *crd_dirs)
     from sitegen.check.validate import validate_tree
 
     report = validate_tree(dist_dir, site, crd_dirs)
+    if fmt == "json":
+        click.echo(report.as_json())
+        return 1 if report.findings else 0
     for finding in report.findings:
         click.echo(str(finding))
     click.echo(report.summary())

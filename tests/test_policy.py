@@ -4,6 +4,7 @@ test_policy_placement.py."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -12,7 +13,7 @@ from sitegen.check import validate as validate_module
 from sitegen.check.rules import RULES
 from sitegen.check.rules.pins import image_is_pinned
 
-from .conftest import add, validate
+from .conftest import add, invoke_sitegen, validate
 from .policy_manifests import COMPUTE, CP_TAINT, GPU, GPU_TAINT, INFRA, container, namespace, workload
 
 APP = {
@@ -364,3 +365,17 @@ def test_the_schema_cache_keys_on_every_module_the_checker_reads():
     assert imported
     sources = {m.__name__ for m in validate_module._SCHEMA_SOURCES}
     assert {importlib.import_module(m).__name__ for m in imported} <= sources
+
+
+@pytest.mark.tree_variants("one-cluster")
+def test_findings_as_json_for_scripts(tree):
+    """`validate --format json`: the same findings, one object each, and nothing else on stdout."""
+    rel = add(tree, "one-cluster/apps/ai/broken/sec-001-0.yaml", BREAKERS["SEC-001"][0])
+    text = validate(tree)
+    shown = invoke_sitegen("validate", "--dist", tree, "--format", "json")
+    assert shown.exit_code == text.exit_code == 1
+    report = json.loads(shown.stdout)
+    mine = [f for f in report["findings"] if f["file"] == rel]
+    assert mine and mine[0]["rule"] == "SEC-001" and mine[0]["document"] == 0
+    assert len(report["findings"]) == len(text.stdout.splitlines()) - 1  # one line each, then the summary
+    assert report["documents"]["one-cluster"] > 1000

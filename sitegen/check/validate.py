@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -41,6 +42,18 @@ class Finding:
 class Report:
     findings: list[Finding]
     documents: Counter[str]  # per variant
+
+    def as_json(self) -> str:
+        """The findings for a script or a CI annotation: each with its file, document, object, rule (or
+        `schema`), field path and message; the documents counted per variant."""
+        findings = [
+            {
+                "file": str(f.file), "document": f.index, "object": f.ref, "rule": f.check.split(" ", 1)[0],
+                "check": f.check, "path": f.path, "message": f.message,
+            }
+            for f in self.findings
+        ]  # fmt: skip
+        return json.dumps({"documents": dict(sorted(self.documents.items())), "findings": findings}, indent=2)
 
     def summary(self) -> str:
         per_variant = ", ".join(f"{v}: {n}" for v, n in sorted(self.documents.items()))
