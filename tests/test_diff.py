@@ -96,7 +96,7 @@ def test_changes_grouped_by_variant_cluster_and_app(repo):
     assert "spec.replicas: 2 -> 3" in text
     assert "schema changed: 3 fields" in text  # b went, c and d came: one line, not the schema
     assert "server.replicas: 2 -> 3" in text  # the values file, field by field
-    assert text.rstrip().endswith("1 added, 1 removed, 3 changed in 2 apps")
+    assert text.rstrip().endswith("1 added, 1 removed, 3 changed in 1 app and 1 file")  # argo-cd, its values
 
 
 def test_working_tree_against_a_revision(repo):
@@ -353,7 +353,7 @@ def test_a_runbook_change_shows_its_lines(site_repo):
     _commit(site_repo, "runbook")
     text = render_text(compare(site_repo, "HEAD~1", "HEAD"))
     assert (
-        "~ one-cluster/bootstrap/RUNBOOK.md\n      § The database `harbor-db` on `ai`: a restore:\n"
+        "~ bootstrap/RUNBOOK.md\n      § The database `harbor-db` on `ai`: a restore:\n"
         "        + One more line."
     ) in text, text
 
@@ -486,3 +486,20 @@ def test_a_field_changed_alike_in_several_objects_is_said_once_with_its_values()
     ]
     assert "      spec.replicas: 2 -> 3" in lines
     assert sum("helm.sh/chart" in line for line in lines) == 1
+
+
+def test_a_file_changed_alike_in_two_variants_is_listed_once(repo):
+    """A host script or a values file changed the same way in both variants reads alike (named within
+    its variant) and is listed once, under both; the summary tells apps from files."""
+    for variant in ("one-cluster", "two-cluster"):
+        path = repo / f"dist/{variant}/kubeadm/ai/host-prep-gpu.sh"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("set -eu\necho baseline\n")
+    _commit(repo, "scripts")
+    for variant in ("one-cluster", "two-cluster"):
+        (repo / f"dist/{variant}/kubeadm/ai/host-prep-gpu.sh").write_text("set -eu\necho baseline 2\n")
+    _commit(repo, "scripts changed")
+    text = render_text(compare(repo, "HEAD~1", "HEAD"))
+    assert text.count("~ kubeadm/ai/host-prep-gpu.sh") == 1, text
+    assert "one-cluster, two-cluster ai kubeadm/host-prep-gpu.sh: +0 -0 ~1" in text
+    assert text.rstrip().endswith("0 added, 0 removed, 2 changed in 2 files")

@@ -116,8 +116,16 @@ def _objects(path: str, text: bytes) -> dict[str, dict[str, Any]]:
         if doc.kind and isinstance(meta, dict) and meta.get("name"):
             out[doc.ref] = doc.body
         else:
-            out[f"{path} [values]" if len(out) == 0 else f"{path} [doc {len(out)}]"] = doc.body
+            shown = _in_variant(path)
+            out[f"{shown} [values]" if len(out) == 0 else f"{shown} [doc {len(out)}]"] = doc.body
     return out
+
+
+def _in_variant(path: str) -> str:
+    """A file as a change names it: within its variant (which the group says), so that a change made
+    alike in several variants reads alike and is listed once."""
+    where = paths.DistPath.of(path)
+    return path if len(where.path.parts) == 1 else str(where.in_variant)
 
 
 MISSING: Any = object()  # a field or line one side does not have
@@ -359,7 +367,7 @@ def compare(repo: Path, base: str, head: str | None, dist: str = str(paths.REPO_
             lines = (
                 [] if path.endswith(".svg") else _text_changes(path, old_bytes.get(path), new_bytes.get(path))
             )
-            group.changes.append(Change(path, state, lines, text=True))
+            group.changes.append(Change(_in_variant(path), state, lines, text=True))
             continue
         before = _objects(path, old_bytes[path]) if path in old_bytes else {}
         after = _objects(path, new_bytes[path]) if path in new_bytes else {}
@@ -370,7 +378,7 @@ def compare(repo: Path, base: str, head: str | None, dist: str = str(paths.REPO_
                 f for f in _line_changes("", _comments(old_bytes[path]), _comments(new_bytes[path])) if f.path
             ]
             if lines:
-                group.changes.append(Change(path, State.CHANGED, lines, text=True))
+                group.changes.append(Change(_in_variant(path), State.CHANGED, lines, text=True))
             continue
         for ref in sorted(before.keys() | after.keys()):
             crd = (after.get(ref) or before.get(ref) or {}).get("kind") == "CustomResourceDefinition"

@@ -117,7 +117,11 @@ def _text_lines(fields: list[FieldChange]) -> list[str]:
 def _summary(groups: list[Group]) -> str:
     totals = {s: sum(g.count(s) for g in groups) for s in State}
     counts = ", ".join(f"{totals[s]} {s}" for s in State)
-    return f"{counts} in {len(groups)} apps"
+    apps = sum("/" not in g.app for g in groups)  # an Application's folder; the rest are files
+    files = len(groups) - apps
+    named = ((apps, "app"), (files, "file"))
+    where = " and ".join(f"{n} {w}{'s' if n != 1 else ''}" for n, w in named if n) or "0 apps"
+    return f"{counts} in {where}"
 
 
 _MARKS = {State.ADDED: "+", State.REMOVED: "-", State.CHANGED: "~"}
