@@ -486,20 +486,3 @@ def test_a_field_changed_alike_in_several_objects_is_said_once_with_its_values()
     ]
     assert "      spec.replicas: 2 -> 3" in lines
     assert sum("helm.sh/chart" in line for line in lines) == 1
-
-
-def test_a_file_changed_alike_in_two_variants_is_listed_once(repo):
-    """A host script or a values file changed the same way in both variants reads alike (named within
-    its variant) and is listed once, under both; the summary tells apps from files."""
-    for variant in ("one-cluster", "two-cluster"):
-        path = repo / f"dist/{variant}/kubeadm/ai/host-prep-gpu.sh"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text("set -eu\necho baseline\n")
-    _commit(repo, "scripts")
-    for variant in ("one-cluster", "two-cluster"):
-        (repo / f"dist/{variant}/kubeadm/ai/host-prep-gpu.sh").write_text("set -eu\necho baseline 2\n")
-    _commit(repo, "scripts changed")
-    text = render_text(compare(repo, "HEAD~1", "HEAD"))
-    assert text.count("~ kubeadm/ai/host-prep-gpu.sh") == 1, text
-    assert "one-cluster, two-cluster ai kubeadm/host-prep-gpu.sh: +0 -0 ~1" in text
-    assert text.rstrip().endswith("0 added, 0 removed, 2 changed in 2 files")
