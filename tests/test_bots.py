@@ -99,13 +99,19 @@ NODE24 = {"actions/checkout": 5, "actions/setup-python": 6, "actions/setup-node"
 
 
 def test_the_workflow_runs_on_node24_actions_and_edits_only_its_own_comment():
-    workflow = yaml.safe_load((REPO / ".github/workflows/ci.yaml").read_text())
+    """Each action pinned to a commit (a moved tag cannot change what runs), with its version beside
+    it for Renovate and the reader; the job ends at a timeout, and a newer push cancels a PR's run."""
+    text = (REPO / ".github/workflows/ci.yaml").read_text()
+    workflow = yaml.safe_load(text)
     steps = [s for job in workflow["jobs"].values() for s in job["steps"]]
     used = [s["uses"] for s in steps if "uses" in s]
-    assert used
-    for ref in used:
-        action, _, version = ref.partition("@")
-        assert action in NODE24 and int(version.lstrip("v")) >= NODE24[action], ref
+    pinned = dict(re.findall(r"uses: (\S+@[0-9a-f]{40})  # v(\d+)\.\d+\.\d+$", text, re.M))
+    assert used and sorted(pinned) == sorted(set(used))
+    for ref, major in pinned.items():
+        action = ref.partition("@")[0]
+        assert action in NODE24 and int(major) >= NODE24[action], ref
+    assert all(job.get("timeout-minutes") for job in workflow["jobs"].values())
+    assert workflow["concurrency"]["cancel-in-progress"]
     scripts = "\n".join(s.get("run", "") for s in steps)
     assert "--edit-last" not in scripts  # it edits the last comment of the bot, whoever wrote it
     assert "<!-- sitegen: rendered changes -->" in scripts
