@@ -211,3 +211,9 @@ def test_removing_a_host_says_what_each_pool_asks_before_it_goes(config_copy):
         config_copy, "storage.yaml", lambda s: s["local_cache"].update(pools=["gpu", "infra", "compute"])
     )
     assert "- Pools compute, gpu, infra: the volumes on its local NVMe" in text(config_copy)
+
+
+def test_adding_hosts_says_what_growth_may_move_and_how_it_is_acknowledged(config_copy):
+    section = text(config_copy).split("### Adding hosts\n", 1)[1].split("\n### ", 1)[0]
+    assert "S3 front doors, the load-balancer pool, the rails' IP blocks, the API endpoints" in section
+    assert "`config/gitops.yaml` `acknowledged_moves`" in section

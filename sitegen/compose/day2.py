@@ -188,7 +188,10 @@ and merge. On each new host run its pool's join step from the bring-up above wit
 ({folders}); `node-labels` labels it, and Argo CD syncs what changed (a new ObjectStore pool, larger
 quotas). Joined hosts keep their names and addresses: synth refuses a renamed or readdressed host, and
 a control-plane member that disappears unless `config/clusters.yaml` `replaced_members` names the host
-taking its place (the RUNBOOK then has the move's steps).
+taking its place (the RUNBOOK then has the move's steps). Growth keeps what clients and hosts already
+use (S3 front doors, the load-balancer pool, the rails' IP blocks, the API endpoints): a change that
+must move one is refused, and printed, until `config/gitops.yaml` `acknowledged_moves` lists it; then
+redo on the running hosts and clients what uses the moved address or name.
 """
 
 
