@@ -69,10 +69,7 @@ def _host(url: str) -> str:
 def _second_copy(ctx: Context) -> Iterator[Violation]:
     if ctx.site is None:
         return
-    by_cluster: dict[tuple[str, str], list[Document]] = {}
-    for doc in ctx.docs:
-        if doc.cluster and not doc.is_values and not doc.is_host_file:
-            by_cluster.setdefault((doc.variant, doc.cluster), []).append(doc)
+    by_cluster = ctx.cluster_objects
     for (variant, _), docs in sorted(by_cluster.items()):
         layout = ctx.layouts.get(variant)
         if layout is None:
@@ -190,10 +187,7 @@ def _claims(docs: list[Document], namespaces: list[str]) -> Iterator[tuple[Docum
     "VolumeSnapshotClass: each claim it covers has one, or the Schedule's volume policy skips its class",
 )
 def _snapshot_able_claims(ctx: Context) -> Iterator[Violation]:
-    by_cluster: dict[tuple[str, str], list[Document]] = {}
-    for doc in ctx.docs:
-        if doc.cluster and not doc.is_values and not doc.is_host_file:
-            by_cluster.setdefault((doc.variant, doc.cluster), []).append(doc)
+    by_cluster = ctx.cluster_objects
     for _, docs in sorted(by_cluster.items()):
         drivers = {d.body.get("driver") for d in docs if d.kind == "VolumeSnapshotClass"}
         classes = {d.name: d.body.get("provisioner") for d in docs if d.kind == "StorageClass"}

@@ -61,6 +61,15 @@ class Context:
             for scheduled in (True, False)
         }
 
+    @cached_property
+    def cluster_objects(self) -> dict[tuple[str, str], list[Document]]:
+        """By (variant, cluster), the objects it receives: neither values files nor host files."""
+        found: dict[tuple[str, str], list[Document]] = {}
+        for doc in self.docs:
+            if doc.cluster is not None and not doc.is_values and not doc.is_host_file:
+                found.setdefault((doc.variant, doc.cluster), []).append(doc)
+        return found
+
     def docs_under(self, folder: str) -> list[Document]:
         """The documents of files below `folder` (a dist-relative path, as Applications name them)."""
         paths, docs = self._by_path

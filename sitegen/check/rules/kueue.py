@@ -57,11 +57,7 @@ def _quota(queue: dict[str, Any]) -> int:
     "a workload whose GPUs the queue can never free stays suspended: it needs the quota, or priority over the holders",
 )
 def _admissible(ctx: Context) -> Iterator[Violation]:
-    per_cluster: dict[tuple[str, str], list[Document]] = {}
-    for doc in ctx.docs:
-        if doc.cluster is not None and not doc.is_values and not doc.is_host_file:
-            per_cluster.setdefault((doc.variant, doc.cluster), []).append(doc)
-    for docs in per_cluster.values():
+    for docs in ctx.cluster_objects.values():
         kueue = [d for d in docs if d.group == "kueue.x-k8s.io"]
         queues = {d.name: d.body for d in kueue if d.kind == "ClusterQueue"}
         local = {
@@ -152,11 +148,7 @@ def _kueue_configuration(docs: list[Document]) -> tuple[dict[str, Any], str] | N
     "and requeued before it can become Ready, again and again",
 )
 def _starts_in_time(ctx: Context) -> Iterator[Violation]:
-    per_cluster: dict[tuple[str, str], list[Document]] = {}
-    for doc in ctx.docs:
-        if doc.cluster is not None and not doc.is_values and not doc.is_host_file:
-            per_cluster.setdefault((doc.variant, doc.cluster), []).append(doc)
-    for docs in per_cluster.values():
+    for docs in ctx.cluster_objects.values():
         found = _kueue_configuration(docs)
         wait = dig(found[0], "waitForPodsReady") if found else None
         if found is None or wait is None:
