@@ -35,16 +35,13 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping
-from functools import cache
 from typing import Any
-
-import yaml
 
 from sitegen.check.bringup.kube import add, label_selector_matches, quantity
 from sitegen.check.bringup.objects import ClusterObjects, Key, Workload
 from sitegen.check.bringup.scheduling import Scheduler, usage
+from sitegen.check.kueue_config import configuration, managed_namespaces
 from sitegen.tree.fields import dig
-from sitegen.tree.kube_yaml import KubeLoader
 
 KUEUE_QUEUE = "kueue.x-k8s.io/queue-name"
 KUEUE_PRIORITY = "kueue.x-k8s.io/priority-class"
@@ -103,22 +100,14 @@ class Kueue:
         return self.cluster.unchanged(("kueue configuration",), self._find_kueue_configuration)  # type: ignore[no-any-return]
 
     def _find_kueue_configuration(self) -> tuple[Mapping[str, Any], str] | None:
-        for _, applied in self.cluster.of_kind("ConfigMap"):
-            text = dig(applied.body, "data", "controller_manager_config.yaml")
-            if text:
-                return _kueue_config(text), applied.body["metadata"]["namespace"]
-        return None
+        return configuration(applied.body for _, applied in self.cluster.of_kind("ConfigMap"))
 
     def _kueue_namespaces(self) -> Mapping[str, Any] | None:
         """Kueue's managedJobsNamespaceSelector (its default when unset); None without Kueue."""
         found = self._kueue_configuration()
         if found is None:
             return None
-        config, namespace = found
-        default = {"matchExpressions": [{
-            "key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": ["kube-system", namespace],
-        }]}  # fmt: skip
-        return config.get("managedJobsNamespaceSelector") or default
+        return managed_namespaces(*found)
 
     def admit(self) -> None:
         managed = [
@@ -318,11 +307,6 @@ class Kueue:
             self.cluster.write_field(
                 ("batch", "Job", t.namespace, t.name), "/spec/suspend", suspended, "Kueue"
             )
-
-
-@cache
-def _kueue_config(text: str) -> dict[str, Any]:
-    return yaml.load(text, Loader=KubeLoader) or {}
 
 
 def _selects(cluster_queue: Mapping[str, Any], namespace_labels: Mapping[str, str]) -> bool:

@@ -7,16 +7,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-import yaml
-
 from constructs.kueue import GPU_RESOURCE as GPU
 from constructs.kueue import PRIORITY_LABEL, QUEUE_LABEL
+from sitegen.check.kueue_config import configuration, managed_namespaces
 from sitegen.check.labels import label_selector_matches
 from sitegen.check.placement import pod_spec
 from sitegen.check.rules.base import Context, Violation, rule
 from sitegen.tree.documents import Document
 from sitegen.tree.fields import dig
-from sitegen.tree.kube_yaml import KubeLoader
 
 LONG_RUNNING = ("StatefulSet", "Deployment")  # hold their GPUs until someone takes them
 
@@ -133,14 +131,6 @@ def startup_allowance(container: dict[str, Any]) -> int:
     return int(probe.get("initialDelaySeconds", 0)) + failures * period
 
 
-def _kueue_configuration(docs: list[Document]) -> tuple[dict[str, Any], str] | None:
-    for doc in docs:
-        text = dig(doc.body, "data", "controller_manager_config.yaml") if doc.kind == "ConfigMap" else None
-        if text:
-            return yaml.load(text, Loader=KubeLoader) or {}, doc.namespace or ""
-    return None
-
-
 @rule(
     "KUE-002",
     "starts-within-pods-ready",
@@ -149,16 +139,13 @@ def _kueue_configuration(docs: list[Document]) -> tuple[dict[str, Any], str] | N
 )
 def _starts_in_time(ctx: Context) -> Iterator[Violation]:
     for docs in ctx.cluster_objects.values():
-        found = _kueue_configuration(docs)
+        found = configuration(d.body for d in docs if d.kind == "ConfigMap")
         wait = dig(found[0], "waitForPodsReady") if found else None
         if found is None or wait is None:
             continue
         config, kueue_namespace = found
         timeout = str(dig(wait, "timeout", default="5m"))  # Kueue's default
-        default = {"matchExpressions": [{
-            "key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": ["kube-system", kueue_namespace],
-        }]}  # fmt: skip
-        selector = config.get("managedJobsNamespaceSelector") or default
+        selector = managed_namespaces(config, kueue_namespace)
         managed = {
             d.name for d in docs if d.kind == "Namespace" and label_selector_matches(selector, _labels(d))
         }
