@@ -183,6 +183,8 @@ class KubeletConfiguration(HostConfig):
     rotateCertificates: bool | None = None
     serverTLSBootstrap: bool | None = None
     seccompDefault: bool | None = None
+    protectKernelDefaults: bool | None = None
+    tlsCipherSuites: list[str] | None = None
     clusterDomain: str | None = None
     kubeReserved: dict[str, str] | None = None
     evictionHard: dict[str, str] | None = None

@@ -45,17 +45,16 @@ TOKEN = "${KUBEADM_TOKEN}"
 CA_CERT_HASH = "${KUBEADM_CA_CERT_HASH}"
 CERTIFICATE_KEY = "${KUBEADM_CERTIFICATE_KEY}"
 
-# CIS Kubernetes Benchmark 1.2.x: strong TLS suites only.
-TLS_CIPHER_SUITES = ",".join(
-    [
-        "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256",
-        "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384",
-        "TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305",
-        "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256",
-        "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384",
-        "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305",
-    ]
-)
+# CIS Kubernetes Benchmark 1.2.x (the API server) and 4.2.12 (the kubelet): strong TLS suites only.
+# ECDSA ones too: a kubelet's serving key, which it makes for its CSR, is ECDSA P-256.
+STRONG_CIPHER_SUITES = [
+    "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256",
+    "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384",
+    "TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305",
+    "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256",
+    "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384",
+    "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305",
+]
 
 _SECRETS_HEADER = (
     "Secrets are never rendered: export KUBEADM_TOKEN (kubeadm token generate), KUBEADM_CERTIFICATE_KEY\n"
@@ -128,7 +127,7 @@ class ClusterConfiguration(Construct):
                         authentication_config=AUTHENTICATION_CONFIG,
                         # DenyServiceExternalIPs: no Service may claim an external IP (CVE-2020-8554)
                         enable_admission_plugins=",".join(ADMISSION_PLUGINS),
-                        tls_cipher_suites=TLS_CIPHER_SUITES,
+                        tls_cipher_suites=",".join(STRONG_CIPHER_SUITES),
                         # kubelets serve certificates of the cluster CA (serverTLSBootstrap, approved by
                         # kubelet-csr-approver): the API server verifies them (CIS 1.2.5)
                         kubelet_certificate_authority=f"{KUBEADM_PKI}/ca.crt",
@@ -246,6 +245,10 @@ class KubeletConfiguration(Construct):
                 # a pod that names no seccomp profile runs under the runtime's default, not unconfined
                 # (privileged containers stay unconfined, as the kubelet does for them)
                 seccompDefault=True,
+                # the kubelet checks the kernel settings it needs instead of overwriting the host's
+                # (CIS 4.2.6): the host baseline writes them (hosts.yaml's kernel_settings)
+                protectKernelDefaults=True,
+                tlsCipherSuites=STRONG_CIPHER_SUITES,
                 clusterDomain=cluster.spec.dns_domain,
             ),
         )

@@ -370,6 +370,30 @@ def test_a_host_whose_containerd_has_no_cri(site, inputs):
     blocked(run(site, inputs, ONE, texts=texts), "cp01", "no sandbox image pinned")
 
 
+def test_a_host_without_the_kernel_settings_its_kubelet_checks(site, inputs):
+    """A kubelet with protectKernelDefaults refuses to start on a host whose baseline did not set the
+    kernel settings it needs; without protectKernelDefaults it sets them itself and the host joins."""
+    from pathlib import PurePosixPath
+
+    texts = dict(inputs[ONE][1])
+    path = PurePosixPath(ONE, "kubeadm/ai/host-prep-gpu.sh")
+    texts[path], count = re.subn(r"^kernel\.panic = 10\n", "", texts[path], flags=re.M)
+    assert count == 1
+    blocked(
+        run(site, inputs, ONE, texts=texts),
+        "gpu01",
+        "kubeadm join stops",
+        "protectKernelDefaults",
+        "does not set kernel.panic=10",
+    )
+
+    def unprotected(doc):
+        doc.pop("protectKernelDefaults", None)
+
+    tree = edited(inputs, ONE, f"{ONE}/kubeadm/ai/init-", unprotected)
+    assert run(site, inputs, ONE, tree=tree, texts=texts).blocker is None
+
+
 def test_a_chart_secret_its_component_no_longer_declares_is_a_blocker(site, inputs, monkeypatch):
     """The Secrets chart Jobs write are the components' declarations: without Cilium's, nothing makes
     Hubble's client certificates and Hubble Relay never starts."""

@@ -221,6 +221,13 @@ CASES = [
         "images.curl",
         "missing pin (needed by component",
     ),
+    case(
+        "a-kernel-setting-the-kubelet-refuses",
+        set_value("hosts.yaml", "sysctls", "kernel.panic", value="0"),
+        "hosts.yaml",
+        "sysctls.kernel.panic",
+        "the kubelet (protectKernelDefaults) does not start unless it is '10'",
+    ),
 ]
 
 

@@ -8,6 +8,8 @@ from pathlib import PurePosixPath
 import pytest
 
 from sitegen.check.bringup.kube import pod_template
+from sitegen.check.bringup.runtime import written_kernel_settings
+from sitegen.model.hosts import KUBELET_KERNEL_TUNABLES
 from sitegen.tree.documents import load_tree
 
 from .conftest import DIST
@@ -38,6 +40,22 @@ def test_every_kubelet_defaults_to_the_runtimes_seccomp_profile(docs):
     kubelets = [d for d in docs if d.kind == "KubeletConfiguration" and d.body.get("cgroupDriver")]
     assert {d.variant for d in kubelets} == {"one-cluster", "two-cluster"}
     assert all(d.body.get("seccompDefault") is True for d in kubelets), [d.file for d in kubelets]
+
+
+def test_every_kubelet_checks_its_kernel_settings_and_speaks_strong_tls_only(docs):
+    """CIS 4.2.6 and 4.2.12: the kubelet checks the kernel settings it needs instead of setting them
+    (protectKernelDefaults), so every host's baseline writes them; it serves only the strong suites."""
+    kubelets = [d for d in docs if d.kind == "KubeletConfiguration" and d.body.get("cgroupDriver")]
+    assert kubelets
+    for doc in kubelets:
+        assert doc.body.get("protectKernelDefaults") is True, doc.file
+        suites = doc.body.get("tlsCipherSuites") or []
+        assert suites and all(s.startswith("TLS_ECDHE_") and ("GCM" in s or "CHACHA20" in s) for s in suites)
+    preps = sorted(DIST.glob("*/kubeadm/*/host-prep-*.sh"))
+    assert {p.parts[-4] for p in preps} == {"one-cluster", "two-cluster"}
+    for prep in preps:
+        written = written_kernel_settings(prep.read_text())
+        assert KUBELET_KERNEL_TUNABLES.items() <= written.items(), prep
 
 
 def _as_root(spec: dict) -> bool:

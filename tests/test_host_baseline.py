@@ -54,7 +54,7 @@ def _host(tmp_path: Path, site, **off: str) -> dict[str, str]:
     )
     proc = root / "proc"
     for key, value in {
-        **hosts.sysctls,
+        **hosts.kernel_settings,
         **({"net.ipv4.ip_forward": off["forward"]} if "forward" in off else {}),
     }.items():
         path = proc / "sys" / key.replace(".", "/")

@@ -231,7 +231,7 @@ def prep_script(site: Site, pool: PoolLayout) -> str:
     return PREP.format(
         os=shlex.quote(os_pair), os_text=os_pair, pool=pool.name, kernel=hosts.os.kernel,
         modules=" ".join(hosts.modules),
-        sysctls="".join(f"{k} = {v}\n" for k, v in sorted(hosts.sysctls.items())),
+        sysctls="".join(f"{k} = {v}\n" for k, v in hosts.kernel_settings.items()),
         packages=" ".join(shlex.quote(p) for p in packages), held=" ".join(HELD),
         time="".join(f"server {s} iburst\n" for s in hosts.time.servers),
         kernel_args=KERNEL_ARGS.format(args=" ".join(args)) if args else "",
@@ -280,7 +280,7 @@ def preflight_script(site: Site, pool: PoolLayout) -> str:
         os=shlex.quote(os_pair), os_text=os_pair, kernel=shlex.quote(hosts.os.kernel),
         versions="\n".join(f"{n} {v}" for n, v in _versions(site)),
         others=" ".join(hosts.packages.others),
-        sysctls="\n".join(f"{k} {v}" for k, v in sorted(hosts.sysctls.items())),
+        sysctls="\n".join(f"{k} {v}" for k, v in hosts.kernel_settings.items()),
         modules=" ".join(hosts.modules), max_offset_ms=hosts.time.max_offset_ms, firmware=checks,
         socket=containerd.SOCKET, config_path=containerd.CONFIG_PATH,
         sandbox=containerd.sandbox_image(site),

@@ -16,6 +16,19 @@ Sysctl = Annotated[str, Field(pattern=r"^[a-z0-9_]+(\.[a-z0-9_-]+)+$")]
 Module = Annotated[str, Field(pattern=r"^[a-z0-9_]+$")]
 KernelArg = Annotated[str, Field(pattern=r"^[A-Za-z0-9_.,:=-]+$")]
 
+# The kernel settings the kubelet needs. With protectKernelDefaults (the cluster's KubeletConfiguration
+# sets it, CIS 4.2.6) the kubelet does not set them itself: it refuses to start unless the host already
+# has them (kubelet v1.35 pkg/kubelet/cm/container_manager_linux.go setupKernelTunables; the values are
+# component-helpers/node/util/sysctl's). The baseline writes them with the site's own settings.
+KUBELET_KERNEL_TUNABLES = {
+    "kernel.keys.root_maxbytes": "25000000",
+    "kernel.keys.root_maxkeys": "1000000",
+    "kernel.panic": "10",
+    "kernel.panic_on_oops": "1",
+    "vm.overcommit_memory": "1",
+    "vm.panic_on_oom": "0",
+}
+
 
 class Os(Strict):
     id: Annotated[str, Field(pattern=r"^[a-z]+$")]  # /etc/os-release ID
@@ -68,8 +81,20 @@ class Hosts(Strict):
     modules: list[Module] = []
     firmware: dict[str, Firmware] = {}  # by hardware model of hardware.yaml
 
+    @property
+    def kernel_settings(self) -> dict[str, str]:
+        """Every sysctl the baseline writes and the preflight checks: the site's and the kubelet's."""
+        return dict(sorted({**self.sysctls, **KUBELET_KERNEL_TUNABLES}.items()))
+
 
 def check_hosts_baseline(hosts: Hosts, hardware: set[str]) -> None:
+    for key, value in sorted(hosts.sysctls.items()):
+        needed = KUBELET_KERNEL_TUNABLES.get(key)
+        if needed is not None and value != needed:
+            raise ConfigError(
+                ("hosts", "sysctls", key),
+                f"{value!r}: the kubelet (protectKernelDefaults) does not start unless it is {needed!r}",
+            )
     for model in hosts.firmware:
         if model not in hardware:
             raise ConfigError(("hosts", "firmware", model), f"no hardware model {model!r} in hardware.yaml")

@@ -23,6 +23,7 @@ class RebuiltHost:
     pool: str
     address: str
     runtime: dict[str, Any] | None = None  # containerd's configuration its baseline wrote
+    kernel: dict[str, str] = field(default_factory=dict)  # the sysctls its baseline wrote
     baseline: bool = False  # its preparation ran
     rails: set[str] = field(default_factory=set)  # the IPoIB interfaces its fabric preparation named
     fabric: bool = False

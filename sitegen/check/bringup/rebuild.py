@@ -39,7 +39,7 @@ from sitegen.check.bringup.etcd import Member, peer_url
 from sitegen.check.bringup.events import Blocker, Event, Stop
 from sitegen.check.bringup.host import RebuiltHost
 from sitegen.check.bringup.kube import CORDONED, Node
-from sitegen.check.bringup.runtime import written_config
+from sitegen.check.bringup.runtime import written_config, written_kernel_settings
 from sitegen.compose.procedures.book import JOBS_DONE, shell_lines, words_of
 from sitegen.compose.procedures.control_plane import KUBE_VIP_MANIFEST
 from sitegen.compose.procedures.replacement import (
@@ -169,6 +169,7 @@ class Session:
             )
         if script.name.startswith("host-prep-"):
             self.host.runtime, self.host.baseline = written_config(text), True
+            self.host.kernel = written_kernel_settings(text)
         elif script.name.startswith("host-preflight-") and not self.host.baseline:
             raise self.stop(script.name, f"fails on {self.host.name}: its baseline never ran")
         elif script.name.startswith("fabric-prep-"):

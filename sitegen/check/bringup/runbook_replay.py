@@ -48,7 +48,7 @@ from sitegen.check.bringup.registration import (
     registered_taints,
     reservations,
 )
-from sitegen.check.bringup.runtime import refusal, written_config
+from sitegen.check.bringup.runtime import kernel_refusal, refusal, written_config, written_kernel_settings
 from sitegen.check.bringup.services_replay import mc_command, vault_command
 from sitegen.check.bringup.state import SimulationState
 from sitegen.check.bringup.storage import step_pools
@@ -129,8 +129,9 @@ class RunbookReplay:
             "",
             script.stem,
         )
-        if script.name.startswith("host-prep-"):  # what containerd runs with from here on
+        if script.name.startswith("host-prep-"):  # what containerd and the kernel run with from here on
             self.state.runtimes[(cluster_name or "-", pool)] = written_config(text)
+            self.state.kernel_settings[(cluster_name or "-", pool)] = written_kernel_settings(text)
         cluster = self.state.clusters.get(cluster_name or "")
         if script.name.startswith("local-cache-") and cluster is not None:  # its volume group, made
             cluster.storage.vgcreate(re.findall(r"^vgcreate (.+)$", text, re.M)[0].split(), {pool})
@@ -213,6 +214,7 @@ class RunbookReplay:
         if init["kind"] == "InitConfiguration":  # kubeadm uploads it; every joining kubelet downloads it
             kubelet = next((d for d in docs if d.get("kind") == "KubeletConfiguration"), {})
             cluster.node_agents.server_tls_bootstrap = bool(kubelet.get("serverTLSBootstrap"))
+            self.state.kubelets[cluster.name] = dict(kubelet)
             # kubeadm's default since 1.22 where the configuration names none
             self.state.cgroup_drivers[cluster.name] = str(kubelet.get("cgroupDriver", "systemd"))
         pool_taints = registered_taints(registration, control_plane=control_plane)
@@ -232,7 +234,11 @@ class RunbookReplay:
                     Blocker(cluster.name, self.state.step, name, "a host the model does not know joins")
                 )
             written = rebuilt.runtime if rebuilt else self.state.runtimes.get((cluster.name, pool.name))
-            runtime = refusal(written, self.state.cgroup_drivers.get(cluster.name, "systemd"))
+            kernel = rebuilt.kernel if rebuilt else self.state.kernel_settings.get((cluster.name, pool.name))
+            kubelet = {**self.state.kubelets.get(cluster.name, {}), **patch}  # the pool's patch over it
+            runtime = refusal(
+                written, self.state.cgroup_drivers.get(cluster.name, "systemd")
+            ) or kernel_refusal(kernel or {}, kubelet)
             if runtime:
                 raise Stop(
                     Blocker(
