@@ -16,7 +16,13 @@ for module in overlay; do modprobe "$module"; done
 cat > /etc/sysctl.d/90-sitegen-baseline.conf <<'EOF'
 fs.inotify.max_user_instances = 8192
 fs.inotify.max_user_watches = 1048576
+kernel.keys.root_maxbytes = 25000000
+kernel.keys.root_maxkeys = 1000000
+kernel.panic = 10
+kernel.panic_on_oops = 1
 net.ipv4.ip_forward = 1
+vm.overcommit_memory = 1
+vm.panic_on_oom = 0
 EOF
 sysctl --system >/dev/null
 # packages at the baseline's versions, from the site's mirror (the OS image's apt sources, and the

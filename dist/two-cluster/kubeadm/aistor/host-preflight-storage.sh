@@ -34,7 +34,13 @@ while read -r key value; do
 done <<EOF
 fs.inotify.max_user_instances 8192
 fs.inotify.max_user_watches 1048576
+kernel.keys.root_maxbytes 25000000
+kernel.keys.root_maxkeys 1000000
+kernel.panic 10
+kernel.panic_on_oops 1
 net.ipv4.ip_forward 1
+vm.overcommit_memory 1
+vm.panic_on_oom 0
 EOF
 for module in overlay; do
   [ -d "$sys/module/$module" ] && ok "module $module" || bad "module $module is not loaded"
