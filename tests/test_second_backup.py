@@ -233,3 +233,24 @@ def test_a_claim_the_tenants_backup_cannot_snapshot_is_refused(tree):
     (found, *_) = _findings(result, "BAK-003")
     assert "StatefulSet ai-research/llama-3-3-70b" in found
     assert "class local-nvme, driver topolvm.io" in found and "the volume policy of Schedule tenants" in found
+
+
+# velero-plugin-for-aws releases that wrap uploads in aws-chunked framing even with checksumAlgorithm
+# "", which stores the framing inside the objects of stores that do not decode it (velero#9951)
+FRAMING_PLUGINS = {"v1.14.1", "v1.14.2"}
+
+
+def test_the_second_target_gets_no_sdk_checksums_from_a_plugin_that_honours_it():
+    """The AWS plugin's default CRC32 checksums go as aws-chunked trailers, which S3 stores outside AWS
+    and MinIO refuse or keep inside the object: the second target's location turns them off, AIStor's
+    keeps them, and the plugin that runs is one that honours the switch."""
+    for variant in ("one-cluster", "two-cluster"):
+        locations = sorted(DIST.glob(f"{variant}/apps/*/velero/velero.backupstoragelocation.*.yaml"))
+        configs = {p.stem.rsplit(".", 1)[-1]: yaml.safe_load_all(p.read_text()) for p in locations}
+        configs = {name: next(d for d in docs if d)["spec"]["config"] for name, docs in configs.items()}
+        assert configs["powerscale"]["checksumAlgorithm"] == ""
+        assert "checksumAlgorithm" not in configs["aistor"]
+        for deployment in DIST.glob(f"{variant}/apps/*/velero/velero.deployment.velero.yaml"):
+            spec = next(d for d in yaml.safe_load_all(deployment.read_text()) if d)["spec"]["template"]["spec"]
+            (plugin,) = [c["image"] for c in spec["initContainers"] if "velero-plugin-for-aws" in c["image"]]
+            assert plugin.rsplit(":", 1)[1] not in FRAMING_PLUGINS, deployment

@@ -37,8 +37,21 @@ def extra_objects(ctx: ClusterContext) -> list[dict[str, Any]]:
     return [*locations(ctx), volume_policy(), *schedules(ctx)]
 
 
+# The AWS plugin signs every upload with a CRC32 checksum by default, sent as aws-chunked trailers that
+# many S3 stores outside AWS and MinIO refuse (XAmzContentSHA256Mismatch, NotImplemented) or, worse,
+# store as part of the object (velero#9951). The second target is such a store for all we know: no
+# checksum there (TLS still guards the transfer), and a plugin that honours "" (v1.14.3, plugin #313).
+NO_CHECKSUM = {"checksumAlgorithm": ""}
+
+
 def _location(
-    ctx: ClusterContext, name: str, bucket: str, s3: S3Endpoint, ca_secret: str, credentials: str | None
+    ctx: ClusterContext,
+    name: str,
+    bucket: str,
+    s3: S3Endpoint,
+    ca_secret: str,
+    credentials: str | None,
+    checksum: bool = True,
 ) -> dict[str, Any]:
     spec: dict[str, Any] = {
         "provider": "aws",
@@ -49,7 +62,12 @@ def _location(
             "prefix": f"{PREFIX}/{ctx.cluster.name}",
             "caCertRef": {"name": ca_secret, "key": "ca.crt"},  # the chart's caCert would be base64 in git
         },
-        "config": {"region": s3.region, "s3ForcePathStyle": "true", "s3Url": s3.url},
+        "config": {
+            "region": s3.region,
+            "s3ForcePathStyle": "true",
+            "s3Url": s3.url,
+            **({} if checksum else NO_CHECKSUM),
+        },
     }
     if credentials is not None:
         spec["credential"] = {"name": credentials, "key": "cloud"}
@@ -66,7 +84,7 @@ def locations(ctx: ClusterContext) -> list[dict[str, Any]]:
     return [
         _location(ctx, LOCATION, backups.bucket, AIStor.s3_endpoint(ctx.site, ctx.cluster), CA_SECRET, None),
         _location(ctx, backups.second.name, backups.second.bucket_of(PREFIX), second_endpoint(ctx.site),
-                  SECOND_CA_SECRET, second_credentials(ctx)),
+                  SECOND_CA_SECRET, second_credentials(ctx), checksum=False),
     ]  # fmt: skip
 
 
