@@ -251,6 +251,7 @@ def test_the_second_target_gets_no_sdk_checksums_from_a_plugin_that_honours_it()
         assert configs["powerscale"]["checksumAlgorithm"] == ""
         assert "checksumAlgorithm" not in configs["aistor"]
         for deployment in DIST.glob(f"{variant}/apps/*/velero/velero.deployment.velero.yaml"):
-            spec = next(d for d in yaml.safe_load_all(deployment.read_text()) if d)["spec"]["template"]["spec"]
+            doc = next(d for d in yaml.safe_load_all(deployment.read_text()) if d)
+            spec = doc["spec"]["template"]["spec"]
             (plugin,) = [c["image"] for c in spec["initContainers"] if "velero-plugin-for-aws" in c["image"]]
             assert plugin.rsplit(":", 1)[1] not in FRAMING_PLUGINS, deployment
