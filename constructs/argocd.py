@@ -216,18 +216,24 @@ class ClusterApplication(Construct):
 
 
 WAVE_LABEL = "sitegen.io/wave"
+PROJECT_LABEL = "sitegen.io/project"
 GENERATED_APP_LABELS = ("sitegen.io/cluster", "sitegen.io/app", "sitegen.io/layer", WAVE_LABEL)
 
 
-def appset_name(cluster: str, wave: int) -> str:
-    """The ApplicationSet of one cluster's apps of one sync wave."""
-    return f"{cluster}-wave-{wave}"
+def appset_name(cluster: str, wave: int, project: str) -> str:
+    """The ApplicationSet of one cluster's apps of one sync wave and one project."""
+    return f"{cluster}-wave-{wave}-{project}"
 
 
 class ClusterApplicationSet(Construct):
-    """Generates one cluster's Applications of one sync wave: one per descriptor that synth writes into
-    an app's folder of that cluster whose `wave` is this one (a git files generator and its selector,
-    so a new tenant is a new element, not a new Application to write).
+    """Generates one cluster's Applications of one sync wave and one project: one per descriptor synth
+    writes into an app's folder, the set naming each descriptor's path (a git files generator).
+
+    The project is the set's own, literal, never a descriptor's: which project an app runs under, and
+    so what it may deploy, is decided in bootstrap/, not by whoever can write an app's folder. Argo CD
+    verifies the commit signatures of a git generator only for a set whose project is literal (the
+    project's signatureKeys; v3.4 applicationset/generators/git.go), and warns that a templated one lets
+    the repository's writers pick their project (Generators-Git, release-3.4).
 
     The generated apps sync themselves (automated, with prune and self-heal, and the app's retry): on
     day 2 none waits on another. The root orders the sets by wave on the first install, waiting on each
@@ -243,11 +249,12 @@ class ClusterApplicationSet(Construct):
         *,
         cluster: str,
         wave: int,
+        project: str,
         root_wave: int,
         namespace: str,
         repo_url: str,
         revision: str,
-        descriptors: str,
+        descriptors: list[str],
     ) -> None:
         super().__init__(scope, id)
         labels = dict(
@@ -264,7 +271,7 @@ class ClusterApplicationSet(Construct):
                 "annotations": {"argocd.argoproj.io/manifest-generate-paths": "/{{ .path.path }}"},
             },
             "spec": {
-                "project": "{{ .project }}",
+                "project": project,
                 "source": {
                     "repoURL": repo_url,
                     "targetRevision": revision,
@@ -280,8 +287,11 @@ class ClusterApplicationSet(Construct):
             "goTemplateOptions": ["missingkey=error"],
             "generators": [
                 {
-                    "git": {"repoURL": repo_url, "revision": revision, "files": [{"path": descriptors}]},
-                    "selector": {"matchLabels": {"wave": str(wave)}},
+                    "git": {
+                        "repoURL": repo_url,
+                        "revision": revision,
+                        "files": [{"path": path} for path in sorted(descriptors)],
+                    }
                 }
             ],
             "syncPolicy": {"preserveResourcesOnDeletion": True},
@@ -294,9 +304,9 @@ class ClusterApplicationSet(Construct):
             ),
         }
         metadata = {
-            "name": appset_name(cluster, wave),
+            "name": appset_name(cluster, wave, project),
             "namespace": namespace,
-            "labels": {"sitegen.io/cluster": cluster, WAVE_LABEL: str(wave)},
+            "labels": {"sitegen.io/cluster": cluster, WAVE_LABEL: str(wave), PROJECT_LABEL: project},
             "annotations": {SYNC_WAVE: str(root_wave)},
         }
         _api_object(self, ARGO, "ApplicationSet", metadata, spec)

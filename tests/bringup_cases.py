@@ -56,25 +56,40 @@ def blocked(result: Result, *needles: str) -> str:
 
 def rewaved(inputs, variant: str, app: str, wave: int) -> tuple[Tree, dict[PurePosixPath, str]]:
     """The variant with one generated app (`<cluster>/<app>`) moved to another wave: its element says
-    so, and its cluster has an ApplicationSet for that wave (a copy of one of its others, at that wave
-    in its root)."""
+    so, and it is named by its cluster's ApplicationSet of that wave and its project (a copy of the set
+    that named it, at that wave in its root) instead."""
     texts = dict(inputs[variant][1])
     path = PurePosixPath(variant, "apps", app, "app.json")
     element = json.loads(texts[path])
     element["wave"] = str(wave)
     texts[path] = json.dumps(element)
     cluster = app.split("/")[0]
+    repo_path = f"dist/{path}"
     tree = dict(inputs[variant][0])
     sets = sorted(p for p in tree if p.name.startswith(f"argocd.applicationset.{cluster}-wave-"))
-    target = sets[0].with_name(f"argocd.applicationset.{cluster}-wave-{wave}.yaml")
-    if target not in tree:
-        (body,) = copy.deepcopy(tree[sets[0]])
-        body["metadata"]["name"] = f"{cluster}-wave-{wave}"
-        body["metadata"]["labels"]["sitegen.io/wave"] = str(wave)
-        body["metadata"]["annotations"]["argocd.argoproj.io/sync-wave"] = str(wave)
-        body["spec"]["generators"][0]["selector"]["matchLabels"]["wave"] = str(wave)
-        tree[target] = [body]
+    (source,) = [p for p in sets if any(f["path"] == repo_path for f in _files(tree[p][0]))]
+    (body,) = copy.deepcopy(tree[source])
+    _files(body).remove({"path": repo_path})
+    tree[source] = [body]
+    project = body["spec"]["template"]["spec"]["project"]
+    target = source.with_name(f"argocd.applicationset.{cluster}-wave-{wave}-{project}.yaml")
+    if target in tree:
+        (moved,) = copy.deepcopy(tree[target])
+    else:
+        moved = copy.deepcopy(body)
+        moved["metadata"]["name"] = f"{cluster}-wave-{wave}-{project}"
+        moved["metadata"]["labels"]["sitegen.io/wave"] = str(wave)
+        moved["metadata"]["annotations"]["argocd.argoproj.io/sync-wave"] = str(wave)
+        _files(moved).clear()
+    _files(moved).append({"path": repo_path})
+    tree[target] = [moved]
+    if not _files(body):
+        del tree[source]
     return tree, texts
+
+
+def _files(appset: dict[str, Any]) -> list[dict[str, str]]:
+    return appset["spec"]["generators"][0]["git"]["files"]
 
 
 def installed(site, inputs, variant: str = ONE) -> Simulation:

@@ -89,15 +89,16 @@ def test_every_application_is_a_directory_of_this_repo(apps, site):
 
 def test_applicationsets_are_safe_by_construction():
     found = list(DIST.glob("*/bootstrap/**/*.applicationset.*.yaml"))
-    assert len(found) > 20  # a set per cluster and wave
+    assert len(found) > 20  # a set per cluster, wave and project
     for path in found:
         (appset,) = _docs(path)
         spec = appset["spec"]
         assert spec["goTemplate"] is True and spec["goTemplateOptions"] == ["missingkey=error"]
-        # deleting a generated app (its element gone, the set renamed) leaves its objects; a project
-        # comes from synth's element, which APP-004 checks against what the app renders
+        # deleting a generated app (its element gone, the set renamed) leaves its objects; the project
+        # is the set's own (APP-015), which APP-004 checks against what its apps render
         assert spec["syncPolicy"]["preserveResourcesOnDeletion"] is True
-        assert spec["template"]["spec"]["project"] == "{{ .project }}"
+        project = spec["template"]["spec"]["project"]
+        assert "{{" not in project and appset["metadata"]["labels"]["sitegen.io/project"] == project
         assert "strategy" not in spec
 
 
@@ -200,7 +201,10 @@ def test_expander_catches_a_removed_path(tree):
         file.unlink()  # its element (app.json) stays: the app would prune everything
     result = validate(tree)
     assert result.exit_code == 1 and "APP-001 source-paths" in result.stdout
-    assert "argocd.applicationset.ai-wave-2.yaml" in result.stdout and "ai-node-labels" in result.stdout
+    assert (
+        "argocd.applicationset.ai-wave-2-platform-nodes.yaml" in result.stdout
+        and "ai-node-labels" in result.stdout
+    )
 
 
 def test_expander_catches_a_kind_outside_the_whitelist(tree):

@@ -290,7 +290,7 @@ def test_validate_refuses_what_a_deletion_could_take(tree):
                      "annotations": {"helm.sh/hook": "post-delete"}},
         "spec": {"template": {"spec": {"containers": [{"name": "p", "image": "x"}], "restartPolicy": "Never"}}},
     }))  # fmt: skip
-    appset = tree / ONE / "bootstrap/argocd.applicationset.ai-wave-3.yaml"
+    appset = tree / ONE / "bootstrap/argocd.applicationset.ai-wave-3-storage.yaml"
     body = _yaml_docs(appset)[0]
     body["spec"]["syncPolicy"]["preserveResourcesOnDeletion"] = False
     appset.write_text(yaml.safe_dump(body))

@@ -236,12 +236,12 @@ def test_generated_applications_are_compared_where_they_sync(site_repo):
     assert "two-cluster aistor velero: +0 -0 ~1" in text, text
     assert "~ Application argocd/aistor-velero (generated)" in text
     assert "spec.syncPolicy.syncOptions" in text and "app.json" not in text
-    appset = site_repo / "dist/one-cluster/bootstrap/argocd.applicationset.ai-wave-2.yaml"
+    appset = site_repo / "dist/one-cluster/bootstrap/argocd.applicationset.ai-wave-2-storage.yaml"
     appset.write_text(appset.read_text().replace("duration: 10s", "duration: 20s"))
     _commit(site_repo, "slower retries")
     text = render_text(compare(site_repo, "HEAD~1", "HEAD"))
-    assert "one-cluster ai kueue: +0 -0 ~1" in text and "one-cluster ai topolvm: +0 -0 ~1" in text
-    assert "tenant-ai-research" not in text and "two-cluster" not in text
+    assert "one-cluster ai cloudnative-pg: +0 -0 ~1" in text and "one-cluster ai topolvm: +0 -0 ~1" in text
+    assert "kueue" not in text and "two-cluster" not in text
 
 
 def test_a_removed_or_renamed_app_says_what_its_deletion_does(site_repo):
@@ -254,6 +254,9 @@ def test_a_removed_or_renamed_app_says_what_its_deletion_does(site_repo):
     shutil.move(apps / "grafana", apps / "dashboards")
     element = apps / "dashboards/app.json"
     element.write_text(element.read_text().replace('"app": "grafana"', '"app": "dashboards"'))
+    for appset in (site_repo / "dist/one-cluster/bootstrap").glob("argocd.applicationset.*.yaml"):
+        text = appset.read_text().replace("/apps/ai/grafana/app.json", "/apps/ai/dashboards/app.json")
+        appset.write_text("".join(line for line in text.splitlines(True) if "/apps/ai/models/" not in line))
     _commit(site_repo, "models gone, grafana renamed")
     text = render_text(compare(site_repo, "HEAD~1", "HEAD"))
     assert "- Application argocd/ai-models (generated): its ApplicationSet deletes it and leaves its" in text

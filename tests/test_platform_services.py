@@ -120,7 +120,7 @@ def test_inventory_lists_every_service_with_chart_and_version(site):
                 made_by = (
                     "root"
                     if cluster.name == layout.hub.name and app.name in ("cilium", "argo-cd")
-                    else f"appset/{cluster.name}-wave-{json.loads(element.read_text())['wave']}"
+                    else f"appset/{cluster.name}-wave-{json.loads(element.read_text())['wave']}-{app.project.name}"
                 )
                 assert (row["cluster"], row["made_by"], row["project"], row["namespace"]) == (
                     cluster.name,

@@ -267,6 +267,7 @@ def test_every_rule_has_a_breaker():
         "APP-012",
         "APP-013",
         "APP-014",
+        "APP-015",  # test_appsets.py: a set that takes its project from its elements
         "RBC-001",  # test_node_rbac.py: the network operator's group binding put back, and others
         "RBC-002",  # test_node_rbac.py: DirectPV's node server back on the controller's account
         "ADM-001",  # test_admission_policies.py: a role the cluster would refuse

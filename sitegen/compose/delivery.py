@@ -195,7 +195,6 @@ def _descriptor(
     app: str,
     layer: str,
     wave: int,
-    project: str,
     server: str,
     namespace: str,
     sync_options: list[str],
@@ -208,7 +207,6 @@ def _descriptor(
         "app": app,
         "layer": layer,
         "wave": str(wave),  # a label value in the generated Application, and its ApplicationSet's
-        "project": project,
         "server": server,
         "namespace": namespace,
         "syncOptions": options,
@@ -309,7 +307,8 @@ def bootstrap(
     order = sync_order(apps, documents)
     root_apps = foundation(apps)
     descriptors: dict[PurePosixPath, dict[str, Any]] = {}
-    generated: dict[str, set[int]] = {c.name: set() for c in layout.clusters}
+    # cluster -> (wave, project) -> the descriptors of its ApplicationSet
+    generated: dict[str, dict[tuple[int, str], list[PurePosixPath]]] = {c.name: {} for c in layout.clusters}
 
     _projects(root, apps, documents)
     for ctx, component in apps.members():
@@ -322,18 +321,19 @@ def bootstrap(
             if cluster == hub
             else order.waves[(cluster, component.name)]
         )
-        generated[cluster].add(wave)
-        descriptors[paths.app_descriptor(variant, cluster, component.name)] = _generated_descriptor(
+        descriptor = paths.app_descriptor(variant, cluster, component.name)
+        generated[cluster].setdefault((wave, component.project.name), []).append(descriptor)
+        descriptors[descriptor] = _generated_descriptor(
             ctx, component, wave, documents[(cluster, component.name)]
         )
     access_wave = order.hub_root[(hub, ACCESS_APP)]
-    generated[hub].add(access_wave)
-    descriptors[paths.app_descriptor(variant, hub, ACCESS_APP)] = _descriptor(
+    access_descriptor = paths.app_descriptor(variant, hub, ACCESS_APP)
+    generated[hub].setdefault((access_wave, BOOTSTRAP_PROJECT.name), []).append(access_descriptor)
+    descriptors[access_descriptor] = _descriptor(
         cluster=hub,
         app=ACCESS_APP,
         layer="foundation",
         wave=access_wave,
-        project=BOOTSTRAP_PROJECT.name,
         server=layout.server(layout.hub),
         namespace=apps.site.gitops.argocd.namespace,
         sync_options=["ServerSideApply=true"],
@@ -375,7 +375,6 @@ def _generated_descriptor(
         app=component.name,
         layer=component.layer.name.lower(),
         wave=wave,
-        project=component.project.name,
         server=ctx.variant.server(ctx.cluster),
         namespace=component.namespace,
         sync_options=component.sync_options,
@@ -385,10 +384,10 @@ def _generated_descriptor(
 
 def _roots(
     root: ObjectChart, spoke_roots: Mapping[str, ObjectChart], apps: VariantApps, order: Order,
-    generated: Mapping[str, set[int]],
+    generated: Mapping[str, Mapping[tuple[int, str], list[PurePosixPath]]],
 ) -> None:  # fmt: skip
-    """Each cluster's ApplicationSets (one per wave it generates apps in) into its root, each spoke's
-    root into the hub's, and the hub's root last."""
+    """Each cluster's ApplicationSets (one per wave and project it generates apps in) into its root,
+    each spoke's root into the hub's, and the hub's root last."""
     gitops, layout = apps.site.gitops, apps.layout
     argocd_ns = gitops.argocd.namespace
     variant, hub = layout.name, layout.hub.name
@@ -396,17 +395,18 @@ def _roots(
     for cluster in layout.clusters:
         name = cluster.name
         chart = root if cluster is layout.hub else spoke_roots[name]
-        for wave in sorted(generated[name]):
+        for (wave, project), members in sorted(generated[name].items()):
             ClusterApplicationSet(
                 chart,
-                f"ApplicationSet-{name}-{wave}",
+                f"ApplicationSet-{name}-{wave}-{project}",
                 cluster=name,
                 wave=wave,
+                project=project,
                 root_wave=wave,
                 namespace=argocd_ns,
                 repo_url=gitops.repo_url,
                 revision=gitops.revision,
-                descriptors=str(paths.in_repo(paths.app_descriptors_pattern(variant, name))),
+                descriptors=[str(paths.in_repo(member)) for member in members],
             )
         if cluster is not layout.hub:
             RootApplication(

@@ -86,11 +86,6 @@ def app_descriptor(variant: str, cluster: str, app: str) -> PurePosixPath:
     return app_dir(variant, cluster, app) / APP_DESCRIPTOR
 
 
-def app_descriptors_pattern(variant: str, cluster: str = "*") -> PurePosixPath:
-    """The descriptors of one cluster's apps (a cluster's ApplicationSets read these), or of all."""
-    return PurePosixPath(variant, APPS, cluster, "*", APP_DESCRIPTOR)
-
-
 def cluster_apps_dir(variant: str, cluster: str) -> PurePosixPath:
     return PurePosixPath(variant, APPS, cluster)
 

@@ -229,7 +229,7 @@ def an_object_removed(sim: Simulation) -> None:
     keeper = next(
         (
             a
-            for a in _generated(sim, sim.state.layout.hub.name)
+            for a in sorted(_generated(sim, sim.state.layout.hub.name), key=lambda a: (a.wave, a.name))
             for b in a.objects
             if b.get("kind") == "CustomResourceDefinition"
         ),

@@ -67,7 +67,7 @@ kubectl apply --server-side -f {bootstrap}/{ns}.application.root.yaml
 ```
 
 The root Application syncs `{bootstrap}/`: the locked `default` project, one project per team, the
-foundation's Applications, one ApplicationSet per sync wave of `{hub.name}`'s apps{spokes}, wave by wave,
+foundation's Applications, one ApplicationSet per sync wave and project of `{hub.name}`'s apps{spokes}, wave by wave,
 waiting until each is Healthy: an ApplicationSet is Healthy once every Application it generated (one
 per component, from the `app.json` in its folder) is Synced and Healthy. The generated Applications
 sync, prune and heal by themselves; Argo CD's credentials and the spoke registrations are the app
