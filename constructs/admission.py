@@ -318,8 +318,11 @@ DEVICE_ENV_PREFIX = "NVIDIA_"  # NVIDIA_VISIBLE_DEVICES and friends select devic
 
 def tenant_pods_expression() -> str:
     """A tenant pod gets storage only through claims (or emptyDir, ephemeral, configMap, secret,
-    projected, downwardAPI) and GPUs only by the device plugin's allocation: no volume of a denied type,
-    no container of any kind with an NVIDIA_* variable."""
+    projected, downwardAPI) mounted as file systems, and GPUs only by the device plugin's allocation: no
+    volume of a denied type, no raw block device (`volumeDevices`: TopoLVM's thick volumes are not
+    zeroed, lvcreate clears their first 4 KiB only, so a raw read returns what a former tenant wrote on
+    that node; a file system reads unwritten blocks as zeros), no container of any kind with an NVIDIA_*
+    variable."""
     volumes = "(has(object.spec.volumes) ? object.spec.volumes : [])"
     denied = " || ".join(f"has(v.{t})" for t in TENANT_DENIED_VOLUMES)
     containers = [
@@ -330,7 +333,9 @@ def tenant_pods_expression() -> str:
         f"{c}.all(c, !has(c.env) || c.env.all(e, !e.name.startsWith('{DEVICE_ENV_PREFIX}')))"
         for c in containers
     )
-    return f"{volumes}.all(v, !({denied})) && {no_device_env}"
+    # ephemeral containers take no volumeDevices (the API refuses them)
+    no_raw_device = " && ".join(f"{c}.all(c, !has(c.volumeDevices))" for c in containers[:2])
+    return f"{volumes}.all(v, !({denied})) && {no_raw_device} && {no_device_env}"
 
 
 def persistent_volume_expression(appliers: Sequence[str], provisioners: Sequence[str]) -> str:

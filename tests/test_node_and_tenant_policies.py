@@ -114,6 +114,13 @@ TENANT = Request("oidc:alice", ("ai-research-users",))
         (_pod(volumes=[{"name": "d", "csi": {"driver": "csi-isilon.dellemc.com"}}]), False),
         (_pod(containers=[{"name": "c", "image": "cuda", "env": [{"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}]}]), False),
         (_pod(ephemeralContainers=[{"name": "e", "image": "x", "env": [{"name": "NVIDIA_DRIVER_CAPABILITIES", "value": "all"}]}]), False),
+        # a raw block device of a local volume: its extents hold what the node's last tenant wrote
+        (_pod(containers=[{"name": "c", "image": "x", "volumeDevices": [{"name": "d", "devicePath": "/dev/xvda"}]}],
+              volumes=[{"name": "d", "persistentVolumeClaim": {"claimName": "raw"}}]), False),
+        (_pod(initContainers=[{"name": "i", "image": "x", "volumeDevices": [{"name": "d", "devicePath": "/dev/xvda"}]}],
+              volumes=[{"name": "d", "ephemeral": {"volumeClaimTemplate": {"spec": {"volumeMode": "Block"}}}}]), False),
+        (_pod(containers=[{"name": "c", "image": "x", "volumeMounts": [{"name": "d", "mountPath": "/data"}]}],
+              volumes=[{"name": "d", "persistentVolumeClaim": {"claimName": "cache"}}]), True),
     ],
 )  # fmt: skip
 def test_a_tenant_pod_uses_claims_and_the_device_plugin_only(policies, pod, admitted):

@@ -270,7 +270,8 @@ class AdmissionPolicies(RenderedComponent):
                 namespace_labels={MANAGED_NAMESPACE_LABEL: "true"},
                 expression=tenant_pods_expression(),
                 message="a tenant pod mounts storage through claims only (no inline CSI, NFS or host "
-                "volume) and gets GPUs only from the device plugin (no NVIDIA_* variable)",
+                "volume), as file systems (no raw block device: a node's local volumes are not zeroed), "
+                "and gets GPUs only from the device plugin (no NVIDIA_* variable)",
             )
         AdmissionPolicy(
             scope,
