@@ -53,9 +53,13 @@ class Destination:
 
 
 # Cluster-scoped kinds a project may create only by name (Argo CD 3.4 matches a whitelist entry's
-# `name`): each grants rights or sees every request, so a project that could add one of any name could
-# bind itself cluster-admin or rewrite other projects' objects on their way in.
+# `name`): each grants rights, sees every request or holds another app's objects, so a project that
+# could add or change one of any name could bind itself cluster-admin, rewrite other projects' objects
+# on their way in, take over another app's CRD (a conversion webhook of its own on every custom resource
+# of the kind) or relabel another namespace (its Pod Security level, its Kueue management).
 NAMED_CLUSTER_KINDS = frozenset({
+    ("", "Namespace"),
+    ("apiextensions.k8s.io", "CustomResourceDefinition"),
     ("rbac.authorization.k8s.io", "ClusterRole"),
     ("rbac.authorization.k8s.io", "ClusterRoleBinding"),
     ("admissionregistration.k8s.io", "MutatingWebhookConfiguration"),

@@ -77,3 +77,40 @@ def test_argo_cd_refuses_a_binding_its_project_does_not_name(site, inputs):
         "ai-gpu-node-guard",
         "cluster-scoped rbac.authorization.k8s.io/ClusterRoleBinding gpu-node-guard-more is not permitted in project gpu",
     )
+
+
+@pytest.mark.parametrize(
+    ("project", "group", "kind"),
+    [("gpu", "apiextensions.k8s.io", "CustomResourceDefinition"), ("platform", "", "Namespace")],
+)
+def test_a_project_admitting_any_crd_or_namespace_is_refused(tree, project, group, kind):
+    """A project admits the CRDs and Namespaces its apps render by name: one that admitted any could
+    take over another app's CRD (a conversion webhook on every resource of the kind) or relabel another
+    namespace (its Pod Security level, its Kueue management)."""
+    path = tree / f"one-cluster/bootstrap/argocd.appproject.{project}.yaml"
+    doc = yaml.safe_load(path.read_text())
+    entries = [e for e in doc["spec"]["clusterResourceWhitelist"] if (e["group"], e["kind"]) == (group, kind)]
+    assert entries and all(e.get("name") for e in entries)
+    entries[0].pop("name")
+    path.write_text(yaml.safe_dump(doc))
+    assert f"admits every {group}/{kind}" in validate(tree).stdout
+
+
+def test_argo_cd_refuses_a_crd_its_project_does_not_name(site, inputs):
+    """A chart bump that ships another app's CRD under its own: Argo CD refuses the sync."""
+    from .bringup_cases import ONE, blocked, edited, run
+
+    def renamed(doc):
+        doc["metadata"]["name"] = "clusterqueues-taken.kueue.x-k8s.io"
+
+    tree = edited(
+        inputs,
+        ONE,
+        "one-cluster/apps/ai/kueue/customresourcedefinition.clusterqueues.kueue.x-k8s.io",
+        renamed,
+    )
+    blocked(
+        run(site, inputs, ONE, tree=tree),
+        "ai-kueue",
+        "CustomResourceDefinition clusterqueues-taken.kueue.x-k8s.io is not permitted in project gpu",
+    )

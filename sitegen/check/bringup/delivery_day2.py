@@ -125,7 +125,17 @@ def a_chart_bump_refreshed_consumer_first(sim: Simulation) -> None:
     new_cr["kind"] = kind
     new_cr["metadata"] = {**new_cr["metadata"], "name": f"{new_cr['metadata']['name']}-next"}
     sim.state.providers.crds[(provider.cluster.name, group, kind)] = provider.name
-    _admit_kind(consumer, group, kind)  # synth adds it to the consumer's project; the root applies that
+    # synth adds them to the apps' projects (the CRD by its name); the root applies that
+    _admit(consumer, "namespaceResourceWhitelist", {"group": group, "kind": kind})
+    _admit(
+        provider,
+        "clusterResourceWhitelist",
+        {
+            "group": "apiextensions.k8s.io",
+            "kind": "CustomResourceDefinition",
+            "name": new_crd["metadata"]["name"],
+        },
+    )
     before = len(consumer.failures)
     land(
         sim,
@@ -143,16 +153,14 @@ def a_chart_bump_refreshed_consumer_first(sim: Simulation) -> None:
     )  # fmt: skip
 
 
-def _admit_kind(sync: AppSync, group: str, kind: str) -> None:
+def _admit(sync: AppSync, whitelist: str, entry: dict[str, str]) -> None:
+    """The app's project with one more entry in a whitelist it keeps (an absent one admits nothing new)."""
     if sync.policy is None or sync.policy[0] is None:
         return
     project, server, repo = sync.policy
     spec = dict(project.get("spec") or {})
-    if spec.get("namespaceResourceWhitelist") is not None:
-        spec["namespaceResourceWhitelist"] = [
-            *spec["namespaceResourceWhitelist"],
-            {"group": group, "kind": kind},
-        ]
+    if spec.get(whitelist) is not None:
+        spec[whitelist] = [*spec[whitelist], entry]
     sync.policy = ({**project, "spec": spec}, server, repo)
 
 
