@@ -30,6 +30,12 @@ def vault_mount(secrets: Secrets, cluster: str) -> str:
     return f"{secrets.vault.auth_mount}-{cluster}"
 
 
+# The audience of a reader's login token, which each vault role requires (`audience`): a token minted
+# for anything else (a pod's own token, one meant for another service) does not log in. The token
+# carries the API server's audience too: Vault reviews the login with the token itself, and the API
+# server authenticates that TokenReview only with a token meant for it.
+VAULT_AUDIENCE = "vault"
+
 # Kubernetes' bootstrap ClusterRole that may create TokenReviews and SubjectAccessReviews, and nothing else
 AUTH_DELEGATOR = "system:auth-delegator"
 TOKEN_REVIEWERS = "vault-readers-token-review"
@@ -64,7 +70,9 @@ class SecretStore(Construct):
     role, whose policy names exactly the keys that namespace's ExternalSecrets read. No store is
     shared between namespaces, so a tenant (or a compromised controller) reads only its own keys."""
 
-    def __init__(self, scope: Construct, id: str, *, secrets: Secrets, cluster: str, namespace: str) -> None:
+    def __init__(
+        self, scope: Construct, id: str, *, secrets: Secrets, cluster: str, namespace: str, api_audience: str
+    ) -> None:
         super().__init__(scope, id)
         vault = secrets.vault
         api_object(
@@ -85,7 +93,10 @@ class SecretStore(Construct):
                         "kubernetes": {
                             "mountPath": vault_mount(secrets, cluster),
                             "role": vault_role(secrets, namespace),
-                            "serviceAccountRef": {"name": READER_SERVICE_ACCOUNT},
+                            "serviceAccountRef": {
+                                "name": READER_SERVICE_ACCOUNT,
+                                "audiences": [api_audience, VAULT_AUDIENCE],
+                            },
                         }
                     },
                 }

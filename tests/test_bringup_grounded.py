@@ -28,6 +28,32 @@ def test_readers_that_may_not_have_their_login_reviewed(site, inputs):
     )
 
 
+def test_login_tokens_for_the_vault_and_the_api_server_alone(site, inputs):
+    """Each vault role wants the audience `vault`; a token of the API server's audience alone (a pod's
+    own) does not log in. A token for the vault alone does not either: the mount reviews the login with
+    that token, which the API server authenticates only when it is meant for it."""
+
+    def audiences(*wanted):
+        def change(doc):
+            if doc.get("kind") == "SecretStore":
+                doc["spec"]["provider"]["vault"]["auth"]["kubernetes"]["serviceAccountRef"]["audiences"] = (
+                    list(wanted)
+                )
+
+        return change
+
+    store = "one-cluster/apps/ai/secret-store/ai-research."
+    api = "https://kubernetes.default.svc.cluster.local"
+    blocked(
+        run(site, inputs, ONE, tree=edited(inputs, ONE, store, audiences(api))),
+        "its role wants audience vault, and the login token is for " + api,
+    )
+    blocked(
+        run(site, inputs, ONE, tree=edited(inputs, ONE, store, audiences("vault"))),
+        "which is for vault, not the API server (" + api + "): the API server does not authenticate it",
+    )
+
+
 def test_an_auth_mount_never_configured(site, inputs):
     texts = runbook_without(inputs, TWO, r"^vault write auth/kubernetes-aistor/config .*$")
     blocked(run(site, inputs, TWO, texts=texts), "aistor", "auth mount kubernetes-aistor is not configured")

@@ -252,7 +252,8 @@ def test_each_namespace_reads_only_the_vault_keys_its_external_secrets_name(docs
         assert f"vault auth enable -path=kubernetes-{cluster} kubernetes" in text
     assert (
         "vault write auth/kubernetes-ai/role/external-secrets-ai-research bound_service_account_names=vault-reader "
-        "bound_service_account_namespaces=ai-research policies=external-secrets-ai-ai-research ttl=1h"
+        "bound_service_account_namespaces=ai-research audience=vault policies=external-secrets-ai-ai-research "
+        "ttl=1h"
     ) in text
 
 

@@ -38,6 +38,13 @@ class Cluster(Strict):
     # RUNBOOK gains the move's steps (the new member joins, then the old one leaves etcd).
     replaced_members: dict[DnsLabel, DnsLabel] = {}
 
+    @property
+    def api_audience(self) -> str:
+        """The audience the API server accepts tokens for: kubeadm's service-account-issuer
+        (https://kubernetes.default.svc.<dnsDomain>, kubeadm's API server manifest), which
+        kube-apiserver's --api-audiences defaults to."""
+        return f"https://kubernetes.default.svc.{self.dns_domain}"
+
 
 # kube-apiserver refuses a larger IPv4 service range (--service-cluster-ip-range: at most 20 host bits)
 MAX_SERVICE_HOST_BITS = 20

@@ -103,6 +103,7 @@ class ClusterObjects:
         self.manager: tuple[str, str] | None = None  # the account that Argo CD manages it as
         # the API server's --enable-admission-plugins (beside those on by default)
         self.admission_plugins: frozenset[str] = frozenset()
+        self.api_audiences: frozenset[str] = frozenset()  # the audiences its tokens must carry for it
         # the API server's addresses (host, port) and the names its certificate holds (refusals/cilium.py)
         self.api_server: tuple[frozenset[tuple[str, int]], frozenset[str]] = (frozenset(), frozenset())
         # the configuration of each plugin in the API server's admission configuration file

@@ -66,17 +66,38 @@ class Secrets:
         )  # fmt: skip
         if refused:
             return refused
-        return self._vault_login(kube.get("mountPath", "kubernetes"), (account_ns, account.get("name", "")))
+        # External Secrets requests the login token with the reference's audiences (none: the API
+        # server's own; external-secrets providers/v1/vault auth_kubernetes.go, TokenRequest)
+        audiences = frozenset(account.get("audiences") or self.cluster.api_audiences)
+        return self._vault_login(
+            kube.get("mountPath", "kubernetes"), (account_ns, account.get("name", "")), role, audiences
+        )
 
-    def _vault_login(self, mount: str, account: tuple[str, str]) -> str | None:
+    def _vault_login(
+        self, mount: str, account: tuple[str, str], role: Mapping[str, str], audiences: frozenset[str]
+    ) -> str | None:
         """Vault's Kubernetes auth reviews the login token with the TokenReview API of the cluster: with
         the mount's token_reviewer_jwt when one is set, else with the login token itself (Vault outside
-        the cluster), whose account must then be allowed to create tokenreviews."""
+        the cluster), which must then be a token the API server accepts, of an account allowed to create
+        tokenreviews. The review asks for the role's `audience` when it has one: the token must carry it
+        (vault-plugin-auth-kubernetes, TokenReview spec.audiences)."""
         config = self.cluster.vault.mounts.get(mount)
         if config is None or not config.get("kubernetes_host"):
             return f"the vault's auth mount {mount} is not configured (no kubernetes_host)"
+        wanted = role.get("audience")
+        if wanted and wanted not in audiences:
+            return (
+                f"the vault login as {account[0]}/{account[1]} is refused: its role wants audience {wanted}, "
+                f"and the login token is for {', '.join(sorted(audiences))}"
+            )
         if config.get("token_reviewer_jwt"):
             return None  # a reviewer of its own: its rights are the runbook's to give (not modelled)
+        if not audiences & self.cluster.api_audiences:
+            return (
+                f"the vault login as {account[0]}/{account[1]} is refused: mount {mount} reviews a login with "
+                f"the login's own token, which is for {', '.join(sorted(audiences))}, not the API server "
+                f"({', '.join(sorted(self.cluster.api_audiences))}): the API server does not authenticate it"
+            )
         if not self.cluster.rbac().may(account, "create", "authentication.k8s.io", "tokenreviews"):
             return (
                 f"the vault login as {account[0]}/{account[1]} is refused: mount {mount} reviews a login with "

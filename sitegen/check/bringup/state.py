@@ -54,15 +54,32 @@ def _pod_security(docs: list[dict[str, Any]]) -> tuple[str, frozenset[str]]:
     return "privileged", frozenset()
 
 
-def _admission_plugins(files: Iterable[list[dict[str, Any]]]) -> frozenset[str]:
+def _cluster_configuration(files: Iterable[list[dict[str, Any]]]) -> dict[str, Any]:
+    """The init's ClusterConfiguration ({} without one)."""
+    return next((d for docs in files for d in docs if d.get("kind") == "ClusterConfiguration"), {})
+
+
+def _api_server_arg(setup: dict[str, Any], name: str) -> str | None:
+    return next(
+        (str(a["value"]) for a in dig(setup, "apiServer", "extraArgs") or [] if a.get("name") == name), None
+    )
+
+
+def _admission_plugins(setup: dict[str, Any]) -> frozenset[str]:
     """The API server's --enable-admission-plugins, as the init's ClusterConfiguration sets them."""
-    for docs in files:
-        for doc in docs:
-            if doc.get("kind") == "ClusterConfiguration":
-                for arg in dig(doc, "apiServer", "extraArgs") or []:
-                    if arg.get("name") == "enable-admission-plugins":
-                        return frozenset(str(arg["value"]).split(","))
-    return frozenset()
+    plugins = _api_server_arg(setup, "enable-admission-plugins")
+    return frozenset(plugins.split(",")) if plugins else frozenset()
+
+
+def _api_audiences(setup: dict[str, Any]) -> frozenset[str]:
+    """The audiences the API server accepts tokens for: --api-audiences, else the service account
+    issuer, which kubeadm sets to https://kubernetes.default.svc.<dnsDomain> (default cluster.local)."""
+    audiences = _api_server_arg(setup, "api-audiences") or _api_server_arg(setup, "service-account-issuer")
+    if audiences is None:
+        audiences = (
+            f"https://kubernetes.default.svc.{dig(setup, 'networking', 'dnsDomain', default='cluster.local')}"
+        )
+    return frozenset(audiences.split(","))
 
 
 class SimulationState:
@@ -99,10 +116,12 @@ class SimulationState:
                 if made is not None:
                     cluster_of.secrets.made_later.setdefault(made, owner)
         for name, cluster in self.clusters.items():
-            cluster.admission_plugins = _admission_plugins(
+            setup = _cluster_configuration(
                 docs for path, docs in tree.items()
                 if path.parent == paths.kubeadm_dir(self.variant, name) and path.name.startswith("init-")
             )  # fmt: skip
+            cluster.admission_plugins = _admission_plugins(setup)
+            cluster.api_audiences = _api_audiences(setup)
             admission = tree.get(paths.kubeadm_dir(self.variant, name) / ADMISSION_CONFIG, [])
             cluster.api_server = api_server(
                 doc for path, docs in tree.items() if path.parent == paths.kubeadm_dir(self.variant, name)

@@ -45,4 +45,5 @@ class SecretStore(RenderedComponent):
                 secrets=ctx.site.secrets,
                 cluster=ctx.cluster.name,
                 namespace=namespace,
+                api_audience=ctx.cluster.spec.api_audience,
             )

@@ -10,6 +10,7 @@ from constructs.secrets import (
     AUTH_DELEGATOR,
     READER_SERVICE_ACCOUNT,
     TOKEN_REVIEWERS,
+    VAULT_AUDIENCE,
     read_keys,
     vault_mount,
     vault_role,
@@ -44,7 +45,8 @@ another's credentials, no tenant a platform key, and only cert-manager's namespa
 key. A mount has no reviewer token of its own: Vault reviews each login with the token the login
 presents (`disable_local_ca_jwt`, as the vault runs outside the clusters), which every
 `{READER_SERVICE_ACCOUNT}` may have reviewed (binding `{TOKEN_REVIEWERS}` to `{AUTH_DELEGATOR}`, synced
-with the stores). With `VAULT_ADDR` and an admin token, and each cluster's API CA in `<cluster>-ca.crt`:
+with the stores). Each role requires the audience `{VAULT_AUDIENCE}`, which the stores request beside
+the API server's: a pod's own token of the same account does not log in. With `VAULT_ADDR` and an admin token, and each cluster's API CA in `<cluster>-ca.crt`:
 
 ```sh
 {_vault_auth(site, apps.layout, by_cluster)}
@@ -96,7 +98,8 @@ def _vault_auth(site: Site, layout: VariantLayout, by_cluster: Mapping[str, list
                 f"vault policy write {policy} - <<'EOF'\n{grants}\nEOF",
                 f"vault write auth/{mount}/role/{vault_role(secrets, namespace)} "
                 f"bound_service_account_names={READER_SERVICE_ACCOUNT} "
-                f"bound_service_account_namespaces={namespace} policies={policy} ttl=1h",
+                f"bound_service_account_namespaces={namespace} audience={VAULT_AUDIENCE} "
+                f"policies={policy} ttl=1h",
             ]
         out.append("\n".join(lines))
     return "\n\n".join(out)
