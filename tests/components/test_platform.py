@@ -99,7 +99,11 @@ def test_a_secret_store_per_namespace_with_its_own_role(two, small):
             assert auth == {
                 "mountPath": f"{small.secrets.vault.auth_mount}-{cluster}",
                 "role": f"{small.secrets.vault.role}-{ns}",
-                "serviceAccountRef": {"name": "vault-reader"},
+                # a token for the vault (its roles' audience) and the API server (which reviews it)
+                "serviceAccountRef": {
+                    "name": "vault-reader",
+                    "audiences": ["https://kubernetes.default.svc.cluster.local", "vault"],
+                },
             }
         assert {
             (d["metadata"]["namespace"], d["metadata"]["name"]) for d in by_kind(docs, "ServiceAccount")
