@@ -57,7 +57,9 @@ class KubeVipStaticPod(Construct):
             "vip_retryperiod": "1",
             "lb_enable": "true",
             "lb_port": str(api.port),
-            "prometheus_server": ":2112",
+            # its metrics on the node's loopback: nothing scrapes them, and on every address of a host
+            # network pod they would answer anyone on the node's networks
+            "prometheus_server": "127.0.0.1:2112",
         }
         k8s.KubePod(
             self.file,

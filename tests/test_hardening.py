@@ -58,6 +58,17 @@ def test_every_kubelet_checks_its_kernel_settings_and_speaks_strong_tls_only(doc
         assert KUBELET_KERNEL_TUNABLES.items() <= written.items(), prep
 
 
+def test_kube_vip_serves_its_metrics_on_the_loopback_only(docs):
+    """kube-vip runs on the host's network: its metrics listener on every address answered anyone on
+    the node's networks (security review L2), and nothing scrapes it."""
+    pods = [d for d in docs if d.kind == "Pod" and d.name == "kube-vip"]
+    assert {d.variant for d in pods} == {"one-cluster", "two-cluster"}
+    for pod in pods:
+        (container,) = pod.body["spec"]["containers"]
+        env = {e["name"]: e["value"] for e in container["env"]}
+        assert env["prometheus_server"].startswith("127.0.0.1:"), pod.file
+
+
 def _as_root(spec: dict) -> bool:
     """Some container may run as root (uid 0, or no user and no runAsNonRoot): the keys are 0600 root."""
     pod = spec.get("securityContext") or {}
