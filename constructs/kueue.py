@@ -139,11 +139,13 @@ class GpuQueues(Construct):
             resources = [{"name": r, "nominalQuota": q} for r, q in quota.items()]
             resources += [{"name": r, "nominalQuota": 0} for r in covered if r not in quota]
             flavors.append({"name": flavor_name(pool), "resources": resources})
-        selector: dict[str, Any] = {}
+        # the namespaces Kueue manages, whose label only the applier may set (namespace-confinement):
+        # a LocalQueue elsewhere (a namespace of a platform app, one made by hand) submits nothing
+        selector: dict[str, Any] = {"matchLabels": {MANAGED_NAMESPACE_LABEL: "true"}}
         if share.namespaces is not None:
-            selector = {"matchExpressions": [
+            selector["matchExpressions"] = [
                 {"key": NAMESPACE_NAME_LABEL, "operator": "In", "values": list(share.namespaces)}
-            ]}  # fmt: skip
+            ]
         preemption = {"withinClusterQueue": "LowerPriority"}
         if cohort:
             preemption["reclaimWithinCohort"] = "Any"

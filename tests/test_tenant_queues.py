@@ -182,3 +182,29 @@ def test_long_running_work_that_borrows_is_named(cohort_site, tmp_path, linked_c
         "ClusterQueue gpu-research's long-running work needs 8 nvidia.com/gpu, its nominal quota is 0: "
         "it borrows, and the queue that lent takes it back by evicting it" in result.output
     ), result.output
+
+
+def test_the_gpu_queues_admit_only_the_namespaces_kueue_manages():
+    """A ClusterQueue with `namespaceSelector: {}` took workloads from a LocalQueue in any namespace (a
+    platform app's, one made by hand: security review L13). The queues select the namespaces Kueue
+    manages, whose label only the applier may set (namespace-confinement); every LocalQueue of dist/ is
+    in one of them."""
+    from constructs.kueue import MANAGED_NAMESPACE_LABEL
+    from sitegen.check.bringup.kueue import selects
+
+    from .conftest import DIST
+
+    docs = load_tree(DIST)
+    for variant in ("one-cluster", "two-cluster"):
+        mine = [d for d in docs if d.variant == variant]
+        labels = {d.name: (d.body["metadata"].get("labels") or {}) for d in mine if d.kind == "Namespace"}
+        queues = [d for d in mine if d.kind == "ClusterQueue"]
+        assert queues
+        for queue in queues:
+            selected = {ns for ns, found in labels.items() if selects(queue.body, found)}
+            managed = {ns for ns, found in labels.items() if found.get(MANAGED_NAMESPACE_LABEL) == "true"}
+            assert selected and selected <= managed, (queue.file, selected - managed)
+        local = {d.namespace for d in mine if d.kind == "LocalQueue"}
+        assert local and local <= {
+            ns for ns, found in labels.items() if found.get(MANAGED_NAMESPACE_LABEL) == "true"
+        }

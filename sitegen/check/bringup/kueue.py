@@ -187,7 +187,7 @@ class Kueue:
         cq = self.cluster.find("ClusterQueue", "", cq_name)
         if cq is None:
             return f"ClusterQueue {cq_name} does not exist"
-        if not _selects(cq.body, self.cluster.namespace_labels(w.template.namespace)):
+        if not selects(cq.body, self.cluster.namespace_labels(w.template.namespace)):
             return (
                 f"ClusterQueue {cq_name}: workload namespace doesn't match ClusterQueue selector "
                 f"({w.template.namespace} is outside its namespaceSelector)"
@@ -309,7 +309,7 @@ class Kueue:
             )
 
 
-def _selects(cluster_queue: Mapping[str, Any], namespace_labels: Mapping[str, str]) -> bool:
+def selects(cluster_queue: Mapping[str, Any], namespace_labels: Mapping[str, str]) -> bool:
     """A ClusterQueue's namespaceSelector (kueue v0.19.2 cache/scheduler/clusterqueue.go through
     metav1.LabelSelectorAsSelector): unset selects no namespace, `{}` every one."""
     selector = dig(cluster_queue, "spec", "namespaceSelector")
