@@ -59,6 +59,17 @@ def test_an_auth_mount_never_configured(site, inputs):
     blocked(run(site, inputs, TWO, texts=texts), "aistor", "auth mount kubernetes-aistor is not configured")
 
 
+def test_mc_without_the_cluster_ca(site, inputs):
+    """The ObjectStore's certificate is signed by its cluster's CA, which no workstation trusts: `mc`
+    fails on x509 unless the runbook puts that CA in mc's certs/CAs first."""
+    texts = runbook_without(inputs, TWO, r"^kubectl -n aistor get configmap kube-root-ca\.crt .*$")
+    blocked(
+        run(site, inputs, TWO, texts=texts),
+        "s3.aistor.hpc.example.internal: x509: certificate signed by unknown authority",
+        "the CA of cluster aistor",
+    )
+
+
 # --- Argo CD health as the pinned Argo CD assesses it --------------------------------------------------
 
 ARGOCD_CM = "one-cluster/apps/ai/argo-cd/argocd.configmap.argocd-cm.yaml"

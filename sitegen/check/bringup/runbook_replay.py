@@ -305,6 +305,11 @@ class RunbookReplay:
                 cluster.nodes[name].labels.update(pairs)
             cluster.scheduler.nodes_changed()
             cluster.changes += 1
+        elif verb == "get" and "kube-root-ca.crt" in args and ">" in args:
+            # the cluster's CA (every namespace's kube-root-ca.crt) where a client will trust it
+            written = args[args.index(">") + 1]
+            if "/.mc/certs/CAs/" in written:
+                self.state.mc_trusted.add(cluster.name)
         elif verb == "apply" and target is not None:
             self._apply(cluster, target)
         elif verb == "wait":

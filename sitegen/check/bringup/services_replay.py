@@ -49,6 +49,23 @@ def mc_command(state: SimulationState, cluster: Cluster | None, args: list[str])
         raise state.blocked(
             cluster.name if cluster else "-", "mc", f"`mc {' '.join(args[:3])}`: {host}: {why}"
         )
+    signer = _s3_cluster(state, host)
+    if signer is not None and signer not in state.mc_trusted:
+        raise state.blocked(
+            cluster.name if cluster else "-", "mc",
+            f"`mc {' '.join(args[:3])}`: {host}: x509: certificate signed by unknown authority (the "
+            f"ObjectStore's certificate is signed by the CA of cluster {signer}, which mc trusts only in its "
+            "certs/CAs folder; the system's CAs do not hold it)",
+        )  # fmt: skip
+
+
+def _s3_cluster(state: SimulationState, host: str) -> str | None:
+    """The cluster whose ObjectStore serves `host` (its operator's certificate: that cluster's CA)."""
+    for cluster in state.clusters.values():
+        for _, applied in cluster.of_kind("ObjectStore"):
+            if host in (dig(applied.body, "spec", "certificates", "config", "dnsNames") or []):
+                return cluster.name
+    return None
 
 
 def _key_policy(state: SimulationState, cluster: Cluster | None, args: list[str]) -> None:

@@ -149,6 +149,7 @@ class SimulationState:
         self.day2 = False  # the first install is done: nothing orders the apps any more
         self.healthy: set[str] = set()
         self.mc_aliases: dict[str, str] = {}  # mc alias -> S3 host
+        self.mc_trusted: set[str] = set()  # clusters whose CA the runbook put in mc's certs/CAs
         self.host_files: dict[str, set[str]] = {}  # cluster -> host paths the runbook installed files to
         self.patch_dirs: dict[
             str, set[str]

@@ -90,9 +90,12 @@ give each S3 consumer its bucket and a key of its own (`mc` against the
 ObjectStore, with the root credentials), and put each key in the vault; the consumers' ExternalSecrets
 read them there. `{hostname}` resolves to the address the site gives the
 `minio` Service (`kubectl -n {OBJECT_STORE} get service minio`), and its certificate is the operator's,
-signed by the cluster CA:
+signed by the CA of cluster `{cluster.name}`, which `mc` trusts once it is in `~/.mc/certs/CAs/` (every
+namespace's `kube-root-ca.crt` holds it):
 
 ```sh
+mkdir -p ~/.mc/certs/CAs
+kubectl -n {OBJECT_STORE} get configmap kube-root-ca.crt -o jsonpath='{{.data.ca\\.crt}}' > ~/.mc/certs/CAs/{cluster.name}-cluster-ca.crt
 mc alias set site https://{hostname} "$(vault kv get -field=user {root_key})" "$(vault kv get -field=password {root_key})"
 {_buckets(consumers, site)}
 {_keys(consumers, site, apps.layout.name)}
