@@ -57,9 +57,7 @@ class KubeVipStaticPod(Construct):
             "vip_retryperiod": "1",
             "lb_enable": "true",
             "lb_port": str(api.port),
-            # its metrics on the node's loopback: nothing scrapes them, and on every address of a host
-            # network pod they would answer anyone on the node's networks
-            "prometheus_server": "127.0.0.1:2112",
+            "prometheus_server": "127.0.0.1:2112",  # nothing scrapes it: not on the node's networks
         }
         k8s.KubePod(
             self.file,

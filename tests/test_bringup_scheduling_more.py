@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from sitegen.check.bringup.kube import Node, PodTemplate
-from sitegen.check.bringup.kueue import _selects
+from sitegen.check.bringup.kueue import selects
 from sitegen.check.bringup.refusals.cilium import api_server
 from sitegen.check.bringup.refusals.multus import NetworksError, requested_networks
 from sitegen.check.bringup.scheduling import (
@@ -181,9 +181,9 @@ def test_a_prometheus_whose_node_selector_no_node_has(site, inputs):
 
 def test_a_cluster_queue_selector_unset_selects_nothing_and_empty_everything():
     labels = {"kubernetes.io/metadata.name": "ai-research"}
-    assert not _selects({"spec": {}}, labels)
-    assert _selects({"spec": {"namespaceSelector": {}}}, labels)
-    assert not _selects({"spec": {"namespaceSelector": {"matchLabels": {"team": "x"}}}}, labels)
+    assert not selects({"spec": {}}, labels)
+    assert selects({"spec": {"namespaceSelector": {}}}, labels)
+    assert not selects({"spec": {"namespaceSelector": {"matchLabels": {"team": "x"}}}}, labels)
 
 
 def test_a_tenant_outside_the_cluster_queue_selector(site, inputs):
