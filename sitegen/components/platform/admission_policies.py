@@ -130,6 +130,22 @@ def cluster_admin_accounts(rendered: Mapping[str, list[dict[str, Any]]]) -> dict
     return found
 
 
+def _present(reviewed: Mapping[str, str], ctx: ClusterContext, kinds: tuple[str, ...]) -> list[str]:
+    """The reviewed role names this cluster's apps render: a reviewed name the cluster does not use is
+    left out of its policy, so nothing there can take it (security review L5). A spoke's manager role
+    is rendered after this app (it reads every app's kinds, this one's included): named as the cluster
+    has that app."""
+    rendered = {
+        dig(doc, "metadata", "name")
+        for docs in ctx.rendered.values()
+        for doc in docs
+        if doc.get("kind") in kinds
+    }
+    if any(c.name == ArgocdManager.name for c in ctx.components):
+        rendered.add(SPOKE_MANAGER)
+    return sorted(name for name in reviewed if name in rendered)
+
+
 def _rule(group: str, *resources: str) -> dict:
     return {
         "apiGroups": [group],
@@ -278,7 +294,7 @@ class AdmissionPolicies(RenderedComponent):
             "GrantingRoles",
             name="sitegen-granting-roles",
             rules=[_rule(RBAC_GROUP, "roles", "clusterroles")],
-            expression=rbac_escalation_expression(sorted(GRANTING_ROLES)),
+            expression=rbac_escalation_expression(_present(GRANTING_ROLES, ctx, ("Role", "ClusterRole"))),
             message="a role that may bind, escalate or impersonate is one of the reviewed ones "
             "(sitegen/components/platform/admission_policies.py)",
         )
@@ -287,7 +303,9 @@ class AdmissionPolicies(RenderedComponent):
             "SecretReaders",
             name="sitegen-secret-readers",
             rules=[_rule(RBAC_GROUP, "clusterroles", "clusterrolebindings")],
-            expression=secret_readers_expression(sorted(SECRET_READERS), BUILTIN_SECRET_READERS),
+            expression=secret_readers_expression(
+                _present(SECRET_READERS, ctx, ("ClusterRole",)), BUILTIN_SECRET_READERS
+            ),
             message="a ClusterRole that reads every Secret is one of the reviewed ones, and admin or "
             "edit is never bound cluster-wide (sitegen/components/platform/admission_policies.py)",
         )
