@@ -69,6 +69,16 @@ def test_kube_vip_serves_its_metrics_on_the_loopback_only(docs):
         assert env["prometheus_server"].startswith("127.0.0.1:"), pod.file
 
 
+def test_the_node_log_collector_opens_no_host_port(docs):
+    """The chart opens six receiver ports on every node's address (OTLP, Jaeger, Zipkin) for traces
+    and metrics the node collector, a log shipper, neither gets nor keeps (security review L7)."""
+    agents = [d for d in docs if d.kind == "DaemonSet" and d.name == "otel-node-agent"]
+    assert {d.variant for d in agents} == {"one-cluster", "two-cluster"}
+    for agent in agents:
+        containers = agent.body["spec"]["template"]["spec"]["containers"]
+        assert not [p for c in containers for p in c.get("ports") or [] if p.get("hostPort")], agent.file
+
+
 def _as_root(spec: dict) -> bool:
     """Some container may run as root (uid 0, or no user and no runAsNonRoot): the keys are 0600 root."""
     pod = spec.get("securityContext") or {}

@@ -22,6 +22,8 @@ from sitegen.components.values import (
 CHART = "opentelemetry-collector"
 COLLECTOR_IMAGE = "opentelemetry-collector"
 OTLP_HTTP_PORT = 4318
+# The chart's receiver ports (values.yaml `ports`), each a host port too in daemonset mode.
+RECEIVER_PORTS = ("otlp", "otlp-http", "jaeger-compact", "jaeger-thrift", "jaeger-grpc", "zipkin")
 
 
 class Command(Values):
@@ -100,3 +102,4 @@ class OtelCollectorValues(Placed):
     serviceMonitor: Toggle = Toggle(enabled=True)
     podSecurityContext: dict[str, Any] | None = None
     securityContext: dict[str, Any] | None = None
+    ports: dict[Literal[RECEIVER_PORTS], Toggle] | None = None

@@ -22,6 +22,7 @@ from sitegen.components.observability.collector import (
     CHART,
     COLLECTOR_IMAGE,
     OTLP_HTTP_PORT,
+    RECEIVER_PORTS,
     CollectorConfig,
     ExporterTls,
     FileLogOperator,
@@ -52,6 +53,7 @@ from sitegen.components.values import (
     EnvVarSource,
     HostPathVolumeSource,
     SecretKeyRef,
+    Toggle,
     Volume,
     VolumeMount,
     image,
@@ -138,6 +140,9 @@ class OtelNode(ChartComponent):
             extraVolumes=volumes,
             extraVolumeMounts=mounts,
             tolerations=EVERY_TAINT,
+            # a log shipper: no receiver port, so none on every node's address (the chart opens six
+            # host ports by default, for traces and metrics nothing here sends or keeps)
+            ports={port: Toggle(enabled=False) for port in RECEIVER_PORTS},
             resources=requests("100m", "256Mi", "1Gi"),
             # storeCheckpoints keeps file offsets across restarts (and makes the chart read logs as root)
             presets=Presets(
