@@ -149,35 +149,36 @@ class OtelNode(ChartComponent):
                 logsCollection=Preset(enabled=True, storeCheckpoints=True),
                 kubernetesAttributes=Preset(enabled=True),
             ),
-            config=CollectorConfig(
-                receivers={
-                    AUDIT_RECEIVER: FileLogReceiver(
-                        include=[f"{AUDIT_LOG_DIR}/*.log"],
-                        start_at="beginning",
-                        storage="file_storage",  # the extension storeCheckpoints adds
-                        include_file_path=True,
-                        operators=[
-                            FileLogOperator(
-                                type="add", field='resource["service.name"]', value=AUDIT_SERVICE
-                            ),
-                            FileLogOperator(
-                                type="add", field='resource["k8s.node.name"]', value="${env:K8S_NODE_NAME}"
-                            ),
-                        ],
-                    )
-                },
-                exporters={"otlphttp": exporter},
-                service=Service(
-                    pipelines=Pipelines(
-                        logs=Pipeline(
-                            receivers=["filelog"],
-                            processors=["k8sattributes", "batch"],
-                            exporters=["otlphttp"],
-                        ),
-                        logs_audit=Pipeline(
-                            receivers=[AUDIT_RECEIVER], processors=["batch"], exporters=["otlphttp"]
-                        ),
-                    )
-                ),
-            ),
+            config=_log_config(exporter),
         )
+
+
+def _log_config(exporter: OtlpHttpExporter) -> CollectorConfig:
+    """Container logs and, on the control-plane hosts, the API server's audit log, to `exporter`."""
+    return CollectorConfig(
+        receivers={
+            AUDIT_RECEIVER: FileLogReceiver(
+                include=[f"{AUDIT_LOG_DIR}/*.log"],
+                start_at="beginning",
+                storage="file_storage",  # the extension storeCheckpoints adds
+                include_file_path=True,
+                operators=[
+                    FileLogOperator(type="add", field='resource["service.name"]', value=AUDIT_SERVICE),
+                    FileLogOperator(
+                        type="add", field='resource["k8s.node.name"]', value="${env:K8S_NODE_NAME}"
+                    ),
+                ],
+            )
+        },
+        exporters={"otlphttp": exporter},
+        service=Service(
+            pipelines=Pipelines(
+                logs=Pipeline(
+                    receivers=["filelog"],
+                    processors=["k8sattributes", "batch"],
+                    exporters=["otlphttp"],
+                ),
+                logs_audit=Pipeline(receivers=[AUDIT_RECEIVER], processors=["batch"], exporters=["otlphttp"]),
+            )
+        ),
+    )
