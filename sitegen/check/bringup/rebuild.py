@@ -40,7 +40,7 @@ from sitegen.check.bringup.events import Blocker, Event, Stop
 from sitegen.check.bringup.host import RebuiltHost
 from sitegen.check.bringup.kube import CORDONED, Node
 from sitegen.check.bringup.runtime import written_config, written_kernel_settings
-from sitegen.compose.procedures.book import JOBS_DONE, shell_lines, words_of
+from sitegen.compose.procedures.book import JOBS_DONE, jobs_done_as_wait, shell_lines, words_of
 from sitegen.compose.procedures.control_plane import KUBE_VIP_MANIFEST
 from sitegen.compose.procedures.replacement import (
     ADDRESS,
@@ -157,8 +157,8 @@ class Session:
             self._reset()
         elif tool == "kubectl":
             self._kubectl(args)
-        elif tool == JOBS_DONE:  # a wait for every Job to complete
-            self._kubectl(["-n", args[0], "wait", "--for=condition=complete", *args[2:]])
+        elif tool == JOBS_DONE:
+            self._kubectl(jobs_done_as_wait(args))
 
     def _script(self, script: PurePosixPath) -> None:
         text = self.sim.state.texts.get(script, "")

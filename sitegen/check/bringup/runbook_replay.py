@@ -52,7 +52,7 @@ from sitegen.check.bringup.runtime import kernel_refusal, refusal, written_confi
 from sitegen.check.bringup.services_replay import mc_command, vault_command
 from sitegen.check.bringup.state import SimulationState
 from sitegen.check.bringup.storage import step_pools
-from sitegen.compose.procedures.book import JOBS_DONE, RunbookStep, commands, listed_keys
+from sitegen.compose.procedures.book import JOBS_DONE, RunbookStep, commands, jobs_done_as_wait, listed_keys
 from sitegen.model import paths
 from sitegen.tree.fields import dig
 
@@ -99,8 +99,8 @@ class RunbookReplay:
                 self._join(cluster, config, patch)
             elif tool == "kubectl" and cluster is not None:
                 self._kubectl(cluster, args, target)
-            elif tool == JOBS_DONE and cluster is not None:  # a wait for every Job to complete
-                self._kubectl(cluster, ["-n", args[0], "wait", "--for=condition=complete", *args[2:]], target)
+            elif tool == JOBS_DONE and cluster is not None:
+                self._kubectl(cluster, jobs_done_as_wait(args), target)
             elif tool == "vault":
                 vault_command(self.state, args, heredoc)
             elif tool == "mc":
@@ -215,8 +215,6 @@ class RunbookReplay:
             kubelet = next((d for d in docs if d.get("kind") == "KubeletConfiguration"), {})
             cluster.node_agents.server_tls_bootstrap = bool(kubelet.get("serverTLSBootstrap"))
             self.state.kubelets[cluster.name] = dict(kubelet)
-            # kubeadm's default since 1.22 where the configuration names none
-            self.state.cgroup_drivers[cluster.name] = str(kubelet.get("cgroupDriver", "systemd"))
         pool_taints = registered_taints(registration, control_plane=control_plane)
         labels = registered_labels(registration, control_plane=control_plane)
         if patch is None:
@@ -236,9 +234,10 @@ class RunbookReplay:
             written = rebuilt.runtime if rebuilt else self.state.runtimes.get((cluster.name, pool.name))
             kernel = rebuilt.kernel if rebuilt else self.state.kernel_settings.get((cluster.name, pool.name))
             kubelet = {**self.state.kubelets.get(cluster.name, {}), **patch}  # the pool's patch over it
-            runtime = refusal(
-                written, self.state.cgroup_drivers.get(cluster.name, "systemd")
-            ) or kernel_refusal(kernel or {}, kubelet)
+            # kubeadm's default cgroup driver since 1.22 where the configuration names none
+            runtime = refusal(written, str(kubelet.get("cgroupDriver", "systemd"))) or kernel_refusal(
+                kernel or {}, kubelet
+            )
             if runtime:
                 raise Stop(
                     Blocker(

@@ -10,6 +10,7 @@ import re
 
 from sitegen.check.bringup.cluster import Cluster
 from sitegen.check.bringup.events import Blocker, Stop
+from sitegen.check.bringup.objects import Applied, Key
 from sitegen.check.bringup.state import SimulationState
 from sitegen.tree.fields import dig
 
@@ -44,12 +45,13 @@ def mc_command(state: SimulationState, cluster: Cluster | None, args: list[str])
     host = state.mc_aliases[alias]
     if args[:3] == ["admin", "user", "svcacct"] and "add" in args:
         _key_policy(state, cluster, args)
-    why = _s3_blocker(state, host)
+    store = _object_store(state, host)
+    why = _s3_blocker(store)
     if why:
         raise state.blocked(
             cluster.name if cluster else "-", "mc", f"`mc {' '.join(args[:3])}`: {host}: {why}"
         )
-    signer = _s3_cluster(state, host)
+    signer = store[0].name if store else None  # its cluster's CA signed the store's certificate
     if signer is not None and signer not in state.mc_trusted:
         raise state.blocked(
             cluster.name if cluster else "-", "mc",
@@ -57,15 +59,6 @@ def mc_command(state: SimulationState, cluster: Cluster | None, args: list[str])
             f"ObjectStore's certificate is signed by the CA of cluster {signer}, which mc trusts only in its "
             "certs/CAs folder; the system's CAs do not hold it)",
         )  # fmt: skip
-
-
-def _s3_cluster(state: SimulationState, host: str) -> str | None:
-    """The cluster whose ObjectStore serves `host` (its operator's certificate: that cluster's CA)."""
-    for cluster in state.clusters.values():
-        for _, applied in cluster.of_kind("ObjectStore"):
-            if host in (dig(applied.body, "spec", "certificates", "config", "dnsNames") or []):
-                return cluster.name
-    return None
 
 
 def _key_policy(state: SimulationState, cluster: Cluster | None, args: list[str]) -> None:
@@ -94,22 +87,28 @@ def _key_policy(state: SimulationState, cluster: Cluster | None, args: list[str]
         raise state.blocked(where, f"S3 key {name}", f"its policy grants {', '.join(forbidden)}")
 
 
-def _s3_blocker(state: SimulationState, host: str) -> str | None:
+def _object_store(state: SimulationState, host: str) -> tuple[Cluster, Key, Applied] | None:
+    """The ObjectStore whose certificate names `host`, and its cluster (whose CA signed it)."""
     for cluster in state.clusters.values():
         for key, applied in cluster.of_kind("ObjectStore"):
-            spec = applied.body.get("spec") or {}
-            names = dig(spec, "certificates", "config", "dnsNames") or []
-            if host not in names:
-                continue
-            service = dig(spec, "services", "minio", "serviceType")
-            if service != "LoadBalancer":
-                return f"the ObjectStore's S3 Service is {service}: nothing outside cluster {cluster.name} reaches it"
-            down = cluster.operators.controller_status(applied.body)
-            if down.get("currentState") != "Initialized":
-                state = down.get("currentState", "no status: the AIStor operator is not running")
-                return f"S3 does not answer yet (ObjectStore {key[2]}/{key[3]}: {state})"
-            return cluster.node_agents.load_balancer_blocker()
-    return "no ObjectStore of the variant serves this name"
+            if host in (dig(applied.body, "spec", "certificates", "config", "dnsNames") or []):
+                return cluster, key, applied
+    return None
+
+
+def _s3_blocker(store: tuple[Cluster, Key, Applied] | None) -> str | None:
+    """Why S3 does not answer at the store's name from outside its cluster (None: it does)."""
+    if store is None:
+        return "no ObjectStore of the variant serves this name"
+    cluster, key, applied = store
+    service = dig(applied.body, "spec", "services", "minio", "serviceType")
+    if service != "LoadBalancer":
+        return f"the ObjectStore's S3 Service is {service}: nothing outside cluster {cluster.name} reaches it"
+    down = cluster.operators.controller_status(applied.body)
+    if down.get("currentState") != "Initialized":
+        status = down.get("currentState", "no status: the AIStor operator is not running")
+        return f"S3 does not answer yet (ObjectStore {key[2]}/{key[3]}: {status})"
+    return cluster.node_agents.load_balancer_blocker()
 
 
 def vault_command(state: SimulationState, args: list[str], heredoc: list[str]) -> None:

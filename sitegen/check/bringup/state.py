@@ -158,7 +158,6 @@ class SimulationState:
         self.runtimes: dict[tuple[str, str], dict[str, Any] | None] = {}
         self.kernel_settings: dict[tuple[str, str], dict[str, str]] = {}  # (cluster, pool) -> sysctls written
         self.kubelets: dict[str, dict[str, Any]] = {}  # cluster -> the KubeletConfiguration kubeadm uploads
-        self.cgroup_drivers: dict[str, str] = {}  # cluster -> the kubelet's cgroup driver (its init)
         self.etcd: dict[str, Etcd] = {}  # cluster -> its stacked etcd's members
         self.cluster_setup: dict[str, dict[str, Any]] = {}  # cluster -> its init's ClusterConfiguration
         self.step = "bare hosts"

@@ -40,6 +40,12 @@ def jobs_done(namespace: str, seconds: int, jobs: list[str]) -> str:
     return f"{JOBS_DONE} {namespace} {seconds} {' '.join(f'job/{j}' for j in jobs)}"
 
 
+def jobs_done_as_wait(args: list[str]) -> list[str]:
+    """A `jobs_done` call's arguments as the `kubectl` wait the bring-up replays: every Job Complete."""
+    namespace, _, *jobs = args
+    return ["-n", namespace, "wait", "--for=condition=complete", *jobs]
+
+
 class Runbook:
     """Its lines so far and the number of the next step: steps are numbered across the whole runbook
     (the bring-up simulation replays them in that order), whichever procedure writes them."""
