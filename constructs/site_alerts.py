@@ -23,6 +23,8 @@ from constructs.node_faults import (
 )
 from constructs.objects import SKIP_DRY_RUN, api_object
 
+RUN_MARGIN_SECONDS = 3600  # a run takes time, and Prometheus scrapes every so often
+
 
 @dataclass(frozen=True)
 class BackupWatch:
@@ -31,8 +33,12 @@ class BackupWatch:
     kind: Literal["cronjob", "velero"]
     name: str  # the CronJob's or the Schedule's
     subject: str  # what the alerts call it
-    stale_after_seconds: int  # its longest gap between runs, and an hour
+    longest_gap_seconds: int  # between two runs, by its schedule
     namespace: str = ""
+
+    @property
+    def stale_after_seconds(self) -> int:
+        return self.longest_gap_seconds + RUN_MARGIN_SECONDS
 
     @property
     def alert_prefix(self) -> str:
@@ -50,7 +56,11 @@ class DatabaseWatch:
     name: str
     instances: int
     archive_timeout_seconds: int
-    base_backup_stale_after_seconds: int
+    base_backup_longest_gap_seconds: int  # between two base backups, by their schedule
+
+    @property
+    def base_backup_stale_after_seconds(self) -> int:
+        return self.base_backup_longest_gap_seconds + RUN_MARGIN_SECONDS
 
 
 @dataclass(frozen=True)
@@ -61,6 +71,11 @@ class GuardWatch:
     name: str
     max_nodes: int
     conditions: tuple[tuple[str, str], ...]  # reason, PromQL (cordon_conditions)
+
+
+# What a component declares for the hub's alerts to watch (Component.watches): the hub gathers them
+# from every cluster of the variant.
+Watch = BackupWatch | DatabaseWatch | GuardWatch
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ from constructs import Construct
 from constructs.edge import Route
 from constructs.namespaces import PsaLevel, Quota
 from constructs.secrets import VaultSecret
+from constructs.site_alerts import Watch
 from sitegen.components.operands import Operand
 from sitegen.components.ownership import JobSecret, WrittenField
 from sitegen.components.patches import JsonPatch, ObjectPatch
@@ -276,6 +277,11 @@ class Component:
 
     def state(self, ctx: ClusterContext) -> list[State]:
         """What its workloads keep on volumes, each with its copies or why it needs none."""
+        return []
+
+    def watches(self, scope: ClusterScope) -> list[Watch]:
+        """What the hub's site alerts watch of it (its scheduled backups, its database, its node guard):
+        the hub gathers every cluster's, one alert per concern counted by cluster."""
         return []
 
     def routes(self, ctx: ClusterContext) -> list[Route]:

@@ -6,8 +6,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from constructs import Construct
+from constructs.gpu_node_guard import NAME
 from constructs.gpu_node_guard import GpuNodeGuard as Guard
 from constructs.node_faults import FabricPool, cordon_conditions
+from constructs.site_alerts import GuardWatch, Watch
 from sitegen.components.base import Layer, NamespaceSecurity, RenderedComponent
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.flows import Flow
@@ -48,6 +50,11 @@ class GpuNodeGuard(RenderedComponent):
 
     def flows(self, ctx: ClusterContext) -> list[Flow]:
         return [Flow(KubePrometheusStack, (PROMETHEUS_PORT,), "the conditions it cordons GPU nodes for")]
+
+    def watches(self, scope: ClusterScope) -> list[Watch]:
+        conditions = tuple(sorted(guard_conditions(scope.site, scope.cluster).items()))
+        limit = scope.site.services.health.auto_cordon_max_nodes
+        return [GuardWatch(self.namespace, NAME, limit, conditions)]
 
     def render(self, scope: Construct, ctx: ClusterContext) -> None:
         prometheus = ctx.get(KubePrometheusStack).namespace

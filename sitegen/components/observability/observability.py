@@ -6,27 +6,23 @@ which each chart's component declares (`vault_secrets`).
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 from constructs import Construct
-from constructs import gpu_node_guard as guard
 from constructs.monitoring import CILIUM_TARGETS, DashboardReader, Dashboards, PodMonitors, PodTarget
 from constructs.node_faults import FabricPool
 from constructs.site_alerts import BackupWatch, DatabaseWatch, GuardWatch, SiteAlerts, SiteRisks
-from sitegen.components.base import Layer, RenderedComponent, VaultSecretSpec
-from sitegen.components.context import ClusterContext
+from sitegen.components.base import Component, Layer, RenderedComponent, VaultSecretSpec
+from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.gpu.gpu_health import GpuHealth
-from sitegen.components.gpu.gpu_node_guard import GpuNodeGuard, guard_conditions
 from sitegen.components.observability import PROJECT
 from sitegen.components.observability.grafana import SERVICE_ACCOUNT, Grafana
-from sitegen.components.observability.grafana_database import GrafanaDatabase
 from sitegen.components.observability.kube_prometheus_stack import NAMESPACE, KubePrometheusStack
 from sitegen.components.observability.loki import Loki
 from sitegen.components.platform.external_secrets import ExternalSecrets
 from sitegen.components.platform.secret_store import SecretStore
-from sitegen.components.platform_nodes import etcd_backup
-from sitegen.components.platform_nodes.etcd_backup import EtcdBackup
-from sitegen.components.registry.harbor_database import HarborDatabase
 from sitegen.components.storage.postgres import CloudNativePg
-from sitegen.model import Site, VariantLayout, paths
+from sitegen.model import ClusterLayout, paths
 
 
 class Observability(RenderedComponent):
@@ -49,9 +45,8 @@ class Observability(RenderedComponent):
                     "metrics",
                 ),
                 *(
-                    PodTarget(db.cluster, db.namespace, {"cnpg.io/cluster": db.cluster}, "metrics")
-                    for db in DATABASES
-                    if ctx.has(db)
+                    PodTarget(db.name, db.namespace, {"cnpg.io/cluster": db.name}, "metrics")
+                    for db in _watched(ctx, ctx.cluster, DatabaseWatch)
                 ),
             ]
             PodMonitors(scope, "Databases", namespace=self.namespace, targets=databases)
@@ -91,7 +86,7 @@ class Observability(RenderedComponent):
             account=SERVICE_ACCOUNT,
             account_namespace=grafana,
         )
-        SiteAlerts(scope, "Alerts", namespace=self.namespace, risks=site_risks(ctx.site, ctx.variant))
+        SiteAlerts(scope, "Alerts", namespace=self.namespace, risks=site_risks(ctx))
         # the Applications' sync and health, failed syncs and spoke connections (the application
         # controller), the ApplicationSets' generation (the applicationset controller): the GitOps alerts
         argocd = ctx.site.gitops.argocd.namespace
@@ -103,9 +98,30 @@ class Observability(RenderedComponent):
         Dashboards(scope, "Dashboards", namespace=grafana, dashboards=dict(ctx.site.dashboards))
 
 
-def site_risks(site: Site, variant: VariantLayout) -> SiteRisks:
+W = TypeVar("W", BackupWatch, DatabaseWatch, GuardWatch)
+
+
+def _watched(ctx: ClusterContext, cluster: ClusterLayout, kind: type[W]) -> list[W]:
+    """What the components of `cluster` declare to watch (`watches`), of one kind."""
+    scope = ClusterScope(ctx.site, ctx.variant, cluster)
+    return [
+        watch
+        for component in ctx.variant_components[cluster.name]
+        if isinstance(component, Component)
+        for watch in component.watches(scope)
+        if isinstance(watch, kind)
+    ]
+
+
+def _variant_watched(ctx: ClusterContext, kind: type[W]) -> tuple[W, ...]:
+    """Of every cluster of the variant, once each: one alert covers a concern in every cluster."""
+    return tuple(dict.fromkeys(w for c in ctx.variant.clusters for w in _watched(ctx, c, kind)))
+
+
+def site_risks(ctx: ClusterContext) -> SiteRisks:
     """The risks of every cluster of the variant: the hub evaluates the rules, on its own series and on
     those the other clusters' agents write to it."""
+    site, variant = ctx.site, ctx.variant
     pools = [p for c in variant.clusters for p in c.pools]
     return SiteRisks(
         gpus_per_node={
@@ -124,64 +140,10 @@ def site_risks(site: Site, variant: VariantLayout) -> SiteRisks:
         health_namespace=GpuHealth.namespace if any(p.hardware.gpu for p in pools) else None,
         health_max_age_days=site.services.health.max_age_days,
         policy_audit=site.network.kubernetes.network_policy == "audit",
-        backups=_backups(site),
-        databases=_databases(site),
+        # CronJobs first, then Velero's Schedules
+        backups=tuple(sorted(_variant_watched(ctx, BackupWatch), key=lambda w: w.kind)),
+        databases=_variant_watched(ctx, DatabaseWatch),
         spoke_token_days=site.gitops.argocd.spoke_token_days if variant.spokes else None,
         runbook=str(paths.in_repo(paths.bootstrap_dir(variant.name) / paths.RUNBOOK)),
-        guards=tuple(
-            GuardWatch(
-                GpuNodeGuard.namespace,
-                guard.NAME,
-                site.services.health.auto_cordon_max_nodes,
-                tuple(sorted(guard_conditions(site, c).items())),
-            )
-            for c in variant.clusters
-            if any(p.hardware.gpu for p in c.pools)
-        ),
-    )
-
-
-DATABASES = (HarborDatabase, GrafanaDatabase)  # the site's PostgreSQL databases (storage/database.py)
-BACKUP_MARGIN_SECONDS = 3600  # a run takes time, and Prometheus scrapes every so often
-
-
-def _databases(site: Site) -> tuple[DatabaseWatch, ...]:
-    return tuple(
-        DatabaseWatch(
-            db.namespace,
-            db.cluster,
-            db.spec(site).instances,
-            db.spec(site).archive_timeout_minutes * 60,
-            db.spec(site).backups.longest_gap_seconds + BACKUP_MARGIN_SECONDS,
-        )
-        for db in DATABASES
-    )
-
-
-def _backups(site: Site) -> tuple[BackupWatch, ...]:
-    backups = site.services.backups
-    margin = BACKUP_MARGIN_SECONDS
-    second = backups.second
-    etcd_second, pki_second = etcd_backup.second_names(second.name)
-    cronjobs = (
-        (etcd_backup.NAME, "the etcd snapshot", backups.etcd, EtcdBackup.namespace),
-        (etcd_second, f"the etcd snapshot to {second.name}", second.etcd, EtcdBackup.namespace),
-        (pki_second, f"the PKI archive to {second.name}", second.pki, EtcdBackup.namespace),
-        *((db.dump_name(second.name), f"the dump of {db.name} to {second.name}", db.spec(site).dump, db.namespace)
-          for db in DATABASES),
-    )  # fmt: skip
-    schedules = (
-        ("platform", backups.velero.platform),
-        ("tenants", backups.velero.tenants),
-        (second.name, second.velero),
-    )
-    return (
-        *(
-            BackupWatch("cronjob", name, subject, schedule.longest_gap_seconds + margin, namespace)
-            for name, subject, schedule, namespace in cronjobs
-        ),
-        *(
-            BackupWatch("velero", name, f"Velero's {name} backup", schedule.longest_gap_seconds + margin)
-            for name, schedule in schedules
-        ),
+        guards=_variant_watched(ctx, GuardWatch),
     )

@@ -11,6 +11,7 @@ from constructs import Construct
 from constructs.etcd_backup import ETCD_PREFIX, PKI_PREFIX, etcd_snapshot, pki_archive
 from constructs.host_backup import HostBackup, Producer, S3Target
 from constructs.secrets import VaultSecret
+from constructs.site_alerts import BackupWatch, Watch
 from sitegen.components import second_target
 from sitegen.components.base import Layer, NamespaceSecurity, NodeAgent, RenderedComponent
 from sitegen.components.context import ClusterContext, ClusterScope
@@ -64,6 +65,19 @@ class EtcdBackup(RenderedComponent):
         pki = ("uploads the PKI archive its node's timer encrypted", "reads the host's encrypted PKI archive "
                "(hostPath, read-only), as nobody")  # fmt: skip
         return {NAME: etcd, etcd_second: etcd, pki_second: pki}
+
+    def watches(self, scope: ClusterScope) -> list[Watch]:
+        backups = scope.site.services.backups
+        second = backups.second
+        etcd_second, pki_second = second_names(second.name)
+        return [
+            BackupWatch("cronjob", name, subject, schedule.longest_gap_seconds, self.namespace)
+            for name, subject, schedule in (
+                (NAME, "the etcd snapshot", backups.etcd),
+                (etcd_second, f"the etcd snapshot to {second.name}", second.etcd),
+                (pki_second, f"the PKI archive to {second.name}", second.pki),
+            )
+        ]
 
     def node_agents(self, scope: ClusterScope) -> Mapping[str, NodeAgent]:
         # beside etcd and the CAs, on purpose: the control plane only

@@ -20,6 +20,7 @@ from constructs.host_backup import OUTPUT_DIR, HostBackup, Producer, S3Target, o
 from constructs.local_cache import CLASS_NAME as LOCAL_NVME
 from constructs.objects import RESTRICTED_CONTAINER, api_object
 from constructs.secrets import VaultSecret
+from constructs.site_alerts import BackupWatch, DatabaseWatch, Watch
 from sitegen.components import second_target
 from sitegen.components.base import Component, Layer, RenderedComponent, State
 from sitegen.components.context import ClusterContext, ClusterScope
@@ -117,6 +118,16 @@ class PostgresDatabase(RenderedComponent):
         return [
             S3Access(self.dump_user, (grant,), expire=((prefix, dump.retention_days),), target=second.name)
         ]
+
+    def watches(self, scope: ClusterScope) -> list[Watch]:
+        database = self.spec(scope.site)
+        second = scope.site.services.backups.second.name
+        return [
+            BackupWatch("cronjob", self.dump_name(second), f"the dump of {self.name} to {second}",
+                        database.dump.longest_gap_seconds, self.namespace),
+            DatabaseWatch(self.namespace, self.cluster, database.instances, database.archive_timeout_minutes * 60,
+                          database.backups.longest_gap_seconds),
+        ]  # fmt: skip
 
     def state(self, ctx: ClusterContext) -> list[State]:
         database = self.spec(ctx.site)

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from constructs.site_alerts import BackupWatch, Watch
 from sitegen.components.base import ChartComponent, Layer, NamespaceSecurity
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.flows import Flow
@@ -22,6 +23,7 @@ from sitegen.components.storage.velero_objects import (
     CREDENTIALS,
     NAMESPACE,
     UNSNAPSHOTTED_CLASSES,
+    configured_schedules,
     extra_objects,
 )
 from sitegen.components.values import (
@@ -122,6 +124,12 @@ class Velero(ChartComponent):
         return [
             Flow(AIStor, (), "backups to AIStor (S3)"),
             second_flow(ctx.site, "backups to the second target (S3)"),
+        ]
+
+    def watches(self, scope: ClusterScope) -> list[Watch]:
+        return [
+            BackupWatch("velero", name, f"Velero's {name} backup", schedule.longest_gap_seconds)
+            for name, schedule in configured_schedules(scope.site).items()
         ]
 
     def values(self, ctx: ClusterContext) -> VeleroValues:

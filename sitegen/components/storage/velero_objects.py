@@ -18,6 +18,8 @@ from sitegen.components.s3 import S3Endpoint
 from sitegen.components.second_target import CA_SECRET as SECOND_CA_SECRET
 from sitegen.components.second_target import second_endpoint
 from sitegen.components.storage.aistor import CA_SECRET, AIStor
+from sitegen.model import Site
+from sitegen.model.services import BackupSchedule
 
 NAMESPACE = "velero"
 PREFIX = "velero"  # its folder of the backup bucket; a folder per cluster below
@@ -143,9 +145,18 @@ def _second_schedule(ctx: ClusterContext) -> dict[str, Any]:
     )
 
 
+def configured_schedules(site: Site) -> dict[str, BackupSchedule]:
+    """Each Schedule's name and its config: one per namespace class, and the second target's."""
+    backups = site.services.backups
+    return {
+        "platform": backups.velero.platform,
+        "tenants": backups.velero.tenants,
+        backups.second.name: backups.second.velero,
+    }
+
+
 def schedules(ctx: ClusterContext) -> list[dict[str, Any]]:
-    velero = ctx.site.services.backups.velero
-    configured = {"platform": velero.platform, "tenants": velero.tenants}
+    configured = configured_schedules(ctx.site)
     out = []
     for name, namespaces in namespace_classes(ctx).items():
         if not namespaces:
