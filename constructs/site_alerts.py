@@ -7,8 +7,7 @@ computed from the site model, so a hardware or layout change moves the alert wit
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from constructs import Construct
 from constructs.monitoring import MONITORING
@@ -17,82 +16,11 @@ from constructs.node_faults import (
     IB_PORT_ACTIVE,
     NDR_ERROR_COUNTERS,
     ROW_REMAP_FAILURE,
-    FabricPool,
     ndr_errors,
     ndr_link_down,
 )
 from constructs.objects import SKIP_DRY_RUN, api_object
-
-RUN_MARGIN_SECONDS = 3600  # a run takes time, and Prometheus scrapes every so often
-
-
-@dataclass(frozen=True)
-class BackupWatch:
-    """A scheduled backup: a CronJob (of `namespace`) or a Velero Schedule (of Velero's)."""
-
-    kind: Literal["cronjob", "velero"]
-    name: str  # the CronJob's or the Schedule's
-    subject: str  # what the alerts call it
-    longest_gap_seconds: int  # between two runs, by its schedule
-    namespace: str = ""
-
-    @property
-    def stale_after_seconds(self) -> int:
-        return self.longest_gap_seconds + RUN_MARGIN_SECONDS
-
-    @property
-    def alert_prefix(self) -> str:
-        camel = "".join(part.title() for part in self.name.split("-"))
-        return camel if self.kind == "cronjob" else f"VeleroBackup{camel}"
-
-
-@dataclass(frozen=True)
-class DatabaseWatch:
-    """A CloudNativePG database: its namespace, its Cluster's name (the instances' pod names start
-    with it), how many instances run, how far its WAL archive may fall behind, and how old its last base
-    backup may get (a restore replays every WAL segment since)."""
-
-    namespace: str
-    name: str
-    instances: int
-    archive_timeout_seconds: int
-    base_backup_longest_gap_seconds: int  # between two base backups, by their schedule
-
-    @property
-    def base_backup_stale_after_seconds(self) -> int:
-        return self.base_backup_longest_gap_seconds + RUN_MARGIN_SECONDS
-
-
-@dataclass(frozen=True)
-class GuardWatch:
-    """The GPU node guard of a cluster: its Deployment, how many nodes it cordons at most, and what for."""
-
-    namespace: str
-    name: str
-    max_nodes: int
-    conditions: tuple[tuple[str, str], ...]  # reason, PromQL (cordon_conditions)
-
-
-# What a component declares for the hub's alerts to watch (Component.watches): the hub gathers them
-# from every cluster of the variant.
-Watch = BackupWatch | DatabaseWatch | GuardWatch
-
-
-@dataclass(frozen=True)
-class SiteRisks:
-    gpus_per_node: dict[str, tuple[int, tuple[str, ...]]]  # GPU pool -> (GPUs per node, its hosts)
-    fabric_pools: tuple[FabricPool, ...]
-    aistor_parity: int | None  # None: no AIStor in this cluster
-    nvme_wear_percent: int = 80
-    health_namespace: str | None = None  # where the periodic GPU health checks run (None: none)
-    health_max_age_days: int = 8
-    policy_audit: bool = False  # Cilium only logs what the network policies would drop
-    backups: tuple[BackupWatch, ...] = ()  # what must succeed on schedule, in any cluster of the variant
-    spoke_token_days: int | None = None  # how long a spoke's Argo CD token lives (None: no spokes)
-    guards: tuple[GuardWatch, ...] = ()  # the GPU node guards of the variant's clusters
-    databases: tuple[DatabaseWatch, ...] = ()  # the site's PostgreSQL clusters (CloudNativePG)
-    runbook: str = ""  # the RUNBOOK's path in the repository: where each alert's `runbook_url` points
-
+from constructs.site_watches import SiteRisks
 
 GITOPS_RUNBOOK_SECTION = "when-argo-cd-alerts"  # the anchor of the RUNBOOK's section on these alerts
 

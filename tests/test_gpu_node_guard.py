@@ -233,7 +233,8 @@ def test_the_hub_alerts_when_the_guard_stops_or_is_outnumbered(docs, site):
 def test_guards_of_several_clusters_alert_once_each_counted_by_cluster():
     """The hub evaluates every cluster's series: one rule per alert, counting broken nodes per cluster
     (a spoke's series carry its external label), not one rule per guard that would fire twice."""
-    from constructs.site_alerts import GuardWatch, SiteRisks, _guard_rules
+    from constructs.site_alerts import _guard_rules
+    from constructs.site_watches import GuardWatch, SiteRisks
 
     def watch(pool: str) -> GuardWatch:
         conditions = cordon_conditions((FabricPool(pool, ("mlx5_0",)),))

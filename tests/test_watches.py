@@ -5,7 +5,7 @@ component, once however many clusters run it."""
 from __future__ import annotations
 
 from constructs import Construct
-from constructs.site_alerts import BackupWatch, DatabaseWatch, GuardWatch
+from constructs.site_watches import BackupWatch, DatabaseWatch, GuardWatch
 from sitegen.components.base import Layer, Project, RenderedComponent
 from sitegen.components.catalog import COMPONENTS
 from sitegen.components.context import ClusterContext, ClusterScope
@@ -82,3 +82,39 @@ def test_a_database_pod_monitor_follows_its_declaration(docs):
         if d.variant == "one-cluster" and d.kind == "PodMonitor" and d.app == "observability"
     }
     assert {("grafana-db", ("grafana",)), ("harbor-db", ("harbor",))} <= monitored
+
+
+def test_a_concern_is_watched_only_where_its_component_runs(site):
+    """The hub's rules follow the components, not the model: without the GPU health checks there is
+    no staleness alert for them; without AIStor no erasure alerts; a one-cluster site has no spoke token."""
+    from sitegen.components.gpu.gpu_health import GpuHealth
+    from sitegen.components.storage.aistor import AIStor
+
+    full = site_risks(_hub(site, "two-cluster"))
+    assert full.health_namespace == GpuHealth.namespace
+    assert full.health_max_age_days == site.services.health.max_age_days
+    assert full.aistor_parity == site.aistor_layout().parity
+    assert full.spoke_token_days == site.gitops.argocd.spoke_token_days
+    pools = [p for c in resolve(site, "two-cluster").clusters for p in c.pools]
+    assert set(full.gpus_per_node) == {p.name for p in pools if p.hardware.gpu is not None}
+    assert [f.name for f in full.fabric_pools] == [p.name for p in pools if p.name in site.fabric.nics]
+
+    without = site_risks(
+        _hub(site, "two-cluster", tuple(k for k in COMPONENTS if k not in (GpuHealth, AIStor)))
+    )
+    assert without.health_namespace is None and without.aistor_parity is None
+    assert site_risks(_hub(site, "one-cluster")).spoke_token_days is None
+
+
+def test_policy_audit_is_watched_while_cilium_audits(site):
+    audit = site.model_copy(
+        update={
+            "network": site.network.model_copy(
+                update={"kubernetes": site.network.kubernetes.model_copy(update={"network_policy": "audit"})}
+            )
+        }
+    )
+    assert site_risks(_hub(audit, "two-cluster")).policy_audit
+    assert site_risks(_hub(site, "two-cluster")).policy_audit == (
+        site.network.kubernetes.network_policy == "audit"
+    )

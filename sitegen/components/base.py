@@ -20,7 +20,7 @@ from constructs import Construct
 from constructs.edge import Route
 from constructs.namespaces import PsaLevel, Quota
 from constructs.secrets import VaultSecret
-from constructs.site_alerts import Watch
+from constructs.site_watches import Watch
 from sitegen.components.operands import Operand
 from sitegen.components.ownership import JobSecret, WrittenField
 from sitegen.components.patches import JsonPatch, ObjectPatch

@@ -6,6 +6,7 @@ from __future__ import annotations
 from constructs import Construct
 from constructs.gpu_health import CORDON_TOLERATION, BurnIn, DcgmHealthCheck, NcclHealthCheck
 from constructs.kueue import TenantQueue
+from constructs.site_watches import HealthWatch, Watch
 from sitegen.components.base import Layer, NamespaceSecurity, RenderedComponent
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.gpu import PROJECT, gpu_job_tolerations
@@ -37,6 +38,9 @@ class GpuHealth(RenderedComponent):
     @classmethod
     def applies(cls, scope: ClusterScope) -> bool:
         return scope.has_gpus
+
+    def watches(self, scope: ClusterScope) -> list[Watch]:
+        return [HealthWatch(self.namespace, scope.site.services.health.max_age_days)]
 
     def allowed_tolerations(self, ctx: ClusterContext) -> list[dict[str, str]]:
         # the burn-in runs on its node while the node is cordoned

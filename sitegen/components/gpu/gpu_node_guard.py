@@ -9,7 +9,7 @@ from constructs import Construct
 from constructs.gpu_node_guard import NAME
 from constructs.gpu_node_guard import GpuNodeGuard as Guard
 from constructs.node_faults import FabricPool, cordon_conditions
-from constructs.site_alerts import GuardWatch, Watch
+from constructs.site_watches import GuardWatch, Watch
 from sitegen.components.base import Layer, NamespaceSecurity, RenderedComponent
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.flows import Flow

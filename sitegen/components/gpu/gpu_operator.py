@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Literal
 
 from constructs.gpu_workload import BATCH_LABEL, RUNTIME_CLASS
+from constructs.site_watches import GpuPoolWatch, Watch
 from sitegen.components.base import ChartComponent, Layer, NamespaceSecurity, NodeAgent, ObjectPatch
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.flows import WORLD, Flow
@@ -186,6 +187,14 @@ class GpuOperator(ChartComponent):
     @classmethod
     def applies(cls, scope: ClusterScope) -> bool:
         return scope.has_gpus
+
+    def watches(self, scope: ClusterScope) -> list[Watch]:
+        # dcgm-exporter's series: each host of a GPU pool shows every GPU it has
+        return [
+            GpuPoolWatch(p.name, p.hardware.gpu.count, tuple(h.name for h in p.hosts))
+            for p in scope.gpu_pools
+            if p.hardware.gpu is not None
+        ]
 
     def node_agents(self, scope: ClusterScope) -> Mapping[str, NodeAgent]:
         return {

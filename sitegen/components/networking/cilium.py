@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import Field
 
 from constructs.namespaces import psa_labels
+from constructs.site_watches import PolicyAuditWatch, Watch
 from sitegen.components.base import EVERY_POOL, ChartComponent, Layer, NodeAgent
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.networking import PROJECT
@@ -127,6 +128,11 @@ class CiliumValues(Values):
     policyAuditMode: bool
 
 
+def _audits(scope: ClusterScope) -> bool:
+    """Whether config asks Cilium to only log what the network policies would drop."""
+    return scope.site.network.kubernetes.network_policy == "audit"
+
+
 class Cilium(ChartComponent):
     name = "cilium"
     job_secrets = (
@@ -142,6 +148,9 @@ class Cilium(ChartComponent):
     layer = Layer.FOUNDATION
     # the operator selects the system pool by its role label: the RUNBOOK labels nodes before the CNI
     after = (Namespaces,)
+
+    def watches(self, scope: ClusterScope) -> list[Watch]:
+        return [PolicyAuditWatch()] if _audits(scope) else []
 
     def bootstrap_critical(self, scope: ClusterScope) -> Mapping[str, str]:
         return {
@@ -166,7 +175,7 @@ class Cilium(ChartComponent):
         spec = ctx.cluster.spec
         system = placed(ctx.system_placement)
         return CiliumValues(
-            policyAuditMode=ctx.site.network.kubernetes.network_policy == "audit",
+            policyAuditMode=_audits(ctx),
             cluster=CiliumCluster(name=ctx.cluster.name, id=spec.id),
             # The VIP, not the DNS name: the agent must reach the API before cluster DNS exists.
             k8sServiceHost=str(spec.api.vip),

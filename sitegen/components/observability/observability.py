@@ -6,15 +6,12 @@ which each chart's component declares (`vault_secrets`).
 
 from __future__ import annotations
 
-from typing import TypeVar
-
 from constructs import Construct
 from constructs.monitoring import CILIUM_TARGETS, DashboardReader, Dashboards, PodMonitors, PodTarget
-from constructs.node_faults import FabricPool
-from constructs.site_alerts import BackupWatch, DatabaseWatch, GuardWatch, SiteAlerts, SiteRisks
+from constructs.site_alerts import SiteAlerts
+from constructs.site_watches import DatabaseWatch, SiteRisks, Watch
 from sitegen.components.base import Component, Layer, RenderedComponent, VaultSecretSpec
 from sitegen.components.context import ClusterContext, ClusterScope
-from sitegen.components.gpu.gpu_health import GpuHealth
 from sitegen.components.observability import PROJECT
 from sitegen.components.observability.grafana import SERVICE_ACCOUNT, Grafana
 from sitegen.components.observability.kube_prometheus_stack import NAMESPACE, KubePrometheusStack
@@ -46,7 +43,8 @@ class Observability(RenderedComponent):
                 ),
                 *(
                     PodTarget(db.name, db.namespace, {"cnpg.io/cluster": db.name}, "metrics")
-                    for db in _watched(ctx, ctx.cluster, DatabaseWatch)
+                    for db in _declared(ctx, ctx.cluster)
+                    if isinstance(db, DatabaseWatch)
                 ),
             ]
             PodMonitors(scope, "Databases", namespace=self.namespace, targets=databases)
@@ -98,52 +96,21 @@ class Observability(RenderedComponent):
         Dashboards(scope, "Dashboards", namespace=grafana, dashboards=dict(ctx.site.dashboards))
 
 
-W = TypeVar("W", BackupWatch, DatabaseWatch, GuardWatch)
-
-
-def _watched(ctx: ClusterContext, cluster: ClusterLayout, kind: type[W]) -> list[W]:
-    """What the components of `cluster` declare to watch (`watches`), of one kind."""
+def _declared(ctx: ClusterContext, cluster: ClusterLayout) -> list[Watch]:
+    """What the components of `cluster` declare for the site alerts to watch (`watches`)."""
     scope = ClusterScope(ctx.site, ctx.variant, cluster)
     return [
         watch
         for component in ctx.variant_components[cluster.name]
         if isinstance(component, Component)
         for watch in component.watches(scope)
-        if isinstance(watch, kind)
     ]
-
-
-def _variant_watched(ctx: ClusterContext, kind: type[W]) -> tuple[W, ...]:
-    """Of every cluster of the variant, once each: one alert covers a concern in every cluster."""
-    return tuple(dict.fromkeys(w for c in ctx.variant.clusters for w in _watched(ctx, c, kind)))
 
 
 def site_risks(ctx: ClusterContext) -> SiteRisks:
     """The risks of every cluster of the variant: the hub evaluates the rules, on its own series and on
     those the other clusters' agents write to it."""
-    site, variant = ctx.site, ctx.variant
-    pools = [p for c in variant.clusters for p in c.pools]
-    return SiteRisks(
-        gpus_per_node={
-            p.name: (p.hardware.gpu.count, tuple(h.name for h in p.hosts))
-            for p in pools
-            if p.hardware.gpu is not None
-        },
-        fabric_pools=tuple(
-            FabricPool(p.name, tuple(nic.name for nic in site.fabric.nics[p.name]))
-            for p in pools
-            if p.name in site.fabric.nics
-        ),
-        aistor_parity=site.aistor_layout().parity
-        if any(p.name == site.storage.aistor.pool for p in pools)
-        else None,
-        health_namespace=GpuHealth.namespace if any(p.hardware.gpu for p in pools) else None,
-        health_max_age_days=site.services.health.max_age_days,
-        policy_audit=site.network.kubernetes.network_policy == "audit",
-        # CronJobs first, then Velero's Schedules
-        backups=tuple(sorted(_variant_watched(ctx, BackupWatch), key=lambda w: w.kind)),
-        databases=_variant_watched(ctx, DatabaseWatch),
-        spoke_token_days=site.gitops.argocd.spoke_token_days if variant.spokes else None,
-        runbook=str(paths.in_repo(paths.bootstrap_dir(variant.name) / paths.RUNBOOK)),
-        guards=_variant_watched(ctx, GuardWatch),
+    return SiteRisks.gathered(
+        (w for cluster in ctx.variant.clusters for w in _declared(ctx, cluster)),
+        runbook=str(paths.in_repo(paths.bootstrap_dir(ctx.variant.name) / paths.RUNBOOK)),
     )

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 
 from constructs import Construct
 from constructs.cluster_manager import ClusterManager, resource_of
+from constructs.site_watches import SpokeTokenWatch, Watch
 from sitegen.components.base import Layer, NamespaceSecurity, RenderedComponent
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.platform import PROJECT
@@ -38,6 +39,10 @@ class ArgocdManager(RenderedComponent):
     @classmethod
     def applies(cls, scope: ClusterScope) -> bool:
         return not scope.is_hub
+
+    def watches(self, scope: ClusterScope) -> list[Watch]:
+        # the token the RUNBOOK issues for Argo CD to reach this spoke
+        return [SpokeTokenWatch(scope.site.gitops.argocd.spoke_token_days)]
 
     def managed(self, ctx: ClusterContext) -> dict[str, set[str]]:
         """API group -> resources of every object the spoke's apps render, its own included."""

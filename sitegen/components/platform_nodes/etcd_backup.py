@@ -11,7 +11,7 @@ from constructs import Construct
 from constructs.etcd_backup import ETCD_PREFIX, PKI_PREFIX, etcd_snapshot, pki_archive
 from constructs.host_backup import HostBackup, Producer, S3Target
 from constructs.secrets import VaultSecret
-from constructs.site_alerts import BackupWatch, Watch
+from constructs.site_watches import BackupWatch, Watch
 from sitegen.components import second_target
 from sitegen.components.base import Layer, NamespaceSecurity, NodeAgent, RenderedComponent
 from sitegen.components.context import ClusterContext, ClusterScope

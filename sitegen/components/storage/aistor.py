@@ -11,6 +11,7 @@ from __future__ import annotations
 from constructs import Construct
 from constructs.aistor import OBJECT_STORE, ObjectStore, license_secret
 from constructs.s3_front_doors import S3FrontDoors, front_door_addresses
+from constructs.site_watches import ErasureWatch, Watch
 from sitegen.components.base import Layer, NamespaceSecurity, RenderedComponent, State, VaultSecretSpec
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.flows import Flow
@@ -109,6 +110,9 @@ class AIStor(RenderedComponent):
     @classmethod
     def applies(cls, scope: ClusterScope) -> bool:
         return scope.site.storage.aistor.pool in scope.pool_names
+
+    def watches(self, scope: ClusterScope) -> list[Watch]:
+        return [ErasureWatch(scope.site.aistor_layout().parity)]
 
     def state(self, ctx: ClusterContext) -> list[State]:
         parity = ctx.site.aistor_layout().parity

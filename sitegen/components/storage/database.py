@@ -20,7 +20,7 @@ from constructs.host_backup import OUTPUT_DIR, HostBackup, Producer, S3Target, o
 from constructs.local_cache import CLASS_NAME as LOCAL_NVME
 from constructs.objects import RESTRICTED_CONTAINER, api_object
 from constructs.secrets import VaultSecret
-from constructs.site_alerts import BackupWatch, DatabaseWatch, Watch
+from constructs.site_watches import BackupWatch, DatabaseWatch, Watch
 from sitegen.components import second_target
 from sitegen.components.base import Component, Layer, RenderedComponent, State
 from sitegen.components.context import ClusterContext, ClusterScope
