@@ -316,13 +316,14 @@ TENANT_DENIED_VOLUMES = (
 DEVICE_ENV_PREFIX = "NVIDIA_"  # NVIDIA_VISIBLE_DEVICES and friends select devices past the device plugin
 
 
-def tenant_pods_expression() -> str:
+def tenant_pods_expression(reserved_accounts: Sequence[str]) -> str:
     """A tenant pod gets storage only through claims (or emptyDir, ephemeral, configMap, secret,
     projected, downwardAPI) mounted as file systems, and GPUs only by the device plugin's allocation: no
     volume of a denied type, no raw block device (`volumeDevices`: TopoLVM's thick volumes are not
     zeroed, lvcreate clears their first 4 KiB only, so a raw read returns what a former tenant wrote on
     that node; a file system reads unwritten blocks as zeros), no container of any kind with an NVIDIA_*
-    variable."""
+    variable; and it runs as none of `reserved_accounts` (the namespace's vault reader, whose token may
+    have the API server review any token: External Secrets requests it, no pod needs it)."""
     volumes = "(has(object.spec.volumes) ? object.spec.volumes : [])"
     denied = " || ".join(f"has(v.{t})" for t in TENANT_DENIED_VOLUMES)
     containers = [
@@ -335,7 +336,20 @@ def tenant_pods_expression() -> str:
     )
     # ephemeral containers take no volumeDevices (the API refuses them)
     no_raw_device = " && ".join(f"{c}.all(c, !has(c.volumeDevices))" for c in containers[:2])
-    return f"{volumes}.all(v, !({denied})) && {no_raw_device} && {no_device_env}"
+    # the ServiceAccount admission plugin has set the name (`default` if none) before policies run
+    account = f"!has(object.spec.serviceAccountName) || !(object.spec.serviceAccountName in {_cel_list(reserved_accounts)})"
+    return f"{volumes}.all(v, !({denied})) && {no_raw_device} && {no_device_env} && ({account})"
+
+
+# A Secret the token controller fills with a long-lived token of the account it names: what a pod may
+# not run as, it may not mount this way either.
+LEGACY_TOKEN_TYPE = "kubernetes.io/service-account-token"
+
+
+def tenant_secrets_expression() -> str:
+    """A tenant namespace holds no legacy service-account token Secret (a pod gets a short-lived token
+    of its own account projected; a long-lived one of another account is a way around the pod rules)."""
+    return f"!has(object.type) || object.type != '{LEGACY_TOKEN_TYPE}'"
 
 
 def persistent_volume_expression(appliers: Sequence[str], provisioners: Sequence[str]) -> str:

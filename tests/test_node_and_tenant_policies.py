@@ -1,6 +1,7 @@
 """The admission policies of the security review's H4 and M2: a node agent changes only its own Node and
 never what the scheduler places platform components by; PersistentVolumes come from Git or a CSI
-provisioner; a tenant pod mounts storage through claims and gets GPUs only from the device plugin."""
+provisioner; a tenant pod mounts storage through claims, gets GPUs only from the device plugin, and never
+holds the vault reader's token."""
 
 from __future__ import annotations
 
@@ -121,9 +122,29 @@ TENANT = Request("oidc:alice", ("ai-research-users",))
               volumes=[{"name": "d", "ephemeral": {"volumeClaimTemplate": {"spec": {"volumeMode": "Block"}}}}]), False),
         (_pod(containers=[{"name": "c", "image": "x", "volumeMounts": [{"name": "d", "mountPath": "/data"}]}],
               volumes=[{"name": "d", "persistentVolumeClaim": {"claimName": "cache"}}]), True),
+        # the vault reader's token may have the API server review any token (system:auth-delegator)
+        (_pod(serviceAccountName="vault-reader"), False),
+        (_pod(serviceAccountName="default"), True),
     ],
 )  # fmt: skip
 def test_a_tenant_pod_uses_claims_and_the_device_plugin_only(policies, pod, admitted):
     policy = policies["sitegen-tenant-pods"]
     assert policy.matches(pod, MANAGED, "CREATE") and not policy.matches(pod, {}, "CREATE")
     assert (policy.refusal(pod, TENANT) is None) is admitted
+
+
+@pytest.mark.parametrize(
+    ("secret_type", "admitted"),
+    [("kubernetes.io/service-account-token", False), ("Opaque", True), ("kubernetes.io/basic-auth", True)],
+)
+def test_a_tenant_namespace_holds_no_long_lived_token(policies, secret_type, admitted):
+    """A token Secret naming the vault reader would give a tenant pod that account's token, which the pod
+    rules keep it from running as."""
+    secret = {
+        "apiVersion": "v1", "kind": "Secret", "type": secret_type,
+        "metadata": {"name": "t", "namespace": "ai-research",
+                     "annotations": {"kubernetes.io/service-account.name": "vault-reader"}},
+    }  # fmt: skip
+    policy = policies["sitegen-tenant-secrets"]
+    assert policy.matches(secret, MANAGED, "CREATE") and not policy.matches(secret, {}, "CREATE")
+    assert (policy.refusal(secret, TENANT) is None) is admitted

@@ -56,3 +56,14 @@ def test_an_unprivileged_container_selects_no_gpu_by_environment(docs):
     env = {e["name"]: e["value"] for e in policy.body["spec"]["toolkit"]["env"]}
     assert env["ACCEPT_NVIDIA_VISIBLE_DEVICES_ENVVAR_WHEN_UNPRIVILEGED"] == "false"
     assert policy.body["spec"]["cdi"]["enabled"] is True
+
+
+def test_a_tenant_job_cannot_run_as_the_vault_reader(site, inputs):
+    """Security review L9: every vault reader may create TokenReviews (Vault reviews each login with
+    the login's own token); a tenant pod running as it would hold that oracle. The API server refuses it."""
+
+    def as_reader(doc):
+        doc["spec"]["template"]["spec"]["serviceAccountName"] = "vault-reader"
+
+    tree = edited(inputs, ONE, "one-cluster/apps/ai/tenant-ai-research/ai-research.job", as_reader)
+    blocked(run(site, inputs, tree=tree), "sitegen-tenant-pods", "vault-reader")

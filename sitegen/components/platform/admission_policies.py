@@ -30,6 +30,7 @@ from constructs.admission import (
     secret_readers_expression,
     tenant_pods_expression,
     tenant_priority_expression,
+    tenant_secrets_expression,
 )
 from constructs.argocd import application_name
 from constructs.cluster_manager import NAME as SPOKE_MANAGER
@@ -43,6 +44,7 @@ from constructs.kueue import (
 )
 from constructs.namespaces import PSA, TOLERATIONS_WHITELIST
 from constructs.objects import WORKLOAD_KINDS, pod_account, reaches_host
+from constructs.secrets import READER_SERVICE_ACCOUNT
 from sitegen.components.base import Layer, RenderedComponent
 from sitegen.components.context import ClusterContext
 from sitegen.components.edge.cert_manager import CertManager
@@ -284,10 +286,21 @@ class AdmissionPolicies(RenderedComponent):
                     {**_rule("", "pods/ephemeralcontainers"), "operations": ["UPDATE"]},
                 ],
                 namespace_labels={MANAGED_NAMESPACE_LABEL: "true"},
-                expression=tenant_pods_expression(),
+                expression=tenant_pods_expression([READER_SERVICE_ACCOUNT]),
                 message="a tenant pod mounts storage through claims only (no inline CSI, NFS or host "
                 "volume), as file systems (no raw block device: a node's local volumes are not zeroed), "
-                "and gets GPUs only from the device plugin (no NVIDIA_* variable)",
+                "gets GPUs only from the device plugin (no NVIDIA_* variable), and does not run as "
+                f"{READER_SERVICE_ACCOUNT} (its token may review any token)",
+            )
+            AdmissionPolicy(
+                scope,
+                "TenantSecrets",
+                name="sitegen-tenant-secrets",
+                rules=[_rule("", "secrets")],
+                namespace_labels={MANAGED_NAMESPACE_LABEL: "true"},
+                expression=tenant_secrets_expression(),
+                message="a tenant namespace holds no long-lived service-account token Secret: a pod's "
+                "own token is projected",
             )
         AdmissionPolicy(
             scope,

@@ -45,7 +45,8 @@ another's credentials, no tenant a platform key, and only cert-manager's namespa
 key. A mount has no reviewer token of its own: Vault reviews each login with the token the login
 presents (`disable_local_ca_jwt`, as the vault runs outside the clusters), which every
 `{READER_SERVICE_ACCOUNT}` may have reviewed (binding `{TOKEN_REVIEWERS}` to `{AUTH_DELEGATOR}`, synced
-with the stores). Each role requires the audience `{VAULT_AUDIENCE}`, which the stores request beside
+with the stores); no pod of a tenant's namespace runs as it or holds a token Secret of it
+(admission policies `sitegen-tenant-pods`, `sitegen-tenant-secrets`). Each role requires the audience `{VAULT_AUDIENCE}`, which the stores request beside
 the API server's: a pod's own token of the same account does not log in. With `VAULT_ADDR` and an admin token, and each cluster's API CA in `<cluster>-ca.crt`:
 
 ```sh
