@@ -4,7 +4,7 @@ database's logical dump.
 A CronJob on the given pool: a producer (an init container) writes one file into a scratch volume
 (from the host, or from a database it connects to), then curl puts that file under
 `<prefix>/<cluster>/` of the target's bucket with an S3 signature (no SDK, no listing: a write-only key
-is enough). The target's lifecycle rule (RUNBOOK) expires old copies. The etcd snapshots, the PKI
+is enough), in one PUT or, past the largest one PUT may carry, as a multipart upload of 1 GiB parts. The target's lifecycle rule (RUNBOOK) expires old copies. The etcd snapshots, the PKI
 archive and Harbor's database dump are producers.
 """
 
@@ -21,13 +21,52 @@ OUTPUT_DIR = "/backup"
 CA_MOUNT = "/etc/s3-ca"
 KEYS_MOUNT = "/etc/s3-keys"  # files, not environment: they stay out of the process list
 
+PARTS_DIR = "/parts"  # scratch of a multipart upload: one part at a time, the part list
+# The largest object one S3 PUT may carry (AWS's limit, which the S3 stores outside AWS keep; AIStor takes
+# more): a larger file (an etcd snapshot near its 8 GiB quota, a large database dump) goes up in parts.
+SINGLE_PUT_MAX_BYTES = 5 * 2**30
+PART_MIB = 1024  # S3 takes parts of 5 MiB to 5 GiB, at most 10,000: 1 GiB keeps the scratch small
+
 UPLOAD_SCRIPT = """\
 set -eu
 key="$PREFIX/$CLUSTER/$(date -u +%Y%m%dT%H%M%SZ)-$NODE_NAME$SUFFIX"
-curl -fsS --retry 3 --cacert "$CA_FILE" --aws-sigv4 "aws:amz:$S3_REGION:s3" \\
-  --user "$(cat "$KEYS/AWS_ACCESS_KEY_ID"):$(cat "$KEYS/AWS_SECRET_ACCESS_KEY")" \\
-  -T "$OUTPUT" "https://$S3_HOST/$BUCKET/$key"
-echo "uploaded s3://$BUCKET/$key ($(wc -c < "$OUTPUT") bytes)"
+url="https://$S3_HOST/$BUCKET/$key"
+s3() {
+  curl -fsS --retry 3 --cacert "$CA_FILE" --aws-sigv4 "aws:amz:$S3_REGION:s3" \\
+    --user "$(cat "$KEYS/AWS_ACCESS_KEY_ID"):$(cat "$KEYS/AWS_SECRET_ACCESS_KEY")" "$@"
+}
+size=$(($(wc -c < "$OUTPUT")))
+if [ "$size" -le "$SINGLE_PUT_MAX_BYTES" ]; then
+  s3 -T "$OUTPUT" "$url"
+else
+  # CreateMultipartUpload, UploadPart, CompleteMultipartUpload: all authorized as PutObject
+  upload=$(s3 -X POST -H 'Content-Type: application/octet-stream' --data-binary '' "$url?uploads" \\
+    | sed -n 's:.*<UploadId>\\(.*\\)</UploadId>.*:\\1:p')
+  [ -n "$upload" ] || { echo "no UploadId from s3://$BUCKET/$key" >&2; exit 1; }
+  id=$(printf '%s' "$upload" | sed 's/%/%25/g; s/+/%2B/g; s:/:%2F:g; s/=/%3D/g')
+  # parts left behind by a failure are aborted, where the key may (else the store expires them)
+  trap 's3 -X DELETE "$url?uploadId=$id" >/dev/null 2>&1 || true' EXIT
+  part=$((PART_MIB * 1048576))
+  count=$(((size + part - 1) / part))
+  list="$PARTS/complete.xml"
+  printf '<CompleteMultipartUpload>' > "$list"
+  n=1
+  while [ "$n" -le "$count" ]; do
+    dd if="$OUTPUT" of="$PARTS/part" bs=1048576 skip=$(((n - 1) * PART_MIB)) count="$PART_MIB" 2>/dev/null
+    etag=$(s3 -T "$PARTS/part" -D - -o /dev/null "$url?partNumber=$n&uploadId=$id" \\
+      | tr -d '\\r' | sed -n 's/^[Ee][Tt][Aa][Gg]: *//p')
+    [ -n "$etag" ] || { echo "part $n of $count: no ETag" >&2; exit 1; }
+    printf '<Part><PartNumber>%s</PartNumber><ETag>%s</ETag></Part>' "$n" "$etag" >> "$list"
+    n=$((n + 1))
+  done
+  printf '</CompleteMultipartUpload>' >> "$list"
+  rm -f "$PARTS/part"
+  s3 -X POST -H 'Content-Type: application/xml' --data-binary "@$list" "$url?uploadId=$id" > "$PARTS/done.xml"
+  # a Complete may answer 200 OK and then an Error in its body
+  if grep -q '<Error>' "$PARTS/done.xml"; then cat "$PARTS/done.xml" >&2; exit 1; fi
+  trap - EXIT
+fi
+echo "uploaded s3://$BUCKET/$key ($size bytes)"
 """
 
 # Root for host files readable by root only (etcd's client key, the CAs' keys), every capability
@@ -91,7 +130,8 @@ class HostBackup(Construct):
             "containers": [_upload(producer, target, prefix=prefix, cluster=cluster, curl=curl)],
             "volumes": [
                 *producer.volumes,
-                {"name": "output", "emptyDir": {"sizeLimit": "10Gi"}},  # etcd's quota is 2 GiB by default
+                {"name": "output", "emptyDir": {"sizeLimit": "10Gi"}},  # etcd's quota is 8 GiB at most
+                {"name": "parts", "emptyDir": {"sizeLimit": f"{PART_MIB // 1024 + 1}Gi"}},
                 {"name": "s3-ca", "secret": {"secretName": target.ca_secret}},
                 {"name": "s3-keys", "secret": {"secretName": target.credentials}},
             ],
@@ -126,6 +166,9 @@ def _upload(
         "CA_FILE": f"{CA_MOUNT}/ca.crt",
         "OUTPUT": f"{OUTPUT_DIR}/{producer.file}",
         "KEYS": KEYS_MOUNT,
+        "SINGLE_PUT_MAX_BYTES": str(SINGLE_PUT_MAX_BYTES),
+        "PART_MIB": str(PART_MIB),
+        "PARTS": PARTS_DIR,
     }
     return {
         "name": "upload",
@@ -149,6 +192,7 @@ def _upload(
         },
         "volumeMounts": [
             {"name": "output", "mountPath": OUTPUT_DIR, "readOnly": True},
+            {"name": "parts", "mountPath": PARTS_DIR},
             {"name": "s3-ca", "mountPath": CA_MOUNT, "readOnly": True},
             {"name": "s3-keys", "mountPath": KEYS_MOUNT, "readOnly": True},
         ],
