@@ -277,31 +277,7 @@ class AdmissionPolicies(RenderedComponent):
         self._node_agents_own_node(scope, ctx)
         self._persistent_volumes(scope, ctx)
         if ctx.has_gpus:
-            AdmissionPolicy(
-                scope,
-                "TenantPods",
-                name="sitegen-tenant-pods",
-                rules=[
-                    {**_rule("", "pods"), "operations": ["CREATE"]},
-                    {**_rule("", "pods/ephemeralcontainers"), "operations": ["UPDATE"]},
-                ],
-                namespace_labels={MANAGED_NAMESPACE_LABEL: "true"},
-                expression=tenant_pods_expression([READER_SERVICE_ACCOUNT]),
-                message="a tenant pod mounts storage through claims only (no inline CSI, NFS or host "
-                "volume), as file systems (no raw block device: a node's local volumes are not zeroed), "
-                "gets GPUs only from the device plugin (no NVIDIA_* variable), and does not run as "
-                f"{READER_SERVICE_ACCOUNT} (its token may review any token)",
-            )
-            AdmissionPolicy(
-                scope,
-                "TenantSecrets",
-                name="sitegen-tenant-secrets",
-                rules=[_rule("", "secrets")],
-                namespace_labels={MANAGED_NAMESPACE_LABEL: "true"},
-                expression=tenant_secrets_expression(),
-                message="a tenant namespace holds no long-lived service-account token Secret: a pod's "
-                "own token is projected",
-            )
+            self._tenant_workloads(scope)
         AdmissionPolicy(
             scope,
             "GrantingRoles",
@@ -321,6 +297,35 @@ class AdmissionPolicies(RenderedComponent):
             ),
             message="a ClusterRole that reads every Secret is one of the reviewed ones, and admin or "
             "edit is never bound cluster-wide (sitegen/components/platform/admission_policies.py)",
+        )
+
+    @staticmethod
+    def _tenant_workloads(scope: Construct) -> None:
+        """What a tenant's pods may use and run as, and the Secrets its namespace may hold."""
+        AdmissionPolicy(
+            scope,
+            "TenantPods",
+            name="sitegen-tenant-pods",
+            rules=[
+                {**_rule("", "pods"), "operations": ["CREATE"]},
+                {**_rule("", "pods/ephemeralcontainers"), "operations": ["UPDATE"]},
+            ],
+            namespace_labels={MANAGED_NAMESPACE_LABEL: "true"},
+            expression=tenant_pods_expression([READER_SERVICE_ACCOUNT]),
+            message="a tenant pod mounts storage through claims only (no inline CSI, NFS or host "
+            "volume), as file systems (no raw block device: a node's local volumes are not zeroed), "
+            "gets GPUs only from the device plugin (no NVIDIA_* variable), and does not run as "
+            f"{READER_SERVICE_ACCOUNT} (its token may review any token)",
+        )
+        AdmissionPolicy(
+            scope,
+            "TenantSecrets",
+            name="sitegen-tenant-secrets",
+            rules=[_rule("", "secrets")],
+            namespace_labels={MANAGED_NAMESPACE_LABEL: "true"},
+            expression=tenant_secrets_expression(),
+            message="a tenant namespace holds no long-lived service-account token Secret: a pod's "
+            "own token is projected",
         )
 
     @staticmethod
