@@ -155,16 +155,27 @@ def cluster_admin_binding_expression(reviewed: Mapping[str, Sequence[str]]) -> s
 
 
 def rbac_escalation_expression(reviewed: Sequence[str]) -> str:
-    """A role that may grant what its holder lacks: bind or escalate on roles, or impersonate."""
+    """A role that may grant what its holder lacks: bind or escalate on roles, or impersonate (named, or
+    `*` on the resources impersonation acts on); or a ClusterRole whose rules the aggregation controller
+    gathers from whatever roles carry its labels, which no review of the role itself can see."""
+    impersonation = " || ".join(f"x == '{x}'" for x in IMPERSONATED) + " || x.startsWith('userextras')"
     grants = (
         "r.verbs.exists(v, v == 'impersonate') || "
+        "(r.verbs.exists(v, v == '*') && has(r.apiGroups) && "
+        "r.apiGroups.exists(g, g == '' || g == '*' || g == 'authentication.k8s.io') && "
+        f"has(r.resources) && r.resources.exists(x, {impersonation})) || "
         f"(has(r.apiGroups) && r.apiGroups.exists(g, g == '{RBAC_GROUP}' || g == '*') && "
         "r.verbs.exists(v, v == 'bind' || v == 'escalate' || v == '*'))"
     )
     return (
         f"object.metadata.name in {_cel_list(reviewed)} || "
-        f"!has(object.rules) || !object.rules.exists(r, {grants})"
+        f"(!has(object.aggregationRule) && (!has(object.rules) || !object.rules.exists(r, {grants})))"
     )
+
+
+# What `impersonate` acts on (the core group's users, groups and service accounts, authentication.k8s.io's
+# uids and userextras/<key>), and `*` for all of them
+IMPERSONATED = ("*", "users", "groups", "serviceaccounts", "uids")
 
 
 def secret_readers_expression(reviewed_roles: Sequence[str], builtin_readers: Sequence[str]) -> str:

@@ -67,6 +67,14 @@ GRANTING_ROLES: Mapping[str, str] = {
     "aistor-object-store": "the AIStor operator binds its pods' and its TokenReview roles only (resourceNames)",
     "velero-server": "Velero's Role in its own namespace (the chart grants '*' there)",
 }
+# ClusterRoles whose rules the aggregation controller gathers from the roles carrying their labels, by
+# name, and why those labels gather nothing that grants.
+AGGREGATED_ROLES: Mapping[str, str] = {
+    "kueue-batch-admin-role": "Kueue's own roles labelled rbac.kueue.x-k8s.io/batch-admin: queues and "
+    "workloads, for batch administrators",
+    "kueue-batch-user-role": "Kueue's own roles labelled rbac.kueue.x-k8s.io/batch-user: workloads and "
+    "local queues, for batch users",
+}
 # ClusterRoles that read every Secret of the cluster, by name, and why (each binding of one is its
 # component's service account; `sitegen-secret-readers` refuses any other).
 SECRET_READERS: Mapping[str, str] = {
@@ -283,9 +291,11 @@ class AdmissionPolicies(RenderedComponent):
             "GrantingRoles",
             name="sitegen-granting-roles",
             rules=[_rule(RBAC_GROUP, "roles", "clusterroles")],
-            expression=rbac_escalation_expression(_present(GRANTING_ROLES, ctx, ("Role", "ClusterRole"))),
-            message="a role that may bind, escalate or impersonate is one of the reviewed ones "
-            "(sitegen/components/platform/admission_policies.py)",
+            expression=rbac_escalation_expression(
+                _present({**GRANTING_ROLES, **AGGREGATED_ROLES}, ctx, ("Role", "ClusterRole"))
+            ),
+            message="a role that may bind, escalate or impersonate, or that aggregates other roles' "
+            "rules, is one of the reviewed ones (sitegen/components/platform/admission_policies.py)",
         )
         AdmissionPolicy(
             scope,
