@@ -234,7 +234,9 @@ def certificate_names_expression(cluster_domain: str, public: dict[str, list[str
     return (
         f"(!has(object.spec.dnsNames) || object.spec.dnsNames.all(n, {allowed})) && "
         f"(!has(object.spec.commonName) || [object.spec.commonName].all(n, {allowed})) && "
-        "!has(object.spec.ipAddresses) && !has(object.spec.uris) && !has(object.spec.emailAddresses)"
+        "!has(object.spec.ipAddresses) && !has(object.spec.uris) && !has(object.spec.emailAddresses) && "
+        # a subject written out (CN=<any name>, which clients without SANs fall back to) and other SANs
+        "!has(object.spec.literalSubject) && !has(object.spec.otherNames)"
     )
 
 

@@ -251,6 +251,10 @@ def test_a_certificate_names_only_its_namespace_or_what_it_serves(policies, site
         certificate("ai-research", site.gitops.argocd.hostname),  # a public name the Gateway serves
         certificate("ai-research", "model", ipAddresses=["10.20.3.10"]),
         certificate("ai-research", "model", commonName="harbor.hpc.example.internal"),
+        certificate("ai-research", literalSubject="CN=vault.hpc.example.internal"),  # no SAN: CN counts
+        certificate(
+            "ai-research", "model", otherNames=[{"oid": "1.3.6.1.4.1.311.20.2.3", "utf8Value": "a@b"}]
+        ),
     ):
         refused = names.refusal(stolen, TENANT)
         assert refused and "names its own namespace's Services" in refused, stolen
