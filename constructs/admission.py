@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 from constructs import Construct
 from constructs.argocd import TRACKING_ANNOTATION
-from constructs.objects import BASELINE_CAPABILITIES, POD_CONTAINER_LISTS, api_object
+from constructs.objects import BASELINE_CAPABILITIES, CONFINING_PROFILES, POD_CONTAINER_LISTS, api_object
 
 API = "admissionregistration.k8s.io/v1"
 RBAC_GROUP = "rbac.authorization.k8s.io"
@@ -260,13 +260,18 @@ def kube_system_workloads_expression(appliers: Sequence[str], apps: Sequence[str
 
 def host_access_expression(accounts: Sequence[str], namespaces: Sequence[str]) -> str:
     """A pod that reaches into its node (objects.py `reaches_host`: privileged, a hostPath volume, the
-    host's network, PID or IPC namespace, a capability beyond the baseline's, no seccomp) runs as one of
+    host's network, PID or IPC namespace, a capability beyond the baseline's, no seccomp or AppArmor) runs as one of
     the reviewed accounts (`<namespace>/<service account>`, the node agents
     Git ships), or in a namespace whose operator makes its agents itself; the kubelet's mirror pods
     (static pods) are never judged."""
     spec = "object.spec"
     unconfined = (
-        "has({0}.seccompProfile) && has({0}.seccompProfile.type) && {0}.seccompProfile.type == 'Unconfined'"
+        "("
+        + " || ".join(  # the API server has copied an AppArmor annotation into the field
+            f"(has({{0}}.{p}) && has({{0}}.{p}.type) && {{0}}.{p}.type == 'Unconfined')"
+            for p in CONFINING_PROFILES
+        )
+        + ")"
     )
     context = "c.securityContext"
     reaching = (

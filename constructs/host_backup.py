@@ -118,9 +118,11 @@ class HostBackup(Construct):
         producer: Producer,
         curl: ImagePin,
         placement: Placement,
+        service_account: str | None = None,
     ) -> None:
         super().__init__(scope, id)
         pod: dict[str, Any] = {
+            **({"serviceAccountName": service_account} if service_account else {}),
             "restartPolicy": "Never",
             "automountServiceAccountToken": False,
             "nodeSelector": placement.node_selector,

@@ -51,14 +51,18 @@ BASELINE_CAPABILITIES = (
 POD_CONTAINER_LISTS = ("initContainers", "containers", "ephemeralContainers")
 
 
+# The security profiles that confine a container, which the baseline forbids turning off (Unconfined)
+CONFINING_PROFILES = ("seccompProfile", "appArmorProfile")
+
+
 def _unconfined(security: Mapping[str, Any]) -> bool:
-    return (security.get("seccompProfile") or {}).get("type") == "Unconfined"
+    return any((security.get(p) or {}).get("type") == "Unconfined" for p in CONFINING_PROFILES)
 
 
 def reaches_host(pod: Mapping[str, Any]) -> bool:
     """Whether a pod's spec reaches its node, what the Pod Security baseline forbids: the host's network,
     PIDs or IPC, a hostPath, a container (debug containers included) that is privileged, adds a
-    capability beyond the baseline's or runs without seccomp."""
+    capability beyond the baseline's or runs without seccomp or AppArmor."""
     containers = [c for key in POD_CONTAINER_LISTS for c in pod.get(key) or []]
     contexts = [c.get("securityContext") or {} for c in containers]
     return bool(

@@ -354,7 +354,7 @@ class AdmissionPolicies(RenderedComponent):
             ],
             expression=host_access_expression(host_access_accounts(ctx.rendered), operators),
             message="a pod that reaches its node (privileged, hostPath, the host's network, PIDs or IPC, "
-            "a capability beyond the baseline's, no seccomp) runs only as a node agent Git ships (its "
+            "a capability beyond the baseline's, no seccomp or AppArmor) runs only as a node agent Git ships (its "
             "namespace and service account), or in an operator's agent namespace",
         )
 

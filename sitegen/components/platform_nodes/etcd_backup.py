@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from constructs import Construct
 from constructs.etcd_backup import ETCD_PREFIX, PKI_PREFIX, etcd_snapshot, pki_archive
 from constructs.host_backup import HostBackup, Producer, S3Target
+from constructs.objects import api_object
 from constructs.secrets import VaultSecret
 from constructs.site_watches import BackupWatch, Watch
 from sitegen.components import second_target
@@ -26,6 +27,7 @@ NAME = "etcd-backup"  # into AIStor
 S3_USER = "etcd-backup"
 PKI_USER = "pki-backup"
 CREDENTIALS = "etcd-backup-s3"
+SERVICE_ACCOUNT = "etcd-backup"  # its CronJobs' pods: no token, no RBAC
 
 
 def second_names(second: str) -> tuple[str, str]:
@@ -151,9 +153,14 @@ class EtcdBackup(RenderedComponent):
              S3Target(endpoint.host, endpoint.region, second.bucket_of(PKI_PREFIX), _credentials(pki_second),
                       second_target.CA_SECRET), pki_archive(ctx.image("curl")), "Pki"),
         )  # fmt: skip
+        # an account of their own, which the host-access policy admits: not the namespace's `default`,
+        # which any other pod of the namespace would run as
+        api_object(scope, "ServiceAccount", "v1", "ServiceAccount", {"name": SERVICE_ACCOUNT, "namespace": self.namespace},
+                   automountServiceAccountToken=False)  # fmt: skip
         for name, schedule, prefix, target, producer, id in jobs:
             HostBackup(
                 scope, id, name=name, namespace=self.namespace, cluster=ctx.cluster.name,
                 schedule=schedule, prefix=prefix, target=target, producer=producer,
                 curl=ctx.image("curl"), placement=ctx.cluster.control_plane.placement,
+                service_account=SERVICE_ACCOUNT,
             )  # fmt: skip
