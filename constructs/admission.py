@@ -140,18 +140,40 @@ def namespace_confinement_expression(
     )
 
 
-def cluster_admin_binding_expression(reviewed: Mapping[str, Sequence[str]]) -> str:
-    """cluster-admin is bound only by a reviewed binding (by name), and only to the service accounts it
-    binds as Git holds it (`<namespace>/<name>`): a binding of a reviewed name to anyone else is refused."""
+# Built-in ClusterRoles as strong as cluster-admin: the aggregation controller's may escalate any
+# ClusterRole, kube-controller-manager's may mint a token for any service account.
+AS_STRONG_AS_CLUSTER_ADMIN = (
+    "cluster-admin", "system:controller:clusterrole-aggregation-controller", "system:kube-controller-manager",
+)  # fmt: skip
+# Pod Security does not guard kube-system: admin or edit there makes privileged pods and reads its Secrets
+UNGUARDED_NAMESPACE = "kube-system"
+
+
+def cluster_admin_binding_expression(reviewed: Mapping[tuple[str, str, str], Sequence[str]]) -> str:
+    """cluster-admin, or a built-in role as strong, is bound only by a reviewed binding (its kind,
+    namespace and name), and only to the service accounts it binds as Git holds it (`<namespace>/<name>`):
+    a binding of a reviewed name elsewhere, or to anyone else, is refused. admin and edit are never bound
+    in kube-system."""
     subject = "s.kind == 'ServiceAccount' && has(s.namespace) && (s.namespace + '/' + s.name) in {}"
     allowed = [
-        f"(object.metadata.name == '{name}' && object.subjects.all(s, {subject.format(_cel_list(accounts))}))"
-        for name, accounts in sorted(reviewed.items())
+        f"(object.kind == '{kind}' && object.metadata.name == '{name}' && "
+        + (
+            f"has(object.metadata.namespace) && object.metadata.namespace == '{namespace}' && "
+            if namespace
+            else ""
+        )
+        + f"object.subjects.all(s, {subject.format(_cel_list(accounts))}))"
+        for (kind, namespace, name), accounts in sorted(reviewed.items())
     ]
-    return (
-        "object.roleRef.name != 'cluster-admin' || "
+    strong = (
+        f"!(object.roleRef.name in {_cel_list(AS_STRONG_AS_CLUSTER_ADMIN)}) || "
         f"(has(object.subjects) && size(object.subjects) > 0 && ({' || '.join(allowed) or 'false'}))"
     )
+    unguarded = (
+        f"!(object.kind == 'RoleBinding' && object.metadata.namespace == '{UNGUARDED_NAMESPACE}' && "
+        "object.roleRef.kind == 'ClusterRole' && object.roleRef.name in ['admin', 'edit'])"
+    )
+    return f"({strong}) && {unguarded}"
 
 
 def rbac_escalation_expression(reviewed: Sequence[str]) -> str:

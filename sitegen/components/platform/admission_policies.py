@@ -14,6 +14,7 @@ from typing import Any
 from constructs import Construct
 from constructs import gpu_node_guard as node_guard
 from constructs.admission import (
+    AS_STRONG_AS_CLUSTER_ADMIN,
     RBAC_GROUP,
     AdmissionPolicy,
     certificate_names_expression,
@@ -125,14 +126,22 @@ def _queued_workloads() -> list[dict]:
     ]
 
 
-def cluster_admin_accounts(rendered: Mapping[str, list[dict[str, Any]]]) -> dict[str, list[str]]:
-    """By reviewed binding of cluster-admin the cluster's apps render, the service accounts it binds."""
-    found: dict[str, list[str]] = {}
+def cluster_admin_accounts(
+    rendered: Mapping[str, list[dict[str, Any]]],
+) -> dict[tuple[str, str, str], list[str]]:
+    """By reviewed binding of a role as strong as cluster-admin the cluster's apps render (its kind,
+    namespace and name), the service accounts it binds."""
+    found: dict[tuple[str, str, str], list[str]] = {}
     for docs in rendered.values():
         for doc in docs:
             name = dig(doc, "metadata", "name")
-            if doc.get("kind") in ("ClusterRoleBinding", "RoleBinding") and name in CLUSTER_ADMIN_BINDINGS:
-                found[name] = sorted(
+            if (
+                doc.get("kind") in ("ClusterRoleBinding", "RoleBinding")
+                and name in CLUSTER_ADMIN_BINDINGS
+                and dig(doc, "roleRef", "name") in AS_STRONG_AS_CLUSTER_ADMIN
+            ):
+                key = (doc["kind"], dig(doc, "metadata", "namespace", default=""), name)
+                found[key] = sorted(
                     f"{s['namespace']}/{s['name']}"
                     for s in doc.get("subjects") or []
                     if s.get("kind") == "ServiceAccount"
@@ -276,7 +285,8 @@ class AdmissionPolicies(RenderedComponent):
             name="sitegen-cluster-admin-bindings",
             rules=[_rule(RBAC_GROUP, "rolebindings", "clusterrolebindings")],
             expression=cluster_admin_binding_expression(cluster_admin_accounts(ctx.rendered)),
-            message="cluster-admin is bound only by the reviewed bindings, to the accounts Git binds "
+            message="cluster-admin, or a built-in role as strong, is bound only by the reviewed bindings, "
+            "to the accounts Git binds, and admin or edit never in kube-system "
             "(sitegen/components/platform/admission_policies.py)",
         )
         self._host_access(scope, ctx)
