@@ -4,7 +4,8 @@ database's logical dump.
 A CronJob on the given pool: a producer (an init container) writes one file into a scratch volume
 (from the host, or from a database it connects to), then curl puts that file under
 `<prefix>/<cluster>/` of the target's bucket with an S3 signature (no SDK, no listing: a write-only key
-is enough), in one PUT or, past the largest one PUT may carry, as a multipart upload of 1 GiB parts. The target's lifecycle rule (RUNBOOK) expires old copies. The etcd snapshots, the PKI
+is enough), in one PUT or, past the largest one PUT may carry, as a multipart upload of 1 GiB parts.
+The target's lifecycle rule (RUNBOOK) expires old copies. The etcd snapshots, the PKI
 archive and Harbor's database dump are producers.
 """
 

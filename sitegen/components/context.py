@@ -6,10 +6,11 @@ cluster (and the variant) actually has, reached by type, never by name string.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
+from constructs.node_faults import FabricPool
 from sitegen.model import ClusterLayout, ConfigError, ImagePin, Placement, PoolLayout, Site, VariantLayout
 from sitegen.model.capacity import Capacity, total
 
@@ -63,6 +64,13 @@ class ClusterScope:
     def fabric_pools(self) -> list[PoolLayout]:
         """Pools with NICs on the NDR rails."""
         return [p for p in self.cluster.pools if p.name in self.site.fabric.nics]
+
+    def ndr_ports(self, pools: Iterable[PoolLayout]) -> tuple[FabricPool, ...]:
+        """Of each of `pools` on the NDR rails, its RDMA devices as node-exporter names them."""
+        nics = self.site.fabric.nics
+        return tuple(
+            FabricPool(p.name, tuple(nic.name for nic in nics[p.name])) for p in pools if p.name in nics
+        )
 
     @property
     def on_fabric(self) -> bool:

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from constructs import Construct
 from constructs.gpu_node_guard import NAME
 from constructs.gpu_node_guard import GpuNodeGuard as Guard
-from constructs.node_faults import FabricPool, cordon_conditions
+from constructs.node_faults import cordon_conditions
 from constructs.site_watches import GuardWatch, Watch
 from sitegen.components.base import Layer, NamespaceSecurity, RenderedComponent
 from sitegen.components.context import ClusterContext, ClusterScope
@@ -20,19 +20,13 @@ from sitegen.components.observability.kube_prometheus_stack import (
     KubePrometheusStack,
 )
 from sitegen.components.privilege import CHANGES_NODES, Reviewed
-from sitegen.model import ClusterLayout, Site
 
 IMAGE = "curl"
 
 
-def guard_conditions(site: Site, cluster: ClusterLayout) -> dict[str, str]:
-    """What the guard of `cluster` cordons its GPU nodes for (and the hub alerts on when it cannot)."""
-    gpu_pools = [p for p in cluster.pools if p.hardware.gpu is not None]
-    return cordon_conditions(tuple(
-        FabricPool(p.name, tuple(nic.name for nic in site.fabric.nics[p.name]))
-        for p in gpu_pools
-        if p.name in site.fabric.nics
-    ))  # fmt: skip
+def guard_conditions(scope: ClusterScope) -> dict[str, str]:
+    """What the guard of a cluster cordons its GPU nodes for (and the hub alerts on when it cannot)."""
+    return cordon_conditions(scope.ndr_ports(scope.gpu_pools))
 
 
 class GpuNodeGuard(RenderedComponent):
@@ -52,7 +46,7 @@ class GpuNodeGuard(RenderedComponent):
         return [Flow(KubePrometheusStack, (PROMETHEUS_PORT,), "the conditions it cordons GPU nodes for")]
 
     def watches(self, scope: ClusterScope) -> list[Watch]:
-        conditions = tuple(sorted(guard_conditions(scope.site, scope.cluster).items()))
+        conditions = tuple(sorted(guard_conditions(scope).items()))
         limit = scope.site.services.health.auto_cordon_max_nodes
         return [GuardWatch(self.namespace, NAME, limit, conditions)]
 
@@ -63,7 +57,7 @@ class GpuNodeGuard(RenderedComponent):
             "Guard",
             namespace=self.namespace,
             hosts=[h.name for pool in ctx.gpu_pools for h in pool.hosts],
-            conditions=guard_conditions(ctx.site, ctx.cluster),
+            conditions=guard_conditions(ctx),
             prometheus_url=ctx.service_url(PROMETHEUS_SERVICE, prometheus, PROMETHEUS_PORT),
             max_nodes=ctx.site.services.health.auto_cordon_max_nodes,
             image=ctx.image(IMAGE),

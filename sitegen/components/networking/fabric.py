@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from constructs import Construct
 from constructs.fabric import FabricImages, RailFabric
-from constructs.node_faults import FabricPool
 from constructs.site_watches import Watch
 from sitegen.components.base import Layer, RenderedComponent
 from sitegen.components.context import ClusterContext, ClusterScope
@@ -62,8 +61,7 @@ class Fabric(RenderedComponent):
 
     def watches(self, scope: ClusterScope) -> list[Watch]:
         # node-exporter's infiniband series of each pool's NDR ports
-        nics = scope.site.fabric.nics
-        return [FabricPool(p.name, tuple(nic.name for nic in nics[p.name])) for p in scope.fabric_pools]
+        return list(scope.ndr_ports(scope.cluster.pools))
 
     def render(self, scope: Construct, ctx: ClusterContext) -> None:
         composer = "the Network Operator (a NicClusterPolicy's repository, image and version)"
