@@ -21,6 +21,8 @@ SYNC_WAVE = "argocd.argoproj.io/sync-wave"
 # Argo CD (annotation tracking, the default since 3.0) writes this on every object it applies, over any
 # value the manifest carries: `<app>:<group>/<kind>:<namespace>/<name>`.
 TRACKING_ANNOTATION = "argocd.argoproj.io/tracking-id"
+# Argo CD's own field manager: what is applied with it before Argo CD runs, its Applications adopt
+FIELD_MANAGER = "argocd-controller"
 
 
 def application_name(cluster: str, app: str) -> str:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from sitegen.compose.apps import variant_apps
 from sitegen.compose.day2 import day2
-from sitegen.compose.procedures.book import runbook_steps
 from sitegen.model import load_site, resolve
+from sitegen.tree.runbook import runbook_steps
 
 from .conftest import DIST, edit_yaml
 

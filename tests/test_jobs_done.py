@@ -8,7 +8,7 @@ import stat
 import subprocess
 from pathlib import Path
 
-from sitegen.compose.procedures.book import JOBS_DONE_FUNCTION
+from sitegen.tree.runbook import JOBS_DONE_FUNCTION
 
 from .conftest import DIST
 

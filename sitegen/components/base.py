@@ -22,6 +22,7 @@ from constructs.namespaces import PsaLevel, Quota
 from constructs.secrets import VaultSecret
 from constructs.site_watches import Watch
 from sitegen.components.operands import Operand
+from sitegen.components.operator_steps import OperatorStep
 from sitegen.components.ownership import JobSecret, WrittenField
 from sitegen.components.patches import JsonPatch, ObjectPatch
 from sitegen.components.runtime_needs import RuntimeNeeds
@@ -282,6 +283,10 @@ class Component:
     def watches(self, scope: ClusterScope) -> list[Watch]:
         """What the hub's site alerts watch of it (its scheduled backups, its database, its node guard):
         the hub gathers every cluster's, one alert per concern counted by cluster."""
+        return []
+
+    def operator_steps(self, scope: ClusterScope) -> list[OperatorStep]:
+        """The RUNBOOK steps its cluster's bring-up asks of the operator for it, each at its stage."""
         return []
 
     def routes(self, ctx: ClusterContext) -> list[Route]:

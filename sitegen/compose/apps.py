@@ -31,6 +31,7 @@ class VariantApps:
     layout: VariantLayout
     by_cluster: dict[str, tuple[Component, ...]]  # in sync order (wave, then name)
     waves: dict[str, dict[str, int]]  # cluster -> component name -> sync wave
+    registry: Sequence[type[Component]] = COMPONENTS  # what `by_cluster` was found in
 
     def context(self, cluster: ClusterLayout) -> ClusterContext:
         return ClusterContext(
@@ -52,7 +53,7 @@ class VariantApps:
 
     def in_registry_order(self) -> list[tuple[ClusterContext, Component]]:
         """Every (cluster, component) of the variant, clusters in variant order, then registry order."""
-        rank = {kind: i for i, kind in enumerate(COMPONENTS)}
+        rank = {kind: i for i, kind in enumerate(self.registry)}
         return [
             (ctx, c) for ctx in self.contexts for c in sorted(ctx.components, key=lambda c: rank[type(c)])
         ]
@@ -102,7 +103,7 @@ def variant_apps(
         )
         waves[cluster.name] = sync_waves(unordered)
         by_cluster[cluster.name] = tuple(sorted(found, key=lambda c: (waves[cluster.name][c.name], c.name)))
-    return VariantApps(site, layout, by_cluster, waves)
+    return VariantApps(site, layout, by_cluster, waves, registry)
 
 
 def predecessors(ctx: ClusterContext) -> dict[str, list[Component]]:

@@ -15,13 +15,12 @@ Every mismatch is one line; the exit status says whether the node may join, or m
 
 from __future__ import annotations
 
+from sitegen.components.gpu.gpu_operator import GpuOperator
 from sitegen.compose.writer import OutputFile
 from sitegen.model import ClusterLayout, Site, paths
 
 # `nvidia-smi topo -m` relations that keep GPUDirect RDMA on one PCIe switch
 NEAR = ("PIX", "PXB")
-# where the GPU Operator's driver container keeps its root on the host
-DRIVER_ROOT = "/run/nvidia/driver"
 
 PREP = """\
 set -eu
@@ -144,12 +143,15 @@ def fabric_files(site: Site, variant: str, cluster: ClusterLayout) -> list[Outpu
         if pool.hardware.gpu is not None:
             files.append(
                 OutputFile(
-                    folder / f"fabric-topology-{pool.name}.sh",
+                    paths.topology_script(variant, cluster.name, pool.name),
                     [],
                     f"Checks each GPU of a pool {pool.name} host against its rail's NIC (fabric.nics.{pool.name}).\n"
                     "On every host of the pool once the GPU Operator's driver runs there; as root: bash <this file>",
                     text=TOPOLOGY.format(
-                        pool=pool.name, rail_map=rails, near="|".join(NEAR), driver_root=DRIVER_ROOT
+                        pool=pool.name,
+                        rail_map=rails,
+                        near="|".join(NEAR),
+                        driver_root=GpuOperator.driver_root,
                     ),
                 )
             )

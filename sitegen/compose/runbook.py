@@ -1,5 +1,6 @@
 """The ordered bootstrap runbook of a variant: from bare hosts to Argo CD owning everything, written
-by the procedures of `procedures/` in the order they run.
+by the procedures of `procedures/` in the order they run, with the steps the components ask for
+(`Component.operator_steps`) at the stages this frame places.
 
 Every command names files of dist/ by their path in the repository; a test checks each one exists.
 """
@@ -10,21 +11,21 @@ from collections.abc import Mapping
 from functools import partial
 from typing import Any
 
+from sitegen.components.operator_steps import Stage
 from sitegen.compose.apps import VariantApps
 from sitegen.compose.day2 import day2
 from sitegen.compose.procedures.aistor import aistor, directpv_nodes, s3_consumers
 from sitegen.compose.procedures.argo_cd import argo_cd
 from sitegen.compose.procedures.before_you_start import before_you_start
-from sitegen.compose.procedures.book import Runbook
-from sitegen.compose.procedures.burn_in import burn_in
 from sitegen.compose.procedures.cluster import cluster_bring_up
+from sitegen.compose.procedures.component_steps import component_steps
 from sitegen.compose.procedures.every_host import every_host
-from sitegen.compose.procedures.gpu_topology import gpu_topology
 from sitegen.compose.procedures.powers import account_powers
 from sitegen.compose.procedures.pull_credential import pull_credential
 from sitegen.compose.procedures.second_target import setup_step as second_target_setup
 from sitegen.compose.procedures.spoke_credentials import spoke_credentials
 from sitegen.compose.procedures.vault import vault_setup
+from sitegen.tree.runbook import Runbook
 
 # imported from here by the variant's composition and the tests
 __all__ = ["directpv_nodes", "runbook", "s3_consumers"]
@@ -45,8 +46,8 @@ def runbook(apps: VariantApps, by_cluster: Mapping[str, list[dict[str, Any]]]) -
     pull_credential(book, apps)
     spoke_credentials(book, apps, by_cluster)
     argo_cd(book, apps)
-    gpu_topology(book, apps)
-    burn_in(book, apps)
+    for stage in (Stage.HARDWARE_CHECKS, Stage.ACCEPTANCE):
+        component_steps(book, apps, stage, apps.layout.clusters)
     aistor(book, apps)
     account_powers(book, apps)
     book.write(day2(apps))

@@ -102,6 +102,11 @@ def kubeadm_dir(variant: str, cluster: str) -> PurePosixPath:
     return PurePosixPath(variant, KUBEADM, cluster)
 
 
+def topology_script(variant: str, cluster: str, pool: str) -> PurePosixPath:
+    """The check of a GPU pool's hosts: each GPU on one PCIe switch with its rail's NIC."""
+    return kubeadm_dir(variant, cluster) / f"fabric-topology-{pool}.sh"
+
+
 def bootstrap_dir(variant: str) -> PurePosixPath:
     return PurePosixPath(variant, BOOTSTRAP)
 

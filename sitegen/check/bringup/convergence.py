@@ -30,9 +30,9 @@ from sitegen.check.bringup.roots import RootSync
 from sitegen.check.bringup.scripts import run_api_jobs
 from sitegen.check.bringup.state import SimulationState
 from sitegen.compose.delivery import RESPECT_IGNORES
-from sitegen.compose.procedures.book import RunbookStep
 from sitegen.tree.documents import Document
 from sitegen.tree.fields import dig
+from sitegen.tree.runbook import RunbookStep
 
 CLUSTER_SECRET_LABEL = "argocd.argoproj.io/secret-type"
 

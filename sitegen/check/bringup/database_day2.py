@@ -42,9 +42,9 @@ from sitegen.check.bringup.events import Event
 from sitegen.check.bringup.kube import NOT_READY, Node
 from sitegen.check.bringup.objects import Workload
 from sitegen.check.bringup.operators import CNPG_CLUSTER
-from sitegen.compose.procedures.book import commands
 from sitegen.compose.procedures.databases import INSTANCE, title
 from sitegen.tree.fields import dig
+from sitegen.tree.runbook import commands
 
 if TYPE_CHECKING:
     from sitegen.check.bringup.simulate import Simulation

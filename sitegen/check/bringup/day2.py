@@ -43,10 +43,10 @@ from sitegen.check.bringup.events import Blocker, Event, Stop
 from sitegen.check.bringup.kube import CORDONED, NOT_READY
 from sitegen.check.bringup.scripts import run_guard_pass
 from sitegen.check.netpol import End
-from sitegen.compose.procedures.book import commands
 from sitegen.model import paths
 from sitegen.model.maintenance import Budget
 from sitegen.tree.fields import dig
+from sitegen.tree.runbook import commands
 
 if TYPE_CHECKING:
     from sitegen.check.bringup.simulate import Simulation

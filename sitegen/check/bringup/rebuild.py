@@ -40,7 +40,6 @@ from sitegen.check.bringup.events import Blocker, Event, Stop
 from sitegen.check.bringup.host import RebuiltHost
 from sitegen.check.bringup.kube import CORDONED, Node
 from sitegen.check.bringup.runtime import written_config, written_kernel_settings
-from sitegen.compose.procedures.book import JOBS_DONE, jobs_done_as_wait, shell_lines, words_of
 from sitegen.compose.procedures.control_plane import KUBE_VIP_MANIFEST
 from sitegen.compose.procedures.replacement import (
     ADDRESS,
@@ -53,6 +52,7 @@ from sitegen.compose.procedures.replacement import (
     replace_title,
 )
 from sitegen.model import ClusterLayout, PoolLayout, paths
+from sitegen.tree.runbook import JOBS_DONE, jobs_done_as_wait, shell_lines, words_of
 
 if TYPE_CHECKING:
     from pathlib import PurePosixPath

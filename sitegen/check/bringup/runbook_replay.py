@@ -1,6 +1,6 @@
 """The operator's part of the first install: the RUNBOOK's steps replayed command by command, as
-runbook.py reads them. kubeadm init and joins make nodes (NotReady, with the registration, labels,
-taints and kubelet reservations of the host files they name); `kubectl` labels nodes, applies files and
+sitegen/tree/runbook.py reads them. kubeadm init and joins make nodes (NotReady, with the registration,
+labels, taints and kubelet reservations of the host files they name); `kubectl` labels nodes, applies files and
 folders of dist/ (the root Application starts Argo CD: convergence.py), waits on nodes and Deployments,
 issues a service-account token, initializes DirectPV's drives, `vgcreate` makes an LVM volume group on the
 hosts of the pools the step's title names, cordons and uncordons nodes, makes a Job
@@ -52,9 +52,9 @@ from sitegen.check.bringup.runtime import kernel_refusal, refusal, written_confi
 from sitegen.check.bringup.services_replay import mc_command, vault_command
 from sitegen.check.bringup.state import SimulationState
 from sitegen.check.bringup.storage import step_pools
-from sitegen.compose.procedures.book import JOBS_DONE, RunbookStep, commands, jobs_done_as_wait, listed_keys
 from sitegen.model import paths
 from sitegen.tree.fields import dig
+from sitegen.tree.runbook import JOBS_DONE, RunbookStep, commands, jobs_done_as_wait, listed_keys
 
 
 class RunbookReplay:

@@ -17,8 +17,8 @@ from sitegen.check.bringup.convergence import Convergence
 from sitegen.check.bringup.events import Blocker, Result, Stop
 from sitegen.check.bringup.runbook_replay import RunbookReplay
 from sitegen.check.bringup.state import SimulationState, Texts, Tree
-from sitegen.compose.procedures.book import RunbookStep, runbook_steps
 from sitegen.model import VariantLayout, paths
+from sitegen.tree.runbook import RunbookStep, runbook_steps
 
 
 class Simulation:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Literal
 
+from constructs.argocd import application_name
 from constructs.gpu_workload import BATCH_LABEL, RUNTIME_CLASS
 from constructs.site_watches import GpuPoolWatch, Watch
 from sitegen.components.base import ChartComponent, Layer, NamespaceSecurity, NodeAgent, ObjectPatch
@@ -13,6 +14,7 @@ from sitegen.components.flows import WORLD, Flow
 from sitegen.components.gpu import PROJECT
 from sitegen.components.hardware.node_feature_discovery import NodeFeatureDiscoveryWorker
 from sitegen.components.observability.kube_prometheus_stack import KubePrometheusStack
+from sitegen.components.operator_steps import OperatorStep, Stage
 from sitegen.components.privilege import (
     CHANGES_NODES,
     MAKES_PRIVILEGED_PODS,
@@ -23,6 +25,7 @@ from sitegen.components.privilege import (
     narrow_rule,
 )
 from sitegen.components.values import OFF, ON, Placed, Resources, Toggle, Toleration, Values, placed, requests
+from sitegen.model import PoolLayout, paths
 
 # The operator labels every node with an NVIDIA PCI device; its operands select on these labels.
 GPU_PRESENT = {"nvidia.com/gpu.present": "true"}
@@ -180,6 +183,33 @@ class GpuOperator(ChartComponent):
     )
     images = {"nvidia-driver": "the GPU Operator's driver"}
     health_checks = {("nvidia.com", "ClusterPolicy"): CLUSTER_POLICY_HEALTH}
+    driver_root = "/run/nvidia/driver"  # where its driver container keeps its root on the host
+
+    @staticmethod
+    def topology_title(pool: PoolLayout) -> str:
+        return f"GPU topology: pool {pool.name}"
+
+    def operator_steps(self, scope: ClusterScope) -> list[OperatorStep]:
+        """Once its driver runs, each GPU of a pool with rails checked against its rail's NIC (no driver
+        exists before, so the fabric's preparation only announces the check)."""
+        return [
+            OperatorStep(
+                Stage.HARDWARE_CHECKS,
+                self.topology_title(pool),
+                f"""
+on every host of pool {pool.name} (its driver runs there now),
+check each GPU against its rail's NIC: on one PCIe switch (`nvidia-smi topo -m` from the driver's root,
+`{self.driver_root}`). A host that fails: cordon it and fix it before it takes GPU jobs; its rails cross the CPU.
+
+```sh
+bash {paths.in_repo(paths.topology_script(scope.variant.name, scope.cluster.name, pool.name))}
+```
+""",
+                after=application_name(scope.cluster.name, self.name),
+            )
+            for pool in scope.cluster.worker_pools
+            if pool.name in scope.site.fabric.nics and pool.hardware.gpu is not None
+        ]
 
     def flows(self, ctx: ClusterContext) -> list[Flow]:
         return [Flow(WORLD, (80, 443), "the driver container fetches the running kernel's headers")]

@@ -7,11 +7,13 @@ from typing import Literal
 
 from pydantic import Field
 
+from constructs.argocd import FIELD_MANAGER
 from constructs.namespaces import psa_labels
 from constructs.site_watches import PolicyAuditWatch, Watch
 from sitegen.components.base import EVERY_POOL, ChartComponent, Layer, NodeAgent
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.networking import PROJECT
+from sitegen.components.operator_steps import OperatorStep, Stage
 from sitegen.components.ownership import JobSecret
 from sitegen.components.platform.namespaces import Namespaces
 from sitegen.components.privilege import CHANGES_NODES, MAKES_PRIVILEGED_PODS, READS_SECRETS, Reviewed
@@ -28,6 +30,7 @@ from sitegen.components.values import (
     placed,
     requests,
 )
+from sitegen.model import paths
 
 
 class CiliumCluster(Values):
@@ -151,6 +154,20 @@ class Cilium(ChartComponent):
 
     def watches(self, scope: ClusterScope) -> list[Watch]:
         return [PolicyAuditWatch()] if _audits(scope) else []
+
+    def operator_steps(self, scope: ClusterScope) -> list[OperatorStep]:
+        app_dir = paths.in_repo(paths.cluster_apps_dir(scope.variant.name, scope.cluster.name))
+        body = f"""
+No pod, Argo CD included, starts before the CNI. The folder holds every object of the chart at its
+pinned version, rendered with the generated values; no Helm is needed here. The field manager is Argo
+CD's, so its Application adopts the objects without conflicts.
+
+```sh
+kubectl apply --server-side --field-manager={FIELD_MANAGER} -n {self.namespace} -f {app_dir}/{self.name}/
+kubectl wait --for=condition=Ready --timeout=15m nodes --all
+```
+"""
+        return [OperatorStep(Stage.POD_NETWORK, "Primary CNI: Cilium, rendered from its chart", body)]
 
     def bootstrap_critical(self, scope: ClusterScope) -> Mapping[str, str]:
         return {

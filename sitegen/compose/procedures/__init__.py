@@ -1,2 +1,3 @@
-"""The RUNBOOK's procedures, one module each, in the words of the section it writes; `runbook` puts
-them in order and `book` numbers their steps."""
+"""The RUNBOOK's site-wide procedures, one module each, in the words of the section it writes; `runbook`
+puts them and the components' own steps (`Component.operator_steps`) in order, and the runbook grammar
+(sitegen/tree/runbook.py) numbers their steps."""

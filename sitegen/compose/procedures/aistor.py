@@ -12,8 +12,8 @@ from sitegen.components.s3 import BucketRules, S3Access
 from sitegen.components.storage.aistor import AIStor
 from sitegen.components.storage.aistor_volumemanager import AIStorVolumeManager
 from sitegen.compose.apps import VariantApps
-from sitegen.compose.procedures.book import Runbook
 from sitegen.model import ClusterLayout, Site, paths
+from sitegen.tree.runbook import Runbook
 
 
 def s3_consumers(apps: VariantApps) -> list[S3Access]:

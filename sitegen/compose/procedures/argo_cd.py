@@ -3,14 +3,12 @@ everything."""
 
 from __future__ import annotations
 
+from constructs.argocd import FIELD_MANAGER
 from sitegen.components.platform.argo_cd import ArgoCd
 from sitegen.components.registry.harbor_config import HarborConfig
 from sitegen.compose.apps import VariantApps
-from sitegen.compose.procedures.book import Runbook
 from sitegen.model import paths
-
-# Argo CD's own field manager: what is applied with it before Argo CD runs, its Applications adopt
-FIELD_MANAGER = "argocd-controller"
+from sitegen.tree.runbook import Runbook
 
 
 def argo_cd(book: Runbook, apps: VariantApps) -> None:

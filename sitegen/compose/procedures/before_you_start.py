@@ -6,7 +6,7 @@ from constructs.s3_front_doors import front_door_addresses
 from sitegen.components.storage.aistor import AIStor
 from sitegen.components.storage.csi_isilon import CsiIsilon
 from sitegen.compose.apps import VariantApps
-from sitegen.compose.procedures.book import Runbook
+from sitegen.tree.runbook import Runbook
 
 
 def before_you_start(book: Runbook, apps: VariantApps) -> None:

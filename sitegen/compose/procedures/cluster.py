@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from sitegen.components.operator_steps import Stage
 from sitegen.compose.apps import VariantApps
-from sitegen.compose.procedures.book import Runbook
-from sitegen.compose.procedures.cni import cni
+from sitegen.compose.procedures.component_steps import component_steps
 from sitegen.compose.procedures.control_plane import control_plane
 from sitegen.compose.procedures.nodes import local_cache, node_labels
 from sitegen.compose.procedures.workers import workers
 from sitegen.model import ClusterLayout
+from sitegen.tree.runbook import Runbook
 
 
 def cluster_bring_up(book: Runbook, apps: VariantApps, cluster: ClusterLayout) -> None:
@@ -17,4 +18,4 @@ def cluster_bring_up(book: Runbook, apps: VariantApps, cluster: ClusterLayout) -
     workers(book, apps, cluster)
     node_labels(book, apps, cluster)
     local_cache(book, apps, cluster)
-    cni(book, apps, cluster)
+    component_steps(book, apps, Stage.POD_NETWORK, [cluster])

@@ -25,8 +25,8 @@ from constructs.kubeadm import (
 )
 from sitegen.components.s3 import backup_target_folder
 from sitegen.compose.apps import VariantApps
-from sitegen.compose.procedures.book import Runbook
 from sitegen.model import ClusterLayout, Host, PoolLayout, Site, paths
+from sitegen.tree.runbook import Runbook
 
 KUBE_VIP_MANIFEST = "/etc/kubernetes/manifests/kube-vip.yaml"
 CA_CERT_HASH = """export KUBEADM_CA_CERT_HASH="sha256:$(openssl x509 -pubkey -in /etc/kubernetes/pki/ca.crt \\

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from sitegen.compose.ansible import group as ansible_group
 from sitegen.compose.apps import VariantApps
-from sitegen.compose.procedures.book import Runbook
 from sitegen.model import paths
+from sitegen.tree.runbook import Runbook
 
 
 def every_host(book: Runbook, apps: VariantApps) -> None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from constructs.edge import ISSUING_CA_VAULT_KEY, SITE_CA_CERT_VAULT_KEY
 from sitegen.compose.apps import VariantApps
-from sitegen.compose.procedures.book import Runbook
 from sitegen.model import Site
+from sitegen.tree.runbook import Runbook
 
 VALID_DAYS = 730
 

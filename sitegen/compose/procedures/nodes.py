@@ -7,8 +7,8 @@ from sitegen.components.platform.namespaces import Namespaces
 from sitegen.components.platform_nodes.node_labels import NodeLabels
 from sitegen.compose.apps import VariantApps
 from sitegen.compose.local_cache import cache_script_name
-from sitegen.compose.procedures.book import Runbook
 from sitegen.model import ClusterLayout, PoolLayout, paths
+from sitegen.tree.runbook import Runbook
 
 
 def label_nodes(pool: PoolLayout, names: list[str]) -> str:

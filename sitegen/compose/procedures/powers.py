@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from sitegen.components.privilege import PRIMITIVES, Reviewed
 from sitegen.compose.apps import VariantApps
-from sitegen.compose.procedures.book import Runbook
+from sitegen.tree.runbook import Runbook
 
 
 def account_powers(book: Runbook, apps: VariantApps) -> None:

@@ -7,8 +7,8 @@ from constructs.registry import PULL_ROBOT, PULL_SECRET_KEY, ROBOT_PREFIX
 from sitegen.components.registry.harbor_config import HarborConfig
 from sitegen.compose.apps import VariantApps
 from sitegen.compose.hosts import PULL_AUTH_PLACEHOLDER
-from sitegen.compose.procedures.book import Runbook
 from sitegen.model import paths
+from sitegen.tree.runbook import Runbook
 
 TITLE = "Harbor's pull credential on every host"
 

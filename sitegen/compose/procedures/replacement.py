@@ -16,8 +16,6 @@ from constructs.gpu_health import burn_in_name, pair_name
 from constructs.gpu_workload import BATCH_LABEL
 from sitegen.components.gpu.gpu_health import GpuHealth
 from sitegen.compose.apps import VariantApps
-from sitegen.compose.procedures.book import JOBS_DONE_FUNCTION, jobs_done
-from sitegen.compose.procedures.burn_in import BURN_IN_SECONDS, PAIR_SECONDS
 from sitegen.compose.procedures.control_plane import (
     CA_CERT_HASH,
     JOIN_VALUES,
@@ -30,6 +28,7 @@ from sitegen.compose.procedures.nodes import label_nodes, volume_group
 from sitegen.compose.procedures.pull_credential import TITLE as PULL_CREDENTIAL
 from sitegen.compose.procedures.workers import JOIN_TOKEN_TTL, join_token, worker_join
 from sitegen.model import ClusterLayout, PoolLayout, paths
+from sitegen.tree.runbook import JOBS_DONE_FUNCTION, jobs_done
 
 MEMBER = "<member>"
 HEALTHY = "<healthy member>"
@@ -309,12 +308,12 @@ pods finish first, its model servers move), so a slow result is the rebuilt node
 kubectl -n {GpuHealth.namespace} delete job --ignore-not-found {burn_in} {pair}
 {JOBS_DONE_FUNCTION}
 kubectl -n {GpuHealth.namespace} create job {burn_in} --from=cronjob/{burn_in}
-{jobs_done(GpuHealth.namespace, BURN_IN_SECONDS, [burn_in])}
+{jobs_done(GpuHealth.namespace, GpuHealth.burn_in_seconds, [burn_in])}
 kubectl cordon {BEFORE}
 kubectl get pods -A -l {BATCH_LABEL}=true --field-selector spec.nodeName={BEFORE}   # repeat until empty
 kubectl drain {BEFORE} --ignore-daemonsets --delete-emptydir-data --timeout=30m
 kubectl -n {GpuHealth.namespace} create job {pair} --from=cronjob/{pair}
-{jobs_done(GpuHealth.namespace, PAIR_SECONDS, [pair])}
+{jobs_done(GpuHealth.namespace, GpuHealth.pair_seconds, [pair])}
 kubectl -n {GpuHealth.namespace} logs job/{pair} | grep 'bus bandwidth'
 kubectl uncordon {BEFORE} {NODE}
 ```"""

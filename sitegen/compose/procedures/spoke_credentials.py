@@ -9,8 +9,8 @@ from typing import Any
 from constructs.cluster_manager import NAME as ACCOUNT
 from sitegen.components.platform.argocd_manager import ArgocdManager
 from sitegen.compose.apps import VariantApps
-from sitegen.compose.procedures.book import Runbook
 from sitegen.model import ClusterLayout, paths
+from sitegen.tree.runbook import Runbook
 
 
 def spoke_credentials(

@@ -18,10 +18,10 @@ from constructs.secrets import (
 from sitegen.components.s3 import backup_target_folder
 from sitegen.compose.apps import VariantApps
 from sitegen.compose.procedures.aistor import s3_consumers
-from sitegen.compose.procedures.book import Runbook, key_line
 from sitegen.compose.procedures.issuing_ca import issuing_ca, written_here
 from sitegen.compose.procedures.second_target import second_consumers
 from sitegen.model import Site, VariantLayout, paths
+from sitegen.tree.runbook import Runbook, key_line
 
 
 def vault_setup(book: Runbook, apps: VariantApps, by_cluster: Mapping[str, list[dict[str, Any]]]) -> None:

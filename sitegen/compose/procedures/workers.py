@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import PurePosixPath
 
+from sitegen.components.gpu.gpu_health import GpuHealth
+from sitegen.components.gpu.gpu_operator import GpuOperator
 from sitegen.compose.apps import VariantApps
-from sitegen.compose.procedures.book import Runbook
-from sitegen.compose.procedures.burn_in import cordoned_at_join
 from sitegen.compose.procedures.control_plane import (
     KUBEADM_CONFIG,
     kubeadm_config,
@@ -15,10 +15,35 @@ from sitegen.compose.procedures.control_plane import (
     read_join_values,
     store_join_values,
 )
-from sitegen.compose.procedures.gpu_topology import checked_later
 from sitegen.model import ClusterLayout, PoolLayout, Site, paths
+from sitegen.tree.runbook import Runbook
 
 JOIN_TOKEN_TTL = "2h"  # per pool: a pool's hosts join in parallel, well within it
+
+
+def checked_later(pool: PoolLayout, cluster: ClusterLayout) -> str:
+    """The fabric preparation's pointer to the GPU Operator's topology check, for a pool with GPUs."""
+    if pool.hardware.gpu is None:
+        return ""
+    return (
+        f" The GPUs' place on the PCIe switches is checked once the GPU Operator's driver runs (step\n"
+        f"`{GpuOperator.topology_title(pool)}`, after `{cluster.name}-{GpuOperator.name}` is Healthy): no "
+        "driver exists before."
+    )
+
+
+def cordoned_at_join(pool: PoolLayout) -> str:
+    """What the join step of a GPU pool adds: its nodes cordoned until their burn-in."""
+    if pool.hardware.gpu is None:
+        return ""
+    return f"""
+From the admin host, keep the pool's nodes from any work until their burn-in passes (step
+`{GpuHealth.burn_in_title(pool)}`):
+
+```sh
+kubectl cordon {" ".join(h.name for h in pool.hosts)}
+```
+"""
 
 
 def join_token(description: str) -> str:

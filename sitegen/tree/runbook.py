@@ -1,7 +1,8 @@
-"""The runbook's grammar, written and read in one place: the procedures write it through `Runbook`
-(parts, numbered steps, a step that waits on an Application, the vault keys a step lists, `sh`
-blocks), and the bring-up simulation reads the same shapes back from the generated RUNBOOK.md
-(`runbook_steps`, `listed_keys`, `commands`): the document people follow is the one it replays."""
+"""The runbook's grammar, written and read in one place: the procedures and the components' own steps
+(`Component.operator_steps`) write it through `Runbook` (parts, numbered steps, a step that waits on an
+Application, the vault keys a step lists, `sh` blocks), and the bring-up simulation reads the same
+shapes back from the generated RUNBOOK.md (`runbook_steps`, `listed_keys`, `commands`): the document
+people follow is the one it replays."""
 
 from __future__ import annotations
 

@@ -1,0 +1,104 @@
+"""A component's RUNBOOK steps are declared in its own module (`Component.operator_steps`); the runbook's
+frame places each stage and numbers the steps, and the bring-up reads them back like any other step."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from constructs import Construct
+from sitegen.components.base import Layer, Project, RenderedComponent
+from sitegen.components.catalog import COMPONENTS
+from sitegen.components.context import ClusterContext, ClusterScope
+from sitegen.components.gpu.gpu_health import GpuHealth
+from sitegen.components.gpu.gpu_operator import GpuOperator
+from sitegen.components.networking.cilium import Cilium
+from sitegen.components.operator_steps import OperatorStep, Stage
+from sitegen.compose.apps import variant_apps
+from sitegen.compose.runbook import runbook
+from sitegen.model import resolve
+from sitegen.tree.runbook import runbook_steps
+
+DEMO = Project("demo", "test components")
+
+
+class FanCheck(RenderedComponent):
+    """A component of every cluster that asks for a check of the hosts' fans once it is synced, and
+    for two acceptance steps in a part of its own."""
+
+    name = "fan-check"
+    project = DEMO
+    layer = Layer.SERVICES
+    namespace = "fan-check"
+
+    def operator_steps(self, scope: ClusterScope) -> list[OperatorStep]:
+        cluster = scope.cluster.name
+        part = f"Fans on `{cluster}`"
+        return [
+            OperatorStep(Stage.ACCEPTANCE, f"Fans accepted on {cluster}", "accept the fans.", part=part),
+            OperatorStep(
+                Stage.HARDWARE_CHECKS, f"Fans of {cluster}", "check the fans.", after=f"{cluster}-fans"
+            ),
+            OperatorStep(Stage.ACCEPTANCE, f"Fans logged on {cluster}", "log the fans.", part=part),
+        ]
+
+    def render(self, scope: Construct, ctx: ClusterContext) -> None:
+        pass
+
+
+def _steps(site, variant: str, registry=COMPONENTS):
+    # no objects: the vault's keys and policies are not what these tests read
+    text = runbook(variant_apps(site, resolve(site, variant), registry), defaultdict(list))
+    return text, runbook_steps(text)
+
+
+def _gpu_pool(site):
+    return next(p for c in resolve(site, "two-cluster").clusters for p in c.pools if p.hardware.gpu)
+
+
+def test_a_new_components_steps_land_at_their_stages(site):
+    _, shipped = _steps(site, "two-cluster")
+    text, steps = _steps(site, "two-cluster", (*COMPONENTS, FanCheck))
+    titles = [s.title for s in steps]
+    assert [s.number for s in steps] == list(range(1, len(steps) + 1))  # numbered across the document
+    ours = {"Fans of ai", "Fans of aistor", "Fans accepted on ai", "Fans logged on ai"}
+    ours |= {"Fans accepted on aistor", "Fans logged on aistor"}
+    assert [t for t in titles if t not in ours] == [s.title for s in shipped]
+    # the checks once Argo CD syncs, cluster by cluster, each cluster's in sync order; then acceptance
+    # (on `ai` the fan check, a service, syncs before the GPU health checks, a tenant of the GPUs)
+    topology = titles.index(GpuOperator.topology_title(_gpu_pool(site)))
+    assert titles[topology : topology + 7] == [
+        GpuOperator.topology_title(_gpu_pool(site)),
+        "Fans of ai",
+        "Fans of aistor",
+        "Fans accepted on ai",
+        "Fans logged on ai",
+        GpuHealth.burn_in_title(_gpu_pool(site)),
+        "Fans accepted on aistor",
+    ]
+    by_title = {s.title: s for s in steps}
+    assert by_title["Fans of aistor"].after_app == "aistor-fans"
+    # a part is opened once for the steps that share it: its cluster is where their commands run
+    assert text.count("## Fans on `ai`") == text.count("## Fans on `aistor`") == 1
+    assert by_title["Fans logged on aistor"].cluster == "aistor"
+    assert by_title["Fans logged on ai"].cluster == "ai"
+
+
+def test_the_shipped_components_declare_their_steps(site):
+    _, steps = _steps(site, "two-cluster")
+    gpu = _gpu_pool(site)
+    cni = [s for s in steps if s.title == "Primary CNI: Cilium, rendered from its chart"]
+    assert [s.cluster for s in cni] == ["ai", "aistor"]  # the last step of each cluster's bring-up
+    (burn_in,) = [s for s in steps if s.title == GpuHealth.burn_in_title(gpu)]
+    assert burn_in.cluster == "ai" and burn_in.after_app == f"ai-{GpuHealth.name}"
+    (topology,) = [s for s in steps if s.title == GpuOperator.topology_title(gpu)]
+    assert topology.after_app == f"ai-{GpuOperator.name}"
+    assert "bash two-cluster/kubeadm/ai/fabric-topology-gpu.sh" in topology.body.replace("dist/", "")
+    one = next(ctx for ctx in variant_apps(site, resolve(site, "one-cluster")).contexts)
+    assert [s.stage for s in one.get(Cilium).operator_steps(one)] == [Stage.POD_NETWORK]
+
+
+def test_a_cluster_without_the_component_has_none_of_its_steps(site):
+    without = tuple(c for c in COMPONENTS if c is not GpuHealth)
+    text, steps = _steps(site, "two-cluster", without)
+    assert "GPU burn-in" not in "".join(s.title for s in steps)
+    assert "## GPU burn-in" not in text
