@@ -304,8 +304,9 @@ def test_directpv_discovers_every_storage_host_and_the_plugin_is_checked(site):
 
 
 def test_node_lists_use_the_ellipsis_only_for_one_numbered_run():
-    from sitegen.compose.runbook import directpv_nodes
+    from sitegen.components.storage.aistor_volumemanager import AIStorVolumeManager
 
+    directpv_nodes = AIStorVolumeManager.directpv_nodes
     assert directpv_nodes(["st01", "st02", "st03"]) == "st{01...03}"
     assert directpv_nodes(["st01", "st03"]) == "st01,st03"  # a gap: listed
     assert directpv_nodes(["a1", "b2"]) == "a1,b2"

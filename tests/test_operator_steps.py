@@ -13,6 +13,7 @@ from sitegen.components.gpu.gpu_health import GpuHealth
 from sitegen.components.gpu.gpu_operator import GpuOperator
 from sitegen.components.networking.cilium import Cilium
 from sitegen.components.operator_steps import OperatorStep, Stage
+from sitegen.components.storage.aistor_volumemanager import AIStorVolumeManager
 from sitegen.compose.apps import variant_apps
 from sitegen.compose.runbook import runbook
 from sitegen.model import resolve
@@ -93,6 +94,9 @@ def test_the_shipped_components_declare_their_steps(site):
     (topology,) = [s for s in steps if s.title == GpuOperator.topology_title(gpu)]
     assert topology.after_app == f"ai-{GpuOperator.name}"
     assert "bash two-cluster/kubeadm/ai/fabric-topology-gpu.sh" in topology.body.replace("dist/", "")
+    (drives,) = [s for s in steps if s.title == "AIStor drives"]  # in the frame's part of the store
+    assert drives.cluster == "aistor" and drives.after_app == f"aistor-{AIStorVolumeManager.name}"
+    assert "kubectl directpv discover --nodes 'st{01...30}'" in drives.body
     one = next(ctx for ctx in variant_apps(site, resolve(site, "one-cluster")).contexts)
     assert [s.stage for s in one.get(Cilium).operator_steps(one)] == [Stage.POD_NETWORK]
 

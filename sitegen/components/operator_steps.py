@@ -14,6 +14,7 @@ class Stage(Enum):
     POD_NETWORK = "the last step of each cluster's bring-up: nothing starts a pod before it"
     HARDWARE_CHECKS = "once Argo CD syncs: checks of the hosts that need a component's software"
     ACCEPTANCE = "then: nodes taken into service once they passed their checks"
+    STORAGE = "then, in the object store's part: what its storage needs by hand"
 
 
 @dataclass(frozen=True)

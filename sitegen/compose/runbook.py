@@ -14,7 +14,7 @@ from typing import Any
 from sitegen.components.operator_steps import Stage
 from sitegen.compose.apps import VariantApps
 from sitegen.compose.day2 import day2
-from sitegen.compose.procedures.aistor import aistor, directpv_nodes, s3_consumers
+from sitegen.compose.procedures.aistor import aistor, s3_consumers
 from sitegen.compose.procedures.argo_cd import argo_cd
 from sitegen.compose.procedures.before_you_start import before_you_start
 from sitegen.compose.procedures.cluster import cluster_bring_up
@@ -28,7 +28,7 @@ from sitegen.compose.procedures.vault import vault_setup
 from sitegen.tree.runbook import Runbook
 
 # imported from here by the variant's composition and the tests
-__all__ = ["directpv_nodes", "runbook", "s3_consumers"]
+__all__ = ["runbook", "s3_consumers"]
 
 
 def runbook(apps: VariantApps, by_cluster: Mapping[str, list[dict[str, Any]]]) -> str:

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 from constructs import Construct
 from constructs.aistor import OBJECT_STORE, ObjectStore, license_secret
+from constructs.argocd import application_name
 from constructs.s3_front_doors import S3FrontDoors, front_door_addresses
 from constructs.site_watches import ErasureWatch, Watch
 from sitegen.components.base import Layer, NamespaceSecurity, RenderedComponent, State, VaultSecretSpec
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.flows import Flow
+from sitegen.components.operator_steps import OperatorStep, Stage
 from sitegen.components.platform.secret_store import SecretStore
 from sitegen.components.s3 import S3Endpoint
 from sitegen.components.storage import PROJECT
@@ -110,6 +112,35 @@ class AIStor(RenderedComponent):
     @classmethod
     def applies(cls, scope: ClusterScope) -> bool:
         return scope.site.storage.aistor.pool in scope.pool_names
+
+    def operator_steps(self, scope: ClusterScope) -> list[OperatorStep]:
+        """Its pool's drives handed to the volume manager, an imperative step of DirectPV's."""
+        cluster, tier = scope.cluster, scope.site.storage.aistor
+        chart = scope.site.versions.charts[AIStorVolumeManager.chart]
+        nodes = AIStorVolumeManager.directpv_nodes([h.name for h in cluster.pool(tier.pool).hosts])
+        return [
+            OperatorStep(
+                Stage.STORAGE,
+                "AIStor drives",
+                f"""
+hand the {tier.pool} pool's NVMe drives to it (an
+imperative step of the volume manager); the ObjectStore's volume claims bind to them, and until then
+`{application_name(cluster.name, self.name)}` stays Progressing and the root waits. The `kubectl directpv` plugin is the binary MinIO
+publishes for the DirectPV release that chart {chart.chart} {chart.version} deploys (AIStor's
+DirectPV docs, CLI Reference: Install), on the admin host's PATH as `kubectl-directpv`; its version
+must be the node servers' image tag:
+
+```sh
+kubectl directpv --version
+kubectl -n directpv get daemonset node-server -o jsonpath='{{.spec.template.spec.containers[*].image}}'
+kubectl directpv discover --nodes '{nodes}'
+# review drives.yaml: every drive listed is erased
+kubectl directpv init drives.yaml --dangerous
+```
+""",
+                after=application_name(cluster.name, AIStorVolumeManager.name),
+            )
+        ]
 
     def watches(self, scope: ClusterScope) -> list[Watch]:
         return [ErasureWatch(scope.site.aistor_layout().parity)]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 
 from sitegen.components.base import (
@@ -76,6 +77,25 @@ class AIStorVolumeManager(ChartComponent):
     after = (Cilium, Namespaces)
     namespace = "directpv"  # the chart's, whatever the release namespace
     security = NamespaceSecurity("privileged", "the CSI node server formats and mounts the AIStor drives")
+
+    @staticmethod
+    def directpv_nodes(names: list[str]) -> str:
+        """Host names in DirectPV's ellipsis notation (`st{01...30}`) where they are one numbered run,
+        else listed (the plugin's --nodes takes either)."""
+        parts = [re.fullmatch(r"(.*?)(\d+)", n) for n in names]
+        if names and all(parts):
+            prefixes = {m.group(1) for m in parts}
+            widths = {len(m.group(2)) for m in parts}
+            numbers = [int(m.group(2)) for m in parts]
+            if (
+                len(prefixes) == 1
+                and len(widths) == 1
+                and numbers == list(range(numbers[0], numbers[0] + len(names)))
+            ):
+                (prefix,), (width,) = prefixes, widths
+                if len(names) > 1:
+                    return f"{prefix}{{{numbers[0]:0{width}d}...{numbers[-1]:0{width}d}}}"
+        return ",".join(names)
 
     @classmethod
     def applies(cls, scope: ClusterScope) -> bool:

@@ -3,15 +3,14 @@ and a key of its own for each S3 consumer."""
 
 from __future__ import annotations
 
-import re
-
 from constructs.aistor import OBJECT_STORE
 from constructs.aistor import root_key as aistor_root_key
 from constructs.argocd import application_name
+from sitegen.components.operator_steps import Stage
 from sitegen.components.s3 import BucketRules, S3Access
 from sitegen.components.storage.aistor import AIStor
-from sitegen.components.storage.aistor_volumemanager import AIStorVolumeManager
 from sitegen.compose.apps import VariantApps
+from sitegen.compose.procedures.component_steps import component_steps
 from sitegen.model import ClusterLayout, Site, paths
 from sitegen.tree.runbook import Runbook
 
@@ -27,54 +26,10 @@ def aistor(book: Runbook, apps: VariantApps) -> None:
     if cluster is None:
         return
     book.part(f"AIStor on `{cluster.name}`")
-    _drives(book, apps, cluster)
+    component_steps(book, apps, Stage.STORAGE, [cluster])
     consumers = s3_consumers(apps)
     if consumers:
         _buckets_and_keys(book, apps, cluster, consumers)
-
-
-def directpv_nodes(names: list[str]) -> str:
-    """Host names in DirectPV's ellipsis notation (`st{01...30}`) where they are one numbered run,
-    else listed (the plugin's --nodes takes either)."""
-    parts = [re.fullmatch(r"(.*?)(\d+)", n) for n in names]
-    if names and all(parts):
-        prefixes = {m.group(1) for m in parts}
-        widths = {len(m.group(2)) for m in parts}
-        numbers = [int(m.group(2)) for m in parts]
-        if (
-            len(prefixes) == 1
-            and len(widths) == 1
-            and numbers == list(range(numbers[0], numbers[0] + len(names)))
-        ):
-            (prefix,), (width,) = prefixes, widths
-            if len(names) > 1:
-                return f"{prefix}{{{numbers[0]:0{width}d}...{numbers[-1]:0{width}d}}}"
-    return ",".join(names)
-
-
-def _drives(book: Runbook, apps: VariantApps, cluster: ClusterLayout) -> None:
-    aistor = apps.site.storage.aistor
-    volume_chart = apps.site.versions.charts[AIStorVolumeManager.chart]
-    book.step(
-        "AIStor drives",
-        f"""
-hand the {aistor.pool} pool's NVMe drives to it (an
-imperative step of the volume manager); the ObjectStore's volume claims bind to them, and until then
-`{cluster.name}-{AIStor.name}` stays Progressing and the root waits. The `kubectl directpv` plugin is the binary MinIO
-publishes for the DirectPV release that chart {volume_chart.chart} {volume_chart.version} deploys (AIStor's
-DirectPV docs, CLI Reference: Install), on the admin host's PATH as `kubectl-directpv`; its version
-must be the node servers' image tag:
-
-```sh
-kubectl directpv --version
-kubectl -n directpv get daemonset node-server -o jsonpath='{{.spec.template.spec.containers[*].image}}'
-kubectl directpv discover --nodes '{directpv_nodes([h.name for h in cluster.pool(aistor.pool).hosts])}'
-# review drives.yaml: every drive listed is erased
-kubectl directpv init drives.yaml --dangerous
-```
-""",
-        after=application_name(cluster.name, AIStorVolumeManager.name),
-    )
 
 
 def _buckets_and_keys(
