@@ -12,7 +12,7 @@ import yaml
 from sitegen.check.bringup import database_day2
 from sitegen.check.bringup.events import Stop
 from sitegen.check.bringup.operators import CNPG_CLUSTER
-from sitegen.compose.procedures.databases import title
+from sitegen.components.storage.database import PostgresDatabase
 
 from .bringup_cases import ONE, TWO, installed, with_runbook_edited
 from .conftest import DIST, edit_yaml, invoke_sitegen, validate
@@ -122,7 +122,7 @@ def test_the_section_must_delete_every_claim_of_the_lost_instance(up, line, left
     replacement = "" if line.endswith("\n") else "harbor-db-<n> --wait=false"
 
     def edit(text: str) -> str:
-        start = text.index(f"### {title('harbor-db', 'ai')}")
+        start = text.index(f"### {PostgresDatabase.lost_node_title('harbor-db', 'ai')}")
         end = text.index("\n### ", start + 1)
         assert line in text[start:end]
         return text[:start] + text[start:end].replace(line, replacement) + text[end:]

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+import pytest
+
 from constructs import Construct
 from sitegen.components.base import Layer, Project, RenderedComponent
 from sitegen.components.catalog import COMPONENTS
@@ -14,7 +16,8 @@ from sitegen.components.gpu.gpu_operator import GpuOperator
 from sitegen.components.networking.cilium import Cilium
 from sitegen.components.operator_steps import OperatorStep, Stage
 from sitegen.components.storage.aistor_volumemanager import AIStorVolumeManager
-from sitegen.compose.apps import variant_apps
+from sitegen.components.storage.database import PostgresDatabase
+from sitegen.compose.apps import CompositionError, variant_apps
 from sitegen.compose.runbook import runbook
 from sitegen.model import resolve
 from sitegen.tree.runbook import runbook_steps
@@ -106,3 +109,41 @@ def test_a_cluster_without_the_component_has_none_of_its_steps(site):
     text, steps = _steps(site, "two-cluster", without)
     assert "GPU burn-in" not in "".join(s.title for s in steps)
     assert "## GPU burn-in" not in text
+
+
+class FanRunbook(FanCheck):
+    """The fan check with a Day 2 section of its own."""
+
+    name = "fan-runbook"
+    namespace = "fan-runbook"
+
+    def operator_steps(self, scope: ClusterScope) -> list[OperatorStep]:
+        return [OperatorStep(Stage.DAY_2, f"A fan lost on `{scope.cluster.name}`", "\nreplace the fan.\n")]
+
+
+def test_a_new_components_day_2_section_follows_the_site_wide_ones(site):
+    text, _ = _steps(site, "one-cluster", (*COMPONENTS, FanRunbook))
+    day2 = text[text.index("## Day 2") :]
+    assert "### A fan lost on `ai`\n\nreplace the fan.\n" in day2
+    # after the site-wide sections; the databases' (in sync order, services) around it
+    assert day2.index("### After losing AIStor") < day2.index("### A fan lost on `ai`")
+    shipped, _ = _steps(site, "one-cluster")
+    assert text.replace("### A fan lost on `ai`\n\nreplace the fan.\n\n", "") == shipped
+
+
+def test_a_day_2_section_that_waits_on_an_app_is_refused(site):
+    class Waiting(FanRunbook):
+        def operator_steps(self, scope: ClusterScope) -> list[OperatorStep]:
+            return [OperatorStep(Stage.DAY_2, "Fans", "wait.", after="ai-fans")]
+
+    with pytest.raises(CompositionError, match="Fans: a section of Day 2 has no `after` or `part`"):
+        _steps(site, "one-cluster", (*COMPONENTS, Waiting))
+
+
+def test_the_databases_declare_their_day_2_sections(site):
+    text, _ = _steps(site, "two-cluster")
+    for database in ("grafana-db", "harbor-db"):
+        lost = text.index(f"### {PostgresDatabase.lost_node_title(database, 'ai')}\n")
+        restore = text.index(f"### {PostgresDatabase.restore_title(database, 'ai')}\n")
+        assert text.index("## Day 2") < lost < restore
+        assert f"delete pvc {database}-{PostgresDatabase.instance_placeholder} " in text[lost:restore]

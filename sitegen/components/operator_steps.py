@@ -15,13 +15,15 @@ class Stage(Enum):
     HARDWARE_CHECKS = "once Argo CD syncs: checks of the hosts that need a component's software"
     ACCEPTANCE = "then: nodes taken into service once they passed their checks"
     STORAGE = "then, in the object store's part: what its storage needs by hand"
+    DAY_2 = "a section of Day 2, after the site-wide ones: what to do when it fails, how to restore it"
 
 
 @dataclass(frozen=True)
 class OperatorStep:
     """A numbered step. With `after`, it runs once that Application is Healthy; with `part`, it opens
     that part of the runbook (whose first name in backticks is the cluster its commands run against)
-    unless the step before it did."""
+    unless the step before it did. At `Stage.DAY_2` a section of its own, unnumbered, in the part of
+    Day 2 (neither `after` nor `part`: it is read when needed, not run in order)."""
 
     stage: Stage
     title: str

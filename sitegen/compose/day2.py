@@ -13,10 +13,9 @@ from constructs.aistor import OBJECT_STORE
 from constructs.gpu_workload import BATCH_LABEL
 from constructs.kubeadm import PATCHES_DIR
 from sitegen.components.platform_nodes.etcd_backup import EtcdBackup
-from sitegen.components.storage.database import PostgresDatabase
 from sitegen.compose.apps import VariantApps
 from sitegen.compose.ownership import KEEP_ON_DELETE, SYNC_OPTIONS
-from sitegen.compose.procedures.databases import database_sections
+from sitegen.compose.procedures.component_steps import day2_sections
 from sitegen.compose.procedures.replacement import replacements
 from sitegen.compose.procedures.second_target import after_losing_aistor, restore_drill
 from sitegen.model import ClusterLayout, PoolLayout, paths
@@ -79,12 +78,7 @@ def day2(apps: VariantApps) -> str:
     out.append(_velero(apps))
     out.append(restore_drill(apps))
     out.append(after_losing_aistor(apps))
-    out += [
-        database_sections(apps, ctx.cluster, type(c))
-        for ctx in apps.contexts
-        for c in ctx.components
-        if isinstance(c, PostgresDatabase)
-    ]
+    out += day2_sections(apps)
     return "\n".join(out)
 
 

@@ -42,7 +42,7 @@ from sitegen.check.bringup.events import Event
 from sitegen.check.bringup.kube import NOT_READY, Node
 from sitegen.check.bringup.objects import Workload
 from sitegen.check.bringup.operators import CNPG_CLUSTER
-from sitegen.compose.procedures.databases import INSTANCE, title
+from sitegen.components.storage.database import PostgresDatabase
 from sitegen.tree.fields import dig
 from sitegen.tree.runbook import commands
 
@@ -175,8 +175,8 @@ def _replay(sim: Simulation, cluster: Cluster, w: Workload, instance: int, node:
     deleted and its pod deleted or gone; then the operator clones a new instance elsewhere."""
     t = w.template
     text = (
-        rebuild._section(sim, title(t.name, cluster.name))
-        .replace(INSTANCE, str(instance))
+        rebuild._section(sim, PostgresDatabase.lost_node_title(t.name, cluster.name))
+        .replace(PostgresDatabase.instance_placeholder, str(instance))
         .replace("<node>", node)
     )
     pod = f"{t.name}-{instance}"
@@ -200,7 +200,7 @@ def _replay(sim: Simulation, cluster: Cluster, w: Workload, instance: int, node:
         raise sim.state.blocked(
             cluster.name,
             "RUNBOOK.md",
-            f"{title(t.name, cluster.name)}: {', '.join(left)} stay, so {pod} waits for {node} for good "
+            f"{PostgresDatabase.lost_node_title(t.name, cluster.name)}: {', '.join(left)} stay, so {pod} waits for {node} for good "
             "(its volumes are on it)",
         )
     w.stranded_on = None  # the operator clones a new instance from the primary where the anti-affinity allows
