@@ -11,6 +11,8 @@ from constructs.objects import PARTIAL_OBJECT, SKIP_DRY_RUN, api_object
 from constructs.secrets import VaultSecret
 from sitegen.model import Certificates, Placement
 
+HTTPS_PORT = 443  # the Gateway's listeners of the front ends (port 80 only redirects to it)
+
 GATEWAY_API = "gateway.networking.k8s.io/v1"
 ISSUER = "site"
 # A certificate of the site's CA: a new ECDSA key at every renewal
@@ -249,7 +251,7 @@ def _listeners(gateway: str, routes: list[Route]) -> list[dict[str, Any]]:
             {
                 "name": f"https-{route.name}",
                 "protocol": "HTTPS",
-                "port": 443,
+                "port": HTTPS_PORT,
                 "hostname": route.hostname,
                 "tls": {
                     "mode": "Terminate",

@@ -26,6 +26,7 @@ class Peer:
     namespace: str = ""  # a namespace, or EVERY_NAMESPACE
     entity: str = ""  # a key of ENTITIES
     names: tuple[str, ...] = ()  # of the world: these DNS names only (a `*` makes a pattern)
+    cidrs: tuple[str, ...] = ()  # of the world: these addresses only (another cluster's service)
 
 
 def _fqdns(names: tuple[str, ...]) -> list[dict[str, str]]:
@@ -51,6 +52,8 @@ def _rules(peers: Mapping[Peer, set[int]], endpoints: str, entities: str) -> lis
     for peer in sorted(peers):
         if peer.names:
             rules.append({"toFQDNs": _fqdns(peer.names), **_ports(peers[peer])})
+        elif peer.cidrs:  # toCIDR, fromCIDR: addresses outside the cluster
+            rules.append({endpoints.replace("Endpoints", "CIDR"): list(peer.cidrs), **_ports(peers[peer])})
         elif peer.entity:
             rules.append({entities: ENTITIES[peer.entity], **_ports(peers[peer])})
         else:

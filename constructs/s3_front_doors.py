@@ -19,6 +19,7 @@ from constructs.objects import api_object
 FRONT_LABEL = "sitegen.io/s3-front"  # on each front door's Service: the host it enters on
 STORE_LABEL = "sitegen.io/s3-store"  # on the store's pods: what the front doors select
 S3_PORT = 9000  # the AIStor server's S3 port (TLS with the operator's certificate)
+FRONT_PORT = 443  # each front door's: what clients of other clusters and hosts connect to
 HOSTNAME = "kubernetes.io/hostname"
 
 
@@ -60,7 +61,7 @@ class S3FrontDoors(Construct):
                     "type": "LoadBalancer",
                     "externalTrafficPolicy": "Local",  # served on the host that announces it
                     "selector": {STORE_LABEL: store},
-                    "ports": [{"name": "https-s3", "port": 443, "targetPort": S3_PORT, "protocol": "TCP"}],
+                    "ports": [{"name": "https-s3", "port": FRONT_PORT, "targetPort": S3_PORT, "protocol": "TCP"}],
                 },
             )  # fmt: skip
             neighbour = hosts[(i + 1) % len(hosts)]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, StringConstraints
+from pydantic import BaseModel, ConfigDict, IPvAnyNetwork, StringConstraints
 
 
 class _Doc(BaseModel):
@@ -142,12 +142,14 @@ Entity = Literal[
 class IngressRule(_Doc):
     fromEndpoints: list[EndpointSelector] | None = None
     fromEntities: list[Entity] | None = None
+    fromCIDR: list[IPvAnyNetwork] | None = None  # `format: cidr`
     toPorts: list[PortRule] | None = None
 
 
 class EgressRule(_Doc):
     toEndpoints: list[EndpointSelector] | None = None
     toEntities: list[Entity] | None = None
+    toCIDR: list[IPvAnyNetwork] | None = None  # `format: cidr`
     toFQDNs: list[FQDNSelector] | None = None
     toPorts: list[PortRule] | None = None
 

@@ -1,5 +1,5 @@
 """What the rendered network policies of one cluster allow: the slice of Cilium's semantics the site's
-policies use (namespace selectors, entities, TCP ports). A connection is allowed when the source's
+policies use (namespace selectors, entities, DNS names, addresses of the world, TCP ports). A connection is allowed when the source's
 policy lets it out and the destination's lets it in; a namespace without policy lets everything."""
 
 from __future__ import annotations
@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from ipaddress import ip_address, ip_network
 from typing import Any
 
 from constructs.network_policy import DEFAULT_DENY, ENTITIES, NAMESPACE_KEY
@@ -17,14 +18,21 @@ from sitegen.tree.fields import dig
 @dataclass(frozen=True)
 class End:
     """One end of a connection: a namespace's pods, or an entity (world, kube-apiserver, nodes); of the
-    world, an address of a DNS name, or (no name) any address."""
+    world, an address of a DNS name, a given address, or (neither) any address."""
 
     namespace: str = ""
     entity: str = ""
     name: str = ""
+    address: str = ""
 
     def __str__(self) -> str:
-        return self.namespace or (f"{self.entity} {self.name}" if self.name else self.entity)
+        return self.namespace or " ".join(p for p in (self.entity, self.name, self.address) if p)
+
+
+def _in_cidrs(cidrs: Iterable[str], address: str) -> bool:
+    """Whether a toCIDR list covers an address (a rule of addresses selects only the world's: Cilium's
+    default policy-cidr-match-mode leaves pods and nodes out)."""
+    return bool(address) and any(ip_address(address) in ip_network(c) for c in cidrs)
 
 
 def fqdn_matches(selector: Mapping[str, Any], name: str) -> bool:
@@ -95,6 +103,8 @@ class PolicyView:
                 return _port_ok(rule, port)
             names = rule.get("toFQDNs") or []
             if target.name and any(fqdn_matches(s, target.name) for s in names) and _port_ok(rule, port):
+                return True
+            if _in_cidrs(rule.get("toCIDR") or [], target.address) and _port_ok(rule, port):
                 return True
             if any(_selects(s, source.namespace, target) for s in rule.get("toEndpoints") or []) and _port_ok(
                 rule, port

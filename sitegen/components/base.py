@@ -30,7 +30,7 @@ from sitegen.model import Placement
 
 if TYPE_CHECKING:
     from sitegen.components.context import ClusterContext, ClusterScope
-    from sitegen.components.flows import Flow
+    from sitegen.components.flows import Flow, RemoteAccess
     from sitegen.components.privilege import Reviewed
     from sitegen.components.s3 import S3Access
     from sitegen.components.values import Values
@@ -284,6 +284,11 @@ class Component:
         """What the hub's site alerts watch of it (its scheduled backups, its database, its node guard):
         the hub gathers every cluster's, one alert per concern counted by cluster."""
         return []
+
+    def remote_access(self, scope: ClusterScope) -> RemoteAccess | None:
+        """How the pods of the variant's other clusters reach it (its addresses and ports in `scope`'s
+        cluster), for their flows to it; None: they cannot."""
+        return None
 
     def operator_steps(self, scope: ClusterScope) -> list[OperatorStep]:
         """The RUNBOOK steps its cluster's bring-up asks of the operator for it, each at its stage."""

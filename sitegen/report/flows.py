@@ -38,6 +38,7 @@ def _side(rules: list[dict[str, Any]], endpoints: str, entities: str) -> list[st
         suffix = _ports(rule)
         peers += [_peer(s) + suffix for s in rule.get(endpoints) or []]
         peers += [e + suffix for e in rule.get(entities) or []]
+        peers += [c + suffix for c in rule.get(endpoints.replace("Endpoints", "CIDR")) or []]
         peers += [
             (s.get("matchName") or s.get("matchPattern", "")) + suffix for s in rule.get("toFQDNs") or []
         ]

@@ -4,10 +4,12 @@ allowed (each component's Flow declarations, evaluated against the rendered poli
 from __future__ import annotations
 
 from collections.abc import Iterator
+from ipaddress import ip_network
 
 from constructs.network_policy import EVERY_NAMESPACE
 from sitegen.check.netpol import End, PolicyView
 from sitegen.check.rules.base import Context, Violation, rule
+from sitegen.components.flows import WORLD
 from sitegen.components.networking.network_policies import NetworkPolicies
 from sitegen.compose.apps import variant_apps
 from sitegen.tree.documents import Document
@@ -59,10 +61,11 @@ def _declared_flows(ctx: Context) -> Iterator[Violation]:
             for namespace, flows in sorted(declared.items()):
                 for peer, ports in sorted(flows.egress.items()):
                     targets = namespaces if peer.namespace == EVERY_NAMESPACE else [peer.namespace or ""]
-                    ends = [End(entity=peer.entity, name=_covered(n)) for n in peer.names] or [
-                        End(entity=peer.entity) if peer.entity else End(namespace=target)
-                        for target in targets
-                    ]
+                    ends = (
+                        [End(entity=peer.entity, name=_covered(n)) for n in peer.names]
+                        or [End(entity=WORLD, address=str(ip_network(c)[0])) for c in peer.cidrs]
+                        or [End(entity=peer.entity) if peer.entity else End(namespace=t) for t in targets]
+                    )
                     for end in ends:
                         for port in sorted(ports) or [None]:
                             if not view.allows(End(namespace=namespace), end, port):

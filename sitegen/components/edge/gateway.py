@@ -6,13 +6,13 @@ listener for every web front end a component of the cluster declares (`Component
 from __future__ import annotations
 
 from constructs import Construct
-from constructs.edge import Route, SiteGateway, SiteIssuer, SiteRoutes
+from constructs.edge import HTTPS_PORT, Route, SiteGateway, SiteIssuer, SiteRoutes
 from sitegen.components.base import Component, Layer, RenderedComponent
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.edge import PROJECT
 from sitegen.components.edge.cert_manager import CertManager
 from sitegen.components.edge.envoy_gateway import EnvoyGateway
-from sitegen.components.flows import Flow
+from sitegen.components.flows import Flow, RemoteAccess
 from sitegen.components.networking.cilium_lb import CiliumLb
 from sitegen.components.platform.secret_store import SecretStore
 
@@ -45,6 +45,9 @@ class Gateway(RenderedComponent):
     @classmethod
     def applies(cls, scope: ClusterScope) -> bool:
         return scope.is_hub
+
+    def remote_access(self, scope: ClusterScope) -> RemoteAccess | None:
+        return RemoteAccess((f"{scope.site.services.gateway.address}/32",), (HTTPS_PORT,))
 
     def render(self, scope: Construct, ctx: ClusterContext) -> None:
         SiteIssuer(

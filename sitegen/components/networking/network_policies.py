@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from constructs import Construct
 from constructs.network_policy import NamespacePolicy, Peer
 from constructs.objects import WEBHOOK_KINDS
-from sitegen.components.base import Layer, RenderedComponent
-from sitegen.components.context import ClusterContext
+from sitegen.components.base import Component, Layer, RenderedComponent
+from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.flows import EVERY_NAMESPACE, NODES, WORLD, Flow
 from sitegen.components.networking import PROJECT
 from sitegen.components.networking.cilium import Cilium
@@ -41,15 +41,25 @@ class NamespaceFlows:
             side.setdefault(peer, set()).update(ports)
 
 
-def _peer(ctx: ClusterContext, flow: Flow) -> Peer:
+def _target(ctx: ClusterContext, flow: Flow) -> tuple[Peer, tuple[int, ...]] | None:
+    """Where a flow goes and on which ports; None for a component the variant does not run."""
     if isinstance(flow.to, str):
         if flow.to in (WORLD, NODES):
-            return Peer(entity=flow.to, names=flow.names)
-        if flow.to == EVERY_NAMESPACE:
-            return Peer(namespace=EVERY_NAMESPACE)
-        return Peer(namespace=flow.to)
+            return Peer(entity=flow.to, names=flow.names), flow.ports
+        return Peer(namespace=flow.to), flow.ports  # a namespace, or EVERY_NAMESPACE
     target = ctx.find(flow.to)
-    return Peer(namespace=target.namespace) if target is not None else Peer(entity=WORLD)
+    if target is not None:
+        return Peer(namespace=target.namespace), flow.ports
+    for cluster in ctx.variant.clusters:  # another cluster's: its addresses there, never the world
+        remote = next(
+            (c for c in ctx.variant_components.get(cluster.name, ()) if isinstance(c, flow.to)), None
+        )
+        if isinstance(remote, Component):
+            access = remote.remote_access(ClusterScope(ctx.site, ctx.variant, cluster))
+            if access is None:
+                raise ValueError(f"{remote.name} of {cluster.name} declares no remote_access: {flow.why}")
+            return Peer(cidrs=access.cidrs), access.ports
+    return None
 
 
 def _webhook_backends(doc: dict) -> list[str]:
@@ -88,14 +98,17 @@ class NetworkPolicies(RenderedComponent):
                 own.add(own.ingress, Peer(entity=WORLD), ())
                 own.add(own.ingress, Peer(entity=NODES), ())
             for flow in component.flows(ctx):
-                peer = _peer(ctx, flow)
-                own.add(own.egress, peer, flow.ports)
+                found = _target(ctx, flow)
+                if found is None:
+                    continue
+                peer, ports = found
+                own.add(own.egress, peer, ports)
                 source = Peer(namespace=component.namespace)
                 if peer.namespace == EVERY_NAMESPACE:
                     for other in flows.values():
-                        other.add(other.ingress, source, flow.ports)
+                        other.add(other.ingress, source, ports)
                 elif peer.namespace in flows and peer.namespace != component.namespace:
-                    flows[peer.namespace].add(flows[peer.namespace].ingress, source, flow.ports)
+                    flows[peer.namespace].add(flows[peer.namespace].ingress, source, ports)
         for docs in (rendered or {}).values():
             for doc in docs:
                 for namespace in _webhook_backends(doc):

@@ -8,14 +8,16 @@ CA each consumer gets from the vault (`aistor/ca`) as the Secret `aistor-ca`.
 
 from __future__ import annotations
 
+from ipaddress import summarize_address_range
+
 from constructs import Construct
 from constructs.aistor import OBJECT_STORE, ObjectStore, license_secret
 from constructs.argocd import application_name
-from constructs.s3_front_doors import S3FrontDoors, front_door_addresses
+from constructs.s3_front_doors import FRONT_PORT, S3FrontDoors, front_door_addresses
 from constructs.site_watches import ErasureWatch, Watch
 from sitegen.components.base import Layer, NamespaceSecurity, RenderedComponent, State, VaultSecretSpec
 from sitegen.components.context import ClusterContext, ClusterScope
-from sitegen.components.flows import Flow
+from sitegen.components.flows import Flow, RemoteAccess
 from sitegen.components.operator_steps import OperatorStep, Stage
 from sitegen.components.platform.secret_store import SecretStore
 from sitegen.components.s3 import S3Endpoint
@@ -112,6 +114,15 @@ class AIStor(RenderedComponent):
     @classmethod
     def applies(cls, scope: ClusterScope) -> bool:
         return scope.site.storage.aistor.pool in scope.pool_names
+
+    def remote_access(self, scope: ClusterScope) -> RemoteAccess | None:
+        # its front doors: an address per storage host, a run at the top of the load-balancer range
+        hosts = self.front_door_hosts(scope)
+        if not hosts:
+            return None
+        addresses = front_door_addresses(scope.cluster.spec.load_balancer_cidr, hosts).values()
+        blocks = summarize_address_range(min(addresses), max(addresses))
+        return RemoteAccess(tuple(str(b) for b in blocks), (FRONT_PORT,))
 
     def operator_steps(self, scope: ClusterScope) -> list[OperatorStep]:
         """Its pool's drives handed to the volume manager, an imperative step of DirectPV's."""
