@@ -14,6 +14,7 @@ from constructs.secrets import VaultSecret
 from sitegen.model import PowerScale
 
 PROVISIONER = "csi-isilon.dellemc.com"
+ONEFS_API_PORT = 8080  # the OneFS Platform API's HTTPS port: the driver's `endpointPort`
 
 
 def class_name(use: str) -> str:
@@ -33,7 +34,7 @@ class PowerScaleAccess(Construct):
             '    username: "{{ .username }}"\n'
             '    password: "{{ .password }}"\n'
             f"    endpoint: {powerscale.endpoint}\n"
-            "    endpointPort: 8080\n"
+            f"    endpointPort: {ONEFS_API_PORT}\n"
             "    isDefault: true\n"
             "    skipCertificateValidation: false\n"
             f"    isiPath: {powerscale.base_path}\n"

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
+from urllib.parse import urlsplit
 
-from constructs.powerscale import PROVISIONER
+from constructs.powerscale import ONEFS_API_PORT, PROVISIONER
 from sitegen.components.base import (
     ChartAgents,
     ChartComponent,
@@ -76,7 +78,10 @@ class CsiIsilon(ChartComponent):
     security = NamespaceSecurity("baseline", "the CSI controller (the node plugin: isilon-node)")
 
     def flows(self, ctx: ClusterContext) -> list[Flow]:
-        return [Flow(WORLD, (), "PowerScale's API (the controller provisions exports)")]
+        # the API's host by name where config names it (Cilium learns its addresses from DNS)
+        host = urlsplit(ctx.site.storage.powerscale.endpoint).hostname or ""
+        names = () if re.fullmatch(r"[\d.]+|.*:.*", host) else (host,)
+        return [Flow(WORLD, (ONEFS_API_PORT,), "PowerScale's API (the controller provisions exports)", names)]
 
     @classmethod
     def applies(cls, scope: ClusterScope) -> bool:
