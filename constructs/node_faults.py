@@ -1,7 +1,8 @@
 """What takes a GPU node out of service at once: a fatal Xid, a failed row remap, an NDR link down.
 
 One PromQL expression each, read by the site's alerts (constructs/site_alerts.py) and by the GPU node
-guard that cordons (constructs/gpu_node_guard.py): series per GPU (DCGM's, `Hostname`) or per port.
+guard that cordons (constructs/gpu_node_guard.py): series per GPU (DCGM's) or per port, each with the
+`node` its scrape target runs on (NODE_LABEL).
 """
 
 from __future__ import annotations
@@ -10,6 +11,10 @@ from dataclasses import dataclass
 
 # The pool label node-level series carry: added by the node-exporter ServiceMonitor's relabelling.
 POOL_LABEL = "pool"
+# The node of a series, from its scrape target's pod (`__meta_kubernetes_pod_node_name`): never the
+# exporter's own host label, which dcgm-exporter 4.6.0-4.8.3 renamed from `Hostname` to `hostname`
+# (NVIDIA/dcgm-exporter#655) and a future one may rename again.
+NODE_LABEL = "node"
 # Xid codes that mean a GPU needs draining or a reset, not a retry: 48 double-bit ECC, 64 a row remap
 # that failed, 74 NVLink, 79 fallen off the bus, 94/95 contained/uncontained ECC, 119/120 GSP. Not 63
 # (a row marked for remapping at the next reset): NVIDIA's memory error management guide says
@@ -64,7 +69,7 @@ def cordon_conditions(fabric_pools: tuple[FabricPool, ...]) -> dict[str, str]:
     """By reason (a label value), the PromQL of the nodes to cordon: one series per node, labelled
     `node` (and `cluster` where the hub sees a spoke's). A link counts once it has not been up at all for two minutes, the alert's `for` (a flap
     does not); an Xid or a row-remap failure counts at once, as its alert does."""
-    gpu = 'count by (cluster, node) (label_replace({}, "node", "$1", "Hostname", "(.+)"))'
+    gpu = f"count by (cluster, {NODE_LABEL}) ({{}})"
     # the guard takes them in name order: a GPU fault (certainly the node's) before a link (maybe a switch's)
     conditions = {
         "gpu-fatal-xid": gpu.format(FATAL_XID),

@@ -50,14 +50,14 @@ def _gpu_rules(risks: SiteRisks) -> list[dict[str, Any]]:
             "GpuXid",
             "DCGM_FI_DEV_XID_ERRORS != 0 and changes(DCGM_FI_DEV_XID_ERRORS[15m]) > 0",
             "warning",
-            "GPU {{ $labels.gpu }} on {{ $labels.Hostname }} reported Xid {{ $value }}",
+            "GPU {{ $labels.gpu }} on {{ $labels.node }} reported Xid {{ $value }}",
             for_="0m",
         ),
         _alert(
             "GpuFatalXid",
             FATAL_XID,
             "critical",
-            "GPU {{ $labels.gpu }} on {{ $labels.Hostname }}: Xid {{ $value }}; drain the node and reset the GPU",
+            "GPU {{ $labels.gpu }} on {{ $labels.node }}: Xid {{ $value }}; drain the node and reset the GPU",
             for_="0m",
         ),
         # both are in dcgm-exporter's default counters (the ECC volatile counters are not)
@@ -65,14 +65,14 @@ def _gpu_rules(risks: SiteRisks) -> list[dict[str, Any]]:
             "GpuUncorrectableRemappedRows",
             "increase(DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS[1h]) > 0",
             "warning",
-            "GPU {{ $labels.gpu }} on {{ $labels.Hostname }} remapped rows after uncorrectable errors",
+            "GPU {{ $labels.gpu }} on {{ $labels.node }} remapped rows after uncorrectable errors",
             for_="0m",
         ),
         _alert(
             "GpuRowRemapFailure",
             ROW_REMAP_FAILURE,
             "critical",
-            "GPU {{ $labels.gpu }} on {{ $labels.Hostname }} ran out of spare rows: replace it",
+            "GPU {{ $labels.gpu }} on {{ $labels.node }} ran out of spare rows: replace it",
             for_="0m",
         ),
         _alert(
@@ -86,9 +86,9 @@ def _gpu_rules(risks: SiteRisks) -> list[dict[str, Any]]:
         rules.append(
             _alert(
                 "GpuMissing",
-                f'count by (Hostname) (DCGM_FI_DEV_GPU_TEMP{{Hostname=~"{_regex(hosts)}"}}) < {count}',
+                f'count by (node) (DCGM_FI_DEV_GPU_TEMP{{node=~"{_regex(hosts)}"}}) < {count}',
                 "critical",
-                f"{{{{ $labels.Hostname }}}} (pool {pool}) shows {{{{ $value }}}} of its {count} GPUs",
+                f"{{{{ $labels.node }}}} (pool {pool}) shows {{{{ $value }}}} of its {count} GPUs",
                 for_="10m",
             )
         )

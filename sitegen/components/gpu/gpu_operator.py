@@ -7,13 +7,14 @@ from typing import Literal
 
 from constructs.argocd import application_name
 from constructs.gpu_workload import BATCH_LABEL, RUNTIME_CLASS
+from constructs.node_faults import NODE_LABEL
 from constructs.site_watches import GpuPoolWatch, Watch
 from sitegen.components.base import ChartComponent, Layer, NamespaceSecurity, NodeAgent, ObjectPatch
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.flows import WORLD, Flow
 from sitegen.components.gpu import PROJECT
 from sitegen.components.hardware.node_feature_discovery import NodeFeatureDiscoveryWorker
-from sitegen.components.observability.kube_prometheus_stack import KubePrometheusStack
+from sitegen.components.observability.kube_prometheus_stack import KubePrometheusStack, Relabeling
 from sitegen.components.operator_steps import OperatorStep, Stage
 from sitegen.components.privilege import (
     CHANGES_NODES,
@@ -83,9 +84,14 @@ class Driver(Values):
     upgradePolicy: UpgradePolicy
 
 
+class DcgmServiceMonitor(Values):
+    enabled: bool
+    relabelings: list[Relabeling]
+
+
 class DcgmExporterMonitor(Values):
     enabled: bool
-    serviceMonitor: Toggle
+    serviceMonitor: DcgmServiceMonitor
 
 
 class Mig(Values):
@@ -134,7 +140,19 @@ class GpuOperatorValues(Values):
     devicePlugin: Toggle = ON
     gfd: Toggle = ON
     dcgm: Toggle = OFF  # the exporter embeds its own host engine
-    dcgmExporter: DcgmExporterMonitor = DcgmExporterMonitor(enabled=True, serviceMonitor=ON)
+    # Each series labelled with the node of the exporter's pod, as node-exporter's: the alerts and the
+    # GPU node guard read `node`, not the exporter's own host label (constructs/node_faults.py)
+    dcgmExporter: DcgmExporterMonitor = DcgmExporterMonitor(
+        enabled=True,
+        serviceMonitor=DcgmServiceMonitor(
+            enabled=True,
+            relabelings=[
+                Relabeling(
+                    sourceLabels=["__meta_kubernetes_pod_node_name"], targetLabel=NODE_LABEL, action="replace"
+                )
+            ],
+        ),
+    )
     gdrcopy: Toggle = ON
     mig: Mig = Mig(strategy="single")
     # B300 stays whole: MIG is configured per node only when someone asks for it.
