@@ -60,7 +60,6 @@ def _gpu_rules(risks: SiteRisks) -> list[dict[str, Any]]:
             "GPU {{ $labels.gpu }} on {{ $labels.node }}: Xid {{ $value }}; drain the node and reset the GPU",
             for_="0m",
         ),
-        # both are in dcgm-exporter's default counters (the ECC volatile counters are not)
         _alert(
             "GpuUncorrectableRemappedRows",
             "increase(DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS[1h]) > 0",
@@ -82,6 +81,7 @@ def _gpu_rules(risks: SiteRisks) -> list[dict[str, Any]]:
             "no GPU metrics from {{ $labels.instance }}: Xid and ECC alerts are blind there",
         ),
     ]
+    rules += _gpu_link_and_heat_rules()
     for pool, (count, hosts) in sorted(risks.gpus_per_node.items()):
         rules.append(
             _alert(
@@ -93,6 +93,39 @@ def _gpu_rules(risks: SiteRisks) -> list[dict[str, Any]]:
             )
         )
     return rules
+
+
+def _gpu_link_and_heat_rules() -> list[dict[str, Any]]:
+    """NVLink recoveries (NVLink5 counts them per GPU across its links) and throttling for heat: both slow
+    every collective the GPU takes part in, with no Xid. Each is a counter of the exporter's list (the
+    GPU Operator's `dcgmExporter.config`); the throttling counter's unit varies by source, so the rule
+    asks only that it grew in every window for a quarter of an hour."""
+    return [
+        _alert(
+            "GpuNvlinkDown",
+            "increase(DCGM_FI_DEV_NVLINK_COUNT_LINK_RECOVERY_FAILED_EVENTS[15m]) > 0",
+            "critical",
+            "an NVLink of GPU {{ $labels.gpu }} on {{ $labels.node }} failed to recover and is down: "
+            "drain the node; its GPUs' collectives fall back or fail",
+            for_="0m",
+        ),
+        _alert(
+            "GpuNvlinkRecovering",
+            "increase(DCGM_FI_DEV_NVLINK_COUNT_LINK_RECOVERY_SUCCESSFUL_EVENTS[1h]) > 0",
+            "warning",
+            "NVLinks of GPU {{ $labels.gpu }} on {{ $labels.node }} went through {{ $value }} recoveries "
+            "in an hour: a link retrains under load",
+            for_="0m",
+        ),
+        _alert(
+            "GpuThermalThrottling",
+            "rate(DCGM_FI_DEV_THERMAL_VIOLATION[5m]) > 0",
+            "warning",
+            "GPU {{ $labels.gpu }} on {{ $labels.node }} has been slowed for heat for 15 minutes: "
+            "check its cooling",
+            for_="15m",
+        ),
+    ]
 
 
 def _health_rules(risks: SiteRisks) -> list[dict[str, Any]]:

@@ -10,6 +10,7 @@ import json
 import re
 
 from constructs.node_faults import NODE_LABEL
+from sitegen.components.gpu.gpu_operator import DCGM_METRICS, METRICS_CONFIG, GpuOperator
 from sitegen.tree.documents import load_tree
 
 from .conftest import DIST
@@ -49,7 +50,7 @@ def _dcgm_texts() -> list[tuple[str, str]]:
                         texts.append((f"{doc.file}: {rule.get('alert') or rule.get('record')}", text))
         elif doc.kind == "ConfigMap":
             for key, value in (doc.body.get("data") or {}).items():
-                if "DCGM_" not in value:
+                if "DCGM_" not in value or key.endswith(".csv"):  # the exporter's list itself
                     continue
                 if key.endswith(".json"):
                     board = json.loads(value)
@@ -90,6 +91,30 @@ def test_the_exporters_service_monitor_labels_each_series_with_its_pods_node():
             "targetLabel": NODE_LABEL,
         } in monitor["relabelings"], policy.file
         assert monitor["honorLabels"] is False  # the pod mapping's namespace and pod become exported_*
+
+
+def _collected(doc) -> set[str]:
+    return {line.split(",")[0] for line in doc.body["data"]["dcgm-metrics.csv"].splitlines() if line}
+
+
+def test_every_dcgm_field_the_site_reads_is_one_the_exporter_collects():
+    """The exporter collects its list in place of its defaults, whose ECC, throttling and NVLink-error
+    fields are commented out: a rule or panel on a field it does not collect never fires or shows."""
+    lists = [d for d in load_tree(DIST) if d.kind == "ConfigMap" and d.name == METRICS_CONFIG]
+    assert lists
+    for csv in lists:
+        policy = next(d for d in load_tree(DIST) if d.kind == "ClusterPolicy" and d.cluster == csv.cluster)
+        assert policy.body["spec"]["dcgmExporter"]["config"] == {"name": METRICS_CONFIG}
+        assert csv.namespace == GpuOperator.namespace  # where the operator mounts it from
+        collected = _collected(csv)
+        read = {
+            (where, field)
+            for where, text in _dcgm_texts()
+            if where.startswith(f"{csv.variant}/")
+            for field in re.findall(r"DCGM_FI_\w+", text)
+        }
+        assert read and {f for _, f in read} <= collected, sorted(r for r in read if r[1] not in collected)
+    assert "DCGM_FI_DEV_NVLINK_COUNT_LINK_RECOVERY_FAILED_EVENTS" in {f for f, _, _ in DCGM_METRICS}
 
 
 def test_a_host_label_of_the_exporter_is_caught():

@@ -89,9 +89,59 @@ class DcgmServiceMonitor(Values):
     relabelings: list[Relabeling]
 
 
+class DcgmMetricsConfig(Values):
+    name: str
+    create: bool
+    data: str
+
+
 class DcgmExporterMonitor(Values):
     enabled: bool
+    config: DcgmMetricsConfig
     serviceMonitor: DcgmServiceMonitor
+
+
+# What the exporter collects, in place of its default list (dcgm-exporter's etc/default-counters.csv,
+# whose alerts-worthy fields are commented out): every DCGM field the site's alerts, the GPU node guard
+# and the dashboards read (a test holds them to this list), then what a GPU site reads by hand.
+# (field, Prometheus type, help)
+DCGM_METRICS = (
+    ("DCGM_FI_DEV_SM_CLOCK", "gauge", "SM clock frequency (in MHz)."),
+    ("DCGM_FI_DEV_MEM_CLOCK", "gauge", "Memory clock frequency (in MHz)."),
+    ("DCGM_FI_DEV_MEMORY_TEMP", "gauge", "Memory temperature (in C)."),
+    ("DCGM_FI_DEV_GPU_TEMP", "gauge", "GPU temperature (in C)."),
+    ("DCGM_FI_DEV_POWER_USAGE", "gauge", "Power draw (in W)."),
+    ("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "counter", "Total energy consumption since boot (in mJ)."),
+    ("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "counter", "Total number of PCIe retries."),
+    ("DCGM_FI_DEV_GPU_UTIL", "gauge", "GPU utilization (in %)."),
+    ("DCGM_FI_DEV_MEM_COPY_UTIL", "gauge", "Memory utilization (in %)."),
+    ("DCGM_FI_DEV_XID_ERRORS", "gauge", "Value of the last XID error encountered."),
+    ("DCGM_FI_DEV_POWER_VIOLATION", "counter", "Throttling duration due to power constraints."),
+    ("DCGM_FI_DEV_THERMAL_VIOLATION", "counter", "Throttling duration due to thermal constraints."),
+    ("DCGM_FI_DEV_FB_FREE", "gauge", "Framebuffer memory free (in MiB)."),
+    ("DCGM_FI_DEV_FB_USED", "gauge", "Framebuffer memory used (in MiB)."),
+    ("DCGM_FI_DEV_FB_RESERVED", "gauge", "Framebuffer memory reserved (in MiB)."),
+    ("DCGM_FI_DEV_ECC_SBE_VOL_TOTAL", "counter", "Total number of single-bit volatile ECC errors."),
+    ("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "counter", "Total number of double-bit volatile ECC errors."),
+    ("DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL", "counter", "Total number of NVLink bandwidth counters for all lanes."),
+    # NVLink5 (B300) and later only, across all links of the GPU (go-dcgm's field notes)
+    ("DCGM_FI_DEV_NVLINK_COUNT_LINK_RECOVERY_SUCCESSFUL_EVENTS", "counter", "NVLink recoveries that brought a link back up."),
+    ("DCGM_FI_DEV_NVLINK_COUNT_LINK_RECOVERY_FAILED_EVENTS", "counter", "NVLink recoveries that failed: the link went down."),
+    ("DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", "counter", "Number of remapped rows for uncorrectable errors"),
+    ("DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS", "counter", "Number of remapped rows for correctable errors"),
+    ("DCGM_FI_DEV_ROW_REMAP_FAILURE", "gauge", "Whether remapping of rows has failed"),
+    ("DCGM_FI_DRIVER_VERSION", "label", "Driver Version"),
+    ("DCGM_FI_PROF_GR_ENGINE_ACTIVE", "gauge", "Ratio of time the graphics engine is active."),
+    ("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "gauge", "Ratio of cycles the tensor (HMMA) pipe is active."),
+    ("DCGM_FI_PROF_DRAM_ACTIVE", "gauge", "Ratio of cycles the device memory interface is active."),
+    ("DCGM_FI_PROF_NVLINK_TX_BYTES", "gauge", "NVLink transmit throughput (bytes per second)."),
+    ("DCGM_FI_PROF_NVLINK_RX_BYTES", "gauge", "NVLink receive throughput (bytes per second)."),
+)  # fmt: skip
+METRICS_CONFIG = "sitegen-dcgm-metrics"  # the chart's ConfigMap of them (key dcgm-metrics.csv)
+
+
+def metrics_csv() -> str:
+    return "".join(f"{field}, {kind}, {text}\n" for field, kind, text in DCGM_METRICS)
 
 
 class Mig(Values):
@@ -144,6 +194,7 @@ class GpuOperatorValues(Values):
     # GPU node guard read `node`, not the exporter's own host label (constructs/node_faults.py)
     dcgmExporter: DcgmExporterMonitor = DcgmExporterMonitor(
         enabled=True,
+        config=DcgmMetricsConfig(name=METRICS_CONFIG, create=True, data=metrics_csv()),
         serviceMonitor=DcgmServiceMonitor(
             enabled=True,
             relabelings=[
