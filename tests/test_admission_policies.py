@@ -414,28 +414,6 @@ def test_reading_every_secret_is_a_reviewed_grant(policies, body, admitted):
     assert (policy.refusal(body, ARGO) is None) is admitted
 
 
-def test_the_reviewed_secret_readers_are_the_ones_rendered():
-    """Each reviewed ClusterRole is one the site renders (a stale entry would let a new role of that
-    name through unreviewed), and each rendered reader is reviewed."""
-    from sitegen.components.platform.admission_policies import SECRET_READERS
-
-    def reads(rule: dict) -> bool:
-        return (
-            not rule.get("resourceNames")
-            and bool({"", "*"} & set(rule.get("apiGroups") or []))
-            and bool({"secrets", "*"} & set(rule.get("resources") or []))
-            and bool({"get", "list", "watch", "*"} & set(rule.get("verbs") or []))
-        )
-
-    rendered = {
-        d.name
-        for d in load_tree(DIST)
-        if d.kind == "ClusterRole" and any(reads(r) for r in d.body.get("rules") or [])
-    }
-    assert rendered == set(SECRET_READERS)
-    assert "kube-prometheus-stack-kube-state-metrics" not in rendered  # its Secrets collector is off
-
-
 def test_a_new_reader_of_every_secret_in_git_is_refused_by_validate(tree):
     rel = add(tree, "one-cluster/apps/ai/kueue/clusterrole.peek.yaml", role("peek", SECRETS_LIST))
     result = validate(tree)

@@ -31,7 +31,7 @@ from sitegen.model import Placement
 if TYPE_CHECKING:
     from sitegen.components.context import ClusterContext, ClusterScope
     from sitegen.components.flows import Flow, RemoteAccess
-    from sitegen.components.privilege import Reviewed
+    from sitegen.components.privilege import Reviewed, RoleReview
     from sitegen.components.s3 import S3Access
     from sitegen.components.values import Values
 
@@ -262,6 +262,11 @@ class Component:
     def powers(self, scope: ClusterScope) -> Mapping[str, Reviewed]:
         """Its accounts (`<namespace>/<account>`) that hold power beyond their namespace (the primitives
         of components/privilege.py, found in the rendered RBAC), and why the software needs each."""
+        return {}
+
+    def reviewed_roles(self, scope: ClusterScope) -> Mapping[str, RoleReview]:
+        """Its roles, by name, that read every Secret, grant beyond their own rules or gather other roles'
+        (privilege.py's ROLE_POWERS), and why: the RBAC admission policies refuse any other such role."""
         return {}
 
     def vault_formats(self, scope: ClusterScope) -> Mapping[str, str]:

@@ -56,6 +56,27 @@ class Reviewed:
             raise ValueError(f"not a primitive of check/power.py: {sorted(unknown)}")
 
 
+# What a role may do that the RBAC admission policies let through only for the roles reviewed by name
+# (`Component.reviewed_roles`): `sitegen-secret-readers` for the first, `sitegen-granting-roles` for the
+# other two.
+AGGREGATES_ROLES = "gathers the rules of the roles carrying its labels"
+ROLE_POWERS = (READS_SECRETS, GRANTS_ANY_ROLE, AGGREGATES_ROLES)
+
+
+@dataclass(frozen=True)
+class RoleReview:
+    """One of a component's roles (ClusterRole, or Role) by name: what it does of ROLE_POWERS, and why
+    its software needs it."""
+
+    does: tuple[str, ...]
+    why: str
+
+    def __post_init__(self) -> None:
+        unknown = set(self.does) - set(ROLE_POWERS)
+        if unknown or not self.does:
+            raise ValueError(f"a reviewed role does some of {ROLE_POWERS}, not {sorted(unknown)}")
+
+
 def narrow_rule(
     cluster_role: str, index: int, rule: Mapping[str, Any], into: Sequence[Mapping[str, Any]], *, why: str
 ) -> ObjectPatch:

@@ -18,6 +18,7 @@ from sitegen.components.privilege import (
     REWRITES_ADMISSION,
     UPDATES_CRDS,
     Reviewed,
+    RoleReview,
 )
 from sitegen.components.values import ON, Pdb, Placed, Resources, Toggle, Values, placed, requests
 
@@ -100,6 +101,26 @@ class CertManager(ChartComponent):
             startupapicheck=Placed(**system),
             **system,
         )
+
+    def reviewed_roles(self, scope: ClusterScope) -> Mapping[str, RoleReview]:
+        return {
+            "cert-manager-cainjector": RoleReview(
+                (READS_SECRETS,), "injects CA bundles from Certificates' Secrets of any namespace"
+            ),
+            "cert-manager-controller-certificates": RoleReview(
+                (READS_SECRETS,), "writes each Certificate's Secret in its namespace"
+            ),
+            "cert-manager-controller-challenges": RoleReview(
+                (READS_SECRETS,), "ACME challenge solvers' credentials"
+            ),
+            "cert-manager-controller-clusterissuers": RoleReview(
+                (READS_SECRETS,), "the ClusterIssuers' CA and credentials"
+            ),
+            "cert-manager-controller-issuers": RoleReview(
+                (READS_SECRETS,), "each Issuer's CA and credentials, in its namespace"
+            ),
+            "cert-manager-controller-orders": RoleReview((READS_SECRETS,), "ACME account keys"),
+        }
 
     def powers(self, scope: ClusterScope) -> Mapping[str, Reviewed]:
         return {

@@ -11,7 +11,7 @@ from sitegen.components.networking.cilium import Cilium
 from sitegen.components.operands import Operand, Ref
 from sitegen.components.ownership import JobSecret
 from sitegen.components.platform.namespaces import Namespaces
-from sitegen.components.privilege import PATCHES_PRIVILEGED_PODS, READS_SECRETS, Reviewed
+from sitegen.components.privilege import PATCHES_PRIVILEGED_PODS, READS_SECRETS, Reviewed, RoleReview
 from sitegen.components.values import Placed, Resources, Values, placed, requests
 
 
@@ -126,6 +126,14 @@ class EnvoyGateway(ChartComponent):
                 job=CertgenJob(resources=requests("10m", "32Mi"), **placed(ctx.system_placement))
             ),
         )
+
+    def reviewed_roles(self, scope: ClusterScope) -> Mapping[str, RoleReview]:
+        return {
+            "envoy-gateway-gateway-helm-envoy-gateway-role": RoleReview(
+                (READS_SECRETS,),
+                "the certificates and credentials Gateways and policies of any namespace reference",
+            ),
+        }
 
     def powers(self, scope: ClusterScope) -> Mapping[str, Reviewed]:
         return {

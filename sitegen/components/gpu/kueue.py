@@ -13,7 +13,7 @@ from sitegen.components.gpu import PROJECT
 from sitegen.components.networking.cilium import Cilium
 from sitegen.components.ownership import WrittenField
 from sitegen.components.platform.namespaces import Namespaces
-from sitegen.components.privilege import PATCHES_PRIVILEGED_PODS, Reviewed
+from sitegen.components.privilege import AGGREGATES_ROLES, PATCHES_PRIVILEGED_PODS, Reviewed, RoleReview
 from sitegen.components.runtime_needs import ApiCall, RuntimeNeeds
 from sitegen.components.values import Image, Placed, Resources, Values, placed, requests
 
@@ -170,6 +170,18 @@ class Kueue(ChartComponent):
                 )
             ),
         )
+
+    def reviewed_roles(self, scope: ClusterScope) -> Mapping[str, RoleReview]:
+        return {
+            "kueue-batch-admin-role": RoleReview(
+                (AGGREGATES_ROLES,),
+                "Kueue's own roles labelled rbac.kueue.x-k8s.io/batch-admin: queues and workloads, for batch administrators",
+            ),
+            "kueue-batch-user-role": RoleReview(
+                (AGGREGATES_ROLES,),
+                "Kueue's own roles labelled rbac.kueue.x-k8s.io/batch-user: workloads and local queues, for batch users",
+            ),
+        }
 
     def powers(self, scope: ClusterScope) -> Mapping[str, Reviewed]:
         return {

@@ -16,7 +16,13 @@ from sitegen.components.networking import PROJECT
 from sitegen.components.operator_steps import OperatorStep, Stage
 from sitegen.components.ownership import JobSecret
 from sitegen.components.platform.namespaces import Namespaces
-from sitegen.components.privilege import CHANGES_NODES, MAKES_PRIVILEGED_PODS, READS_SECRETS, Reviewed
+from sitegen.components.privilege import (
+    CHANGES_NODES,
+    MAKES_PRIVILEGED_PODS,
+    READS_SECRETS,
+    Reviewed,
+    RoleReview,
+)
 from sitegen.components.values import (
     EVERY_TAINT,
     NOT_READY,
@@ -226,6 +232,14 @@ kubectl wait --for=condition=Ready --timeout=15m nodes --all
             certgen=Certgen(resources=requests("10m", "32Mi"), **system),
             secretsNamespaceLabels=psa_labels("restricted", ctx.site.versions.kubernetes_minor),
         )
+
+    def reviewed_roles(self, scope: ClusterScope) -> Mapping[str, RoleReview]:
+        return {
+            "cilium-operator": RoleReview(
+                (READS_SECRETS,),
+                "Cilium's TLS Secrets (Hubble, ingress and Gateway listeners) in any namespace",
+            ),
+        }
 
     def powers(self, scope: ClusterScope) -> Mapping[str, Reviewed]:
         return {

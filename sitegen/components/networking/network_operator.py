@@ -18,6 +18,7 @@ from sitegen.components.privilege import (
     REWRITES_ADMISSION,
     UPDATES_CRDS,
     Reviewed,
+    RoleReview,
 )
 from sitegen.components.values import OFF, Placed, Resources, Toggle, Values, placed, requests
 
@@ -86,6 +87,13 @@ class NetworkOperator(ChartComponent):
         return NetworkOperatorValues(
             operator=Operator(resources=requests("100m", "256Mi", "1Gi"), **placed(ctx.system_placement))
         )
+
+    def reviewed_roles(self, scope: ClusterScope) -> Mapping[str, RoleReview]:
+        return {
+            "network-operator": RoleReview(
+                (READS_SECRETS,), "the NicClusterPolicy's image pull and IPAM Secrets"
+            ),
+        }
 
     def powers(self, scope: ClusterScope) -> Mapping[str, Reviewed]:
         return {

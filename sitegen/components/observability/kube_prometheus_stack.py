@@ -35,7 +35,13 @@ from sitegen.components.observability.telemetry import delivery_credentials
 from sitegen.components.operands import Operand
 from sitegen.components.ownership import JobSecret, WrittenField
 from sitegen.components.platform.namespaces import Namespaces
-from sitegen.components.privilege import MAKES_PRIVILEGED_PODS, READS_SECRETS, REWRITES_ADMISSION, Reviewed
+from sitegen.components.privilege import (
+    MAKES_PRIVILEGED_PODS,
+    READS_SECRETS,
+    REWRITES_ADMISSION,
+    Reviewed,
+    RoleReview,
+)
 from sitegen.components.values import (
     EVERY_TAINT,
     OFF,
@@ -365,6 +371,13 @@ class KubePrometheusStack(ChartComponent):
                 ),
             ),
         )
+
+    def reviewed_roles(self, scope: ClusterScope) -> Mapping[str, RoleReview]:
+        return {
+            "kube-prometheus-stack-operator": RoleReview(
+                (READS_SECRETS,), "credentials monitors reference, and Prometheus' generated config"
+            ),
+        }
 
     def powers(self, scope: ClusterScope) -> Mapping[str, Reviewed]:
         return {

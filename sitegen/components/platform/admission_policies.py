@@ -52,7 +52,13 @@ from sitegen.components.edge.cert_manager import CertManager
 from sitegen.components.edge.gateway import Gateway, site_routes
 from sitegen.components.platform import PROJECT
 from sitegen.components.platform.argocd_manager import ArgocdManager
-from sitegen.components.privilege import CHANGES_NODES, CREATES_VOLUMES
+from sitegen.components.privilege import (
+    AGGREGATES_ROLES,
+    CHANGES_NODES,
+    CREATES_VOLUMES,
+    GRANTS_ANY_ROLE,
+    READS_SECRETS,
+)
 from sitegen.model import ROLE_PREFIX
 from sitegen.tree.fields import dig
 
@@ -60,52 +66,6 @@ from sitegen.tree.fields import dig
 CLUSTER_ADMIN_BINDINGS: Mapping[str, str] = {
     "velero-server": "Velero restores any kind into any namespace; its chart binds cluster-admin "
     "(the RUNBOOK says the spoke credential is cluster-admin strength because of it)",
-}
-# Roles that may grant (bind, escalate, impersonate), by role name, and why.
-GRANTING_ROLES: Mapping[str, str] = {
-    "argocd-application-controller": "the hub's Argo CD applies every app's RBAC",
-    SPOKE_MANAGER: "a spoke's Argo CD: bind and escalate on the roles its apps render only (resourceNames)",
-    "aistor-object-store": "the AIStor operator binds its pods' and its TokenReview roles only (resourceNames)",
-    "velero-server": "Velero's Role in its own namespace (the chart grants '*' there)",
-}
-# ClusterRoles whose rules the aggregation controller gathers from the roles carrying their labels, by
-# name, and why those labels gather nothing that grants.
-AGGREGATED_ROLES: Mapping[str, str] = {
-    "kueue-batch-admin-role": "Kueue's own roles labelled rbac.kueue.x-k8s.io/batch-admin: queues and "
-    "workloads, for batch administrators",
-    "kueue-batch-user-role": "Kueue's own roles labelled rbac.kueue.x-k8s.io/batch-user: workloads and "
-    "local queues, for batch users",
-}
-# ClusterRoles that read every Secret of the cluster, by name, and why (each binding of one is its
-# component's service account; `sitegen-secret-readers` refuses any other).
-SECRET_READERS: Mapping[str, str] = {
-    "argocd-application-controller": "the hub's Argo CD applies and compares every kind, Secrets included",
-    SPOKE_MANAGER: "a spoke's Argo CD: applies and compares its apps' Secrets",
-    "argocd-server": "Argo CD's UI and API show live objects (a Secret's values masked)",
-    "argocd-notifications-controller": "the chart's cluster role of the notifications controller "
-    "(Applications in any namespace); it reads its own namespace's notification secret",
-    "aistor-adminjob": "the AIStor operator's admin jobs read each store's credentials",
-    "aistor-object-store": "the AIStor operator writes and reads its stores' credentials and certificates",
-    "aistor-object-store-pods": "bound in each store's namespace by the operator (RoleBinding): its "
-    "pods read their configuration Secret",
-    "cert-manager-cainjector": "injects CA bundles from Certificates' Secrets of any namespace",
-    "cert-manager-controller-certificates": "writes each Certificate's Secret in its namespace",
-    "cert-manager-controller-challenges": "ACME challenge solvers' credentials",
-    "cert-manager-controller-clusterissuers": "the ClusterIssuers' CA and credentials",
-    "cert-manager-controller-issuers": "each Issuer's CA and credentials, in its namespace",
-    "cert-manager-controller-orders": "ACME account keys",
-    "barman-cloud-plugin-barman-cloud": "the Barman Cloud plugin reads the S3 keys and CA each ObjectStore "
-    "names, in its database's namespace",
-    "cloudnative-pg": "CloudNativePG writes and reads each database's credentials and certificates in its "
-    "namespace (the chart binds its ClusterRole cluster-wide: clusterWide)",
-    "cilium-operator": "Cilium's TLS Secrets (Hubble, ingress and Gateway listeners) in any namespace",
-    "directpv-min-io": "DirectPV's CSI controller: the chart's role reads Secrets a volume request names",
-    "envoy-gateway-gateway-helm-envoy-gateway-role": "the certificates and credentials Gateways and "
-    "policies of any namespace reference",
-    "external-secrets-controller": "writes each ExternalSecret's Secret in its namespace",
-    "external-secrets-cert-controller": "rotates the webhook's certificate Secret",
-    "kube-prometheus-stack-operator": "credentials monitors reference, and Prometheus' generated config",
-    "network-operator": "the NicClusterPolicy's image pull and IPAM Secrets",
 }
 # Built-in roles that read Secrets: bound cluster-wide, never (in a namespace, they are its admins').
 BUILTIN_SECRET_READERS = ("admin", "edit")
@@ -149,7 +109,17 @@ def cluster_admin_accounts(
     return found
 
 
-def _present(reviewed: Mapping[str, str], ctx: ClusterContext, kinds: tuple[str, ...]) -> list[str]:
+def reviewed_roles(ctx: ClusterContext, *powers: str) -> set[str]:
+    """The role names the cluster's components review as doing one of `powers` (`reviewed_roles`)."""
+    return {
+        name
+        for component in ctx.components
+        for name, review in component.reviewed_roles(ctx).items()
+        if set(review.does) & set(powers)
+    }
+
+
+def _present(reviewed: set[str], ctx: ClusterContext, kinds: tuple[str, ...]) -> list[str]:
     """The reviewed role names this cluster's apps render: a reviewed name the cluster does not use is
     left out of its policy, so nothing there can take it (security review L5). A spoke's manager role
     is rendered after this app (it reads every app's kinds, this one's included): named as the cluster
@@ -302,7 +272,7 @@ class AdmissionPolicies(RenderedComponent):
             name="sitegen-granting-roles",
             rules=[_rule(RBAC_GROUP, "roles", "clusterroles")],
             expression=rbac_escalation_expression(
-                _present({**GRANTING_ROLES, **AGGREGATED_ROLES}, ctx, ("Role", "ClusterRole"))
+                _present(reviewed_roles(ctx, GRANTS_ANY_ROLE, AGGREGATES_ROLES), ctx, ("Role", "ClusterRole"))
             ),
             message="a role that may bind, escalate or impersonate, or that aggregates other roles' "
             "rules, is one of the reviewed ones (sitegen/components/platform/admission_policies.py)",
@@ -313,7 +283,7 @@ class AdmissionPolicies(RenderedComponent):
             name="sitegen-secret-readers",
             rules=[_rule(RBAC_GROUP, "clusterroles", "clusterrolebindings")],
             expression=secret_readers_expression(
-                _present(SECRET_READERS, ctx, ("ClusterRole",)), BUILTIN_SECRET_READERS
+                _present(reviewed_roles(ctx, READS_SECRETS), ctx, ("ClusterRole",)), BUILTIN_SECRET_READERS
             ),
             message="a ClusterRole that reads every Secret is one of the reviewed ones, and admin or "
             "edit is never bound cluster-wide (sitegen/components/platform/admission_policies.py)",

@@ -20,6 +20,7 @@ from sitegen.components.platform.namespaces import Namespaces
 from sitegen.components.privilege import (
     CHANGES_NODES,
     EVERYTHING,
+    GRANTS_ANY_ROLE,
     MAKES_PRIVILEGED_PODS,
     PATCHES_PRIVILEGED_PODS,
     READS_SECRETS,
@@ -27,6 +28,7 @@ from sitegen.components.privilege import (
     REWRITES_ADMISSION,
     UPDATES_CRDS,
     Reviewed,
+    RoleReview,
 )
 from sitegen.components.values import (
     OFF,
@@ -349,6 +351,24 @@ class ArgoCd(ChartComponent):
             applicationSet=ArgoComponent(replicas=2, resources=requests("100m", "128Mi", "512Mi")),
             redis_ha=RedisHa(**on_system),
         )
+
+    def reviewed_roles(self, scope: ClusterScope) -> Mapping[str, RoleReview]:
+        return {
+            "argocd-application-controller": RoleReview(
+                (
+                    READS_SECRETS,
+                    GRANTS_ANY_ROLE,
+                ),
+                "the hub's Argo CD applies and compares every app's objects, their RBAC and Secrets included",
+            ),
+            "argocd-server": RoleReview(
+                (READS_SECRETS,), "Argo CD's UI and API show live objects (a Secret's values masked)"
+            ),
+            "argocd-notifications-controller": RoleReview(
+                (READS_SECRETS,),
+                "the chart's cluster role of the notifications controller (Applications in any namespace); it reads its own namespace's notification secret",
+            ),
+        }
 
     def powers(self, scope: ClusterScope) -> Mapping[str, Reviewed]:
         return {

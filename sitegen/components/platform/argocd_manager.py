@@ -8,6 +8,7 @@ from collections import defaultdict
 from collections.abc import Mapping
 
 from constructs import Construct
+from constructs.cluster_manager import NAME as SPOKE_MANAGER
 from constructs.cluster_manager import ClusterManager, resource_of
 from constructs.site_watches import SpokeTokenWatch, Watch
 from sitegen.components.base import Layer, NamespaceSecurity, RenderedComponent
@@ -22,6 +23,7 @@ from sitegen.components.privilege import (
     REWRITES_ADMISSION,
     UPDATES_CRDS,
     Reviewed,
+    RoleReview,
 )
 
 
@@ -75,6 +77,17 @@ class ArgocdManager(RenderedComponent):
         ClusterManager(
             scope, "Manager", namespace=self.namespace, managed=self.managed(ctx), roles=self.roles(ctx)
         )
+
+    def reviewed_roles(self, scope: ClusterScope) -> Mapping[str, RoleReview]:
+        return {
+            SPOKE_MANAGER: RoleReview(
+                (
+                    READS_SECRETS,
+                    GRANTS_ANY_ROLE,
+                ),
+                "a spoke's Argo CD: applies and compares its apps' objects, their Secrets included; binds and escalates on the roles its apps render only (resourceNames)",
+            ),
+        }
 
     def powers(self, scope: ClusterScope) -> Mapping[str, Reviewed]:
         return {

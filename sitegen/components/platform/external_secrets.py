@@ -12,7 +12,7 @@ from sitegen.components.flows import WORLD, Flow
 from sitegen.components.networking.cilium import Cilium
 from sitegen.components.platform import PROJECT
 from sitegen.components.platform.namespaces import Namespaces
-from sitegen.components.privilege import READS_SECRETS, RELABELS_NAMESPACES, Reviewed, narrow_rule
+from sitegen.components.privilege import READS_SECRETS, RELABELS_NAMESPACES, Reviewed, RoleReview, narrow_rule
 from sitegen.components.runtime_needs import VAULT_LOGIN, ApiCall, RuntimeNeeds
 from sitegen.components.values import Placed, Resources, placed, requests
 
@@ -97,6 +97,16 @@ class ExternalSecrets(ChartComponent):
             certController=CertController(resources=requests("50m", "64Mi", "256Mi"), **system),
             **system,
         )
+
+    def reviewed_roles(self, scope: ClusterScope) -> Mapping[str, RoleReview]:
+        return {
+            "external-secrets-controller": RoleReview(
+                (READS_SECRETS,), "writes each ExternalSecret's Secret in its namespace"
+            ),
+            "external-secrets-cert-controller": RoleReview(
+                (READS_SECRETS,), "rotates the webhook's certificate Secret"
+            ),
+        }
 
     def powers(self, scope: ClusterScope) -> Mapping[str, Reviewed]:
         return {

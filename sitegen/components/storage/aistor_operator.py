@@ -13,7 +13,14 @@ from sitegen.components.flows import Flow
 from sitegen.components.networking.cilium import Cilium
 from sitegen.components.ownership import WrittenField
 from sitegen.components.platform.namespaces import Namespaces
-from sitegen.components.privilege import MAKES_PRIVILEGED_PODS, READS_SECRETS, Reviewed, narrow_rule
+from sitegen.components.privilege import (
+    GRANTS_ANY_ROLE,
+    MAKES_PRIVILEGED_PODS,
+    READS_SECRETS,
+    Reviewed,
+    RoleReview,
+    narrow_rule,
+)
 from sitegen.components.storage import PROJECT
 from sitegen.components.values import Placed, Resources, Values, placed, requests
 
@@ -100,6 +107,24 @@ class AIStorOperator(ChartComponent):
                 )
             )
         )
+
+    def reviewed_roles(self, scope: ClusterScope) -> Mapping[str, RoleReview]:
+        return {
+            "aistor-adminjob": RoleReview(
+                (READS_SECRETS,), "the AIStor operator's admin jobs read each store's credentials"
+            ),
+            "aistor-object-store": RoleReview(
+                (
+                    READS_SECRETS,
+                    GRANTS_ANY_ROLE,
+                ),
+                "the AIStor operator writes and reads its stores' credentials and certificates, and binds its pods' and its TokenReview roles only (resourceNames)",
+            ),
+            "aistor-object-store-pods": RoleReview(
+                (READS_SECRETS,),
+                "bound in each store's namespace by the operator (RoleBinding): its pods read their configuration Secret",
+            ),
+        }
 
     def powers(self, scope: ClusterScope) -> Mapping[str, Reviewed]:
         return {

@@ -22,6 +22,7 @@ from sitegen.components.privilege import (
     READS_SECRETS,
     UPDATES_CRDS,
     Reviewed,
+    RoleReview,
     persistent_only,
 )
 from sitegen.components.storage import PROJECT
@@ -151,6 +152,14 @@ class AIStorVolumeManager(ChartComponent):
             # the node server manages the drives, so it runs exactly where AIStor runs
             nodeserver=Placed(**placed(storage.placement)),
         )
+
+    def reviewed_roles(self, scope: ClusterScope) -> Mapping[str, RoleReview]:
+        return {
+            "directpv-min-io": RoleReview(
+                (READS_SECRETS,),
+                "DirectPV's CSI controller: the chart's role reads Secrets a volume request names",
+            ),
+        }
 
     def powers(self, scope: ClusterScope) -> Mapping[str, Reviewed]:
         return {

@@ -21,6 +21,7 @@ from sitegen.components.privilege import (
     READS_SECRETS,
     REWRITES_ADMISSION,
     Reviewed,
+    RoleReview,
 )
 from sitegen.components.storage import PROJECT
 from sitegen.components.values import Image, Placed, Resources, Values, image, placed, requests
@@ -86,6 +87,14 @@ class CloudNativePg(ChartComponent):
             **placed(ctx.system_placement),
         )
 
+    def reviewed_roles(self, scope: ClusterScope) -> Mapping[str, RoleReview]:
+        return {
+            "cloudnative-pg": RoleReview(
+                (READS_SECRETS,),
+                "CloudNativePG writes and reads each database's credentials and certificates in its namespace (the chart binds its ClusterRole cluster-wide: clusterWide)",
+            ),
+        }
+
     def powers(self, scope: ClusterScope) -> Mapping[str, Reviewed]:
         return {
             f"{self.namespace}/cloudnative-pg": Reviewed(
@@ -138,6 +147,14 @@ class BarmanCloud(ChartComponent):
             resources=requests("50m", "128Mi", "512Mi"),
             **placed(ctx.system_placement),
         )
+
+    def reviewed_roles(self, scope: ClusterScope) -> Mapping[str, RoleReview]:
+        return {
+            "barman-cloud-plugin-barman-cloud": RoleReview(
+                (READS_SECRETS,),
+                "the Barman Cloud plugin reads the S3 keys and CA each ObjectStore names, in its database's namespace",
+            ),
+        }
 
     def powers(self, scope: ClusterScope) -> Mapping[str, Reviewed]:
         return {

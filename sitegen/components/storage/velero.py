@@ -15,7 +15,7 @@ from sitegen.components.flows import Flow
 from sitegen.components.networking.cilium import Cilium
 from sitegen.components.observability.kube_prometheus_stack import KubePrometheusStack
 from sitegen.components.platform.namespaces import Namespaces
-from sitegen.components.privilege import EVERYTHING, Reviewed
+from sitegen.components.privilege import EVERYTHING, GRANTS_ANY_ROLE, Reviewed, RoleReview
 from sitegen.components.second_target import second_flow
 from sitegen.components.storage import PROJECT
 from sitegen.components.storage.aistor import AIStor
@@ -148,6 +148,13 @@ class Velero(ChartComponent):
             extraObjects=extra_objects(ctx),
             **placed(ctx.system_placement),
         )
+
+    def reviewed_roles(self, scope: ClusterScope) -> Mapping[str, RoleReview]:
+        return {
+            "velero-server": RoleReview(
+                (GRANTS_ANY_ROLE,), "Velero's Role in its own namespace (the chart grants '*' there)"
+            ),
+        }
 
     def powers(self, scope: ClusterScope) -> Mapping[str, Reviewed]:
         return {
