@@ -19,6 +19,8 @@ from constructs.s3_front_doors import STORE_LABEL
 from constructs.secrets import VaultSecret
 from sitegen.model import AIStorTier, Fabric, ImagePin, PoolLayout
 
+METRICS_PATH = "/minio/v2/metrics/cluster"  # MinIO metrics v2, cluster-wide (cmd/metrics-router.go)
+
 OBJECT_STORE = "aistor"  # the ObjectStore's name and namespace
 
 DRIVE_CLASS = "directpv-min-io"  # AIStor Volume Manager's StorageClass (one volume per drive)
@@ -54,7 +56,11 @@ class ObjectStore(Construct):
             "image": image.ref,
             "configuration": {"name": f"{name}-env"},
             "env": _env(tier, parity),
+            # A ServiceMonitor by the operator, on the path of the metrics the site reads (metrics v2's
+            # cluster endpoint: every node's drives, capacity, healing and S3 traffic), whatever the
+            # operator's default path: names differ in v3, and an alert on a name nobody scrapes is silent
             "prometheusOperator": True,
+            "prometheusOperatorScrapeMetricsPaths": [METRICS_PATH],
             "certificates": {"disableAutoCert": False, "config": {"dnsNames": [tier.s3_hostname]}},
             # S3 on a load-balancer address under the external name: for the hub's services when AIStor
             # is a cluster of its own, for hosts and the operator's `mc` in either variant
