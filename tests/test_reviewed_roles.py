@@ -4,6 +4,8 @@ let through the reviewed roles its components render there, and no other."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from constructs import Construct
@@ -12,7 +14,7 @@ from sitegen.components.catalog import COMPONENTS
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.edge.cert_manager import CertManager
 from sitegen.components.gpu.kueue import Kueue
-from sitegen.components.platform.admission_policies import reviewed_roles
+from sitegen.components.platform.admission_policies import cluster_admin_accounts, reviewed_roles
 from sitegen.components.privilege import (
     AGGREGATES_ROLES,
     GRANTS_ANY_ROLE,
@@ -95,3 +97,25 @@ def test_a_review_names_what_the_role_does():
         RoleReview(("creates pods",), "not a role power")
     with pytest.raises(ValueError):
         RoleReview((), "does nothing")
+
+
+class AdminBinder(Vaultish):
+    """The same, with a binding of cluster-admin of its own."""
+
+    def admin_bindings(self, scope: ClusterScope) -> dict[str, str]:
+        return {"vaultish-admin": "restores anything anywhere"}
+
+
+def test_a_binding_of_cluster_admin_is_reviewed_by_its_component(site):
+    binding = {
+        "kind": "ClusterRoleBinding",
+        "metadata": {"name": "vaultish-admin"},
+        "roleRef": {"kind": "ClusterRole", "name": "cluster-admin"},
+        "subjects": [{"kind": "ServiceAccount", "namespace": "vaultish", "name": "vaultish"}],
+    }
+    for registry, reviewed in (((*COMPONENTS, AdminBinder), True), ((*COMPONENTS, Vaultish), False)):
+        ai = next(ctx for ctx in _contexts(site, registry) if ctx.cluster.name == "ai")
+        found = cluster_admin_accounts(replace(ai, rendered={**ai.rendered, "vaultish": [binding]}))
+        assert (("ClusterRoleBinding", "", "vaultish-admin") in found) is reviewed
+        if reviewed:
+            assert found[("ClusterRoleBinding", "", "vaultish-admin")] == ["vaultish/vaultish"]

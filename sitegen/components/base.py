@@ -269,6 +269,11 @@ class Component:
         (privilege.py's ROLE_POWERS), and why: the RBAC admission policies refuse any other such role."""
         return {}
 
+    def admin_bindings(self, scope: ClusterScope) -> Mapping[str, str]:
+        """Its bindings of cluster-admin (or a role as strong), by name, and why its software needs
+        one: `sitegen-cluster-admin-bindings` refuses any other."""
+        return {}
+
     def vault_formats(self, scope: ClusterScope) -> Mapping[str, str]:
         """Vault keys this component's software constrains -> what their values must be (the RUNBOOK says)."""
         return {}

@@ -62,11 +62,6 @@ from sitegen.components.privilege import (
 from sitegen.model import ROLE_PREFIX
 from sitegen.tree.fields import dig
 
-# Bindings of cluster-admin the site accepts, by binding name, and why.
-CLUSTER_ADMIN_BINDINGS: Mapping[str, str] = {
-    "velero-server": "Velero restores any kind into any namespace; its chart binds cluster-admin "
-    "(the RUNBOOK says the spoke credential is cluster-admin strength because of it)",
-}
 # Built-in roles that read Secrets: bound cluster-wide, never (in a namespace, they are its admins').
 BUILTIN_SECRET_READERS = ("admin", "edit")
 SITE_LABELS = (
@@ -86,18 +81,17 @@ def _queued_workloads() -> list[dict]:
     ]
 
 
-def cluster_admin_accounts(
-    rendered: Mapping[str, list[dict[str, Any]]],
-) -> dict[tuple[str, str, str], list[str]]:
+def cluster_admin_accounts(ctx: ClusterContext) -> dict[tuple[str, str, str], list[str]]:
     """By reviewed binding of a role as strong as cluster-admin the cluster's apps render (its kind,
-    namespace and name), the service accounts it binds."""
+    namespace and name; `Component.admin_bindings`), the service accounts it binds."""
+    reviewed = {name for c in ctx.components for name in c.admin_bindings(ctx)}
     found: dict[tuple[str, str, str], list[str]] = {}
-    for docs in rendered.values():
+    for docs in ctx.rendered.values():
         for doc in docs:
             name = dig(doc, "metadata", "name")
             if (
                 doc.get("kind") in ("ClusterRoleBinding", "RoleBinding")
-                and name in CLUSTER_ADMIN_BINDINGS
+                and name in reviewed
                 and dig(doc, "roleRef", "name") in AS_STRONG_AS_CLUSTER_ADMIN
             ):
                 key = (doc["kind"], dig(doc, "metadata", "namespace", default=""), name)
@@ -254,7 +248,7 @@ class AdmissionPolicies(RenderedComponent):
             "ClusterAdminBindings",
             name="sitegen-cluster-admin-bindings",
             rules=[_rule(RBAC_GROUP, "rolebindings", "clusterrolebindings")],
-            expression=cluster_admin_binding_expression(cluster_admin_accounts(ctx.rendered)),
+            expression=cluster_admin_binding_expression(cluster_admin_accounts(ctx)),
             message="cluster-admin, or a built-in role as strong, is bound only by the reviewed bindings, "
             "to the accounts Git binds, and admin or edit never in kube-system "
             "(sitegen/components/platform/admission_policies.py)",

@@ -149,6 +149,12 @@ class Velero(ChartComponent):
             **placed(ctx.system_placement),
         )
 
+    def admin_bindings(self, scope: ClusterScope) -> Mapping[str, str]:
+        return {
+            "velero-server": "Velero restores any kind into any namespace; its chart binds cluster-admin "
+            "(the RUNBOOK says the spoke credential is cluster-admin strength because of it)"
+        }
+
     def reviewed_roles(self, scope: ClusterScope) -> Mapping[str, RoleReview]:
         return {
             "velero-server": RoleReview(
