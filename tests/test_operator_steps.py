@@ -147,3 +147,46 @@ def test_the_databases_declare_their_day_2_sections(site):
         restore = text.index(f"### {PostgresDatabase.restore_title(database, 'ai')}\n")
         assert text.index("## Day 2") < lost < restore
         assert f"delete pvc {database}-{PostgresDatabase.instance_placeholder} " in text[lost:restore]
+
+
+class FanBackups(FanCheck):
+    """A component of every cluster with a backup section and a repair section of Day 2."""
+
+    name = "fan-backups"
+    namespace = "fan-backups"
+
+    def operator_steps(self, scope: ClusterScope) -> list[OperatorStep]:
+        return [
+            OperatorStep(Stage.DAY_2_BACKUPS, "Fan settings: backup", "\nsave the fan curves.\n"),
+            OperatorStep(Stage.DAY_2_REPAIRS, f"A fan replaced on `{scope.cluster.name}`", "swap it."),
+        ]
+
+
+def test_day_2_sections_land_at_their_stage_once_for_the_variant(site):
+    text, _ = _steps(site, "two-cluster", (*COMPONENTS, FanBackups))
+    heads = [line for line in text.splitlines() if line.startswith("### ") and not line[4].isdigit()]
+    # repairs after taking a GPU node out, each cluster's; backups after the GitOps alerts, once
+    assert (
+        heads.index("### A fan replaced on `ai`")
+        == heads.index("### Taking a GPU node out (`ai`, pool gpu)") + 1
+    )
+    assert heads.index("### A fan replaced on `aistor`") < heads.index("### Adding hosts")
+    assert heads.count("### Fan settings: backup") == 1
+    backups = heads[
+        heads.index("### When Argo CD alerts") + 1 : heads.index(
+            "### Restore drill from the second target (every quarter)"
+        )
+    ]
+    assert sorted(backups) == sorted(
+        [
+            "### etcd: snapshot and restore",
+            "### Velero: restore, and the monthly drill",
+            "### Fan settings: backup",
+        ]
+    )  # in sync order
+    assert backups.index("### etcd: snapshot and restore") < backups.index(
+        "### Velero: restore, and the monthly drill"
+    )
+    shipped, _ = _steps(site, "two-cluster")
+    assert heads.count("### etcd: snapshot and restore") == 1  # every cluster runs the backups: once
+    assert "### Replacing an AIStor drive or server (`aistor`, pool storage)" in shipped

@@ -13,6 +13,7 @@ from typing import Any, Protocol, TypeVar
 from constructs.node_faults import FabricPool
 from sitegen.model import ClusterLayout, ConfigError, ImagePin, Placement, PoolLayout, Site, VariantLayout
 from sitegen.model.capacity import Capacity, total
+from sitegen.model.maintenance import Budget
 
 
 class Part(Protocol):
@@ -46,6 +47,15 @@ class ClusterScope:
     @property
     def pool_names(self) -> frozenset[str]:
         return frozenset(p.name for p in self.cluster.pools)
+
+    @property
+    def pool_budgets(self) -> list[tuple[PoolLayout, Budget]]:
+        """The model's maintenance budgets of this cluster's pools (Site.pool_budgets), each with its pool."""
+        cp = self.cluster.control_plane
+        budgets = self.site.pool_budgets(
+            (cp.name, len(cp.hosts)), ((p.name, len(p.hosts)) for p in self.cluster.worker_pools)
+        )
+        return [(self.cluster.pool(b.pool.partition("/")[0]), b) for b in budgets]
 
     @property
     def gpu_pools(self) -> list[PoolLayout]:

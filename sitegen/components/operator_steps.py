@@ -15,15 +15,21 @@ class Stage(Enum):
     HARDWARE_CHECKS = "once Argo CD syncs: checks of the hosts that need a component's software"
     ACCEPTANCE = "then: nodes taken into service once they passed their checks"
     STORAGE = "then, in the object store's part: what its storage needs by hand"
-    DAY_2 = "a section of Day 2, after the site-wide ones: what to do when it fails, how to restore it"
+    # Day 2's sections, unnumbered: read when needed, not run in order
+    DAY_2_REPAIRS = "Day 2, after taking a GPU node out: replacing what fails in a component's hardware"
+    DAY_2_BACKUPS = "Day 2, after the GitOps alerts: taking a component's backups and restoring them"
+    DAY_2 = "Day 2, after the site-wide sections: what to do when it fails, how to restore it"
+
+
+DAY_2_STAGES = (Stage.DAY_2_REPAIRS, Stage.DAY_2_BACKUPS, Stage.DAY_2)
 
 
 @dataclass(frozen=True)
 class OperatorStep:
     """A numbered step. With `after`, it runs once that Application is Healthy; with `part`, it opens
     that part of the runbook (whose first name in backticks is the cluster its commands run against)
-    unless the step before it did. At `Stage.DAY_2` a section of its own, unnumbered, in the part of
-    Day 2 (neither `after` nor `part`: it is read when needed, not run in order)."""
+    unless the step before it did. At a stage of Day 2 (DAY_2_STAGES) a section of its own, unnumbered
+    (neither `after` nor `part`), given once however many clusters declare it."""
 
     stage: Stage
     title: str

@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import shlex
 
-from constructs.aistor import OBJECT_STORE
 from constructs.gpu_workload import BATCH_LABEL
 from constructs.kubeadm import PATCHES_DIR
-from sitegen.components.platform_nodes.etcd_backup import EtcdBackup
+from sitegen.components.operator_steps import Stage
 from sitegen.compose.apps import VariantApps
 from sitegen.compose.ownership import KEEP_ON_DELETE, SYNC_OPTIONS
 from sitegen.compose.procedures.component_steps import day2_sections
@@ -22,18 +21,8 @@ from sitegen.model import ClusterLayout, PoolLayout, paths
 from sitegen.model.maintenance import Budget
 
 
-def _names(pool: PoolLayout) -> str:
-    hosts = [h.name for h in pool.hosts]
-    return ", ".join(hosts) if len(hosts) <= 3 else f"{hosts[0]} ... {hosts[-1]}"
-
-
 def cluster_budgets(apps: VariantApps, cluster: ClusterLayout) -> list[tuple[PoolLayout, Budget]]:
-    """The model's budgets for this cluster's pools (Site.pool_budgets), each with its pool."""
-    cp = cluster.control_plane
-    budgets = apps.site.pool_budgets(
-        (cp.name, len(cp.hosts)), ((p.name, len(p.hosts)) for p in cluster.worker_pools)
-    )
-    return [(cluster.pool(b.pool.partition("/")[0]), b) for b in budgets]
+    return apps.context(cluster).pool_budgets
 
 
 def _batch(budget: Budget | None, nodes: int) -> int:
@@ -58,7 +47,7 @@ def day2(apps: VariantApps) -> str:
         budgets = cluster_budgets(apps, cluster)
         lines = [f"### Maintenance budgets on `{cluster.name}`\n"]
         for pool, budget in budgets:
-            which = f"servers of {pool.name}" if "/" in budget.pool else f"of {_names(pool)}"
+            which = f"servers of {pool.name}" if "/" in budget.pool else f"of {pool.host_span}"
             lines.append(
                 f"- `{budget.pool}` ({budget.nodes} {which}): at most **{budget.down}** down at once ({budget.why})"
             )
@@ -74,18 +63,17 @@ def day2(apps: VariantApps) -> str:
     out.append(_kubernetes_upgrade(apps, minor, nxt))
     out.append(_pruning(apps))
     out.append(_gitops_alerts(apps))
-    out.append(_etcd(apps))
-    out.append(_velero(apps))
+    out += day2_sections(apps, Stage.DAY_2_BACKUPS)
     out.append(restore_drill(apps))
     out.append(after_losing_aistor(apps))
-    out += day2_sections(apps)
+    out += day2_sections(apps, Stage.DAY_2)
     return "\n".join(out)
 
 
 def _procedures(apps: VariantApps) -> list[str]:
     return [
         *_gpu_node_out(apps),
-        *_aistor_replacement(apps),
+        *day2_sections(apps, Stage.DAY_2_REPAIRS),
         _adding_hosts(apps),
         _removing_hosts(apps),
         *replacements(apps),
@@ -126,46 +114,6 @@ pool `{pool.name}`.
 GPU driver upgrades follow the same rule without you: the GPU Operator's upgrade policy takes one node
 at a time and only once the `{BATCH_LABEL}=true` pods on it have completed (no timeout), so a driver
 change never kills a running step; a new driver version is a change of `versions.yaml` and a sync.
-"""
-    ]
-
-
-def _aistor_replacement(apps: VariantApps) -> list[str]:
-    """Replacing an AIStor drive or server (none in a variant without AIStor's pool)."""
-    site, layout = apps.site, apps.layout
-    tier = site.storage.aistor
-    aistor = next((c for c in layout.clusters if any(p.name == tier.pool for p in c.pools)), None)
-    if aistor is None:
-        return []
-    budgets = [b for p, b in cluster_budgets(apps, aistor) if p.name == tier.pool]
-    per_pool = "; ".join(f"{b.pool}: {b.down} ({b.why})" for b in budgets)
-    return [
-        f"""### Replacing an AIStor drive or server (`{aistor.name}`, pool {tier.pool})
-
-Servers that may be down at once, per server pool: {per_pool}. More than that takes erasure sets below
-their read quorum: their objects are unreadable until the servers return (`sitegen plan` says how much).
-The AIStor operator keeps a PodDisruptionBudget per pool, so `kubectl drain` waits rather than going past it.
-
-A failed drive: AIStor keeps serving from parity. Put the new drive in, hand it to the volume manager,
-move the failed drive's volume onto it, and AIStor heals the set:
-
-```sh
-kubectl directpv discover --nodes <node> && kubectl directpv init drives.yaml --dangerous
-kubectl directpv list drives --nodes <node>          # the failed drive's ID and the new one's
-kubectl directpv cordon <failed-drive-id>
-kubectl directpv move <failed-drive-id> <new-drive-id>
-kubectl -n {OBJECT_STORE} delete pod <the server pod on that node>   # remounts; healing starts
-```
-
-A whole server: cordon and drain it (its ObjectStore pod stops; within the budget above), repair or
-replace the hardware keeping its name and address (synth refuses either change), and join it again
-(Rebuilding a host of pool `{tier.pool}`). Drives moved from the failed chassis keep what the volume manager wrote on them
-(the XFS filesystem whose UUID names the drive): do not initialize them. Its node server finds them, they
-list as Ready again (`kubectl directpv list drives --nodes <node>`), and the server's data is there
-without healing it over the network. `discover` offers only drives without a filesystem: initialize
-those alone (new drives), as above, then delete the pending pod. A server pool is never
-resized: more servers are a new entry of `storage.aistor.server_pools`, and a pool leaves only after
-`mc admin decommission start` has moved its objects off it.
 """
     ]
 
@@ -243,7 +191,7 @@ def _kubernetes_upgrade(apps: VariantApps, minor: str, nxt: str) -> str:
         aistor = [b for _, b in found if "/" in b.pool]
         cp = cluster.control_plane
         rows.append(
-            f"- `{cluster.name}`: control plane {_names(cp)} one at a time (etcd keeps quorum "
+            f"- `{cluster.name}`: control plane {cp.host_span} one at a time (etcd keeps quorum "
             f"{len(cp.hosts) // 2 + 1} of {len(cp.hosts)}); then"
         )
         order = sorted(
@@ -343,65 +291,4 @@ that set: the root then waits on the set until the app is back).
   the store's role.
 - `CertificateNotReady`, `CertificateExpiresSoon`: `kubectl -n <namespace> describe certificate
   <name>`, then its CertificateRequest and issuer.
-"""
-
-
-def _etcd(apps: VariantApps) -> str:
-    clusters = ", ".join(f"`{c.name}` ({_names(c.control_plane)})" for c in apps.layout.clusters)
-    etcd = apps.site.versions.images["etcd"].ref
-    return f"""### etcd: snapshot and restore
-
-Each cluster's etcd ({clusters}) is stacked on its control-plane nodes. Take a snapshot before every
-upgrade or membership change: a run of the scheduled snapshot, off the node into the backup bucket
-(`sitegen plan` lists where each schedule keeps its copies):
-
-```sh
-job=etcd-backup-$(date +%Y%m%d%H%M)
-kubectl -n {EtcdBackup.namespace} create job "$job" --from=cronjob/{EtcdBackup.name}
-kubectl -n {EtcdBackup.namespace} wait --for=condition=complete --timeout=15m "job/$job"
-```
-
-No host package carries etcd's tools: etcdctl runs in the etcd pods (`kubectl -n kube-system exec
-etcd-<host> -- etcdctl ...`), and a restore, with the API down, runs etcdutl from the image kubeadm
-runs (`ctr -n k8s.io run --rm --mount type=bind,src=/var/lib,dst=/var/lib,options=rbind:rw
-{etcd} etcdutl etcdutl ...`).
-
-- One member lost (quorum kept): Replacing a control-plane member, above.
-- A majority lost (no quorum, the API is down): on one surviving member stop the static pods (move
-  `/etc/kubernetes/manifests/*.yaml` aside), `etcdutl snapshot restore <snapshot> --data-dir
-  /var/lib/etcd-restored --name <host> --initial-cluster <host>=https://<address>:2380
-  --initial-advertise-peer-urls https://<address>:2380`, point etcd's manifest at the restored data
-  dir, start it, then `kubeadm reset` and re-join every other member one at a time.
-- All lost: `kubeadm init` the first control-plane node from a snapshot restored as above into
-  `/var/lib/etcd` before the init (`--ignore-preflight-errors=DirAvailable--var-lib-etcd`), with the
-  cluster's CAs and encryption configuration back first (the vault, or the PKI archive of the second
-  target), then join the others; Argo CD reconciles whatever changed in git since the snapshot.
-"""
-
-
-def _velero(apps: VariantApps) -> str:
-    backups = apps.site.services.backups
-    tenant = next(iter(apps.site.tenants), None)
-    drill = tenant or "<namespace>"
-    return f"""### Velero: restore, and the monthly drill
-
-Velero backs up every cluster into `s3://{backups.bucket}/velero/<cluster>/`: the site's namespaces with
-the cluster-scoped objects (`platform`, kept {backups.velero.platform.retention_days} days) and the tenants'
-namespaces with CSI snapshots of their PowerScale volumes (`tenants`, kept
-{backups.velero.tenants.retention_days} days). Snapshots stay on PowerScale: they undo deletion and
-corruption, not the loss of the array. Secrets come back from the vault (External Secrets), not from
-backups.
-
-Once a month, restore the newest tenant backup into a scratch namespace, check it, and remove it:
-
-```sh
-velero backup get --selector velero.io/schedule-name=tenants
-velero restore create drill-$(date +%Y%m) --from-schedule tenants --include-namespaces {drill} \\
-  --namespace-mappings {drill}:{drill}-drill --wait
-velero restore describe drill-$(date +%Y%m) --details   # Completed, no errors; volumes from snapshots
-kubectl delete namespace {drill}-drill
-```
-
-A real restore is the same without `--namespace-mappings`, after the namespace is gone; a whole cluster
-is rebuilt from git (the bring-up above), then its tenants restored from the newest `tenants` backup.
 """

@@ -31,6 +31,12 @@ class PoolLayout:
     hosts: tuple[Host, ...]
 
     @property
+    def host_span(self) -> str:
+        """Its hosts for prose: each of three or fewer, else the first and the last."""
+        hosts = [h.name for h in self.hosts]
+        return ", ".join(hosts) if len(hosts) <= 3 else f"{hosts[0]} ... {hosts[-1]}"
+
+    @property
     def is_control_plane(self) -> bool:
         return self.role == CONTROL_PLANE_ROLE
 

@@ -17,6 +17,7 @@ from sitegen.components import second_target
 from sitegen.components.base import Layer, NamespaceSecurity, NodeAgent, RenderedComponent
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.flows import WORLD, Flow
+from sitegen.components.operator_steps import OperatorStep, Stage
 from sitegen.components.platform.namespaces import Namespaces
 from sitegen.components.platform.secret_store import SecretStore
 from sitegen.components.platform_nodes import PROJECT
@@ -67,6 +68,9 @@ class EtcdBackup(RenderedComponent):
         pki = ("uploads the PKI archive its node's timer encrypted", "reads the host's encrypted PKI archive "
                "(hostPath, read-only), as nobody")  # fmt: skip
         return {NAME: etcd, etcd_second: etcd, pki_second: pki}
+
+    def operator_steps(self, scope: ClusterScope) -> list[OperatorStep]:
+        return [OperatorStep(Stage.DAY_2_BACKUPS, "etcd: snapshot and restore", _day2_section(scope))]
 
     def watches(self, scope: ClusterScope) -> list[Watch]:
         backups = scope.site.services.backups
@@ -164,3 +168,37 @@ class EtcdBackup(RenderedComponent):
                 curl=ctx.image("curl"), placement=ctx.cluster.control_plane.placement,
                 service_account=SERVICE_ACCOUNT,
             )  # fmt: skip
+
+
+def _day2_section(scope: ClusterScope) -> str:
+    """A snapshot before an upgrade, and the restores by how much of etcd is lost (one section for
+    every cluster of the variant)."""
+    clusters = ", ".join(f"`{c.name}` ({c.control_plane.host_span})" for c in scope.variant.clusters)
+    etcd = scope.site.versions.images["etcd"].ref
+    return f"""
+Each cluster's etcd ({clusters}) is stacked on its control-plane nodes. Take a snapshot before every
+upgrade or membership change: a run of the scheduled snapshot, off the node into the backup bucket
+(`sitegen plan` lists where each schedule keeps its copies):
+
+```sh
+job=etcd-backup-$(date +%Y%m%d%H%M)
+kubectl -n {EtcdBackup.namespace} create job "$job" --from=cronjob/{EtcdBackup.name}
+kubectl -n {EtcdBackup.namespace} wait --for=condition=complete --timeout=15m "job/$job"
+```
+
+No host package carries etcd's tools: etcdctl runs in the etcd pods (`kubectl -n kube-system exec
+etcd-<host> -- etcdctl ...`), and a restore, with the API down, runs etcdutl from the image kubeadm
+runs (`ctr -n k8s.io run --rm --mount type=bind,src=/var/lib,dst=/var/lib,options=rbind:rw
+{etcd} etcdutl etcdutl ...`).
+
+- One member lost (quorum kept): Replacing a control-plane member, above.
+- A majority lost (no quorum, the API is down): on one surviving member stop the static pods (move
+  `/etc/kubernetes/manifests/*.yaml` aside), `etcdutl snapshot restore <snapshot> --data-dir
+  /var/lib/etcd-restored --name <host> --initial-cluster <host>=https://<address>:2380
+  --initial-advertise-peer-urls https://<address>:2380`, point etcd's manifest at the restored data
+  dir, start it, then `kubeadm reset` and re-join every other member one at a time.
+- All lost: `kubeadm init` the first control-plane node from a snapshot restored as above into
+  `/var/lib/etcd` before the init (`--ignore-preflight-errors=DirAvailable--var-lib-etcd`), with the
+  cluster's CAs and encryption configuration back first (the vault, or the PKI archive of the second
+  target), then join the others; Argo CD reconciles whatever changed in git since the snapshot.
+"""

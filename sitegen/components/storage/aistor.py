@@ -150,7 +150,12 @@ kubectl directpv init drives.yaml --dangerous
 ```
 """,
                 after=application_name(cluster.name, AIStorVolumeManager.name),
-            )
+            ),
+            OperatorStep(
+                Stage.DAY_2_REPAIRS,
+                f"Replacing an AIStor drive or server (`{cluster.name}`, pool {tier.pool})",
+                _replacement_section(scope),
+            ),
         ]
 
     def watches(self, scope: ClusterScope) -> list[Watch]:
@@ -198,3 +203,36 @@ kubectl directpv init drives.yaml --dangerous
         # AIStor (server and volume manager) runs read-only without its licence
         for licensed in (ctx.get(AIStorOperator), ctx.get(AIStorVolumeManager)):
             license_secret(scope, f"License-{licensed.name}", namespace=licensed.namespace, store=ctx.store)
+
+
+def _replacement_section(scope: ClusterScope) -> str:
+    """Replacing a drive or a whole server, within the erasure budget of each server pool (Day 2)."""
+    tier = scope.site.storage.aistor
+    budgets = [b for p, b in scope.pool_budgets if p.name == tier.pool]
+    per_pool = "; ".join(f"{b.pool}: {b.down} ({b.why})" for b in budgets)
+    return f"""
+Servers that may be down at once, per server pool: {per_pool}. More than that takes erasure sets below
+their read quorum: their objects are unreadable until the servers return (`sitegen plan` says how much).
+The AIStor operator keeps a PodDisruptionBudget per pool, so `kubectl drain` waits rather than going past it.
+
+A failed drive: AIStor keeps serving from parity. Put the new drive in, hand it to the volume manager,
+move the failed drive's volume onto it, and AIStor heals the set:
+
+```sh
+kubectl directpv discover --nodes <node> && kubectl directpv init drives.yaml --dangerous
+kubectl directpv list drives --nodes <node>          # the failed drive's ID and the new one's
+kubectl directpv cordon <failed-drive-id>
+kubectl directpv move <failed-drive-id> <new-drive-id>
+kubectl -n {OBJECT_STORE} delete pod <the server pod on that node>   # remounts; healing starts
+```
+
+A whole server: cordon and drain it (its ObjectStore pod stops; within the budget above), repair or
+replace the hardware keeping its name and address (synth refuses either change), and join it again
+(Rebuilding a host of pool `{tier.pool}`). Drives moved from the failed chassis keep what the volume manager wrote on them
+(the XFS filesystem whose UUID names the drive): do not initialize them. Its node server finds them, they
+list as Ready again (`kubectl directpv list drives --nodes <node>`), and the server's data is there
+without healing it over the network. `discover` offers only drives without a filesystem: initialize
+those alone (new drives), as above, then delete the pending pod. A server pool is never
+resized: more servers are a new entry of `storage.aistor.server_pools`, and a pool leaves only after
+`mc admin decommission start` has moved its objects off it.
+"""

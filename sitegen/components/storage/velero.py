@@ -14,6 +14,7 @@ from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.flows import Flow
 from sitegen.components.networking.cilium import Cilium
 from sitegen.components.observability.kube_prometheus_stack import KubePrometheusStack
+from sitegen.components.operator_steps import OperatorStep, Stage
 from sitegen.components.platform.namespaces import Namespaces
 from sitegen.components.privilege import EVERYTHING, GRANTS_ANY_ROLE, Reviewed, RoleReview
 from sitegen.components.second_target import second_flow
@@ -126,6 +127,11 @@ class Velero(ChartComponent):
             second_flow(ctx.site, "backups to the second target (S3)"),
         ]
 
+    def operator_steps(self, scope: ClusterScope) -> list[OperatorStep]:
+        return [
+            OperatorStep(Stage.DAY_2_BACKUPS, "Velero: restore, and the monthly drill", _day2_section(scope))
+        ]
+
     def watches(self, scope: ClusterScope) -> list[Watch]:
         return [
             BackupWatch("velero", name, f"Velero's {name} backup", schedule.longest_gap_seconds)
@@ -169,3 +175,31 @@ class Velero(ChartComponent):
                 "restores any object of a backup, of any kind, into any namespace: the chart binds it to cluster-admin",
             ),
         }
+
+
+def _day2_section(scope: ClusterScope) -> str:
+    """A restore, and the monthly drill of one (one section for every cluster of the variant)."""
+    backups = scope.site.services.backups
+    tenant = next(iter(scope.site.tenants), None)
+    drill = tenant or "<namespace>"
+    return f"""
+Velero backs up every cluster into `s3://{backups.bucket}/velero/<cluster>/`: the site's namespaces with
+the cluster-scoped objects (`platform`, kept {backups.velero.platform.retention_days} days) and the tenants'
+namespaces with CSI snapshots of their PowerScale volumes (`tenants`, kept
+{backups.velero.tenants.retention_days} days). Snapshots stay on PowerScale: they undo deletion and
+corruption, not the loss of the array. Secrets come back from the vault (External Secrets), not from
+backups.
+
+Once a month, restore the newest tenant backup into a scratch namespace, check it, and remove it:
+
+```sh
+velero backup get --selector velero.io/schedule-name=tenants
+velero restore create drill-$(date +%Y%m) --from-schedule tenants --include-namespaces {drill} \\
+  --namespace-mappings {drill}:{drill}-drill --wait
+velero restore describe drill-$(date +%Y%m) --details   # Completed, no errors; volumes from snapshots
+kubectl delete namespace {drill}-drill
+```
+
+A real restore is the same without `--namespace-mappings`, after the namespace is gone; a whole cluster
+is rebuilt from git (the bring-up above), then its tenants restored from the newest `tenants` backup.
+"""

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from sitegen.components.operator_steps import OperatorStep, Stage
+from sitegen.components.operator_steps import DAY_2_STAGES, OperatorStep, Stage
 from sitegen.compose.apps import CompositionError, VariantApps
 from sitegen.model import ClusterLayout
 from sitegen.tree.runbook import Runbook
@@ -33,10 +33,11 @@ def component_steps(
         book.step(step.title, step.body, after=step.after)
 
 
-def day2_sections(apps: VariantApps) -> list[str]:
-    """The sections the components add to Day 2, each under its title, unnumbered."""
+def day2_sections(apps: VariantApps, stage: Stage) -> list[str]:
+    """The sections the components add to Day 2 at `stage`, each under its title, unnumbered, once."""
+    assert stage in DAY_2_STAGES, stage
     sections = []
-    for step in _declared(apps, Stage.DAY_2, apps.layout.clusters):
+    for step in dict.fromkeys(_declared(apps, stage, apps.layout.clusters)):
         if step.after is not None or step.part is not None:
             raise CompositionError(f"{step.title}: a section of Day 2 has no `after` or `part`")
         sections.append(f"### {step.title}\n\n{step.body.strip()}\n")
