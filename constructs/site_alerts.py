@@ -200,6 +200,13 @@ def _backup_rules(risks: SiteRisks) -> list[dict[str, Any]]:
             # a CronJob's Jobs are named after it and their scheduled minute
             jobs = f'namespace="{watch.namespace}", job_name=~"{watch.name}-[0-9]+"'
             last = f"max by (cluster) (kube_cronjob_status_last_successful_time{{{cronjob}}})"
+            # kube-state-metrics writes a CronJob's last success only once it has one: a cluster whose
+            # CronJob exists without it never succeeded there, whatever the other clusters' did
+            never = (
+                f"count by (cluster) (kube_cronjob_created{{{cronjob}}}) unless on (cluster) "
+                f"count by (cluster) (kube_cronjob_status_last_successful_time{{{cronjob}}})"
+            )
+            where_never = " in {{ $labels.cluster }}"
             failed = (
                 f"max by (cluster, job_name) (kube_job_status_failed{{{jobs}}}) > 0 and on (cluster, job_name) "
                 f"(time() - max by (cluster, job_name) (kube_job_status_start_time{{{jobs}}})) < {watch.stale_after_seconds}"
@@ -208,14 +215,14 @@ def _backup_rules(risks: SiteRisks) -> list[dict[str, Any]]:
             where = f'schedule="{watch.name}"'
             last = f"max by (cluster) (velero_backup_last_successful_timestamp{{{where}}})"
             failed = f"max by (cluster) (velero_backup_last_status{{{where}}}) != 1"
+            never, where_never = f"absent(velero_backup_last_successful_timestamp{{{where}}})", ""
         rules += [
             _alert(f"{label}Failed", failed, "warning",
                    f"{subject} failed in {{{{ $labels.cluster }}}}: read its logs before the next run", for_="15m"),
             _alert(f"{label}Stale", f"(time() - {last}) > {watch.stale_after_seconds}", "critical",
                    f"{subject} has not succeeded for more than {hours} h in {{{{ $labels.cluster }}}}", for_="0m"),
-            _alert(f"{label}Missing", f"absent({last.removeprefix('max by (cluster) (').removesuffix(')')})",
-                   "critical", f"{subject} has never succeeded since monitoring started ({hours} h)",
-                   for_=f"{hours}h"),
+            _alert(f"{label}Missing", never, "critical",
+                   f"{subject} has never succeeded{where_never} since monitoring started ({hours} h)", for_=f"{hours}h"),
         ]  # fmt: skip
     return rules
 
