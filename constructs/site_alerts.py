@@ -206,7 +206,6 @@ def _backup_rules(risks: SiteRisks) -> list[dict[str, Any]]:
                 f"count by (cluster) (kube_cronjob_created{{{cronjob}}}) unless on (cluster) "
                 f"count by (cluster) (kube_cronjob_status_last_successful_time{{{cronjob}}})"
             )
-            where_never = " in {{ $labels.cluster }}"
             failed = (
                 f"max by (cluster, job_name) (kube_job_status_failed{{{jobs}}}) > 0 and on (cluster, job_name) "
                 f"(time() - max by (cluster, job_name) (kube_job_status_start_time{{{jobs}}})) < {watch.stale_after_seconds}"
@@ -214,15 +213,28 @@ def _backup_rules(risks: SiteRisks) -> list[dict[str, Any]]:
         else:
             where = f'schedule="{watch.name}"'
             last = f"max by (cluster) (velero_backup_last_successful_timestamp{{{where}}})"
-            failed = f"max by (cluster) (velero_backup_last_status{{{where}}}) != 1"
-            never, where_never = f"absent(velero_backup_last_successful_timestamp{{{where}}})", ""
+            # Velero keeps these in memory from its start (pkg/metrics InitSchedule): the last status 0
+            # and the counters 0 until a backup ends, the last success's time only once one succeeded
+            window = f"[{watch.stale_after_seconds}s]"
+            failures = " + ".join(
+                f"increase(velero_backup_{kind}_total{{{where}}}{window})"
+                for kind in ("failure", "partial_failure", "validation_failure")
+            )
+            failed = (
+                f"max by (cluster) (velero_backup_last_status{{{where}}}) != 1 "
+                f"and on (cluster) max by (cluster) ({failures}) > 0"
+            )
+            never = (
+                f"count by (cluster) (velero_backup_attempt_total{{{where}}}) unless on (cluster) "
+                f"count by (cluster) (velero_backup_last_successful_timestamp{{{where}}})"
+            )
         rules += [
             _alert(f"{label}Failed", failed, "warning",
                    f"{subject} failed in {{{{ $labels.cluster }}}}: read its logs before the next run", for_="15m"),
             _alert(f"{label}Stale", f"(time() - {last}) > {watch.stale_after_seconds}", "critical",
                    f"{subject} has not succeeded for more than {hours} h in {{{{ $labels.cluster }}}}", for_="0m"),
             _alert(f"{label}Missing", never, "critical",
-                   f"{subject} has never succeeded{where_never} since monitoring started ({hours} h)", for_=f"{hours}h"),
+                   f"{subject} has never succeeded in {{{{ $labels.cluster }}}} since monitoring started ({hours} h)", for_=f"{hours}h"),
         ]  # fmt: skip
     return rules
 

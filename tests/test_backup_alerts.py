@@ -1,6 +1,7 @@
 """A scheduled backup that never succeeded in one cluster is alerted for that cluster. The hub evaluates
 every cluster's series (the spokes write theirs to it); `absent()` over them all was silent as long as
-any cluster's copy had succeeded once, so a spoke whose etcd snapshots never worked raised nothing.
+any cluster's copy had succeeded once, so a spoke whose etcd snapshots never worked raised nothing. And
+Velero's last status, 0 from its start, is a failure only beside a recorded one.
 
 The rules are evaluated here on series as kube-state-metrics writes them (a CronJob's
 `kube_cronjob_created` always; its `kube_cronjob_status_last_successful_time` only once a Job
@@ -68,12 +69,32 @@ def test_a_spoke_whose_snapshots_never_succeeded_is_alerted_though_the_hubs_did(
     assert _firing(old, hub_ok) == []
 
 
-def test_every_cronjob_backup_is_missing_per_cluster():
+def test_every_backup_is_missing_per_cluster():
     for doc in load_tree(DIST):
         if doc.kind != "PrometheusRule":
             continue
         for group in doc.body["spec"]["groups"]:
             for rule in group["rules"]:
-                if rule.get("alert", "").endswith("Missing") and "kube_cronjob" in rule["expr"]:
+                if rule.get("alert", "").endswith("Missing") and (
+                    "kube_cronjob" in rule["expr"] or "velero" in rule["expr"]
+                ):
                     assert not rule["expr"].startswith("absent("), rule["alert"]
                     assert "unless on (cluster)" in rule["expr"], rule["alert"]
+
+
+def test_velero_after_a_restart_is_neither_failed_nor_missing_until_a_backup_ends():
+    """Velero's metrics live in its memory: from its start every schedule's attempt and failure counters
+    and its last status are 0 (InitSchedule), and its last success's time exists only once one succeeded.
+    A last status of 0 alone is a restart, not a failure; a recorded failure must go with it."""
+    failed = _rule("two-cluster", "VeleroBackupPlatformFailed")["expr"]
+    assert failed.startswith('max by (cluster) (velero_backup_last_status{schedule="platform"}) != 1 and on')
+    for counter in ("failure", "partial_failure", "validation_failure"):
+        assert f'increase(velero_backup_{counter}_total{{schedule="platform"}}[' in failed
+    missing = _rule("two-cluster", "VeleroBackupPlatformMissing")["expr"]
+    schedule = {"schedule": "platform"}
+    started = [
+        {"__name__": "velero_backup_attempt_total", **schedule},
+        {"__name__": "velero_backup_attempt_total", **schedule, "cluster": "aistor"},
+        {"__name__": "velero_backup_last_successful_timestamp", **schedule},
+    ]
+    assert _firing(missing, started) == ["aistor"]
