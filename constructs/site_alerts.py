@@ -261,6 +261,10 @@ def _database_rules(risks: SiteRisks) -> list[dict[str, Any]]:
             _alert(f"{label}InstanceDown", f"count by (cluster) (cnpg_collector_up{{{pods}}} == 1) < {db.instances}",
                    "warning", f"fewer than {db.instances} instances of {db.name} run in {{{{ $labels.cluster }}}}: "
                    "one more lost leaves no synchronous standby", for_="10m"),
+            # with no instance up the count above is empty, not below anything: this one says so (across
+            # the clusters: a database runs in one cluster of a variant)
+            _alert(f"{label}Down", f"absent(cnpg_collector_up{{{pods}}} == 1)", "critical",
+                   f"no instance of {db.name} runs: what it serves has no database", for_="5m"),
             _alert(f"{label}StandbyNotStreaming",
                    f"min by (cluster) (cnpg_pg_replication_streaming_replicas{{{pods}}} unless on (pod) "
                    f"(cnpg_pg_replication_in_recovery{{{pods}}} == 1)) < {db.instances - 1}", "warning",

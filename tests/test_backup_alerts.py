@@ -98,3 +98,17 @@ def test_velero_after_a_restart_is_neither_failed_nor_missing_until_a_backup_end
         {"__name__": "velero_backup_last_successful_timestamp", **schedule},
     ]
     assert _firing(missing, started) == ["aistor"]
+
+
+def test_a_database_with_no_instance_up_is_alerted():
+    """`count(... == 1) < 3` has no sample at all once every instance is down: the instance alert is
+    silent exactly when the database is gone; the Down alert covers it."""
+    down = _rule("two-cluster", "HarborDbDown")
+    assert down["labels"]["severity"] == "critical"
+    up = re.fullmatch(r"absent\((\w+\{[^}]*\}) == 1\)", down["expr"]).group(1)
+    pods = [
+        {"__name__": "cnpg_collector_up", "namespace": "harbor", "pod": f"harbor-db-{i}"} for i in (1, 2, 3)
+    ]
+    assert _select(up, pods) == pods  # the selector names the instances
+    instance = _rule("two-cluster", "HarborDbInstanceDown")["expr"]
+    assert instance.startswith("count by (cluster) (cnpg_collector_up{") and instance.endswith("== 1) < 3")
