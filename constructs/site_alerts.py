@@ -15,6 +15,7 @@ from constructs.node_faults import (
     FATAL_XID,
     IB_PORT_ACTIVE,
     NDR_ERROR_COUNTERS,
+    POOL_LABEL,
     ROW_REMAP_FAILURE,
     ndr_errors,
     ndr_link_down,
@@ -39,6 +40,13 @@ def _alert(
 
 def _regex(names: tuple[str, ...] | list[str]) -> str:
     return "|".join(names)
+
+
+def _per_node(series: str, nodes: str, expected: int) -> str:
+    """Nodes showing fewer than `expected` of `series`, none counting as 0: a count of no series is no
+    sample, not 0, so a node whose driver shows nothing at all would be silent. Which nodes there are
+    comes from node-exporter's `node_uname_info` (every node has one, labelled like the rest)."""
+    return f"(count by (node) ({series}) or on (node) (0 * count by (node) (node_uname_info{nodes}))) < {expected}"
 
 
 def _gpu_rules(risks: SiteRisks) -> list[dict[str, Any]]:
@@ -86,7 +94,9 @@ def _gpu_rules(risks: SiteRisks) -> list[dict[str, Any]]:
         rules.append(
             _alert(
                 "GpuMissing",
-                f'count by (node) (DCGM_FI_DEV_GPU_TEMP{{node=~"{_regex(hosts)}"}}) < {count}',
+                _per_node(
+                    f'DCGM_FI_DEV_GPU_TEMP{{node=~"{_regex(hosts)}"}}', f'{{node=~"{_regex(hosts)}"}}', count
+                ),
                 "critical",
                 f"{{{{ $labels.node }}}} (pool {pool}) shows {{{{ $value }}}} of its {count} GPUs",
                 for_="10m",
@@ -353,7 +363,11 @@ def _fabric_rules(risks: SiteRisks) -> list[dict[str, Any]]:
             ),
             _alert(
                 "NdrPortMissing",
-                f"count by (node) (node_infiniband_state_id{pool.ports}) < {len(pool.devices)}",
+                _per_node(
+                    f"node_infiniband_state_id{pool.ports}",
+                    f'{{{POOL_LABEL}="{pool.name}"}}',
+                    len(pool.devices),
+                ),
                 "critical",
                 f"{{{{ $labels.node }}}} (pool {pool.name}) shows {{{{ $value }}}} of its "
                 f"{len(pool.devices)} NDR ports",

@@ -20,8 +20,13 @@ CRONJOB = {"namespace": "etcd-backup", "cronjob": "etcd-backup"}
 
 def _select(selector: str, series: list[dict[str, str]]) -> list[dict[str, str]]:
     name, matchers = re.fullmatch(r"(\w+)\{(.*)\}", selector.strip()).groups()
-    wanted = dict(re.findall(r'(\w+)="([^"]*)"', matchers))
-    return [s for s in series if s["__name__"] == name and all(s.get(k) == v for k, v in wanted.items())]
+    wanted = re.findall(r'(\w+)(=~|=)"([^"]*)"', matchers)
+    return [
+        s
+        for s in series
+        if s["__name__"] == name
+        and all(re.fullmatch(v, s.get(k, "")) if op == "=~" else s.get(k) == v for k, op, v in wanted)
+    ]
 
 
 def _firing(expr: str, series: list[dict[str, str]]) -> list[str]:
@@ -35,8 +40,8 @@ def _firing(expr: str, series: list[dict[str, str]]) -> list[str]:
     return sorted(clusters(left) - clusters(right))
 
 
-def _rule(variant: str, alert: str) -> dict:
-    rules = [
+def _rules(variant: str, alert: str) -> list[dict]:
+    return [
         r
         for d in load_tree(DIST)
         if d.kind == "PrometheusRule" and d.variant == variant
@@ -44,7 +49,10 @@ def _rule(variant: str, alert: str) -> dict:
         for r in g["rules"]
         if r.get("alert") == alert
     ]
-    (rule,) = rules
+
+
+def _rule(variant: str, alert: str) -> dict:
+    (rule,) = _rules(variant, alert)
     return rule
 
 
