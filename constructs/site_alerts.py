@@ -146,8 +146,8 @@ def _health_rules(risks: SiteRisks) -> list[dict[str, Any]]:
     return [
         _alert(
             "GpuHealthCheckFailed",
-            f"max by (job_name) (kube_job_status_failed{{{ns}}}) > 0 and on (job_name) "
-            f"(time() - max by (job_name) (kube_job_status_start_time{{{ns}}})) < 86400",
+            f"max by (cluster, job_name) (kube_job_status_failed{{{ns}}}) > 0 and on (cluster, job_name) "
+            f"(time() - max by (cluster, job_name) (kube_job_status_start_time{{{ns}}})) < 86400",
             "warning",
             "GPU health check {{ $labels.job_name }} failed: its log has the bus bandwidth or the failed "
             "DCGM test; take the nodes it ran on out and check them",
@@ -155,9 +155,11 @@ def _health_rules(risks: SiteRisks) -> list[dict[str, Any]]:
         ),
         _alert(
             "GpuHealthCheckStale",
-            f"(time() - max by (cronjob) (kube_cronjob_status_last_successful_time{{{ns}}})) > {age} "
-            f"and on (cronjob) (time() - max by (cronjob) (kube_cronjob_created{{{ns}}})) > {age} "
-            f"and on (cronjob) max by (cronjob) (kube_cronjob_spec_suspend{{{ns}}}) == 0",
+            # since its last pass, or since it was made when it never passed (kube-state-metrics writes
+            # the last success only once there is one), per cluster: a suspended one (a burn-in) aside
+            f"(time() - (max by (cluster, cronjob) (kube_cronjob_status_last_successful_time{{{ns}}}) "
+            f"or max by (cluster, cronjob) (kube_cronjob_created{{{ns}}}))) > {age} "
+            f"and on (cluster, cronjob) max by (cluster, cronjob) (kube_cronjob_spec_suspend{{{ns}}}) == 0",
             "warning",
             f"GPU health check {{{{ $labels.cronjob }}}} has not passed for {risks.health_max_age_days} days",
             for_="1h",
