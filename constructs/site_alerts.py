@@ -10,13 +10,13 @@ from __future__ import annotations
 from typing import Any
 
 from constructs import Construct
+from constructs.alert_rule import alert as _alert
+from constructs.gpu_alerts import gpu_rules, per_node
 from constructs.monitoring import MONITORING
 from constructs.node_faults import (
-    FATAL_XID,
     IB_PORT_ACTIVE,
     NDR_ERROR_COUNTERS,
     POOL_LABEL,
-    ROW_REMAP_FAILURE,
     ndr_errors,
     ndr_link_down,
 )
@@ -24,118 +24,6 @@ from constructs.objects import SKIP_DRY_RUN, api_object
 from constructs.site_watches import SiteRisks
 
 GITOPS_RUNBOOK_SECTION = "when-argo-cd-alerts"  # the anchor of the RUNBOOK's section on these alerts
-
-
-def _alert(
-    name: str, expr: str, severity: str, summary: str, for_: str = "5m", runbook_url: str = ""
-) -> dict[str, Any]:
-    return {
-        "alert": name,
-        "expr": expr,
-        "for": for_,
-        "labels": {"severity": severity},
-        "annotations": {"summary": summary, **({"runbook_url": runbook_url} if runbook_url else {})},
-    }
-
-
-def _regex(names: tuple[str, ...] | list[str]) -> str:
-    return "|".join(names)
-
-
-def _per_node(series: str, nodes: str, expected: int) -> str:
-    """Nodes showing fewer than `expected` of `series`, none counting as 0: a count of no series is no
-    sample, not 0, so a node whose driver shows nothing at all would be silent. Which nodes there are
-    comes from node-exporter's `node_uname_info` (every node has one, labelled like the rest)."""
-    return f"(count by (node) ({series}) or on (node) (0 * count by (node) (node_uname_info{nodes}))) < {expected}"
-
-
-def _gpu_rules(risks: SiteRisks) -> list[dict[str, Any]]:
-    rules = [
-        # DCGM exports the last Xid code as the value (0: none since the exporter started), and keeps it:
-        # a new Xid is a change of the value (one repeating the last code is not seen). GpuFatalXid stays
-        # on while the last code is fatal: the node needs its repair.
-        _alert(
-            "GpuXid",
-            "DCGM_FI_DEV_XID_ERRORS != 0 and changes(DCGM_FI_DEV_XID_ERRORS[15m]) > 0",
-            "warning",
-            "GPU {{ $labels.gpu }} on {{ $labels.node }} reported Xid {{ $value }}",
-            for_="0m",
-        ),
-        _alert(
-            "GpuFatalXid",
-            FATAL_XID,
-            "critical",
-            "GPU {{ $labels.gpu }} on {{ $labels.node }}: Xid {{ $value }}; drain the node and reset the GPU",
-            for_="0m",
-        ),
-        _alert(
-            "GpuUncorrectableRemappedRows",
-            "increase(DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS[1h]) > 0",
-            "warning",
-            "GPU {{ $labels.gpu }} on {{ $labels.node }} remapped rows after uncorrectable errors",
-            for_="0m",
-        ),
-        _alert(
-            "GpuRowRemapFailure",
-            ROW_REMAP_FAILURE,
-            "critical",
-            "GPU {{ $labels.gpu }} on {{ $labels.node }} ran out of spare rows: replace it",
-            for_="0m",
-        ),
-        _alert(
-            "DcgmExporterDown",
-            'up{job="nvidia-dcgm-exporter"} == 0',
-            "warning",
-            "no GPU metrics from {{ $labels.instance }}: Xid and ECC alerts are blind there",
-        ),
-    ]
-    rules += _gpu_link_and_heat_rules()
-    for pool, (count, hosts) in sorted(risks.gpus_per_node.items()):
-        rules.append(
-            _alert(
-                "GpuMissing",
-                _per_node(
-                    f'DCGM_FI_DEV_GPU_TEMP{{node=~"{_regex(hosts)}"}}', f'{{node=~"{_regex(hosts)}"}}', count
-                ),
-                "critical",
-                f"{{{{ $labels.node }}}} (pool {pool}) shows {{{{ $value }}}} of its {count} GPUs",
-                for_="10m",
-            )
-        )
-    return rules
-
-
-def _gpu_link_and_heat_rules() -> list[dict[str, Any]]:
-    """NVLink recoveries (NVLink5 counts them per GPU across its links) and throttling for heat: both slow
-    every collective the GPU takes part in, with no Xid. Each is a counter of the exporter's list (the
-    GPU Operator's `dcgmExporter.config`); the throttling counter's unit varies by source, so the rule
-    asks only that it grew in every window for a quarter of an hour."""
-    return [
-        _alert(
-            "GpuNvlinkDown",
-            "increase(DCGM_FI_DEV_NVLINK_COUNT_LINK_RECOVERY_FAILED_EVENTS[15m]) > 0",
-            "critical",
-            "an NVLink of GPU {{ $labels.gpu }} on {{ $labels.node }} failed to recover and is down: "
-            "drain the node; its GPUs' collectives fall back or fail",
-            for_="0m",
-        ),
-        _alert(
-            "GpuNvlinkRecovering",
-            "increase(DCGM_FI_DEV_NVLINK_COUNT_LINK_RECOVERY_SUCCESSFUL_EVENTS[1h]) > 0",
-            "warning",
-            "NVLinks of GPU {{ $labels.gpu }} on {{ $labels.node }} went through {{ $value }} recoveries "
-            "in an hour: a link retrains under load",
-            for_="0m",
-        ),
-        _alert(
-            "GpuThermalThrottling",
-            "rate(DCGM_FI_DEV_THERMAL_VIOLATION[5m]) > 0",
-            "warning",
-            "GPU {{ $labels.gpu }} on {{ $labels.node }} has been slowed for heat for 15 minutes: "
-            "check its cooling",
-            for_="15m",
-        ),
-    ]
 
 
 def _health_rules(risks: SiteRisks) -> list[dict[str, Any]]:
@@ -365,7 +253,7 @@ def _fabric_rules(risks: SiteRisks) -> list[dict[str, Any]]:
             ),
             _alert(
                 "NdrPortMissing",
-                _per_node(
+                per_node(
                     f"node_infiniband_state_id{pool.ports}",
                     f'{{{POOL_LABEL}="{pool.name}"}}',
                     len(pool.devices),
@@ -430,6 +318,15 @@ def _storage_rules(risks: SiteRisks) -> list[dict[str, Any]]:
                 "{{ $value }} AIStor servers offline",
                 for_="2m",
             ),
+            # the alerts above read AIStor's own metrics: none at all means they are blind, not quiet
+            _alert(
+                "AIStorMetricsAbsent",
+                "absent(minio_cluster_nodes_online_total)",
+                "warning",
+                "no AIStor metrics reach the hub: its drive, server and capacity alerts are blind (the "
+                "ObjectStore's ServiceMonitor and its token, or the AIStor cluster's remote write)",
+                for_="15m",
+            ),
             _alert(
                 "AIStorCapacityLow",
                 "minio_cluster_capacity_usable_free_bytes / minio_cluster_capacity_usable_total_bytes < 0.1",
@@ -471,7 +368,7 @@ class SiteAlerts(Construct):
         groups = [
             {"name": name, "rules": rules}
             for name, rules in (
-                ("site-gpu", _gpu_rules(risks) if risks.gpus_per_node else []),
+                ("site-gpu", gpu_rules(risks) if risks.gpus_per_node else []),
                 ("site-fabric", _fabric_rules(risks)),
                 ("site-storage", _storage_rules(risks)),
                 ("site-etcd", ETCD_RULES),

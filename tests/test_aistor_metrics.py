@@ -48,3 +48,18 @@ def test_every_aistor_metric_the_site_reads_is_a_v2_name():
             read |= set(re.findall(r"\bminio_[a-z0-9_]+", json.dumps(doc.body)))
     assert {"minio_cluster_drive_offline_total", "minio_s3_requests_total"} <= read
     assert read <= V2_CLUSTER_NAMES, sorted(read - V2_CLUSTER_NAMES)
+
+
+def test_no_aistor_metrics_at_all_is_alerted():
+    """Every AIStor alert reads AIStor's own series: with none (a scrape refused, a spoke's remote write
+    down) they are blind, not quiet."""
+    rules = [
+        r
+        for d in load_tree(DIST)
+        if d.kind == "PrometheusRule"
+        for g in d.body["spec"]["groups"]
+        for r in g["rules"]
+        if r.get("alert") == "AIStorMetricsAbsent"
+    ]
+    assert rules and all(r["expr"] == "absent(minio_cluster_nodes_online_total)" for r in rules)
+    assert "minio_cluster_nodes_online_total" in V2_CLUSTER_NAMES
