@@ -72,3 +72,12 @@ def test_a_remote_component_that_declares_no_access_is_a_bug_not_the_world(site,
     ai = variant_apps(site, resolve(site, "two-cluster")).contexts[0]
     with pytest.raises(ValueError, match="aistor of aistor declares no remote_access: "):
         NetworkPolicies.cluster_flows(ai)
+
+
+def test_a_spokes_log_agents_reach_the_hubs_gateway_and_nothing_else_outside(site):
+    view, agents = _view("two-cluster", "aistor"), End(namespace="monitoring-agents")
+    gateway = str(site.services.gateway.address)
+    assert view.allows(agents, End(entity="world", address=gateway), 443)
+    assert not view.allows(agents, End(entity="world", address=gateway), 80)
+    assert not view.allows(agents, End(entity="world", address="192.0.2.10"), 443)
+    assert not view.allows(agents, End(entity="world"), 443)

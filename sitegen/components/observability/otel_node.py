@@ -16,7 +16,8 @@ from sitegen.components.base import (
     VaultSecretSpec,
 )
 from sitegen.components.context import ClusterContext, ClusterScope
-from sitegen.components.flows import WORLD, Flow
+from sitegen.components.edge.gateway import Gateway
+from sitegen.components.flows import Flow
 from sitegen.components.observability import PROJECT
 from sitegen.components.observability.collector import (
     CHART,
@@ -89,7 +90,7 @@ class OtelNode(ChartComponent):
         # to the hub's gateway collector; a spoke ships through the hub's Gateway
         if ctx.is_hub:
             return [Flow(OtelGateway, (OTLP_HTTP_PORT,), "logs to the gateway collector")]
-        return [Flow(WORLD, (443,), "logs to the hub's telemetry route")]
+        return [Flow(Gateway, (), "logs to the hub's telemetry route")]  # its address there, on 443
 
     def node_agents(self, scope: ClusterScope) -> Mapping[str, NodeAgent]:
         return {
