@@ -1,4 +1,4 @@
-"""One alerting rule as the site's PrometheusRules write it."""
+"""One alerting rule as the site's PrometheusRules write it, and the count per node the GPU and fabric rules share."""
 
 from __future__ import annotations
 
@@ -19,3 +19,10 @@ def alert(
 
 def regex(names: tuple[str, ...] | list[str]) -> str:
     return "|".join(names)
+
+
+def per_node(series: str, nodes: str, expected: int) -> str:
+    """Nodes showing fewer than `expected` of `series`, none counting as 0: a count of no series is no
+    sample, not 0, so a node whose driver shows nothing at all would be silent. Which nodes there are
+    comes from node-exporter's `node_uname_info` (every node has one, labelled like the rest)."""
+    return f"(count by (node) ({series}) or on (node) (0 * count by (node) (node_uname_info{nodes}))) < {expected}"

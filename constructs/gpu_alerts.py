@@ -1,21 +1,15 @@
 """The site's alerts on its GPU nodes: DCGM's series (Xid, remapped rows, NVLink, heat, GPUs missing)
-and each node's count of GPUs and NDR ports (`per_node`, also the fabric's)."""
+and each node's count of GPUs."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from constructs.alert_rule import alert as _alert
+from constructs.alert_rule import per_node
 from constructs.alert_rule import regex as _regex
 from constructs.node_faults import FATAL_XID, ROW_REMAP_FAILURE
 from constructs.site_watches import SiteRisks
-
-
-def per_node(series: str, nodes: str, expected: int) -> str:
-    """Nodes showing fewer than `expected` of `series`, none counting as 0: a count of no series is no
-    sample, not 0, so a node whose driver shows nothing at all would be silent. Which nodes there are
-    comes from node-exporter's `node_uname_info` (every node has one, labelled like the rest)."""
-    return f"(count by (node) ({series}) or on (node) (0 * count by (node) (node_uname_info{nodes}))) < {expected}"
 
 
 def gpu_rules(risks: SiteRisks) -> list[dict[str, Any]]:

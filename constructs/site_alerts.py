@@ -11,7 +11,8 @@ from typing import Any
 
 from constructs import Construct
 from constructs.alert_rule import alert as _alert
-from constructs.gpu_alerts import gpu_rules, per_node
+from constructs.alert_rule import per_node
+from constructs.gpu_alerts import gpu_rules
 from constructs.monitoring import MONITORING
 from constructs.node_faults import (
     IB_PORT_ACTIVE,

@@ -17,12 +17,8 @@ from sitegen.compose.ownership import KEEP_ON_DELETE, SYNC_OPTIONS
 from sitegen.compose.procedures.component_steps import day2_sections
 from sitegen.compose.procedures.replacement import replacements
 from sitegen.compose.procedures.second_target import after_losing_aistor, restore_drill
-from sitegen.model import ClusterLayout, PoolLayout, paths
+from sitegen.model import paths
 from sitegen.model.maintenance import Budget
-
-
-def cluster_budgets(apps: VariantApps, cluster: ClusterLayout) -> list[tuple[PoolLayout, Budget]]:
-    return apps.context(cluster).pool_budgets
 
 
 def _batch(budget: Budget | None, nodes: int) -> int:
@@ -44,7 +40,7 @@ def day2(apps: VariantApps) -> str:
         "pool's size, the etcd membership or AIStor's layout changes them.\n",
     ]
     for cluster in layout.clusters:
-        budgets = cluster_budgets(apps, cluster)
+        budgets = apps.context(cluster).pool_budgets
         lines = [f"### Maintenance budgets on `{cluster.name}`\n"]
         for pool, budget in budgets:
             which = f"servers of {pool.name}" if "/" in budget.pool else f"of {pool.host_span}"
@@ -87,7 +83,7 @@ def _gpu_node_out(apps: VariantApps) -> list[str]:
     if gpu is None:
         return []
     cluster, pool = gpu
-    budget = dict((b.pool, b) for _, b in cluster_budgets(apps, cluster))[pool.name]
+    budget = dict((b.pool, b) for _, b in apps.context(cluster).pool_budgets)[pool.name]
     return [
         f"""### Taking a GPU node out (`{cluster.name}`, pool {pool.name})
 
@@ -186,7 +182,7 @@ def _kubernetes_upgrade(apps: VariantApps, minor: str, nxt: str) -> str:
     source, revision = shlex.quote(packages.kubernetes_source(nxt)), packages.kubernetes_revision
     rows = []
     for cluster in apps.layout.clusters:
-        found = cluster_budgets(apps, cluster)
+        found = apps.context(cluster).pool_budgets
         budgets = {p.name: b for p, b in found if "/" not in b.pool}
         aistor = [b for _, b in found if "/" in b.pool]
         cp = cluster.control_plane
