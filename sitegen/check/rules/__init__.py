@@ -23,6 +23,7 @@ from sitegen.check.rules import (  # noqa: F401
     pod_security,
     power,
     s3_paths,
+    scrape,
     secrets,
     values,
 )

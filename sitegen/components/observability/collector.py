@@ -24,6 +24,9 @@ COLLECTOR_IMAGE = "opentelemetry-collector"
 OTLP_HTTP_PORT = 4318
 # The chart's receiver ports (values.yaml `ports`), each a host port too in daemonset mode.
 RECEIVER_PORTS = ("otlp", "otlp-http", "jaeger-compact", "jaeger-thrift", "jaeger-grpc", "zipkin")
+# The collector's own metrics (8888, never a host port): the chart's ServiceMonitor and PodMonitor
+# scrape the port of this name, which it leaves out of the pod and the Service unless enabled.
+METRICS_PORT = "metrics"
 
 
 class Command(Values):
@@ -102,4 +105,5 @@ class OtelCollectorValues(Placed):
     serviceMonitor: Toggle = Toggle(enabled=True)
     podSecurityContext: dict[str, Any] | None = None
     securityContext: dict[str, Any] | None = None
-    ports: dict[Literal[RECEIVER_PORTS], Toggle] | None = None
+    podMonitor: Toggle | None = None
+    ports: dict[Literal[(*RECEIVER_PORTS, METRICS_PORT)], Toggle] | None = None

@@ -11,6 +11,7 @@ from sitegen.components.observability import PROJECT
 from sitegen.components.observability.collector import (
     CHART,
     COLLECTOR_IMAGE,
+    METRICS_PORT,
     OTLP_HTTP_PORT,
     CollectorConfig,
     OtelCollectorValues,
@@ -30,6 +31,7 @@ from sitegen.components.observability.loki import GATEWAY_SERVICE as LOKI_GATEWA
 from sitegen.components.observability.loki import LOKI_CLIENT, Loki, client_secret
 from sitegen.components.observability.telemetry import HTPASSWD_VAULT_KEY, TELEMETRY_USERS
 from sitegen.components.values import (
+    ON,
     EnvVar,
     EnvVarSource,
     Pdb,
@@ -96,6 +98,7 @@ class OtelGateway(ChartComponent):
             },
             securityContext={"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
             presets=Presets(),
+            ports={METRICS_PORT: ON},  # what the chart's ServiceMonitor scrapes
             podDisruptionBudget=Pdb(),
             extraEnvs=[
                 EnvVar(

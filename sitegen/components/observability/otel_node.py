@@ -22,6 +22,7 @@ from sitegen.components.observability import PROJECT
 from sitegen.components.observability.collector import (
     CHART,
     COLLECTOR_IMAGE,
+    METRICS_PORT,
     OTLP_HTTP_PORT,
     RECEIVER_PORTS,
     CollectorConfig,
@@ -142,8 +143,13 @@ class OtelNode(ChartComponent):
             extraVolumeMounts=mounts,
             tolerations=EVERY_TAINT,
             # a log shipper: no receiver port, so none on every node's address (the chart opens six
-            # host ports by default, for traces and metrics nothing here sends or keeps)
-            ports={port: Toggle(enabled=False) for port in RECEIVER_PORTS},
+            # host ports by default, for traces and metrics nothing here sends or keeps); its own
+            # metrics on the pod's address, for the chart's PodMonitor
+            ports={
+                **{port: Toggle(enabled=False) for port in RECEIVER_PORTS},
+                METRICS_PORT: Toggle(enabled=True),
+            },
+            podMonitor=Toggle(enabled=True),
             resources=requests("100m", "256Mi", "1Gi"),
             # storeCheckpoints keeps file offsets across restarts (and makes the chart read logs as root)
             presets=Presets(

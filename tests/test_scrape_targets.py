@@ -1,0 +1,83 @@
+"""MON-001 on what the clusters receive: each monitor is read by a Prometheus of its cluster and finds a
+Service or pod with the port it names. The otel-gateway's ServiceMonitor scraped a port named `metrics`
+that the chart leaves out of the Service unless `ports.metrics` is on, so the collector's own metrics
+were never scraped; each test puts back a defect of that kind and expects the finding on the monitor."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from .conftest import validate
+
+APPS = "one-cluster/apps/ai"
+GATEWAY_SERVICE = f"{APPS}/otel-gateway/monitoring.service.otel-gateway.yaml"
+GATEWAY_MONITOR = f"{APPS}/otel-gateway/monitoring.servicemonitor.otel-gateway.yaml"
+PROMETHEUS = f"{APPS}/kube-prometheus-stack/monitoring.prometheus.kube-prometheus-stack-prometheus.yaml"
+OPERATOR = f"{APPS}/kube-prometheus-stack/monitoring.deployment.kube-prometheus-stack-operator.yaml"
+
+pytestmark = pytest.mark.tree_variants("one-cluster")
+
+
+def _edit(tree: Path, rel: str, change) -> None:
+    path = tree / rel
+    docs = list(yaml.safe_load_all(path.read_text()))
+    for doc in docs:
+        change(doc)
+    path.write_text(yaml.safe_dump_all(docs, sort_keys=False))
+
+
+def _findings(tree: Path) -> list[str]:
+    result = validate(tree)
+    assert result.exit_code == 1, result.stdout
+    return [line for line in result.stdout.splitlines() if "MON-001" in line]
+
+
+def test_the_shipped_monitors_all_find_their_targets(tree):
+    result = validate(tree)
+    assert "MON-001" not in result.stdout, result.stdout
+
+
+def test_a_service_without_the_port_its_monitor_scrapes_is_refused(tree):
+    def drop_metrics(doc):
+        doc["spec"]["ports"] = [p for p in doc["spec"]["ports"] if p["name"] != "metrics"]
+
+    _edit(tree, GATEWAY_SERVICE, drop_metrics)
+    (line,) = _findings(tree)
+    assert line.startswith(GATEWAY_MONITOR) and "port named metrics" in line, line
+
+
+def test_a_monitor_no_prometheus_selects_is_refused(tree):
+    """An unset namespace selector reads the Prometheus's own namespace alone: the node collectors'
+    PodMonitor in monitoring-agents (and every other namespace's monitors) would go unread."""
+    _edit(tree, PROMETHEUS, lambda doc: doc["spec"].pop("podMonitorNamespaceSelector"))
+    lines = _findings(tree)
+    assert any("PodMonitor monitoring-agents/otel-node-agent" in ln for ln in lines), lines
+    assert all("no Prometheus of the cluster selects it" in ln and "monitoring/" not in ln for ln in lines)
+
+    _edit(tree, PROMETHEUS, lambda doc: doc["spec"].pop("serviceMonitorSelector"))  # unset: none at all
+    assert any(GATEWAY_MONITOR in ln and "no Prometheus" in ln for ln in _findings(tree))
+
+
+def test_targets_made_at_run_time_count_only_where_their_maker_is_shipped(tree):
+    """The kubelets' Service is prometheus-operator's, named by its `--kubelet-service`; the database
+    instances are CloudNativePG's, one set per Cluster."""
+
+    def no_kubelet_service(doc):
+        container = doc["spec"]["template"]["spec"]["containers"][0]
+        container["args"] = [a for a in container["args"] if not a.startswith("--kubelet-service=")]
+
+    _edit(tree, OPERATOR, no_kubelet_service)
+    (tree / APPS / "harbor-database" / "harbor.cluster.harbor-db.yaml").unlink()
+    lines = _findings(tree)
+    assert any(
+        "ServiceMonitor monitoring/kube-prometheus-stack-kubelet" in ln
+        and "selects no Service in kube-system" in ln
+        for ln in lines
+    ), lines
+    assert any(
+        "PodMonitor monitoring/harbor-db" in ln and "selects no pod in harbor" in ln for ln in lines
+    ), lines
+    assert len(lines) == 2, lines
