@@ -361,6 +361,33 @@ POLICY_AUDIT_ALERT = _alert(
 )
 
 
+# The collector's own counters (exporterhelper) as its Prometheus reader exposes them: `_total` since its
+# telemetry moved to the OpenTelemetry SDK, whose exporter adds the suffix; the name without it is the
+# OpenCensus-era one. Per collector pod and exporter; a spoke's carry its `cluster`.
+def _collector_counter(name: str, window: str) -> str:
+    return f'sum by (cluster, namespace, pod, exporter) (increase({{__name__=~"otelcol_exporter_{name}(_total)?"}}[{window}]))'
+
+
+LOG_SHIPPING_RULES = [
+    _alert(
+        "LogsNotShipped",
+        f"{_collector_counter('send_failed_log_records', '10m')} > 0",
+        "warning",
+        "Log collector {{ $labels.namespace }}/{{ $labels.pod }} keeps failing to send logs through "
+        "{{ $labels.exporter }}: they wait in its memory, lost when its queue fills or it restarts",
+        for_="15m",
+    ),
+    _alert(
+        "LogsDropped",
+        f"{_collector_counter('enqueue_failed_log_records', '10m')} > 0",
+        "critical",
+        "Log collector {{ $labels.namespace }}/{{ $labels.pod }} dropped logs: the queue of "
+        "{{ $labels.exporter }} is full",
+        for_="0m",
+    ),
+]
+
+
 class SiteAlerts(Construct):
     """Alert rules for the site's own risks; the chart's default rules cover Kubernetes and etcd."""
 
@@ -378,6 +405,7 @@ class SiteAlerts(Construct):
                 ("site-backups", _backup_rules(risks)),
                 ("site-databases", _database_rules(risks)),
                 ("site-network", [POLICY_AUDIT_ALERT] if risks.policy_audit else []),
+                ("site-logs", LOG_SHIPPING_RULES if risks.log_shipping else []),
                 ("site-gitops", _gitops_rules(risks)),
             )
             if rules

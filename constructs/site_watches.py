@@ -1,6 +1,6 @@
 """What the site's alerts watch, as the components that own each part declare it (`Component.watches`):
 a pool's GPUs, a pool's NDR ports, the AIStor erasure set's parity, the GPU health checks, a schedule
-that must succeed, a database, a GPU node guard, a spoke's Argo CD token, network policies in audit.
+that must succeed, a database, a GPU node guard, the log collectors, a spoke's Argo CD token, network policies in audit.
 
 The hub evaluates the rules on its own series and on those the other clusters' agents write to it, so
 `SiteRisks.gathered` takes the watches of every cluster of the variant, each once: one alert covers a
@@ -45,6 +45,12 @@ class HealthWatch:
 @dataclass(frozen=True)
 class PolicyAuditWatch:
     """Cilium only logs what the network policies would drop: a reminder until config says enforce."""
+
+
+@dataclass(frozen=True)
+class LogShippingWatch:
+    """A log collector (the OpenTelemetry Collector) of the site: what it fails to send waits in its
+    queue in memory, lost once the queue is full or the collector restarts."""
 
 
 @dataclass(frozen=True)
@@ -107,6 +113,7 @@ Watch = (
     | ErasureWatch
     | HealthWatch
     | PolicyAuditWatch
+    | LogShippingWatch
     | SpokeTokenWatch
     | BackupWatch
     | DatabaseWatch
@@ -128,6 +135,7 @@ class SiteRisks:
     health_namespace: str | None = None  # where the periodic GPU health checks run (None: none)
     health_max_age_days: int = 8
     policy_audit: bool = False  # Cilium only logs what the network policies would drop
+    log_shipping: bool = False  # collectors ship the site's logs
     backups: tuple[BackupWatch, ...] = ()  # what must succeed on schedule, in any cluster of the variant
     spoke_token_days: int | None = None  # how long a spoke's Argo CD token lives (None: no spokes)
     guards: tuple[GuardWatch, ...] = ()  # the GPU node guards of the variant's clusters
@@ -147,6 +155,7 @@ class SiteRisks:
             health_namespace=health[0].namespace if health else None,
             health_max_age_days=health[0].max_age_days if health else cls.health_max_age_days,
             policy_audit=bool(_of(watches, PolicyAuditWatch)),
+            log_shipping=bool(_of(watches, LogShippingWatch)),
             # CronJobs first, then Velero's Schedules
             backups=tuple(sorted(_of(watches, BackupWatch), key=lambda w: w.kind)),
             spoke_token_days=min((w.days for w in tokens), default=None),

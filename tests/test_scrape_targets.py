@@ -5,17 +5,19 @@ were never scraped; each test puts back a defect of that kind and expects the fi
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 import yaml
 
-from .conftest import validate
+from .conftest import DIST, validate
 
 APPS = "one-cluster/apps/ai"
 GATEWAY_SERVICE = f"{APPS}/otel-gateway/monitoring.service.otel-gateway.yaml"
 GATEWAY_MONITOR = f"{APPS}/otel-gateway/monitoring.servicemonitor.otel-gateway.yaml"
 PROMETHEUS = f"{APPS}/kube-prometheus-stack/monitoring.prometheus.kube-prometheus-stack-prometheus.yaml"
+SITE_RULES = "apps/ai/observability/monitoring.prometheusrule.site.yaml"
 OPERATOR = f"{APPS}/kube-prometheus-stack/monitoring.deployment.kube-prometheus-stack-operator.yaml"
 
 pytestmark = pytest.mark.tree_variants("one-cluster")
@@ -81,3 +83,17 @@ def test_targets_made_at_run_time_count_only_where_their_maker_is_shipped(tree):
         "PodMonitor monitoring/harbor-db" in ln and "selects no pod in harbor" in ln for ln in lines
     ), lines
     assert len(lines) == 2, lines
+
+
+def test_the_log_alerts_read_the_counters_the_collectors_expose():
+    """The collectors' exporter counters, as their Prometheus reader names them (`_total` from the SDK's
+    exporter): a rule on another name stays silent while logs are lost."""
+    exposed = {"LogsNotShipped": "otelcol_exporter_send_failed_log_records_total",
+               "LogsDropped": "otelcol_exporter_enqueue_failed_log_records_total"}  # fmt: skip
+    for variant in ("one-cluster", "two-cluster"):
+        rule = yaml.safe_load((DIST / variant / SITE_RULES).read_text().split("---", 1)[1])
+        (group,) = [g for g in rule["spec"]["groups"] if g["name"] == "site-logs"]
+        for alert in group["rules"]:
+            (pattern,) = re.findall(r'__name__=~"([^"]+)"', alert["expr"])
+            assert re.fullmatch(pattern, exposed[alert["alert"]]), alert
+            assert "sum by (cluster, namespace, pod, exporter)" in alert["expr"], alert

@@ -4,6 +4,7 @@ and, with other clusters, the telemetry door of the site Gateway."""
 from __future__ import annotations
 
 from constructs.edge import Backend, Route
+from constructs.site_watches import LogShippingWatch, Watch
 from sitegen.components.base import ChartComponent, Layer, VaultSecretSpec
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.flows import Flow
@@ -58,6 +59,9 @@ class OtelGateway(ChartComponent):
         their clients."""
         users = VaultSecretSpec(TELEMETRY_USERS, self.namespace, HTPASSWD_VAULT_KEY, (".htpasswd",))
         return [client_secret(self.namespace), *([users] if ctx.variant.spokes else [])]
+
+    def watches(self, scope: ClusterScope) -> list[Watch]:
+        return [LogShippingWatch()]
 
     def flows(self, ctx: ClusterContext) -> list[Flow]:
         return [Flow(Loki, (), "pushes logs to Loki's gateway")]

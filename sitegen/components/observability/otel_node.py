@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from constructs.kubeadm import AUDIT_LOG_DIR
+from constructs.site_watches import LogShippingWatch, Watch
 from sitegen.components.base import (
     EVERY_POOL,
     ChartComponent,
@@ -86,6 +87,9 @@ class OtelNode(ChartComponent):
     def vault_secrets(self, ctx: ClusterContext) -> list[VaultSecretSpec]:
         """Outside the hub, what its log collector delivers to the hub with."""
         return [] if ctx.is_hub else delivery_credentials(self.namespace, ctx.site)
+
+    def watches(self, scope: ClusterScope) -> list[Watch]:
+        return [LogShippingWatch()]
 
     def flows(self, ctx: ClusterContext) -> list[Flow]:
         # to the hub's gateway collector; a spoke ships through the hub's Gateway
