@@ -1,4 +1,5 @@
-"""Pin rules: every image and chart is an exact version, in manifests, values and Applications."""
+"""Pin rules: every image and chart is an exact version, in manifests, values and Applications; every
+image comes through the site's registry."""
 
 from __future__ import annotations
 
@@ -53,3 +54,35 @@ def _pinned_charts(ctx: Context) -> Iterator[Violation]:
                     f"{app.element_path} -> {app.name}.sources[{i}].targetRevision",
                     f"chart {source['chart']} at {revision!r}, not an exact version",
                 )
+
+
+def image_registry(image: str) -> str:
+    """The registry an image reference pulls from, as containerd resolves it (docker/reference): the
+    first path component when it looks like a host (a dot, a port, `localhost`), else Docker Hub."""
+    first, slash, _ = image.partition("/")
+    if slash and ("." in first or ":" in first or first == "localhost"):
+        return first
+    return "docker.io"
+
+
+@rule(
+    "PIN-003",
+    "mirrored-registries",
+    "an image from a registry no Harbor proxy cache mirrors is pulled by every host from the internet, "
+    "past Harbor's scanning, and not at all on a site without internet",
+)
+def _mirrored_registries(ctx: Context) -> Iterator[Violation]:
+    if ctx.site is None:
+        return
+    registry = ctx.site.services.registry
+    mirrored = {registry.hostname} | {cache.registry for cache in registry.proxy_cache.values()}
+    for w in ctx.workloads(scheduled_only=False):
+        if is_partial(w.doc):
+            continue
+        for cpath, container in containers(w.path, w.spec):
+            source = image_registry(container.get("image") or "")
+            if source not in mirrored:
+                yield Violation(
+                    w.doc, f"{cpath}.image", f"image {container.get('image')!r} comes from {source}, which no "
+                    "proxy cache of registry.proxy_cache in config/services.yaml mirrors",
+                )  # fmt: skip

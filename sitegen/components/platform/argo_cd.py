@@ -223,10 +223,16 @@ class ArgoComponent(Values):
     pdb: Pdb = Pdb()
 
 
+class HaProxy(Values):
+    image: Image
+
+
 class RedisHa(Placed):
     """Redis and its HAProxy both take the top-level placement of the redis-ha chart."""
 
     enabled: bool = True
+    image: Image
+    haproxy: HaProxy
 
 
 class ArgoCrds(Values):
@@ -288,7 +294,11 @@ class ArgoCd(ChartComponent):
     security = NamespaceSecurity(
         "baseline", "the chart's redis-ha and haproxy are not verified against restricted; audit and warn are"
     )
-    images = {"argocd": "every Argo CD component (the chart's appVersion is older)"}
+    images = {
+        "argocd": "every Argo CD component (the chart's appVersion is older)",
+        "redis": "the redis-ha servers (the chart's come from a registry the site does not mirror)",
+        "haproxy": "the redis-ha proxies (likewise)",
+    }
     # The OIDC client secret, written from the vault into a Secret Argo CD reads by reference
     # (`$<secret>:<key>` needs the part-of label); the root renders its ExternalSecret (delivery.py).
     oidc_secret = "argocd-oidc"
@@ -349,7 +359,11 @@ class ArgoCd(ChartComponent):
             server=ArgoComponent(replicas=2, resources=requests("250m", "256Mi", "1Gi")),
             repoServer=ArgoComponent(replicas=2, resources=requests("500m", "512Mi", "2Gi")),
             applicationSet=ArgoComponent(replicas=2, resources=requests("100m", "128Mi", "512Mi")),
-            redis_ha=RedisHa(**on_system),
+            redis_ha=RedisHa(
+                image=image(ctx.image("redis")),
+                haproxy=HaProxy(image=image(ctx.image("haproxy"))),
+                **on_system,
+            ),
         )
 
     def reviewed_roles(self, scope: ClusterScope) -> Mapping[str, RoleReview]:
