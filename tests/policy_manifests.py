@@ -21,7 +21,7 @@ RESTRICTED = {
 }
 
 
-def container(image: str = "registry.example.internal/app:1.2.3", **extra: Any) -> dict[str, Any]:
+def container(image: str = "quay.io/example/app:1.2.3", **extra: Any) -> dict[str, Any]:
     return {
         "name": "app",
         "image": image,

@@ -21,9 +21,9 @@ pytestmark = pytest.mark.tree_variants("one-cluster")
 @pytest.mark.parametrize(
     ("image", "registry"),
     [
-        ("otel/opentelemetry-collector-k8s:0.158.0", "docker.io"),  # Docker Hub, by name alone
-        ("redis:8.2.3-alpine", "docker.io"),
-        ("ecr-public.aws.com/docker/library/redis:8.2.3-alpine", "ecr-public.aws.com"),
+        ("otel/opentelemetry-collector-k8s:1", "docker.io"),  # Docker Hub, by name alone
+        ("redis:1-alpine", "docker.io"),
+        ("ecr-public.aws.com/docker/library/redis:1-alpine", "ecr-public.aws.com"),
         ("localhost/tool:1", "localhost"),
         ("registry.example:5000/tool:1", "registry.example:5000"),
     ],

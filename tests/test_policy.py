@@ -126,9 +126,7 @@ BREAKERS = {
         },
     ],
     "PIN-002": [APP],
-    "SEC-002": [
-        workload(selector=INFRA, containers=[{"name": "app", "image": "registry.example.internal/a:1"}])
-    ],
+    "SEC-002": [workload(selector=INFRA, containers=[{"name": "app", "image": "quay.io/example/a:1"}])],
     # no Namespace object: the cluster's admission default (baseline) applies, which refuses hostPID
     "PSA-003": [workload(selector=INFRA, hostPID=True)],
     # a controller (no host access) put back beside the node agents of monitoring-agents
