@@ -79,6 +79,26 @@ def test_container_ports_range_and_names_unique_per_container():
     assert errors_of(pod) == []
 
 
+def test_volumes_have_unique_label_names_and_at_most_one_source():
+    """A volume with no source, or only null ones (`emptyDir:` left empty by a chart), is defaulted to an
+    emptyDir before validation and accepted; two sources are refused, as are bad or repeated names."""
+
+    def pod(*volumes):
+        return {**_pod([]), "spec": {"containers": [{"name": "c"}], "volumes": list(volumes)}}
+
+    assert errors_of(pod({"name": "a", "emptyDir": None}, {"name": "b", "secret": None})) == []
+    assert errors_of(pod({"name": "a", "emptyDir": {}, "secret": {"secretName": "s"}})) == [
+        "spec.volumes[0].secret: Forbidden: may not specify more than 1 volume type"
+    ]
+    assert errors_of(pod({"name": "a", "emptyDir": {}}, {"name": "a", "emptyDir": {}})) == [
+        'spec.volumes[1].name: Duplicate value: "a"'
+    ]
+    assert errors_of(pod({"name": "Certs", "emptyDir": {}}))[0].startswith(
+        'spec.volumes[0].name: Invalid value: "Certs": a lowercase RFC 1123 label'
+    )
+    assert errors_of(pod({"emptyDir": {}})) == ["spec.volumes[0].name: Required value"]
+
+
 def _service(*ports, **spec):
     return {
         "apiVersion": "v1",

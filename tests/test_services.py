@@ -53,6 +53,23 @@ def test_gateway_terminates_tls_with_a_cert_manager_certificate(site):
     )
 
 
+def test_harbors_pull_credential_crosses_the_pod_network_over_tls_only():
+    """The Gateway reaches Harbor's nginx on its HTTPS port, verifying the certificate the site CA issued
+    for the Service; nginx serves it. Before, the robot's basic auth went to port 80 in clear."""
+    harbor = DIST / "one-cluster/apps/ai/harbor"
+    route = _one(ROUTES / "harbor.httproute.harbor.yaml")
+    assert route["spec"]["rules"][0]["backendRefs"] == [{"name": "harbor", "port": 443}]
+    policy = _one(GATEWAY / "harbor.backendtlspolicy.harbor.yaml")["spec"]
+    assert policy["targetRefs"] == [{"group": "", "kind": "Service", "name": "harbor"}]
+    assert policy["validation"]["hostname"] == "harbor.harbor.svc"
+    certificate = _one(GATEWAY / "harbor.certificate.harbor-tls.yaml")["spec"]
+    assert "harbor.harbor.svc" in certificate["dnsNames"]
+    (https,) = [p for p in _one(harbor / "harbor.service.harbor.yaml")["spec"]["ports"] if p["port"] == 443]
+    nginx = _one(harbor / "harbor.deployment.harbor-nginx.yaml")["spec"]["template"]["spec"]
+    assert https["targetPort"] == 8443 and {"containerPort": 8443} in nginx["containers"][0]["ports"]
+    assert {"name": "certificate", "secret": {"secretName": certificate["secretName"]}} in nginx["volumes"]
+
+
 def test_envoy_data_plane_on_infra_with_its_configured_address(site):
     proxy = _one(GATEWAY / "envoy-gateway-system.envoyproxy.site.yaml")["spec"]["provider"]["kubernetes"]
     assert proxy["envoyDeployment"]["pod"]["nodeSelector"] == INFRA

@@ -31,6 +31,11 @@ from sitegen.components.storage.powerscale import PowerScale
 from sitegen.components.values import ON, Placed, Resources, Toggle, Values, placed, requests
 
 SERVICE = "harbor"
+# Harbor's nginx serves the Gateway over TLS with the key pair the site CA issues for its Service (the
+# Gateway's BackendTLSPolicy verifies it): the pull robot's credential never crosses the pod network
+# in clear. Only with the internal CA, which alone can name a Service.
+TLS_SECRET = "harbor-tls"
+HTTP_PORT, HTTPS_PORT = 80, 443  # the chart's expose.clusterIP ports (nginx's 8080 and 8443)
 # harbor-database's Cluster (harbor_database.py): its name, its primary's Service, owner and database
 DATABASE_CLUSTER = "harbor-db"
 DATABASE_HOST = f"{DATABASE_CLUSTER}-rw"  # the operator's Service that follows the primary
@@ -165,8 +170,14 @@ class ClusterIP(Values):
     name: str
 
 
+class TlsSecret(Values):
+    secretName: str
+
+
 class ExposeTls(Values):
     enabled: bool
+    certSource: Literal["secret"] | None = None
+    secret: TlsSecret | None = None
 
 
 class Expose(Values):
@@ -308,6 +319,9 @@ class HarborValues(Values):
     persistence: Persistence
     # The site's trust anchor for S3: the registry verifies AIStor's certificate with it.
     caBundleSecretName: str | None = None
+    # with nginx's TLS the chart mounts this Secret's `ca.crt` in core (the portal's CA download); one
+    # is needed, or the volume has no source at all
+    caSecretName: str | None = None
     metrics: Metrics = Metrics(enabled=True, serviceMonitor=ON)
     nginx: Replicated
     portal: Replicated
@@ -351,7 +365,11 @@ class Harbor(ChartComponent):
     def routes(self, ctx: ClusterContext) -> list[Route]:
         # image layers take longer than any fixed request timeout
         hostname = ctx.site.services.registry.hostname
-        return [Route("harbor", self.namespace, hostname, (Backend(SERVICE, 80, timeout="0s"),))]
+        if ctx.site.services.certificates.internal_ca:
+            backend = Backend(SERVICE, HTTPS_PORT, timeout="0s", tls_secret=TLS_SECRET)
+        else:
+            backend = Backend(SERVICE, HTTP_PORT, timeout="0s")
+        return [Route("harbor", self.namespace, hostname, (backend,))]
 
     def vault_formats(self, scope: ClusterScope) -> Mapping[str, str]:
         return VAULT_FORMATS
@@ -448,8 +466,7 @@ class Harbor(ChartComponent):
         # Stateless parts run twice; Redis (a cache and job queue) is a single pod by design of the chart,
         # the database is harbor-database's.
         return HarborValues(
-            # TLS ends at the site Gateway; Harbor's own nginx is plain HTTP behind it
-            expose=Expose(type="clusterIP", tls=ExposeTls(enabled=False), clusterIP=ClusterIP(name=SERVICE)),
+            expose=Expose(type="clusterIP", tls=_nginx_tls(ctx), clusterIP=ClusterIP(name=SERVICE)),
             externalURL=f"https://{registry.hostname}",
             persistence=Persistence(
                 enabled=registry_claim is not None,
@@ -457,6 +474,7 @@ class Harbor(ChartComponent):
                 imageChartStorage=image_storage,
             ),
             caBundleSecretName=ca,
+            caSecretName=TLS_SECRET if ctx.site.services.certificates.internal_ca else None,
             nginx=Replicated(replicas=2, **system),
             portal=Replicated(replicas=2, **system),
             core=Core(replicas=2, resources=requests("500m", "1Gi", "2Gi"), **system),
@@ -472,3 +490,11 @@ class Harbor(ChartComponent):
             ),
             redis=Redis(type="internal", internal=RedisServer(**system)),
         )
+
+
+def _nginx_tls(ctx: ClusterContext) -> ExposeTls:
+    """With the internal CA, nginx serves the Gateway the certificate issued for its Service (TLS_SECRET);
+    else TLS ends at the Gateway and nginx is plain HTTP behind it."""
+    if not ctx.site.services.certificates.internal_ca:
+        return ExposeTls(enabled=False)
+    return ExposeTls(enabled=True, certSource="secret", secret=TlsSecret(secretName=TLS_SECRET))

@@ -29,7 +29,10 @@ Modelled, one pass over the object:
   CRON_TZ in it on create, timeZone a name of the tz database (Python's zoneinfo stands for the tzdata
   the API server's Go runtime loads), startingDeadlineSeconds >= 0, a name of at most 52 characters.
 
-Not modelled: the rest of the pod spec (volumes, probes, security contexts, env), names of objects,
+- Volumes of a pod spec: names (DNS-1123 labels, unique) and at most one source each (one with none,
+  or only sources set to null, becomes an emptyDir: the defaults run first).
+
+Not modelled: the rest of the pod spec (volume sources' own fields, probes, security contexts, env), names of objects,
 annotations, quantities printed in Go's canonical form (they are printed as written), a hostNetwork
 pod's hostPort defaulting, Service IP families and cluster IPs, and validation of other API groups.
 """
@@ -155,8 +158,37 @@ def _resources(resources: Mapping[str, Any] | None, path: str) -> list[str]:
     return errors
 
 
+# core/v1 VolumeSource's members, in the order validateVolumeSource counts them; a member set to null is
+# absent (the JSON decoder leaves the pointer nil), and a volume with none is defaulted to an emptyDir
+# before validation (SetDefaults_Volume), so only more than one is refused
+VOLUME_SOURCES = (
+    "hostPath", "emptyDir", "gitRepo", "gcePersistentDisk", "awsElasticBlockStore", "secret", "nfs",
+    "iscsi", "glusterfs", "persistentVolumeClaim", "rbd", "quobyte", "flexVolume", "cinder", "cephfs",
+    "flocker", "downwardAPI", "fc", "azureFile", "vsphereVolume", "azureDisk", "photonPersistentDisk",
+    "portworxVolume", "scaleIO", "configMap", "storageos", "projected", "csi", "ephemeral", "image",
+)  # fmt: skip
+
+
+def _volumes(volumes: Iterable[Mapping[str, Any]], path: str) -> list[str]:
+    """ValidateVolumes: each a DNS-1123 label, unique, with at most one source."""
+    errors: list[str] = []
+    names: set[str] = set()
+    for i, volume in enumerate(volumes):
+        at, name = f"{path}[{i}]", str(volume.get("name") or "")
+        if not name:
+            errors.append(f"{at}.name: Required value")
+        errors += [invalid(f"{at}.name", go_value(name), m) for m in dns_label_errors(name)] if name else []
+        if name in names:
+            errors.append(f"{at}.name: Duplicate value: {go_value(name)}")
+        names.add(name)
+        sources = [k for k in VOLUME_SOURCES if volume.get(k) is not None]
+        if len(sources) > 1:
+            errors.append(f"{at}.{sources[1]}: Forbidden: may not specify more than 1 volume type")
+    return errors
+
+
 def pod_spec_errors(spec: Mapping[str, Any], path: str) -> list[str]:
-    errors = []
+    errors = _volumes(spec.get("volumes") or [], f"{path}.volumes")
     for field in ("initContainers", "containers"):
         for i, container in enumerate(spec.get(field) or []):
             at = f"{path}.{field}[{i}]"
