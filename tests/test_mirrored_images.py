@@ -47,3 +47,29 @@ def test_an_image_from_a_registry_no_proxy_cache_mirrors_is_refused(tree: Path):
     assert lines and all(ln.startswith(REDIS) and "comes from ecr-public.aws.com" in ln for ln in lines), (
         lines
     )
+
+
+def test_images_an_operator_runs_are_held_to_the_mirrors_too(tree: Path):
+    """A ClusterPolicy names `<repository>/<image>` per part it runs (a part it does not run is left
+    alone); an ObjectStore or a Prometheus names whole references."""
+    policy = "one-cluster/apps/ai/gpu-operator/clusterpolicy.cluster-policy.yaml"
+    store = "one-cluster/apps/ai/aistor/aistor.objectstore.aistor.yaml"
+
+    def edit(rel, change):
+        path = tree / rel
+        (doc,) = [d for d in yaml.safe_load_all(path.read_text()) if d]
+        change(doc["spec"])
+        path.write_text(yaml.safe_dump(doc, sort_keys=False))
+
+    def elsewhere(spec):
+        spec["dcgmExporter"]["repository"] = "registry.example/nvidia"
+        spec["vgpuManager"]["repository"] = "registry.example/nvidia"  # disabled: not run, not judged
+
+    edit(policy, elsewhere)
+    edit(store, lambda spec: spec.update(image=spec["image"].replace("quay.io", "registry.example")))
+    lines = [ln for ln in validate(tree).stdout.splitlines() if "PIN-003" in ln]
+    assert len(lines) == 2, lines
+    assert any(ln.startswith(policy) and "$.spec.dcgmExporter.repository" in ln for ln in lines), lines
+    assert any(ln.startswith(store) and "$.spec.image" in ln and "registry.example" in ln for ln in lines), (
+        lines
+    )

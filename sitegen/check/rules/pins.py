@@ -4,11 +4,13 @@ image comes through the site's registry."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from typing import Any
 
 from sitegen.check.rules.base import Context, Violation, rule
 from sitegen.check.rules.pod_security import containers, is_partial
 from sitegen.model import EXACT_VERSION
+from sitegen.tree.documents import Document
 
 _DIGEST = re.compile(r"@sha256:[0-9a-f]{64}$")
 
@@ -76,13 +78,48 @@ def _mirrored_registries(ctx: Context) -> Iterator[Violation]:
         return
     registry = ctx.site.services.registry
     mirrored = {registry.hostname} | {cache.registry for cache in registry.proxy_cache.values()}
+
+    def refused(doc: Document, path: str, image: str) -> Violation | None:
+        source = image_registry(image)
+        if source in mirrored:
+            return None
+        return Violation(doc, path, f"image {image!r} comes from {source}, which no proxy cache of "
+                                    "registry.proxy_cache in config/services.yaml mirrors")  # fmt: skip
+
     for w in ctx.workloads(scheduled_only=False):
         if is_partial(w.doc):
             continue
         for cpath, container in containers(w.path, w.spec):
-            source = image_registry(container.get("image") or "")
-            if source not in mirrored:
-                yield Violation(
-                    w.doc, f"{cpath}.image", f"image {container.get('image')!r} comes from {source}, which no "
-                    "proxy cache of registry.proxy_cache in config/services.yaml mirrors",
-                )  # fmt: skip
+            found = refused(w.doc, f"{cpath}.image", container.get("image") or "")
+            yield from [found] if found else []
+    for doc in ctx.docs:
+        if doc.group in WORKLOAD_GROUPS or doc.is_values or doc.is_host_file:
+            continue
+        for path, image in operand_images(doc.body.get("spec"), "$.spec"):
+            found = refused(doc, path, image)
+            yield from [found] if found else []
+
+
+# Objects whose pods ctx.workloads reads; any other kind's images are its operator's to run (a GPU
+# Operator ClusterPolicy, an ObjectStore, a CloudNativePG Cluster, a Prometheus)
+WORKLOAD_GROUPS = ("", "apps", "batch")
+
+
+def operand_images(node: Any, path: str) -> Iterator[tuple[str, str]]:
+    """The images a custom resource names for its operator to run: `image` or `imageName` references,
+    and `repository` beside an `image` that is only a name (NVIDIA's operators: `<repository>/<image>`);
+    none of a part that says `enabled: false` (the operator runs nothing of it)."""
+    if isinstance(node, Mapping):
+        if node.get("enabled") is False:
+            return
+        repository = node.get("repository")
+        if isinstance(repository, str) and isinstance(node.get("image"), str):
+            yield f"{path}.repository", f"{repository}/{node['image']}"
+        for key, value in node.items():
+            if key in ("image", "imageName") and isinstance(value, str) and not isinstance(repository, str):
+                yield f"{path}.{key}", value
+            elif not isinstance(value, str):
+                yield from operand_images(value, f"{path}.{key}")
+    elif isinstance(node, list):
+        for i, item in enumerate(node):
+            yield from operand_images(item, f"{path}[{i}]")
