@@ -368,6 +368,20 @@ def _collector_counter(name: str, window: str) -> str:
     return f'sum by (cluster, namespace, pod, exporter) (increase({{__name__=~"otelcol_exporter_{name}(_total)?"}}[{window}]))'
 
 
+def _telemetry_rules(risks: SiteRisks) -> list[dict[str, Any]]:
+    """The site's logs and the other clusters' series, which reach the hub or nobody hears of them."""
+    rules = list(LOG_SHIPPING_RULES) if risks.log_shipping else []
+    for cluster in risks.delivering:
+        # the agent writes its scrapes' `up` with its external label `cluster`; absent() names it
+        rules.append(_alert(
+            "ClusterMetricsAbsent", f'absent(up{{cluster="{cluster}"}})', "critical",
+            f"No series of cluster {cluster} reach the hub: its Prometheus agent does not write (its "
+            "credential, the telemetry door, the agent itself), and every alert on that cluster is blind",
+            for_="10m",
+        ))  # fmt: skip
+    return rules
+
+
 LOG_SHIPPING_RULES = [
     _alert(
         "LogsNotShipped",
@@ -405,7 +419,7 @@ class SiteAlerts(Construct):
                 ("site-backups", _backup_rules(risks)),
                 ("site-databases", _database_rules(risks)),
                 ("site-network", [POLICY_AUDIT_ALERT] if risks.policy_audit else []),
-                ("site-logs", LOG_SHIPPING_RULES if risks.log_shipping else []),
+                ("site-telemetry", _telemetry_rules(risks)),
                 ("site-gitops", _gitops_rules(risks)),
             )
             if rules

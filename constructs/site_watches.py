@@ -54,6 +54,14 @@ class LogShippingWatch:
 
 
 @dataclass(frozen=True)
+class MetricsDeliveryWatch:
+    """A cluster whose Prometheus agent writes its series to the hub: once they stop arriving, every
+    rule on that cluster is blind, and says nothing."""
+
+    cluster: str
+
+
+@dataclass(frozen=True)
 class SpokeTokenWatch:
     """A spoke reached with an Argo CD token that expires after `days`."""
 
@@ -114,6 +122,7 @@ Watch = (
     | HealthWatch
     | PolicyAuditWatch
     | LogShippingWatch
+    | MetricsDeliveryWatch
     | SpokeTokenWatch
     | BackupWatch
     | DatabaseWatch
@@ -136,6 +145,7 @@ class SiteRisks:
     health_max_age_days: int = 8
     policy_audit: bool = False  # Cilium only logs what the network policies would drop
     log_shipping: bool = False  # collectors ship the site's logs
+    delivering: tuple[str, ...] = ()  # clusters whose agents write their series to the hub
     backups: tuple[BackupWatch, ...] = ()  # what must succeed on schedule, in any cluster of the variant
     spoke_token_days: int | None = None  # how long a spoke's Argo CD token lives (None: no spokes)
     guards: tuple[GuardWatch, ...] = ()  # the GPU node guards of the variant's clusters
@@ -156,6 +166,7 @@ class SiteRisks:
             health_max_age_days=health[0].max_age_days if health else cls.health_max_age_days,
             policy_audit=bool(_of(watches, PolicyAuditWatch)),
             log_shipping=bool(_of(watches, LogShippingWatch)),
+            delivering=tuple(w.cluster for w in _of(watches, MetricsDeliveryWatch)),
             # CronJobs first, then Velero's Schedules
             backups=tuple(sorted(_of(watches, BackupWatch), key=lambda w: w.kind)),
             spoke_token_days=min((w.days for w in tokens), default=None),

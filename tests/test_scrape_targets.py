@@ -92,8 +92,28 @@ def test_the_log_alerts_read_the_counters_the_collectors_expose():
                "LogsDropped": "otelcol_exporter_enqueue_failed_log_records_total"}  # fmt: skip
     for variant in ("one-cluster", "two-cluster"):
         rule = yaml.safe_load((DIST / variant / SITE_RULES).read_text().split("---", 1)[1])
-        (group,) = [g for g in rule["spec"]["groups"] if g["name"] == "site-logs"]
-        for alert in group["rules"]:
+        (group,) = [g for g in rule["spec"]["groups"] if g["name"] == "site-telemetry"]
+        for alert in [r for r in group["rules"] if r["alert"] in exposed]:
             (pattern,) = re.findall(r'__name__=~"([^"]+)"', alert["expr"])
             assert re.fullmatch(pattern, exposed[alert["alert"]]), alert
             assert "sum by (cluster, namespace, pod, exporter)" in alert["expr"], alert
+
+
+def test_a_spoke_whose_series_stop_arriving_is_alerted_by_the_label_its_agent_writes():
+    """The hub hears of a spoke only through the series its agent writes, each with the agent's external
+    label `cluster`: the alert asks for exactly that label, one per spoke, none in one-cluster."""
+    agent = (
+        "apps/aistor/kube-prometheus-stack/monitoring.prometheusagent.kube-prometheus-stack-prometheus.yaml"
+    )
+    labels = yaml.safe_load((DIST / "two-cluster" / agent).read_text().split("---", 1)[1])["spec"][
+        "externalLabels"
+    ]
+    alerts = {}
+    for variant in ("one-cluster", "two-cluster"):
+        rule = yaml.safe_load((DIST / variant / SITE_RULES).read_text().split("---", 1)[1])
+        alerts[variant] = [
+            r for g in rule["spec"]["groups"] for r in g["rules"] if r["alert"] == "ClusterMetricsAbsent"
+        ]
+    assert alerts["one-cluster"] == []
+    (alert,) = alerts["two-cluster"]
+    assert alert["expr"] == f'absent(up{{cluster="{labels["cluster"]}"}})' and labels["cluster"] == "aistor"

@@ -11,6 +11,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from constructs.site_watches import MetricsDeliveryWatch, Watch
 from sitegen.components.base import (
     EVERY_POOL,
     ChartComponent,
@@ -282,6 +283,9 @@ class KubePrometheusStack(ChartComponent):
         )
         for kind in ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration")
     )  # fmt: skip
+
+    def watches(self, scope: ClusterScope) -> list[Watch]:
+        return [] if scope.is_hub else [MetricsDeliveryWatch(scope.cluster.name)]
 
     def vault_secrets(self, ctx: ClusterContext) -> list[VaultSecretSpec]:
         """On the hub, Alertmanager's configuration (its receivers hold credentials); elsewhere, what

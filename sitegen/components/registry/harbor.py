@@ -1,7 +1,7 @@
 """`harbor`: the site's image registry and its pull-through caches, on the hub's system pool.
 
 Images go to an AIStor bucket (or a PowerScale volume, by config); every credential comes from the
-vault; TLS ends at the site Gateway.
+vault; the site Gateway serves its name, and with the internal CA reaches nginx over TLS too.
 """
 
 from __future__ import annotations
