@@ -83,7 +83,9 @@ def _names(ports: Iterable[Mapping[str, Any]]) -> frozenset[str]:
 
 def _args(doc: Document) -> Iterator[str]:
     template = pod_template(doc.body)
-    for container in template.spec.get("containers") or [] if template is not None else []:
+    if template is None:
+        return
+    for container in template.spec.get("containers") or []:
         yield from (a for a in container.get("args") or [] if isinstance(a, str))
 
 
@@ -161,7 +163,7 @@ def _scrape_targets(ctx: Context) -> Iterator[Violation]:
         monitors = [d for d in objects if d.group == MONITORING and d.kind in SELECTORS]
         if not monitors:
             continue
-        prometheis = [d for d in objects if d.group == MONITORING and d.kind in PROMETHEUS_KINDS]
+        servers = [d for d in objects if d.group == MONITORING and d.kind in PROMETHEUS_KINDS]
         namespace_labels = {
             d.name: {**(dig(d.body, "metadata", "labels") or {}), "kubernetes.io/metadata.name": d.name}
             for d in objects
@@ -169,7 +171,7 @@ def _scrape_targets(ctx: Context) -> Iterator[Violation]:
         }
         targets = {"ServiceMonitor": _services(objects), "PodMonitor": _pods(objects)}
         for monitor in monitors:
-            if not any(_read_by(monitor, p, namespace_labels) for p in prometheis):
+            if not any(_read_by(monitor, p, namespace_labels) for p in servers):
                 yield Violation(monitor, "$.metadata.labels", "no Prometheus of the cluster selects it")
                 continue
             problem = _target_problem(monitor, targets[monitor.kind])
