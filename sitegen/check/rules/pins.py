@@ -67,6 +67,12 @@ def image_registry(image: str) -> str:
     return "docker.io"
 
 
+# Objects whose pods ctx.workloads reads, and the schemas of the others (an `image` there is a property's
+# definition); any other kind's images are its operator's to run (a GPU Operator ClusterPolicy, an
+# ObjectStore, a CloudNativePG Cluster, a Prometheus)
+NOT_OPERANDS = ("", "apps", "batch", "apiextensions.k8s.io")
+
+
 @rule(
     "PIN-003",
     "mirrored-registries",
@@ -78,31 +84,23 @@ def _mirrored_registries(ctx: Context) -> Iterator[Violation]:
         return
     registry = ctx.site.services.registry
     mirrored = {registry.hostname} | {cache.registry for cache in registry.proxy_cache.values()}
-
-    def refused(doc: Document, path: str, image: str) -> Violation | None:
+    found: list[tuple[Document, str, str]] = [
+        (w.doc, f"{cpath}.image", container.get("image") or "")
+        for w in ctx.workloads(scheduled_only=False)
+        if not is_partial(w.doc)
+        for cpath, container in containers(w.path, w.spec)
+    ]
+    found += [
+        (doc, path, image)
+        for doc in ctx.docs
+        if doc.group not in NOT_OPERANDS and not doc.is_values and not doc.is_host_file
+        for path, image in operand_images(doc.body.get("spec"), "$.spec")
+    ]
+    for doc, path, image in found:
         source = image_registry(image)
-        if source in mirrored:
-            return None
-        return Violation(doc, path, f"image {image!r} comes from {source}, which no proxy cache of "
-                                    "registry.proxy_cache in config/services.yaml mirrors")  # fmt: skip
-
-    for w in ctx.workloads(scheduled_only=False):
-        if is_partial(w.doc):
-            continue
-        for cpath, container in containers(w.path, w.spec):
-            found = refused(w.doc, f"{cpath}.image", container.get("image") or "")
-            yield from [found] if found else []
-    for doc in ctx.docs:
-        if doc.group in WORKLOAD_GROUPS or doc.is_values or doc.is_host_file:
-            continue
-        for path, image in operand_images(doc.body.get("spec"), "$.spec"):
-            found = refused(doc, path, image)
-            yield from [found] if found else []
-
-
-# Objects whose pods ctx.workloads reads; any other kind's images are its operator's to run (a GPU
-# Operator ClusterPolicy, an ObjectStore, a CloudNativePG Cluster, a Prometheus)
-WORKLOAD_GROUPS = ("", "apps", "batch")
+        if source not in mirrored:
+            yield Violation(doc, path, f"image {image!r} comes from {source}, which no proxy cache of "
+                                       "registry.proxy_cache in config/services.yaml mirrors")  # fmt: skip
 
 
 def operand_images(node: Any, path: str) -> Iterator[tuple[str, str]]:
