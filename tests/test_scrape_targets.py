@@ -117,3 +117,17 @@ def test_a_spoke_whose_series_stop_arriving_is_alerted_by_the_label_its_agent_wr
     assert alerts["one-cluster"] == []
     (alert,) = alerts["two-cluster"]
     assert alert["expr"] == f'absent(up{{cluster="{labels["cluster"]}"}})' and labels["cluster"] == "aistor"
+
+
+def test_the_runbook_routes_the_watchdog_the_hub_fires_to_a_dead_mans_switch():
+    """Alerting that is down says nothing: the RUNBOOK's Alertmanager configuration sends the chart's
+    always-firing Watchdog outside the site, whose silence is the alert. The Watchdog must exist."""
+    for variant in ("one-cluster", "two-cluster"):
+        runbook = (DIST / variant / "bootstrap/RUNBOOK.md").read_text()
+        (line,) = [ln for ln in runbook.splitlines() if ln.startswith("- `alertmanager/config`")]
+        assert "`Watchdog`" in line and "dead man's switch" in line and "amtool check-config" in line
+        general = DIST / variant / "apps/ai/kube-prometheus-stack"
+        rules = yaml.safe_load((general / "monitoring.prometheusrule.kube-prometheus-stack-general.rules.yaml")
+                               .read_text().split("---", 1)[1])  # fmt: skip
+        (watchdog,) = [r for g in rules["spec"]["groups"] for r in g["rules"] if r.get("alert") == "Watchdog"]
+        assert watchdog["expr"] == "vector(1)"

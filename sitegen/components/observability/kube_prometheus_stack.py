@@ -287,6 +287,16 @@ class KubePrometheusStack(ChartComponent):
     def watches(self, scope: ClusterScope) -> list[Watch]:
         return [] if scope.is_hub else [MetricsDeliveryWatch(scope.cluster.name)]
 
+    def vault_formats(self, scope: ClusterScope) -> Mapping[str, str]:
+        if not scope.is_hub:
+            return {}
+        return {
+            ALERTMANAGER_VAULT_KEY: "alertmanager.yaml: the site's receivers (their credentials are why it lives "
+            "here) and a route that sends the always-firing `Watchdog` to a dead man's switch outside the site "
+            "(its silence says alerting itself is down), `severity: critical` to paging and the rest to the "
+            "operators' channel; `amtool check-config alertmanager.yaml` checks it before it is put"
+        }
+
     def vault_secrets(self, ctx: ClusterContext) -> list[VaultSecretSpec]:
         """On the hub, Alertmanager's configuration (its receivers hold credentials); elsewhere, what
         Prometheus delivers its series to the hub with."""
