@@ -230,14 +230,8 @@ def test_alert_thresholds_follow_the_model(config_copy):
     # (and on Argo CD's reach of its spokes and on their series arriving, which one cluster has not)
     two = _one(DIST / "two-cluster/apps/ai/observability/monitoring.prometheusrule.site.yaml")
     one = _one(DIST / "one-cluster/apps/ai/observability/monitoring.prometheusrule.site.yaml")
-
-    def same(groups):
-        return [
-            {**g, "rules": [r for r in g["rules"] if r["alert"] != "ClusterMetricsAbsent"]}
-            for g in groups
-            if g["name"] != "site-gitops"
-        ]
-
+    same = lambda groups: [{**g, "rules": [r for r in g["rules"] if r["alert"] != "ClusterMetricsAbsent"]}  # noqa: E731
+                           for g in groups if g["name"] != "site-gitops"]  # fmt: skip
     assert same(two["spec"]["groups"]) == same(one["spec"]["groups"])
     missing = next(r for r in rules["site-gpu"] if r["alert"] == "GpuMissing")
     assert missing["expr"].endswith("< 8") and "gpu01|gpu02" in missing["expr"]
