@@ -194,6 +194,22 @@ def validate(tree: Path):
     return invoke_sitegen("validate", "--dist", tree)
 
 
+def edit_documents(tree: Path, rel: str, change: Callable[[dict[str, Any]], Any]) -> None:
+    """Let `change` mutate each document of a file of a dist/ copy (`rel` from its root), write them back."""
+    path = tree / rel
+    docs = list(yaml.safe_load_all(path.read_text()))
+    for doc in docs:
+        change(doc)
+    path.write_text(yaml.safe_dump_all(docs, sort_keys=False))
+
+
+def findings(tree: Path) -> list[str]:
+    """The lines of a validate that must find something (exit 1)."""
+    result = validate(tree)
+    assert result.exit_code == 1, result.stdout
+    return result.stdout.splitlines()
+
+
 @pytest.fixture
 def linked_copy() -> Iterator[Callable[[Path, Path], Path]]:
     """Copies the seed's dist/ (or a folder of it) as hard links that a write unshares (linked_copies.py);

@@ -5,27 +5,12 @@ Each test puts back a defect hydration revealed and expects the finding that nam
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import yaml
 
-from .conftest import validate
+from .conftest import edit_documents as _edit
+from .conftest import findings as _findings
 
 AISTOR_CILIUM = "two-cluster/apps/aistor/cilium"
-
-
-def _edit(tree: Path, rel: str, change) -> None:
-    path = tree / rel
-    docs = list(yaml.safe_load_all(path.read_text()))
-    for doc in docs:
-        change(doc)
-    path.write_text(yaml.safe_dump_all(docs, sort_keys=False))
-
-
-def _findings(tree: Path) -> list[str]:
-    result = validate(tree)
-    assert result.exit_code == 1, result.stdout
-    return result.stdout.splitlines()
 
 
 def test_a_certificate_job_without_its_toleration_is_refused(tree):

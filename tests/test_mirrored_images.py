@@ -7,11 +7,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import yaml
 
 from sitegen.check.rules.pins import image_registry
 
-from .conftest import validate
+from .conftest import edit_documents, findings
 
 REDIS = "one-cluster/apps/ai/argo-cd/argocd.statefulset.argo-cd-redis-ha-server.yaml"
 
@@ -32,18 +31,19 @@ def test_an_images_registry_is_read_as_containerd_reads_it(image, registry):
     assert image_registry(image) == registry
 
 
+def _pin_findings(tree: Path) -> list[str]:
+    return [line for line in findings(tree) if "PIN-003" in line]
+
+
 def test_an_image_from_a_registry_no_proxy_cache_mirrors_is_refused(tree: Path):
-    path = tree / REDIS
-    docs = list(yaml.safe_load_all(path.read_text()))
-    for doc in docs:
+    def from_ecr(doc):
         for container in doc["spec"]["template"]["spec"]["containers"]:
             container["image"] = container["image"].replace(
                 "docker.io/library/", "ecr-public.aws.com/docker/library/"
             )
-    path.write_text(yaml.safe_dump_all(docs, sort_keys=False))
-    result = validate(tree)
-    assert result.exit_code == 1, result.stdout
-    lines = [ln for ln in result.stdout.splitlines() if "PIN-003" in ln]
+
+    edit_documents(tree, REDIS, from_ecr)
+    lines = _pin_findings(tree)
     assert lines and all(ln.startswith(REDIS) and "comes from ecr-public.aws.com" in ln for ln in lines), (
         lines
     )
@@ -55,19 +55,17 @@ def test_images_an_operator_runs_are_held_to_the_mirrors_too(tree: Path):
     policy = "one-cluster/apps/ai/gpu-operator/clusterpolicy.cluster-policy.yaml"
     store = "one-cluster/apps/ai/aistor/aistor.objectstore.aistor.yaml"
 
-    def edit(rel, change):
-        path = tree / rel
-        (doc,) = [d for d in yaml.safe_load_all(path.read_text()) if d]
-        change(doc["spec"])
-        path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    def elsewhere(doc):
+        doc["spec"]["dcgmExporter"]["repository"] = "registry.example/nvidia"
+        doc["spec"]["vgpuManager"]["repository"] = "registry.example/nvidia"  # disabled: not run, not judged
 
-    def elsewhere(spec):
-        spec["dcgmExporter"]["repository"] = "registry.example/nvidia"
-        spec["vgpuManager"]["repository"] = "registry.example/nvidia"  # disabled: not run, not judged
-
-    edit(policy, elsewhere)
-    edit(store, lambda spec: spec.update(image=spec["image"].replace("quay.io", "registry.example")))
-    lines = [ln for ln in validate(tree).stdout.splitlines() if "PIN-003" in ln]
+    edit_documents(tree, policy, elsewhere)
+    edit_documents(
+        tree,
+        store,
+        lambda doc: doc["spec"].update(image=doc["spec"]["image"].replace("quay.io", "registry.example")),
+    )
+    lines = _pin_findings(tree)
     assert len(lines) == 2, lines
     assert any(ln.startswith(policy) and "$.spec.dcgmExporter.repository" in ln for ln in lines), lines
     assert any(ln.startswith(store) and "$.spec.image" in ln and "registry.example" in ln for ln in lines), (

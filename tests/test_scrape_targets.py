@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from .conftest import DIST, validate
+from .conftest import DIST, findings, validate
+from .conftest import edit_documents as _edit
 
 APPS = "one-cluster/apps/ai"
 GATEWAY_SERVICE = f"{APPS}/otel-gateway/monitoring.service.otel-gateway.yaml"
@@ -23,18 +24,8 @@ OPERATOR = f"{APPS}/kube-prometheus-stack/monitoring.deployment.kube-prometheus-
 pytestmark = pytest.mark.tree_variants("one-cluster")
 
 
-def _edit(tree: Path, rel: str, change) -> None:
-    path = tree / rel
-    docs = list(yaml.safe_load_all(path.read_text()))
-    for doc in docs:
-        change(doc)
-    path.write_text(yaml.safe_dump_all(docs, sort_keys=False))
-
-
 def _findings(tree: Path) -> list[str]:
-    result = validate(tree)
-    assert result.exit_code == 1, result.stdout
-    return [line for line in result.stdout.splitlines() if "MON-001" in line]
+    return [line for line in findings(tree) if "MON-001" in line]
 
 
 def test_the_shipped_monitors_all_find_their_targets(tree):
