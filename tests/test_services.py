@@ -68,6 +68,9 @@ def test_harbors_pull_credential_crosses_the_pod_network_over_tls_only():
     nginx = _one(harbor / "harbor.deployment.harbor-nginx.yaml")["spec"]["template"]["spec"]
     assert https["targetPort"] == 8443 and {"containerPort": 8443} in nginx["containers"][0]["ports"]
     assert {"name": "certificate", "secret": {"secretName": certificate["secretName"]}} in nginx["volumes"]
+    core = _one(harbor / "harbor.deployment.harbor-core.yaml")["spec"]["template"]["spec"]
+    # with nginx's TLS the chart mounts the portal's CA download in core, from caSecretName
+    assert {"name": "ca-download", "secret": {"secretName": certificate["secretName"]}} in core["volumes"]
 
 
 def test_envoy_data_plane_on_infra_with_its_configured_address(site):

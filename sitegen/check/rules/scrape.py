@@ -25,13 +25,15 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from constructs.monitoring import MONITORING as MONITORING_API
 from sitegen.check.bringup.kube import pod_template
+from sitegen.check.bringup.operators import CNPG_CLUSTER
 from sitegen.check.labels import label_selector_matches
 from sitegen.check.rules.base import Context, Violation, rule
 from sitegen.tree.documents import Document
 from sitegen.tree.fields import dig
 
-MONITORING = "monitoring.coreos.com"
+MONITORING = MONITORING_API.rpartition("/")[0]
 PROMETHEUS_KINDS = ("Prometheus", "PrometheusAgent")
 SELECTORS = {  # monitor kind -> the Prometheus fields that select it and its namespaces
     "ServiceMonitor": ("serviceMonitorSelector", "serviceMonitorNamespaceSelector"),
@@ -45,7 +47,6 @@ KUBELET_LABELS = {"k8s-app": "kubelet", "app.kubernetes.io/name": "kubelet",
                   "app.kubernetes.io/managed-by": "prometheus-operator"}  # fmt: skip
 KUBELET_PORTS = ("https-metrics", "http-metrics", "cadvisor")
 # CloudNativePG's instance pods of a Cluster (its Monitoring docs: the exporter on 9187, `metrics`)
-CNPG_CLUSTER = ("postgresql.cnpg.io", "Cluster")
 CNPG_PORTS = ("postgresql", "metrics", "status")
 
 
