@@ -1,6 +1,6 @@
 """Network policy of one namespace: a NetworkPolicy that denies everything, and a CiliumNetworkPolicy
 that allows the flows given (Cilium's entities say what NetworkPolicy cannot: the API server, the
-world outside the cluster, the nodes)."""
+world outside the cluster, the nodes, the whole cluster)."""
 
 from __future__ import annotations
 
@@ -14,9 +14,16 @@ from constructs.objects import api_object
 CILIUM = "cilium.io/v2"
 NAMESPACE_KEY = "k8s:io.kubernetes.pod.namespace"
 EVERY_NAMESPACE = "*"
-# Cilium's entities for the names flows use
-ENTITIES = {"world": ["world"], "nodes": ["host", "remote-node"], "kube-apiserver": ["kube-apiserver"]}
-DNS = {"matchLabels": {NAMESPACE_KEY: "kube-system", "k8s:k8s-app": "kube-dns"}}
+# Cilium's entities for the names flows use; `cluster` is every pod and node of the cluster
+ENTITIES = {
+    "world": ["world"],
+    "nodes": ["host", "remote-node"],
+    "kube-apiserver": ["kube-apiserver"],
+    "cluster": ["cluster"],
+}
+KUBE_SYSTEM = "kube-system"
+DNS = {"matchLabels": {NAMESPACE_KEY: KUBE_SYSTEM, "k8s:k8s-app": "kube-dns"}}
+DNS_PORTS = [{"port": "53", "protocol": "ANY"}]
 DEFAULT_DENY = "default-deny"
 FLOWS = "site-flows"
 
@@ -71,6 +78,7 @@ class NamespacePolicy(Construct):
         api: bool,
         egress: Mapping[Peer, set[int]],
         ingress: Mapping[Peer, set[int]],
+        serves_dns: bool = False,
     ) -> None:
         super().__init__(scope, id)
         api_object(
@@ -81,7 +89,7 @@ class NamespacePolicy(Construct):
             {"name": DEFAULT_DENY, "namespace": namespace},
             spec={"podSelector": {}, "policyTypes": ["Ingress", "Egress"]},
         )
-        dns: dict[str, Any] = {"ports": [{"port": "53", "protocol": "ANY"}]}
+        dns: dict[str, Any] = {"ports": DNS_PORTS}
         if any(peer.names for peer in egress):  # Cilium learns the names' addresses from its DNS proxy
             dns["rules"] = {"dns": [{"matchPattern": "*"}]}
         out: list[dict[str, Any]] = [
@@ -95,6 +103,15 @@ class NamespacePolicy(Construct):
             {"fromEndpoints": [{}]},
             *_rules(ingress, "fromEndpoints", "fromEntities"),
         ]
+        if serves_dns:
+            # The cluster's DNS: asked by every pod and by host-network pods (ClusterFirstWithHostNet);
+            # it forwards to the resolvers of the nodes' resolv.conf, outside the cluster or on a node.
+            # The rules cover the namespace's pods, not kube-dns alone: Cilium's policies add up per
+            # endpoint, and no other pod of kube-system listens on 53.
+            into.append({"fromEntities": ENTITIES["cluster"], "toPorts": [{"ports": DNS_PORTS}]})
+            out.append(
+                {"toEntities": [*ENTITIES["world"], *ENTITIES["nodes"]], "toPorts": [{"ports": DNS_PORTS}]}
+            )
         api_object(
             self,
             "Allow",

@@ -378,6 +378,24 @@ def test_a_webhook_namespace_closed_to_the_api_server(site, inputs):
     )  # fmt: skip
 
 
+def test_the_metrics_api_closed_to_the_api_server(site, inputs):
+    """kube-aggregator asks an APIService's Service for discovery itself: with kube-system closed to
+    the API server, metrics-server's API stays unavailable, whatever port kube-system opens to the
+    whole cluster (DNS, 53: not the pod port the Service's named targetPort resolves to)."""
+
+    def closed(doc):
+        if doc.get("kind") == "CiliumNetworkPolicy":
+            doc["spec"]["ingress"] = [
+                r for r in doc["spec"]["ingress"] if r.get("fromEntities") != ["kube-apiserver"]
+            ]
+
+    tree = edited(inputs, ONE, "one-cluster/apps/ai/network-policies/kube-system.", closed)
+    blocked(
+        run(site, inputs, ONE, tree=tree), "ai-metrics-server", "APIService v1beta1.metrics.k8s.io",
+        "the network policy of namespace kube-system lets the API server in on no port 10250",
+    )  # fmt: skip
+
+
 def test_a_host_whose_containerd_has_no_cri(site, inputs):
     """Docker's containerd.io ships its configuration with the CRI disabled: a host preparation that
     writes none of its own leaves kubeadm without a runtime."""

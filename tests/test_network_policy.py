@@ -4,19 +4,26 @@
 from __future__ import annotations
 
 import json
+from pathlib import PurePosixPath
 
 import yaml
 
 from sitegen.check.netpol import End, PolicyView
-from sitegen.tree.documents import load_tree
+from sitegen.components.networking.cilium import HUBBLE_SERVER_PORT
+from sitegen.components.platform.metrics_server import KUBELET_PORT
+from sitegen.tree.documents import Document, load_tree
 
-from .conftest import DIST, invoke_sitegen, validate
+from .conftest import DIST, findings, invoke_sitegen, validate
 
 ONE = DIST / "one-cluster/apps/ai/network-policies"
 
 
+def _docs():
+    return [d for d in load_tree(DIST) if d.variant == "one-cluster" and d.cluster == "ai"]
+
+
 def _view():
-    return PolicyView([d for d in load_tree(DIST) if d.variant == "one-cluster" and d.cluster == "ai"])
+    return PolicyView(_docs())
 
 
 def test_declared_flows_pass_and_the_rest_is_denied():
@@ -157,3 +164,60 @@ def test_the_flows_list_reads_back_what_the_policies_allow():
     loki = rows[("one-cluster", "ai", "loki")]
     assert loki.split("  ")[-1].strip().startswith("grafana")  # ingress: its datasource first
     assert ("two-cluster", "aistor", "argocd-manager") in rows  # a spoke's namespaces too
+
+
+def test_kube_system_lets_in_dns_the_api_server_and_prometheus_and_out_what_its_pods_need():
+    """kube-system is default-deny like the site's namespaces (security review M8: a tenant that
+    widened its own egress reached Hubble Relay's plaintext flows, hubble-ui and metrics-server): DNS
+    from the whole cluster, the API server (metrics-server's APIService), Prometheus; out, the API
+    server, the kubelets (metrics-server), the agents' Hubble servers (Relay) and DNS upstream."""
+    widened = Document(
+        PurePosixPath("one-cluster/apps/ai/tenant-ai-research/widened.yaml"),
+        0,
+        {
+            "apiVersion": "cilium.io/v2",
+            "kind": "CiliumNetworkPolicy",
+            "metadata": {"name": "widened", "namespace": "ai-research"},
+            "spec": {"endpointSelector": {}, "egress": [{"toEndpoints": [{"matchExpressions": [
+                {"key": "k8s:io.kubernetes.pod.namespace", "operator": "Exists"}]}]}]},
+        },
+    )  # fmt: skip
+    view, system = PolicyView([*_docs(), widened]), End(namespace="kube-system")
+    tenant = End(namespace="ai-research")
+    assert "kube-system" in view.denied
+    assert view.allows(tenant, system, 53)
+    for port in (4245, 8081, 10250, 9153):  # Relay, hubble-ui, metrics-server, CoreDNS metrics
+        assert not view.allows(tenant, system, port), port
+    assert view.allows(End(namespace="monitoring"), system, 9153)
+    assert view.allows(End(entity="kube-apiserver"), system, KUBELET_PORT)
+    assert view.allows(End(entity="nodes"), system, 53)  # host-network pods' cluster DNS
+    assert not view.allows(End(entity="world"), system, 53)
+    for port in (KUBELET_PORT, HUBBLE_SERVER_PORT):
+        assert view.allows(system, End(entity="nodes"), port)
+    assert not view.allows(system, End(entity="nodes"), 22)
+    assert view.allows(system, End(entity="world"), 53) and not view.allows(system, End(entity="world"), 443)
+    assert view.allows(system, End(entity="kube-apiserver"))
+    assert not view.allows(system, End(namespace="harbor"), 6379)
+
+
+def test_kube_systems_declared_ports_are_the_rendered_ones():
+    """The flows open the ports the components listen on: each agent's Hubble server as cilium-config
+    gives it, the kubelet's as the kubelet configurations leave it (its default, 10250)."""
+    config = yaml.safe_load_all(
+        (DIST / "one-cluster/apps/ai/cilium/kube-system.configmap.cilium-config.yaml").read_text()
+    )
+    (data,) = [d["data"] for d in config if d]
+    assert data["hubble-listen-address"] == f":{HUBBLE_SERVER_PORT}"
+    kubelets = [
+        doc
+        for path in sorted((DIST / "one-cluster/kubeadm/ai").glob("kubelet-*.yaml"))
+        for doc in yaml.safe_load_all(path.read_text())
+        if doc and doc.get("kind") == "KubeletConfiguration"
+    ]
+    assert kubelets and all(doc.get("port", 10250) == KUBELET_PORT for doc in kubelets)
+
+
+def test_kube_system_without_default_deny(tree):
+    (tree / "one-cluster/apps/ai/network-policies/kube-system.networkpolicy.default-deny.yaml").unlink()
+    assert any("NET-001 default-deny" in line and "namespace kube-system has no default-deny" in line
+               for line in findings(tree))  # fmt: skip

@@ -68,6 +68,14 @@ def _selects(selector: Mapping[str, Any], policy_namespace: str, peer: End) -> b
     return bool(expressions) or peer.namespace == policy_namespace
 
 
+def _entities_cover(entities: list[str], end: End) -> bool:
+    """Whether a rule's entities cover an end: its own entity's, or `cluster`, which covers every pod
+    and node of the cluster (the API server included), not the world."""
+    if "cluster" in entities and (end.namespace or end.entity in ("nodes", "kube-apiserver")):
+        return True
+    return bool(end.entity) and any(e in entities for e in ENTITIES[end.entity])
+
+
 def _port_ok(rule: Mapping[str, Any], port: int | None) -> bool:
     rules = rule.get("toPorts")
     if not rules:
@@ -99,8 +107,8 @@ class PolicyView:
         if source.entity or source.namespace not in self.denied:
             return True
         for rule in self.rules.get(source.namespace, {}).get("egress", []):
-            if target.entity and any(e in (rule.get("toEntities") or []) for e in ENTITIES[target.entity]):
-                return _port_ok(rule, port)
+            if _entities_cover(rule.get("toEntities") or [], target) and _port_ok(rule, port):
+                return True
             names = rule.get("toFQDNs") or []
             if target.name and any(fqdn_matches(s, target.name) for s in names) and _port_ok(rule, port):
                 return True
@@ -116,8 +124,7 @@ class PolicyView:
         if target.entity or target.namespace not in self.denied:
             return True
         for rule in self.rules.get(target.namespace, {}).get("ingress", []):
-            entities = rule.get("fromEntities") or []
-            if source.entity and any(e in entities for e in ENTITIES[source.entity]) and _port_ok(rule, port):
+            if _entities_cover(rule.get("fromEntities") or [], source) and _port_ok(rule, port):
                 return True
             selectors = rule.get("fromEndpoints") or []
             if any(_selects(s, target.namespace, source) for s in selectors) and _port_ok(rule, port):

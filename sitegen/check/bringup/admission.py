@@ -22,9 +22,9 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from sitegen.check.admission_policy import Policy, Request, denying_policies
-from sitegen.check.bringup.kube import add, label_selector_matches, quantity, requests_of
+from sitegen.check.bringup.kube import PodTemplate, add, label_selector_matches, quantity, requests_of
 from sitegen.check.bringup.objects import ClusterObjects, Workload, key_of
-from sitegen.check.bringup.refusals.wiring import DEFAULT_PORT, unserved
+from sitegen.check.bringup.refusals.wiring import DEFAULT_PORT, declared, service_port, unserved
 from sitegen.check.bringup.scheduling import usage
 from sitegen.check.bringup.secrets import Secrets
 from sitegen.check.netpol import End, PolicyView
@@ -51,8 +51,19 @@ class Admission:
         service = self.cluster.find("Service", namespace, name)
         if service is None:
             return f"Service {namespace}/{name} does not exist"
-        selector = dig(service.body, "spec", "selector") or {}
-        backends = [
+        backends = self._backends(service.body)
+        if not backends:
+            return f"no running pod behind Service {namespace}/{name}"
+        why, assumed = unserved(service.body, port, backends)
+        if assumed:
+            self.cluster.assumed.add(assumed)
+        return why
+
+    def _backends(self, service: Mapping[str, Any]) -> list[PodTemplate]:
+        """The running pod templates the Service's selector matches."""
+        namespace = dig(service, "metadata", "namespace")
+        selector = dig(service, "spec", "selector") or {}
+        return [
             w.template
             for w in self.cluster.workloads.values()
             if w.template.namespace == namespace
@@ -60,12 +71,6 @@ class Admission:
             and selector
             and all(w.template.labels.get(k) == str(v) for k, v in selector.items())
         ]
-        if not backends:
-            return f"no running pod behind Service {namespace}/{name}"
-        why, assumed = unserved(service.body, port, backends)
-        if assumed:
-            self.cluster.assumed.add(assumed)
-        return why
 
     def admission_blocker(
         self, body: Mapping[str, Any], resource: str | None = None, user: str | None = None
@@ -165,28 +170,30 @@ class Admission:
         )
 
     def api_server_denied(self, service: Mapping[str, Any]) -> str | None:
-        """With Cilium enforcing, the webhook's namespace must let the API server in on the Service's
-        target port (a named port: on any port its policies open to the API server)."""
+        """With Cilium enforcing, the backend's namespace must let the API server in on the pod port
+        the Service's port targets (a named one: the port of that name its running pods declare)."""
         if not self.enforces_policies():
             return None
-        found = self.cluster.find("Service", service["namespace"], service["name"])
-        wanted = int(service.get("port", 443))
-        target: Any = None
-        for port in (dig(found.body, "spec", "ports") or []) if found else []:
-            if int(port.get("port", 0)) == wanted:
-                target = port.get("targetPort", wanted)
+        namespace = service["namespace"]
+        found = self.cluster.find("Service", namespace, service["name"])
+        entry = service_port(found.body, int(service.get("port", DEFAULT_PORT))) if found else None
+        if found is None or entry is None:
+            return None  # service_ready says why
+        target = entry.get("targetPort", entry["port"])
+        if isinstance(target, int) or str(target).isdigit():
+            ports = [int(target)]
+        else:
+            protocol = str(entry.get("protocol", "TCP"))
+            ports = sorted(
+                {n for name, n in declared(self._backends(found.body), protocol) if name == target}
+            )
         view = self.policy_view()
-        source, dest = End(entity="kube-apiserver"), End(namespace=service["namespace"])
-        ports = (
-            [int(target)]
-            if isinstance(target, int) or str(target).isdigit()
-            else [None, *view.ingress_ports(dest)]
-        )
-        if any(view.allows(source, dest, port) for port in ports):
-            return None
+        source, dest = End(entity="kube-apiserver"), End(namespace=namespace)
+        if not ports or any(view.allows(source, dest, port) for port in ports):
+            return None  # no pod port of that name: service_ready says why
         return (
-            f"the network policy of namespace {service['namespace']} lets the API server in on no port "
-            f"{'' if ports[0] is None else ports[0]} (Cilium enforces)".replace("port  (", "port (")
+            f"the network policy of namespace {namespace} lets the API server in on no port "
+            f"{', '.join(map(str, ports))} (Cilium enforces)"
         )
 
     # ---- quotas ----------------------------------------------------------------------------------

@@ -460,8 +460,10 @@ class AppSync:
         elif kind == "Service" and spec.get("type") == "LoadBalancer":
             why = cluster.node_agents.load_balancer_blocker()
         elif kind == "APIService" and spec.get("service"):
-            ref = spec["service"]
-            why = cluster.admission.service_ready(ref["namespace"], ref["name"], int(ref.get("port", 443)))
+            # kube-aggregator asks the Service for discovery itself (else FailedDiscoveryCheck)
+            ref, admission = spec["service"], cluster.admission
+            why = admission.service_ready(ref["namespace"], ref["name"], int(ref.get("port", 443)))
+            why = why or admission.api_server_denied(ref)
         elif (group, kind) == CNPG_CLUSTER:
             # Argo CD's built-in check maps CloudNativePG's phase: healthy, a reconciliation stopped
             # (Suspended: an unknown plugin), failing over (Degraded), else Progressing

@@ -1,12 +1,12 @@
-"""Network rules: default deny in every namespace the site creates, and exactly the declared flows
-allowed (each component's Flow declarations, evaluated against the rendered policies)."""
+"""Network rules: default deny in every namespace the site creates and in kube-system, and exactly the
+declared flows allowed (each component's Flow declarations, evaluated against the rendered policies)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from ipaddress import ip_network
 
-from constructs.network_policy import EVERY_NAMESPACE
+from constructs.network_policy import EVERY_NAMESPACE, KUBE_SYSTEM
 from sitegen.check.netpol import End, PolicyView
 from sitegen.check.rules.base import Context, Violation, rule
 from sitegen.components.flows import WORLD
@@ -22,7 +22,8 @@ def _cluster_docs(ctx: Context, variant: str, cluster: str) -> list[Document]:
 @rule(
     "NET-001",
     "default-deny",
-    "every namespace the site creates denies all ingress and egress but what its policy allows",
+    "every namespace the site creates, and kube-system, denies all ingress and egress but what its "
+    "policy allows",
 )
 def _default_deny(ctx: Context) -> Iterator[Violation]:
     views: dict[tuple[str, str | None], PolicyView] = {}
@@ -32,12 +33,14 @@ def _default_deny(ctx: Context) -> Iterator[Violation]:
         key = (doc.variant, doc.cluster)
         if key not in views:
             views[key] = PolicyView(_cluster_docs(ctx, doc.variant, doc.cluster or ""))
+            # kube-system is no Namespace of ours: its policy is held where the cluster's others are
+            if KUBE_SYSTEM not in views[key].denied:
+                yield Violation(doc, "$", f"namespace {KUBE_SYSTEM} {_NO_DENY}")
         if doc.name not in views[key].denied:
-            yield Violation(
-                doc,
-                "$",
-                f"namespace {doc.name} has no default-deny NetworkPolicy (podSelector {{}}, Ingress and Egress)",
-            )
+            yield Violation(doc, "$", f"namespace {doc.name} {_NO_DENY}")
+
+
+_NO_DENY = "has no default-deny NetworkPolicy (podSelector {}, Ingress and Egress)"
 
 
 @rule(
@@ -56,7 +59,7 @@ def _declared_flows(ctx: Context) -> Iterator[Violation]:
             if anchor is None:
                 continue
             view = PolicyView(docs)
-            namespaces = cluster_ctx.site_namespaces()
+            namespaces = NetworkPolicies.policed_namespaces(cluster_ctx)
             declared = NetworkPolicies.cluster_flows(cluster_ctx)
             for namespace, flows in sorted(declared.items()):
                 for peer, ports in sorted(flows.egress.items()):

@@ -12,6 +12,7 @@ from constructs.namespaces import psa_labels
 from constructs.site_watches import PolicyAuditWatch, Watch
 from sitegen.components.base import EVERY_POOL, ChartComponent, Layer, NodeAgent
 from sitegen.components.context import ClusterContext, ClusterScope
+from sitegen.components.flows import NODES, Flow
 from sitegen.components.networking import PROJECT
 from sitegen.components.operator_steps import OperatorStep, Stage
 from sitegen.components.ownership import JobSecret
@@ -142,6 +143,11 @@ def _audits(scope: ClusterScope) -> bool:
     return scope.site.network.kubernetes.network_policy == "audit"
 
 
+# Where each agent's Hubble server answers Hubble Relay, on the host network (the chart's
+# hubble.listenAddress, cilium-config `hubble-listen-address`; Relay finds it through `hubble-peer`).
+HUBBLE_SERVER_PORT = 4244
+
+
 class Cilium(ChartComponent):
     name = "cilium"
     job_secrets = (
@@ -160,6 +166,9 @@ class Cilium(ChartComponent):
 
     def watches(self, scope: ClusterScope) -> list[Watch]:
         return [PolicyAuditWatch()] if _audits(scope) else []
+
+    def flows(self, ctx: ClusterContext) -> list[Flow]:
+        return [Flow(NODES, (HUBBLE_SERVER_PORT,), "Hubble Relay reads every agent's Hubble server")]
 
     def operator_steps(self, scope: ClusterScope) -> list[OperatorStep]:
         app_dir = paths.in_repo(paths.cluster_apps_dir(scope.variant.name, scope.cluster.name))

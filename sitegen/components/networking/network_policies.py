@@ -1,5 +1,5 @@
-"""`network-policies`: default deny in every namespace the site creates, then the flows its
-components declare (Component.flows), the ingress those flows imply, the API server's calls to the
+"""`network-policies`: default deny in every namespace the site creates and in kube-system, then the
+flows its components declare (Component.flows), the ingress those flows imply, the API server's calls to the
 webhooks the apps render, and the outside world into what is exposed.
 
 A plain NetworkPolicy denies everything (ingress and egress) in the namespace; one
@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from constructs import Construct
-from constructs.network_policy import NamespacePolicy, Peer
+from constructs.network_policy import KUBE_SYSTEM, NamespacePolicy, Peer
 from constructs.objects import WEBHOOK_KINDS
 from sitegen.components.base import Component, Layer, RenderedComponent
 from sitegen.components.context import ClusterContext, ClusterScope
@@ -83,11 +83,17 @@ class NetworkPolicies(RenderedComponent):
     reads_rendered = True  # the webhooks the apps render
 
     @staticmethod
+    def policed_namespaces(ctx: ClusterContext) -> list[str]:
+        """The namespaces the policies deny in: the site's, and kube-system (Pod Security does not guard
+        it, and its pods serve every namespace: DNS, metrics, Hubble)."""
+        return sorted({*ctx.site_namespaces(), KUBE_SYSTEM})
+
+    @staticmethod
     def cluster_flows(
         ctx: ClusterContext, rendered: dict[str, list[dict]] | None = None
     ) -> dict[str, NamespaceFlows]:
-        """The allowed flows per site namespace of the cluster."""
-        names = ctx.site_namespaces()
+        """The allowed flows per namespace the policies deny in (`policed_namespaces`)."""
+        names = NetworkPolicies.policed_namespaces(ctx)
         flows = {ns: NamespaceFlows() for ns in names}
         for component in ctx.components:
             own = flows.get(component.namespace)
@@ -130,4 +136,5 @@ class NetworkPolicies(RenderedComponent):
                 api=flows.api,
                 egress=flows.egress,
                 ingress=flows.ingress,
+                serves_dns=namespace == KUBE_SYSTEM,
             )

@@ -4,12 +4,17 @@ from __future__ import annotations
 
 from sitegen.components.base import ChartComponent, Layer
 from sitegen.components.context import ClusterContext
+from sitegen.components.flows import NODES, Flow
 from sitegen.components.networking.cilium import Cilium
 from sitegen.components.observability.kube_prometheus_stack import KubePrometheusStack
 from sitegen.components.platform import PROJECT
 from sitegen.components.platform_nodes.kubelet_csr_approver import KubeletCsrApprover
 from sitegen.components.runtime_needs import ApiCall, RuntimeNeeds
 from sitegen.components.values import ON, Pdb, Placed, Resources, Toggle, placed, requests
+
+# Where metrics-server reads each kubelet's /metrics/resource: the port the Node reports
+# (status.daemonEndpoints.kubeletEndpoint, kubelet's default `port`), which kubeadm leaves as it is.
+KUBELET_PORT = 10250
 
 
 class MetricsServerValues(Placed):
@@ -37,6 +42,9 @@ class MetricsServer(ChartComponent):
             for verb in ("list", "watch")
         )
     )
+
+    def flows(self, ctx: ClusterContext) -> list[Flow]:
+        return [Flow(NODES, (KUBELET_PORT,), "the kubelets' resource metrics")]
 
     def values(self, ctx: ClusterContext) -> MetricsServerValues:
         return MetricsServerValues(resources=requests("100m", "200Mi", "1Gi"), **placed(ctx.system_placement))
