@@ -27,6 +27,8 @@ class AllowLists:
     privileged_workloads: Mapping[str, str]  # `Kind/namespace/name` -> why
     # (variant, cluster) -> `Kind/namespace/name` -> why nodes need it before they turn Ready
     bootstrap_critical: Mapping[tuple[str, str], Mapping[str, str]] = field(default_factory=dict)
+    # (variant, cluster) -> `Kind/namespace/name` -> how it takes a renewed certificate by itself
+    reloads_certificates: Mapping[tuple[str, str], Mapping[str, str]] = field(default_factory=dict)
     # `<namespace>/<account>: <capability>` -> why, for accounts on nodes that run tenant code
     node_rbac: Mapping[str, str] = field(default_factory=dict)
     # privileged namespaces that hold controllers (pods without host access) beside the agents -> why
@@ -57,6 +59,11 @@ class AllowLists:
             k: why for per_cluster in self.bootstrap_critical.values() for k, why in per_cluster.items()
         }
         out += [f"  {key}: {why}" for key, why in sorted(critical.items())]
+        out.append("certificates renewed under running servers, taken by the servers themselves:")
+        reloads = {
+            k: why for per_cluster in self.reloads_certificates.values() for k, why in per_cluster.items()
+        }
+        out += [f"  {key}: {why}" for key, why in sorted(reloads.items())]
         out.append("node identities that reach the cluster (tenant-reachable nodes):")
         out += [f"  {key}: {why}" for key, why in sorted(self.node_rbac.items())]
         out.append("accounts with power beyond their namespace:")
@@ -69,6 +76,7 @@ class AllowLists:
 def allow_lists(site: Site) -> AllowLists:
     agents: dict[tuple[str, str], dict[str, NodeAgent]] = {}
     critical: dict[tuple[str, str], dict[str, str]] = {}
+    reloads: dict[tuple[str, str], dict[str, str]] = {}
     node_rbac: dict[str, str] = {}
     powers: dict[str, Reviewed] = {}
     workloads = {
@@ -87,6 +95,7 @@ def allow_lists(site: Site) -> AllowLists:
         for ctx, component in apps.members():
             agents.setdefault((variant, ctx.cluster.name), {}).update(component.node_agents(ctx))
             critical.setdefault((variant, ctx.cluster.name), {}).update(component.bootstrap_critical(ctx))
+            reloads.setdefault((variant, ctx.cluster.name), {}).update(component.reloads_certificates(ctx))
             node_rbac.update(component.node_rbac(ctx))
             powers.update(component.powers(ctx))
             workloads.update(component.privileged_workloads(ctx))
@@ -100,6 +109,7 @@ def allow_lists(site: Site) -> AllowLists:
         privileged_controllers=controllers,
         privileged_workloads=workloads,
         bootstrap_critical=critical,
+        reloads_certificates=reloads,
         node_rbac=node_rbac,
         powers=powers,
     )

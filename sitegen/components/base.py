@@ -254,6 +254,12 @@ class Component:
         schedule on nodes that still carry node.kubernetes.io/not-ready."""
         return {}
 
+    def reloads_certificates(self, scope: ClusterScope) -> Mapping[str, str]:
+        """Its workloads (`Kind/namespace/name`) that mount a cert-manager Certificate's key pair and take
+        a renewed one by themselves, and how (with the source); any other such workload needs a
+        CertificateRollover (constructs/certificate_rollover.py) or serves an expired pair one day."""
+        return {}
+
     def node_rbac(self, scope: ClusterScope) -> Mapping[str, str]:
         """Grants of this component's accounts that reach past a node its pods run tenant-reachable
         nodes on (`<namespace>/<account>: <capability>`, see check/node_rbac.py), and why each is needed."""

@@ -2,8 +2,9 @@
 (scripts.py runs them in the bring-up; the tests run them against hand-made Nodes).
 
 It answers as kube-apiserver v1.35 does where our scripts depend on it: HTTPS with a certificate of
-its own CA (the script must pass --cacert), a bearer token or 401, Nodes by name (404 with a Status
-object for a host that has not joined), JSON merge patches (RFC 7386) that never create, and the
+its own CA (the script must pass --cacert), a bearer token or 401, Nodes and the other objects it is
+given by their path (404 with a Status object for one it does not hold: a host that has not joined),
+JSON merge patches (RFC 7386) that never create, and the
 response body pretty-printed (two-space indentation) when the client is a command-line HTTP tool
 (a User-Agent starting with `curl` or `Wget`) or a browser, unless `?pretty=false` is asked for
 (k8s.io/apiserver endpoints/handlers/negotiation: isPrettyPrint). Nodes are listed with a
@@ -65,6 +66,8 @@ class FakeApiServer:
     ca: Path
     token: str
     nodes: dict[str, dict] = field(default_factory=dict)
+    # other objects by their path (`/apis/<group>/<version>/namespaces/<ns>/<resource>/<name>`)
+    objects: dict[str, dict] = field(default_factory=dict)
     requests: list[tuple[str, str, str, str]] = field(default_factory=list)  # method, path, agent, body
 
 
@@ -74,6 +77,23 @@ def _pretty(handler: BaseHTTPRequestHandler) -> bool:
         return query["pretty"][0].lower() in ("1", "t", "true")
     agent = handler.headers.get("User-Agent", "")
     return agent.startswith(("curl", "Wget", "Mozilla/5.0"))
+
+
+def _node_list(server: FakeApiServer, path: str, accept: str) -> dict:
+    """The Nodes a `labelSelector` selects: a NodeList, or their metadata when asked for it."""
+    selector = (parse_qs(urlsplit(path).query).get("labelSelector") or [""])[0]
+    wanted = [s.split("=", 1) for s in selector.split(",") if s]
+    items = [
+        n for n in server.nodes.values()
+        if all(k in n["metadata"]["labels"] and (len(kv) == 1 or n["metadata"]["labels"][k] == kv[1])
+               for kv in wanted for k in [kv[0]])
+    ]  # fmt: skip
+    if "as=PartialObjectMetadataList" in accept:
+        metadata = [{"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1",
+                     "metadata": n["metadata"]} for n in items]  # fmt: skip
+        return {"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1",
+                "metadata": {"resourceVersion": "1"}, "items": metadata}  # fmt: skip
+    return {"kind": "NodeList", "apiVersion": "v1", "metadata": {"resourceVersion": "1"}, "items": items}
 
 
 def _handler(server: FakeApiServer) -> type[BaseHTTPRequestHandler]:
@@ -109,34 +129,25 @@ def _handler(server: FakeApiServer) -> type[BaseHTTPRequestHandler]:
                 return False
             return True
 
-        def _list(self) -> None:
-            selector = (parse_qs(urlsplit(self.path).query).get("labelSelector") or [""])[0]
-            wanted = [s.split("=", 1) for s in selector.split(",") if s]
-            items = [
-                n for n in server.nodes.values()
-                if all(k in n["metadata"]["labels"] and (len(kv) == 1 or n["metadata"]["labels"][k] == kv[1])
-                       for kv in wanted for k in [kv[0]])
-            ]  # fmt: skip
-            if "as=PartialObjectMetadataList" in self.headers.get("Accept", ""):
-                metadata = [{"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1",
-                             "metadata": n["metadata"]} for n in items]  # fmt: skip
-                self._send(200, {"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1",
-                                 "metadata": {"resourceVersion": "1"}, "items": metadata})  # fmt: skip
-                return
-            self._send(200, {"kind": "NodeList", "apiVersion": "v1", "metadata": {"resourceVersion": "1"},
-                             "items": items})  # fmt: skip
-
         def do_GET(self) -> None:
             if not self._authorized(""):
                 return
             if urlsplit(self.path).path.rstrip("/") == "/api/v1/nodes":
-                self._list()
+                self._send(200, _node_list(server, self.path, self.headers.get("Accept", "")))
+                return
+            path = urlsplit(self.path).path.rstrip("/")
+            if path in server.objects:
+                self._send(200, server.objects[path])
                 return
             name = self._node()
             if name in server.nodes:
                 self._send(200, server.nodes[name])
             else:
-                self._status(404, "NotFound", f'nodes "{name}" not found')
+                self._not_found(path)
+
+        def _not_found(self, path: str) -> None:
+            parts = path.strip("/").split("/")
+            self._status(404, "NotFound", f'{parts[-2] if len(parts) > 1 else ""} "{parts[-1]}" not found')
 
         def do_PATCH(self) -> None:
             body = self.rfile.read(int(self.headers.get("Content-Length", 0))).decode()
@@ -145,9 +156,14 @@ def _handler(server: FakeApiServer) -> type[BaseHTTPRequestHandler]:
             if self.headers.get("Content-Type") != "application/merge-patch+json":
                 self._status(415, "UnsupportedMediaType", "the body of the request was in an unknown format")
                 return
+            path = urlsplit(self.path).path.rstrip("/")
+            if path in server.objects:
+                server.objects[path] = merge_patch(server.objects[path], json.loads(body))
+                self._send(200, server.objects[path])
+                return
             name = self._node()
             if name not in server.nodes:
-                self._status(404, "NotFound", f'nodes "{name}" not found')  # PATCH never creates
+                self._not_found(path)  # PATCH never creates
                 return
             server.nodes[name] = merge_patch(server.nodes[name], json.loads(body))
             self._send(200, server.nodes[name])

@@ -2,8 +2,9 @@
 a `/bin/sh -c` script, `API_SERVER` https://kubernetes.default.svc) runs once the cluster is up, with
 /bin/sh and the real curl, against a loopback API server that answers as kube-apiserver does
 (apiserver.py: TLS with the cluster CA, pretty-printed JSON for curl, merge patches that never create)
-and serves the cluster's Nodes as the simulation has them. The script is the one in dist/, the list it
-reads the one its ConfigMap mounts; a non-zero exit is a blocker with what the script printed.
+and serves the cluster's Nodes, workloads and Certificates as the simulation has them. The script is
+the one in dist/, the list it reads the one its ConfigMap mounts; a non-zero exit is a blocker with
+what the script printed.
 
 A line list is sampled: its first line for each distinct remainder after the first word (one host per
 pool and label set), so the run stays short. Needs /bin/sh, curl and openssl on the machine: without
@@ -83,6 +84,26 @@ def _pod_files(
 
 
 UNSCHEDULABLE = "node.kubernetes.io/unschedulable"
+# What the scripts read besides Nodes: workloads, and Certificates with the status cert-manager writes
+# once it issued one (the simulation has no clock: every issued pair carries this time)
+SERVED_KINDS = (("apps", "Deployment"), ("apps", "StatefulSet"), ("apps", "DaemonSet"),
+                ("cert-manager.io", "Certificate"))  # fmt: skip
+ISSUED_AT = "2026-01-01T00:00:00Z"
+
+
+def _api_objects(cluster: Cluster) -> dict[str, dict]:
+    """The cluster's objects of SERVED_KINDS by their API path, as the API server returns them."""
+    served = {}
+    for group, kind in SERVED_KINDS:
+        for (_, _, namespace, name), applied in cluster.of_kind(kind):
+            body = dict(applied.body)
+            if not str(body.get("apiVersion", "")).startswith(f"{group}/"):
+                continue
+            if kind == "Certificate" and cluster.secrets.certificate_ready(namespace, name):
+                body["status"] = {"notBefore": ISSUED_AT}
+            resource = cluster.resource_name(group, kind)
+            served[f"/apis/{body['apiVersion']}/namespaces/{namespace}/{resource}/{name}"] = body
+    return served
 
 
 def _api_nodes(cluster: Cluster) -> dict[str, dict]:
@@ -144,6 +165,7 @@ def run_api_jobs(cluster: Cluster) -> list[tuple[str, str, str]]:
         root = Path(folder)
         with fake_apiserver(root / "api") as api:
             api.nodes = _api_nodes(cluster)
+            api.objects = _api_objects(cluster)
             for job, container in jobs:
                 ref = f"CronJob {job['metadata'].get('namespace')}/{job['metadata']['name']}"
                 owner = cluster.objects[key_of(job)].owner

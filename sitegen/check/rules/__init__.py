@@ -10,6 +10,7 @@ from sitegen.check.rules import (  # noqa: F401
     applications,
     backups,
     budgets,
+    certificates,
     data,
     delivery,
     fabric,

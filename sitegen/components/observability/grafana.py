@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Literal
 
 from pydantic import Field
@@ -23,6 +24,7 @@ from sitegen.components.values import OFF, Placed, Resources, Toggle, Values, pl
 SERVICE = "grafana"
 TLS_SECRET = "grafana-tls"  # issued by the site CA for the Service (the Gateway's BackendTLSPolicy)
 TLS_MOUNT = "/etc/grafana/tls"
+CERTS_WATCH_INTERVAL = "10m"  # a renewal leaves the old pair valid for a month
 ADMIN_SECRET = "grafana-admin"
 ADMIN_VAULT_KEY = "grafana/admin"
 OIDC_SECRET = "grafana-oidc"
@@ -55,6 +57,8 @@ class ServerIni(Values):
     protocol: Literal["http", "https"] = "http"
     cert_file: str | None = None
     cert_key: str | None = None
+    # how often Grafana compares the files' mtime and reloads a renewed pair (0, its default: never)
+    certs_watch_interval: str | None = None
 
 
 class AnalyticsIni(Values):
@@ -233,6 +237,14 @@ class Grafana(ChartComponent):
     namespace = "grafana"
     security = NamespaceSecurity("baseline", "the chart's pods are not verified against restricted")
 
+    def reloads_certificates(self, scope: ClusterScope) -> Mapping[str, str]:
+        return {
+            self.object_key(
+                "Deployment", "grafana"
+            ): f"server.certs_watch_interval ({CERTS_WATCH_INTERVAL}): it "
+            "compares the pair's mtime and loads a changed one (grafana pkg/api/http_server.go WatchAndUpdateCerts)"
+        }
+
     def vault_secrets(self, ctx: ClusterContext) -> list[VaultSecretSpec]:
         """Its admin, its OIDC client's secret, and its pair for Loki's gateway."""
         return [
@@ -311,6 +323,7 @@ class Grafana(ChartComponent):
                     "protocol": "https",
                     "cert_file": f"{TLS_MOUNT}/tls.crt",
                     "cert_key": f"{TLS_MOUNT}/tls.key",
+                    "certs_watch_interval": CERTS_WATCH_INTERVAL,
                 }
             )
         return GrafanaValues(

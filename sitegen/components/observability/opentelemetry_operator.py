@@ -64,6 +64,12 @@ class OpentelemetryOperator(ChartComponent):
     security = NamespaceSecurity("restricted", "the operator runs restricted")
     images = {COLLECTOR_IMAGE: "the collectors the operator runs"}
 
+    def reloads_certificates(self, scope: ClusterScope) -> Mapping[str, str]:
+        return {
+            self.object_key("Deployment", "opentelemetry-operator"): "its webhook server is "
+            "controller-runtime's, which watches the pair's files (pkg/certwatcher)"
+        }
+
     @classmethod
     def applies(cls, scope: ClusterScope) -> bool:
         return scope.is_hub

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 
 from constructs import Construct
+from constructs.certificate_rollover import CertificateRollover, Rolled
 from constructs.registry import PULL_SECRET_KEY, ProxyCacheProjects
 from constructs.secrets import VaultSecret
 from sitegen.components.base import Layer, RenderedComponent
@@ -20,11 +22,16 @@ from sitegen.components.registry.harbor import (
     OIDC_VAULT_KEY,
     OVERWRITE_ENV,
     PULL_SECRET,
+    TLS_SECRET,
     Harbor,
     vault_copies,
 )
 from sitegen.components.storage.aistor import ca_secret as aistor_ca
 from sitegen.model import Site
+
+# The chart's nginx (`<fullname>-nginx`): it reads its key pair at start and never again, so a renewal
+# reaches it only through a new pod (a CertificateRollover)
+NGINX = "harbor-nginx"
 
 
 class HarborConfig(RenderedComponent):
@@ -35,7 +42,7 @@ class HarborConfig(RenderedComponent):
     before = (Harbor,)  # Harbor reads the credentials written here
     namespace = Harbor.namespace
     skip_dry_run = True
-    images = {"curl": "Harbor's proxy-cache projects"}
+    images = {"curl": "Harbor's proxy-cache projects; nginx rolled when its certificate renews"}
     # The nodes' pull robot's secret (constructs/registry.py): set by the setup Job, written into every
     # host's hosts.toml by the RUNBOOK.
     pull_vault_key = "harbor/node-pull"
@@ -65,6 +72,11 @@ class HarborConfig(RenderedComponent):
     @classmethod
     def applies(cls, scope: ClusterScope) -> bool:
         return Harbor.applies(scope)
+
+    def reloads_certificates(self, scope: ClusterScope) -> Mapping[str, str]:
+        # Harbor's core mounts TLS_SECRET too, for its ca.crt alone (the portal's CA download)
+        why = "reads only the ca.crt of its certificate's Secret: the issuing CA, which a renewal keeps"
+        return {self.object_key("Deployment", "harbor-core"): why}  # the same namespace
 
     def flows(self, ctx: ClusterContext) -> list[Flow]:
         return [Flow(Gateway, (), "the setup Job calls Harbor's API at its public name, over HTTPS")]
@@ -97,6 +109,11 @@ class HarborConfig(RenderedComponent):
         if ctx.site.services.certificates.internal_ca:  # the certificate only, never the key
             site_ca_certificate(self.namespace).render(scope, ctx.store)
             ca = (SITE_CA_SECRET, SITE_CA_KEY)
+        if ctx.site.services.certificates.internal_ca:  # nginx serves the Gateway TLS_SECRET's pair
+            CertificateRollover(
+                scope, "Rollover", namespace=self.namespace, rolled=[Rolled(TLS_SECRET, "Deployment", NGINX)],
+                image=ctx.image("curl"), placement=ctx.system_placement,
+            )  # fmt: skip
         ProxyCacheProjects(
             scope,
             "ProxyCaches",

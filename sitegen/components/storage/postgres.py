@@ -135,6 +135,13 @@ class BarmanCloud(ChartComponent):
         "barman-cloud-sidecar": "the sidecar it injects into each PostgreSQL pod, which archives",
     }
 
+    def reloads_certificates(self, scope: ClusterScope) -> Mapping[str, str]:
+        return {
+            self.object_key("Deployment", "barman-cloud-plugin-barman-cloud"): "reads its pair and the "
+            "client's certificate for each connection (cnpg-i-machinery v0.4.2 getConfigForClient); the "
+            "operator re-registers the plugin when either Secret changes (CNPG 1.30 plugin_controller)"
+        }
+
     @classmethod
     def applies(cls, scope: ClusterScope) -> bool:
         return CloudNativePg.applies(scope)
