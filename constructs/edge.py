@@ -26,6 +26,7 @@ SITE_ISSUED = {
 ISSUING_CA_VAULT_KEY = "pki/issuing-ca"
 SITE_CA_KEY_PAIR = "pki/site-ca"  # where the root's pair was kept before: no cluster reads it
 ISSUING_CA_SECRET = "issuing-ca"
+ISSUING_CA_STEP = "The issuing CA"  # the RUNBOOK step that makes it and renews it
 # The site CA's certificate alone, for the clusters that trust it: a Vault policy grants whole keys, so
 # a cluster that may read a certificate from a key pair's key could read the private key too.
 SITE_CA_CERT_VAULT_KEY = "pki/site-ca-cert"

@@ -140,6 +140,39 @@ def _backup_rules(risks: SiteRisks) -> list[dict[str, Any]]:
     return rules
 
 
+def _expiry_rules(risks: SiteRisks) -> list[dict[str, Any]]:
+    """A certificate chain about to end (its daily check's last run failed), and a check that stopped
+    telling: it has not succeeded for a day and more, or never has."""
+    rules = []
+    for watch in risks.expiries:
+        jobs = f'namespace="{watch.namespace}", job_name=~"{watch.cronjob}-[0-9]+"'
+        cronjob = f'namespace="{watch.namespace}", cronjob="{watch.cronjob}"'
+        stale = watch.stale_after_seconds
+        failed = (
+            f"max by (cluster, job_name) (kube_job_status_failed{{{jobs}}}) > 0 and on (cluster, job_name) "
+            f"(time() - max by (cluster, job_name) (kube_job_status_start_time{{{jobs}}})) < {stale}"
+        )
+        last = f"max by (cluster) (kube_cronjob_status_last_successful_time{{{cronjob}}})"
+        never = (
+            f"count by (cluster) (kube_cronjob_created{{{cronjob}}}) unless on (cluster) "
+            f"count by (cluster) (kube_cronjob_status_last_successful_time{{{cronjob}}})"
+        )
+        check = f"{watch.namespace}/{watch.cronjob}"
+        rules += [
+            _alert(f"{watch.alert_prefix}ExpiresSoon", failed, "critical",
+                   f"{watch.subject[:1].upper()}{watch.subject[1:]} ends within {watch.days} days in "
+                   "{{ $labels.cluster }}, taking every certificate signed under it along (or "
+                   f"{check} could not read the chain: its log says which): RUNBOOK step \"{watch.runbook_step}\"",
+                   for_="0m"),
+            _alert(f"{watch.alert_prefix}ExpiryUnchecked", f"(time() - {last}) > {stale}", "warning",
+                   f"{check} has not passed for a day in {{{{ $labels.cluster }}}}: the end of {watch.subject} "
+                   "goes unwatched", for_="0m"),
+            _alert(f"{watch.alert_prefix}ExpiryNeverChecked", never, "warning",
+                   f"{check} has never passed in {{{{ $labels.cluster }}}}", for_=f"{stale // 3600}h"),
+        ]  # fmt: skip
+    return rules
+
+
 def _database_rules(risks: SiteRisks) -> list[dict[str, Any]]:
     """A database's WAL archive falling behind (a point in time past it cannot come back; the primary's
     volume fills with WAL it cannot archive), an instance down (a node lost: the next one lost takes
@@ -421,6 +454,7 @@ class SiteAlerts(Construct):
                 ("site-network", [POLICY_AUDIT_ALERT] if risks.policy_audit else []),
                 ("site-telemetry", _telemetry_rules(risks)),
                 ("site-gitops", _gitops_rules(risks)),
+                ("site-certificates", _expiry_rules(risks)),
             )
             if rules
         ]

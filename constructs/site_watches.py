@@ -1,6 +1,7 @@
 """What the site's alerts watch, as the components that own each part declare it (`Component.watches`):
 a pool's GPUs, a pool's NDR ports, the AIStor erasure set's parity, the GPU health checks, a schedule
-that must succeed, a database, a GPU node guard, the log collectors, a spoke's Argo CD token, network policies in audit.
+that must succeed, a database, a GPU node guard, the log collectors, a spoke's Argo CD token, network
+policies in audit, a certificate chain's end.
 
 The hub evaluates the rules on its own series and on those the other clusters' agents write to it, so
 `SiteRisks.gathered` takes the watches of every cluster of the variant, each once: one alert covers a
@@ -89,6 +90,22 @@ class BackupWatch:
 
 
 @dataclass(frozen=True)
+class ExpiryWatch:
+    """A daily CronJob that fails while a certificate chain it reads ends within `days`."""
+
+    namespace: str
+    cronjob: str
+    subject: str  # what the alerts call the chain
+    alert_prefix: str
+    days: int
+    runbook_step: str  # the RUNBOOK step that renews it
+
+    @property
+    def stale_after_seconds(self) -> int:
+        return 86400 + RUN_MARGIN_SECONDS
+
+
+@dataclass(frozen=True)
 class DatabaseWatch:
     """A CloudNativePG database: its namespace, its Cluster's name (the instances' pod names start
     with it), how many instances run, how far its WAL archive may fall behind, and the longest gap
@@ -125,6 +142,7 @@ Watch = (
     | MetricsDeliveryWatch
     | SpokeTokenWatch
     | BackupWatch
+    | ExpiryWatch
     | DatabaseWatch
     | GuardWatch
 )
@@ -150,6 +168,7 @@ class SiteRisks:
     spoke_token_days: int | None = None  # how long a spoke's Argo CD token lives (None: no spokes)
     guards: tuple[GuardWatch, ...] = ()  # the GPU node guards of the variant's clusters
     databases: tuple[DatabaseWatch, ...] = ()  # the site's PostgreSQL clusters (CloudNativePG)
+    expiries: tuple[ExpiryWatch, ...] = ()  # certificate chains no cert-manager metric follows
     runbook: str = ""  # the RUNBOOK's path in the repository: where each alert's `runbook_url` points
 
     @classmethod
@@ -172,5 +191,6 @@ class SiteRisks:
             spoke_token_days=min((w.days for w in tokens), default=None),
             guards=_of(watches, GuardWatch),
             databases=_of(watches, DatabaseWatch),
+            expiries=_of(watches, ExpiryWatch),
             runbook=runbook,
         )

@@ -6,7 +6,18 @@ listener for every web front end a component of the cluster declares (`Component
 from __future__ import annotations
 
 from constructs import Construct
-from constructs.edge import HTTPS_PORT, Route, SiteGateway, SiteIssuer, SiteRoutes
+from constructs.ca_expiry import NAME as CA_EXPIRY
+from constructs.ca_expiry import WARN_DAYS, CaExpiryCheck
+from constructs.edge import (
+    HTTPS_PORT,
+    ISSUING_CA_SECRET,
+    ISSUING_CA_STEP,
+    Route,
+    SiteGateway,
+    SiteIssuer,
+    SiteRoutes,
+)
+from constructs.site_watches import ExpiryWatch, Watch
 from sitegen.components.base import Component, Layer, RenderedComponent
 from sitegen.components.context import ClusterContext, ClusterScope
 from sitegen.components.edge import PROJECT
@@ -38,6 +49,7 @@ class Gateway(RenderedComponent):
     skip_dry_run = True
 
     exposed = True  # its proxies take the site's web traffic, and the nodes' image pulls
+    images = {"curl": "the issuing CA's expiry check (its busybox)"}
 
     def flows(self, ctx: ClusterContext) -> list[Flow]:
         return [Flow(route.namespace, (), f"route {route.name}") for route in site_routes(ctx)]
@@ -45,6 +57,14 @@ class Gateway(RenderedComponent):
     @classmethod
     def applies(cls, scope: ClusterScope) -> bool:
         return scope.is_hub
+
+    def watches(self, scope: ClusterScope) -> list[Watch]:
+        if not scope.site.services.certificates.internal_ca:
+            return []
+        return [ExpiryWatch(
+            CertManager.namespace, CA_EXPIRY, "the issuing CA or the site CA above it", "IssuingCa",
+            WARN_DAYS, ISSUING_CA_STEP,
+        )]  # fmt: skip
 
     def remote_access(self, scope: ClusterScope) -> RemoteAccess | None:
         return RemoteAccess((f"{scope.site.services.gateway.address}/32",), (HTTPS_PORT,))
@@ -58,6 +78,11 @@ class Gateway(RenderedComponent):
             store=ctx.store,
             gateway=(GATEWAY, self.namespace),
         )
+        if ctx.site.services.certificates.internal_ca:  # the CA is the RUNBOOK's, outside cert-manager
+            CaExpiryCheck(
+                scope, "CaExpiry", namespace=ctx.get(CertManager).namespace, secret=ISSUING_CA_SECRET,
+                image=ctx.image("curl"), placement=ctx.system_placement,
+            )  # fmt: skip
         SiteGateway(
             scope,
             "Gateway",

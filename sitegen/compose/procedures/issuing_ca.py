@@ -3,7 +3,9 @@ certificates carry, so the root's key never enters a cluster (internal-ca only).
 
 from __future__ import annotations
 
-from constructs.edge import ISSUING_CA_VAULT_KEY, SITE_CA_CERT_VAULT_KEY
+from constructs.ca_expiry import NAME as EXPIRY_CHECK
+from constructs.ca_expiry import WARN_DAYS
+from constructs.edge import ISSUING_CA_STEP, ISSUING_CA_VAULT_KEY, SITE_CA_CERT_VAULT_KEY
 from sitegen.compose.apps import VariantApps
 from sitegen.model import Site
 from sitegen.tree.runbook import Runbook
@@ -31,7 +33,7 @@ def issuing_ca(book: Runbook, apps: VariantApps) -> None:
     names = permitted_names(site)
     constraints = ", ".join(f"permitted;DNS:{n}" for n in names)
     book.step(
-        "The issuing CA",
+        ISSUING_CA_STEP,
         f"""
 cert-manager signs every certificate of the site with an intermediate of the site CA, held by name
 constraints to {", ".join(f"`{n}`" for n in names)} (and their subdomains): the site CA's key stays
@@ -57,8 +59,12 @@ vault kv put {kv}/{SITE_CA_CERT_VAULT_KEY} tls.crt=@site-ca.crt
 shred -u issuing-ca.key
 ```
 
-Renew it the same way before its {VALID_DAYS} days run out; cert-manager re-issues what it signed as
-their own renewals come.
+Renew it the same way before its {VALID_DAYS} days run out: from {WARN_DAYS} days before it (or the site CA)
+ends, the daily CronJob `{EXPIRY_CHECK}` of cert-manager's namespace fails and the alert
+`IssuingCaExpiresSoon` fires. cert-manager signs with the new one once External Secrets has refreshed
+its Secret (within the hour; at once with `kubectl -n cert-manager annotate externalsecret issuing-ca
+force-sync=$(date +%s) --overwrite`), and each certificate it signed moves over at its own renewal, at
+most 60 days after its issue (two thirds of cert-manager's 90): the alert comes that early for this.
 """,
     )
 
