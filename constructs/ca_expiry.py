@@ -13,11 +13,11 @@ validity's notBefore and notAfter), UTCTime or GeneralizedTime (RFC 5280 4.1.2.5
 from __future__ import annotations
 
 from constructs import Construct
-from constructs.objects import NOBODY_POD, RESTRICTED_CONTAINER, api_object
+from constructs.objects import cron_job, script_pod
 from sitegen.model import ImagePin, Placement
 
 NAME = "issuing-ca-expiry"
-SCHEDULE = "17 5 * * *"  # daily
+SCHEDULE = "17 5 * * *"
 # A leaf's own renewal comes at most 60 days after its issue (two thirds of cert-manager's default 90
 # days): a CA renewed that early sees every leaf move over to it before it ends.
 WARN_DAYS = 60
@@ -75,47 +75,16 @@ class CaExpiryCheck(Construct):
         placement: Placement,
     ) -> None:
         super().__init__(scope, id)
-        pod = {
-            "restartPolicy": "Never",
-            "automountServiceAccountToken": False,
-            "nodeSelector": placement.node_selector,
-            "tolerations": list(placement.tolerations),
-            "securityContext": NOBODY_POD,
-            "containers": [
-                {
-                    "name": "check",
-                    "image": image.ref,
-                    "command": ["/bin/sh", "-c", EXPIRY_SCRIPT],
-                    "env": [
-                        {"name": "CHAIN", "value": f"{MOUNT}/{CHAIN}"},
-                        {"name": "WARN_DAYS", "value": str(WARN_DAYS)},
-                    ],
-                    "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}, "limits": {"memory": "64Mi"}},
-                    "securityContext": {**RESTRICTED_CONTAINER, "readOnlyRootFilesystem": True},
-                    "volumeMounts": [
-                        {"name": "chain", "mountPath": MOUNT, "readOnly": True},
-                        {"name": "tmp", "mountPath": "/tmp"},
-                    ],
-                }
-            ],
-            "volumes": [
-                # the certificates only: the CA's key stays out of the pod
-                {"name": "chain", "secret": {"secretName": secret, "items": [{"key": CHAIN, "path": CHAIN}]}},
-                {"name": "tmp", "emptyDir": {"sizeLimit": "16Mi"}},
-            ],
-        }
-        api_object(
+        # the certificates only: the CA's key stays out of the pod
+        chain = {"secret": {"secretName": secret, "items": [{"key": CHAIN, "path": CHAIN}]}}
+        pod = script_pod(
+            "check", image.ref, EXPIRY_SCRIPT, {"CHAIN": f"{MOUNT}/{CHAIN}", "WARN_DAYS": str(WARN_DAYS)},
+            placement, volumes={"chain": chain}, mounts={"chain": MOUNT},
+        )  # fmt: skip
+        cron_job(
             self,
             "Schedule",
-            "batch/v1",
-            "CronJob",
             {"name": NAME, "namespace": namespace},
-            spec={
-                "schedule": SCHEDULE,
-                "timeZone": "Etc/UTC",
-                "concurrencyPolicy": "Forbid",
-                "successfulJobsHistoryLimit": 1,
-                "failedJobsHistoryLimit": 3,
-                "jobTemplate": {"spec": {"backoffLimit": 0, "template": {"spec": pod}}},
-            },
+            schedule=SCHEDULE,
+            job={"backoffLimit": 0, "template": {"spec": pod}},
         )

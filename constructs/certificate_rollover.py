@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from constructs import Construct
-from constructs.objects import NOBODY_POD, RESTRICTED_CONTAINER, api_object
+from constructs.objects import api_object, cron_job, script_pod
 from sitegen.model import ImagePin, Placement
 
 NAME = "certificate-rollover"
@@ -88,50 +88,13 @@ class CertificateRollover(Construct):
         lines = "".join(f"{r.line()}\n" for r in sorted(rolled))
         api_object(self, "List", "v1", "ConfigMap", meta, data={LIST_KEY: lines})
         self._access(namespace, rolled)
-        pod = {
-            "serviceAccountName": NAME,
-            "restartPolicy": "Never",
-            "nodeSelector": placement.node_selector,
-            "tolerations": list(placement.tolerations),
-            "securityContext": NOBODY_POD,
-            "containers": [
-                {
-                    "name": "rollover",
-                    "image": image.ref,
-                    "command": ["/bin/sh", "-c", ROLLOVER_SCRIPT],
-                    "env": [
-                        {"name": "WORKLOAD_LIST", "value": f"{MOUNT}/{LIST_KEY}"},
-                        {"name": "NAMESPACE", "value": namespace},
-                        {"name": "SA_DIR", "value": "/var/run/secrets/kubernetes.io/serviceaccount"},
-                        {"name": "API_SERVER", "value": "https://kubernetes.default.svc"},
-                    ],
-                    "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}, "limits": {"memory": "64Mi"}},
-                    "securityContext": {**RESTRICTED_CONTAINER, "readOnlyRootFilesystem": True},
-                    "volumeMounts": [
-                        {"name": "list", "mountPath": MOUNT, "readOnly": True},
-                        {"name": "tmp", "mountPath": "/tmp"},
-                    ],
-                }
-            ],
-            "volumes": [
-                {"name": "list", "configMap": {"name": NAME}},
-                {"name": "tmp", "emptyDir": {"sizeLimit": "16Mi"}},
-            ],
-        }
-        api_object(
-            self,
-            "Schedule",
-            "batch/v1",
-            "CronJob",
-            meta,
-            spec={
-                "schedule": SCHEDULE,
-                "timeZone": "Etc/UTC",
-                "concurrencyPolicy": "Forbid",
-                "successfulJobsHistoryLimit": 1,
-                "failedJobsHistoryLimit": 3,
-                "jobTemplate": {"spec": {"backoffLimit": 2, "template": {"spec": pod}}},
-            },
+        pod = script_pod(
+            "rollover", image.ref, ROLLOVER_SCRIPT,
+            {"WORKLOAD_LIST": f"{MOUNT}/{LIST_KEY}", "NAMESPACE": namespace}, placement,
+            volumes={"list": {"configMap": {"name": NAME}}}, mounts={"list": MOUNT}, account=NAME,
+        )  # fmt: skip
+        cron_job(
+            self, "Schedule", meta, schedule=SCHEDULE, job={"backoffLimit": 2, "template": {"spec": pod}}
         )
 
     def _access(self, namespace: str, rolled: Sequence[Rolled]) -> None:

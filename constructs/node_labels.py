@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 
 from constructs import Construct
-from constructs.objects import NOBODY_POD, RESTRICTED_CONTAINER, account_with_cluster_role, api_object
+from constructs.objects import account_with_cluster_role, api_object, script_pod
 from sitegen.model import ImagePin, Placement, PoolLayout, Taint
 
 NAME = "node-labeler"
@@ -98,35 +98,10 @@ class NodeLabeler(Construct):
         account_with_cluster_role(
             self, NAME, namespace, [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["patch"]}]
         )
-        pod = {
-            "serviceAccountName": NAME,
-            "restartPolicy": "Never",
-            "nodeSelector": placement.node_selector,
-            "tolerations": list(placement.tolerations),
-            "securityContext": NOBODY_POD,
-            "containers": [
-                {
-                    "name": "label",
-                    "image": image.ref,
-                    "command": ["/bin/sh", "-c", LABEL_SCRIPT],
-                    "env": [
-                        {"name": "NODE_LIST", "value": f"{MOUNT}/{LIST_KEY}"},
-                        {"name": "SA_DIR", "value": "/var/run/secrets/kubernetes.io/serviceaccount"},
-                        {"name": "API_SERVER", "value": "https://kubernetes.default.svc"},
-                    ],
-                    "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}, "limits": {"memory": "64Mi"}},
-                    "securityContext": {**RESTRICTED_CONTAINER, "readOnlyRootFilesystem": True},
-                    "volumeMounts": [
-                        {"name": "list", "mountPath": MOUNT, "readOnly": True},
-                        {"name": "tmp", "mountPath": "/tmp"},
-                    ],
-                }
-            ],
-            "volumes": [
-                {"name": "list", "configMap": {"name": "node-labels"}},
-                {"name": "tmp", "emptyDir": {"sizeLimit": "16Mi"}},
-            ],
-        }
+        pod = script_pod(
+            "label", image.ref, LABEL_SCRIPT, {"NODE_LIST": f"{MOUNT}/{LIST_KEY}"}, placement,
+            volumes={"list": {"configMap": {"name": "node-labels"}}}, mounts={"list": MOUNT}, account=NAME,
+        )  # fmt: skip
         api_object(
             self,
             "Schedule",

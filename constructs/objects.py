@@ -10,6 +10,7 @@ from typing import Any
 from cdk8s import ApiObject
 
 from constructs import Construct
+from sitegen.model import Placement
 
 SYNC_OPTIONS = "argocd.argoproj.io/sync-options"
 # For a CR whose CRD another Application installs: Argo CD skips the dry run until the CRD exists.
@@ -186,3 +187,51 @@ def account_with_cluster_role(
         roleRef={"apiGroup": rbac, "kind": "ClusterRole", "name": name},
         subjects=[{"kind": "ServiceAccount", "name": name, "namespace": namespace}],
     )
+
+
+IN_CLUSTER_API = "https://kubernetes.default.svc"
+SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
+
+
+def script_pod(
+    container: str,
+    image_ref: str,
+    script: str,
+    env: Mapping[str, str],
+    placement: Placement,
+    *,
+    volumes: Mapping[str, dict[str, Any]],
+    mounts: Mapping[str, str],
+    account: str | None = None,
+) -> dict[str, Any]:
+    """The pod of a Job that runs a shell `script` once, as nobody and `restricted`, its root file
+    system read-only but for a small /tmp: `volumes` by name, each mounted read-only where `mounts`
+    says. With `account` it calls the API server as that service account (SA_DIR, API_SERVER in its
+    environment); without, it gets no token."""
+    if account is not None:
+        env = {**env, "SA_DIR": SERVICE_ACCOUNT_DIR, "API_SERVER": IN_CLUSTER_API}
+    return {
+        **({"serviceAccountName": account} if account else {"automountServiceAccountToken": False}),
+        "restartPolicy": "Never",
+        "nodeSelector": placement.node_selector,
+        "tolerations": list(placement.tolerations),
+        "securityContext": NOBODY_POD,
+        "containers": [
+            {
+                "name": container,
+                "image": image_ref,
+                "command": ["/bin/sh", "-c", script],
+                "env": [{"name": k, "value": v} for k, v in env.items()],
+                "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}, "limits": {"memory": "64Mi"}},
+                "securityContext": {**RESTRICTED_CONTAINER, "readOnlyRootFilesystem": True},
+                "volumeMounts": [
+                    *({"name": name, "mountPath": path, "readOnly": True} for name, path in mounts.items()),
+                    {"name": "tmp", "mountPath": "/tmp"},
+                ],
+            }
+        ],
+        "volumes": [
+            *({"name": name, **source} for name, source in volumes.items()),
+            {"name": "tmp", "emptyDir": {"sizeLimit": "16Mi"}},
+        ],
+    }

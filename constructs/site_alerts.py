@@ -165,8 +165,8 @@ def _expiry_rules(risks: SiteRisks) -> list[dict[str, Any]]:
                    f"{check} could not read the chain: its log says which): RUNBOOK step \"{watch.runbook_step}\"",
                    for_="0m"),
             _alert(f"{watch.alert_prefix}ExpiryUnchecked", f"(time() - {last}) > {stale}", "warning",
-                   f"{check} has not passed for a day in {{{{ $labels.cluster }}}}: the end of {watch.subject} "
-                   "goes unwatched", for_="0m"),
+                   f"{check} has not passed for {stale // 3600} h in {{{{ $labels.cluster }}}}: the end of "
+                   f"{watch.subject} goes unwatched", for_="0m"),
             _alert(f"{watch.alert_prefix}ExpiryNeverChecked", never, "warning",
                    f"{check} has never passed in {{{{ $labels.cluster }}}}", for_=f"{stale // 3600}h"),
         ]  # fmt: skip

@@ -91,7 +91,7 @@ class BackupWatch:
 
 @dataclass(frozen=True)
 class ExpiryWatch:
-    """A daily CronJob that fails while a certificate chain it reads ends within `days`."""
+    """A CronJob that fails while a certificate chain it reads ends within `days`."""
 
     namespace: str
     cronjob: str
@@ -99,10 +99,11 @@ class ExpiryWatch:
     alert_prefix: str
     days: int
     runbook_step: str  # the RUNBOOK step that renews it
+    longest_gap_seconds: int  # between two runs, by its schedule
 
     @property
     def stale_after_seconds(self) -> int:
-        return 86400 + RUN_MARGIN_SECONDS
+        return self.longest_gap_seconds + RUN_MARGIN_SECONDS
 
 
 @dataclass(frozen=True)

@@ -21,13 +21,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from constructs.objects import IN_CLUSTER_API
+from constructs.objects import SERVICE_ACCOUNT_DIR as SERVICE_ACCOUNT
 from sitegen.check.bringup.apiserver import fake_apiserver, fake_prometheus, node
 from sitegen.check.bringup.cluster import Cluster
 from sitegen.check.bringup.objects import key_of
 from sitegen.tree.fields import dig
 
-IN_CLUSTER_API = "https://kubernetes.default.svc"
-SERVICE_ACCOUNT = "/var/run/secrets/kubernetes.io/serviceaccount"
 TOOLS = ("curl", "openssl")
 
 

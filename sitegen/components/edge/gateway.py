@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from constructs import Construct
 from constructs.ca_expiry import NAME as CA_EXPIRY
+from constructs.ca_expiry import SCHEDULE as CA_EXPIRY_SCHEDULE
 from constructs.ca_expiry import WARN_DAYS, CaExpiryCheck
 from constructs.edge import (
     HTTPS_PORT,
@@ -26,6 +27,7 @@ from sitegen.components.edge.envoy_gateway import EnvoyGateway
 from sitegen.components.flows import Flow, RemoteAccess
 from sitegen.components.networking.cilium_lb import CiliumLb
 from sitegen.components.platform.secret_store import SecretStore
+from sitegen.model.cron import longest_gap_seconds
 
 GATEWAY = "site"
 
@@ -63,7 +65,7 @@ class Gateway(RenderedComponent):
             return []
         return [ExpiryWatch(
             CertManager.namespace, CA_EXPIRY, "the issuing CA or the site CA above it", "IssuingCa",
-            WARN_DAYS, ISSUING_CA_STEP,
+            WARN_DAYS, ISSUING_CA_STEP, longest_gap_seconds(CA_EXPIRY_SCHEDULE),
         )]  # fmt: skip
 
     def remote_access(self, scope: ClusterScope) -> RemoteAccess | None:
