@@ -217,3 +217,26 @@ def test_adding_hosts_says_what_growth_may_move_and_how_it_is_acknowledged(confi
     section = text(config_copy).split("### Adding hosts\n", 1)[1].split("\n### ", 1)[0]
     assert "S3 front doors, the load-balancer pool, the rails' IP blocks, the API endpoints" in section
     assert "`config/gitops.yaml` `acknowledged_moves`" in section
+
+
+def test_the_control_planes_certificates_are_renewed_and_their_static_pods_restarted(site):
+    """kubeadm's certificates last a year and renew with an upgrade: the RUNBOOK renews them by hand
+    on every member of each cluster, one at a time, then restarts the static pods through their
+    manifests (they read their certificates only at start), in the directory the kubelet watches."""
+    from constructs.kube_vip import MANIFEST_DIR
+
+    for variant in ("one-cluster", "two-cluster"):
+        text = (DIST / variant / "bootstrap/RUNBOOK.md").read_text()
+        section = text.split("### The control plane's certificates", 1)[1].split("\n### ", 1)[0]
+        layout = resolve(site, variant)
+        for cluster in layout.clusters:
+            assert f"- `{cluster.name}`: {cluster.control_plane.host_span}, one at a time" in section
+        order = [
+            "kubeadm certs renew all",
+            f"mv {MANIFEST_DIR}/*.yaml",
+            f"/*.yaml {MANIFEST_DIR}/",
+            "kubectl",
+        ]
+        positions = [section.index(marker) for marker in order]
+        assert positions == sorted(positions), section
+        assert text.index("### Upgrading Kubernetes") < text.index("### The control plane's certificates")

@@ -1,5 +1,5 @@
 """The RUNBOOK's day-2 part: maintenance budgets and procedures, growth, the GPU driver and
-Kubernetes upgrades, and etcd's backup and restore, each computed from the model (pool sizes, the
+Kubernetes upgrades, the control plane's certificates, and etcd's backup and restore, each computed from the model (pool sizes, the
 etcd quorum, AIStor's erasure layout, the model servers' nodes, the GPU Operator's upgrade policy).
 
 Its headings carry no step number: the bring-up simulation replays numbered steps only.
@@ -10,6 +10,7 @@ from __future__ import annotations
 import shlex
 
 from constructs.gpu_workload import BATCH_LABEL
+from constructs.kube_vip import MANIFEST_DIR
 from constructs.kubeadm import PATCHES_DIR
 from sitegen.components.operator_steps import Stage
 from sitegen.compose.apps import VariantApps
@@ -57,6 +58,7 @@ def day2(apps: VariantApps) -> str:
         out.append("\n".join(lines) + "\n")
     out += _procedures(apps)
     out.append(_kubernetes_upgrade(apps, minor, nxt))
+    out.append(_control_plane_certificates(apps))
     out.append(_pruning(apps))
     out.append(_gitops_alerts(apps))
     out += day2_sections(apps, Stage.DAY_2_BACKUPS)
@@ -229,6 +231,41 @@ apt-mark unhold kubelet kubectl && apt-get install -y kubelet="$NEXT-{revision}"
 systemctl daemon-reload && systemctl restart kubelet
 kubectl uncordon <node>
 ```
+"""
+
+
+def _control_plane_certificates(apps: VariantApps) -> str:
+    """kubeadm's certificates last a year and renew only with an upgrade or by hand; the static pods
+    read theirs at start (kubeadm's Certificate Management: restart them by their manifests)."""
+    members = [
+        f"- `{c.name}`: {c.control_plane.host_span}, one at a time (etcd keeps quorum "
+        f"{len(c.control_plane.hosts) // 2 + 1} of {len(c.control_plane.hosts)})"
+        for c in apps.layout.clusters
+    ]
+    return f"""### The control plane's certificates
+
+kubeadm's certificates (the API server's, etcd's, the front proxy's, and those in `admin.conf`,
+`controller-manager.conf`, `scheduler.conf` and the first node's `super-admin.conf`) last one year; each `kubeadm upgrade`
+renews them, so a cluster upgraded within the year never sees one end (the kubelets rotate their own;
+the cluster CAs last ten years). Otherwise `KubeClientCertificateExpiration` fires from a week before
+the controller manager's and the scheduler's end, which the others end with. Renew them on each
+control-plane node, `<node>` its name:
+
+{chr(10).join(members)}
+
+```sh
+kubeadm certs check-expiration
+kubeadm certs renew all
+# the static pods read their certificates at start: the kubelet stops each whose manifest goes
+# (it looks every 20 s) and starts it again once the manifest is back; kube-vip with them
+mkdir -p /etc/kubernetes/manifests-restart
+mv {MANIFEST_DIR}/*.yaml /etc/kubernetes/manifests-restart/ && sleep 40
+mv /etc/kubernetes/manifests-restart/*.yaml {MANIFEST_DIR}/ && sleep 40
+kubectl --kubeconfig /etc/kubernetes/admin.conf -n kube-system wait --for=condition=Ready --timeout=10m \
+  pod/etcd-<node> pod/kube-apiserver-<node> pod/kube-controller-manager-<node> pod/kube-scheduler-<node>
+```
+
+Then copy the renewed `/etc/kubernetes/admin.conf` to whoever used the old one (its certificate is new).
 """
 
 
