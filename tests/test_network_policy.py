@@ -195,6 +195,8 @@ def test_kube_system_lets_in_dns_the_api_server_and_prometheus_and_out_what_its_
     for port in (KUBELET_PORT, HUBBLE_SERVER_PORT):
         assert view.allows(system, End(entity="nodes"), port)
     assert not view.allows(system, End(entity="nodes"), 22)
+    # a resolver on a node: the DNS rule comes after the rule of the nodes' other ports, and is read
+    assert view.allows(system, End(entity="nodes"), 53)
     assert view.allows(system, End(entity="world"), 53) and not view.allows(system, End(entity="world"), 443)
     assert view.allows(system, End(entity="kube-apiserver"))
     assert not view.allows(system, End(namespace="harbor"), 6379)

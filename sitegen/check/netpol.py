@@ -71,7 +71,7 @@ def _selects(selector: Mapping[str, Any], policy_namespace: str, peer: End) -> b
 def _entities_cover(entities: list[str], end: End) -> bool:
     """Whether a rule's entities cover an end: its own entity's, or `cluster`, which covers every pod
     and node of the cluster (the API server included), not the world."""
-    if "cluster" in entities and (end.namespace or end.entity in ("nodes", "kube-apiserver")):
+    if "cluster" in entities and (end.namespace or end.entity not in ("", "world")):
         return True
     return bool(end.entity) and any(e in entities for e in ENTITIES[end.entity])
 

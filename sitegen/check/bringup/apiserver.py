@@ -132,10 +132,10 @@ def _handler(server: FakeApiServer) -> type[BaseHTTPRequestHandler]:
         def do_GET(self) -> None:
             if not self._authorized(""):
                 return
-            if urlsplit(self.path).path.rstrip("/") == "/api/v1/nodes":
+            path = urlsplit(self.path).path.rstrip("/")
+            if path == "/api/v1/nodes":
                 self._send(200, _node_list(server, self.path, self.headers.get("Accept", "")))
                 return
-            path = urlsplit(self.path).path.rstrip("/")
             if path in server.objects:
                 self._send(200, server.objects[path])
                 return

@@ -19,6 +19,9 @@ def _cluster_docs(ctx: Context, variant: str, cluster: str) -> list[Document]:
     return [d for d in ctx.docs if d.variant == variant and d.cluster == cluster and d.area == "apps"]
 
 
+_NO_DENY = "has no default-deny NetworkPolicy (podSelector {}, Ingress and Egress)"
+
+
 @rule(
     "NET-001",
     "default-deny",
@@ -38,9 +41,6 @@ def _default_deny(ctx: Context) -> Iterator[Violation]:
                 yield Violation(doc, "$", f"namespace {KUBE_SYSTEM} {_NO_DENY}")
         if doc.name not in views[key].denied:
             yield Violation(doc, "$", f"namespace {doc.name} {_NO_DENY}")
-
-
-_NO_DENY = "has no default-deny NetworkPolicy (podSelector {}, Ingress and Egress)"
 
 
 @rule(
